@@ -1,0 +1,236 @@
+"""Tests for pemc_stan.tempering (CT eqs 14-22), against mpmath and exact CT draws."""
+
+from __future__ import annotations
+
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.stats import norm
+
+from pemc_stan.tempering import (
+    as_chains,
+    beta_of_u,
+    ct_thermodynamic_integration,
+    delta,
+    log_conditional_beta,
+    log_dbeta_du,
+    log_w0,
+    log_w1,
+    log_z_estimate,
+    weighted_expectations,
+)
+
+mp.mp.dps = 50
+
+DELTAS = [1e3, -1e3, 1e-12, -1e-12, 0.0, 1e-300, 3e-7, -0.3, 0.999999, 1.0, -1.0, 1.000001,
+          2.5, -7.0, 36.0, -36.0, 709.0, -745.0, 1e5, -1e5]
+
+
+def _mp_log_w1(d: float) -> float:
+    x = mp.mpf(d)
+    return 0.0 if x == 0 else float(mp.log(x / mp.expm1(x)))
+
+
+def _mp_log_w0(d: float) -> float:
+    x = mp.mpf(d)
+    return 0.0 if x == 0 else float(mp.log(x / -mp.expm1(-x)))
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 4e-15 * max(abs(b), 1e-300) or abs(a - b) < 1e-300
+
+
+@pytest.mark.parametrize("d", DELTAS)
+def test_log_w_against_mpmath(d: float) -> None:
+    assert _close(float(log_w1(d)), _mp_log_w1(d))
+    assert _close(float(log_w0(d)), _mp_log_w0(d))
+
+
+def test_log_w_random_against_mpmath() -> None:
+    rng = np.random.default_rng(0)
+    d = rng.choice([-1, 1], size=400) * np.exp(rng.uniform(-30, 9, size=400))
+    lw1, lw0 = log_w1(d), log_w0(d)
+    for i in range(d.size):
+        assert _close(float(lw1[i]), _mp_log_w1(float(d[i])))
+        assert _close(float(lw0[i]), _mp_log_w0(float(d[i])))
+
+
+def test_log_w_identities_and_shapes() -> None:
+    d = np.linspace(-50, 50, 1001)
+    np.testing.assert_allclose(log_w0(d), log_w1(-d), rtol=1e-15, atol=0)  # w0(D) = w1(-D)
+    np.testing.assert_allclose(log_w0(d) - log_w1(d), d, rtol=1e-13, atol=1e-13)  # w0 = e^D w1
+    assert log_w1(np.zeros((2, 3))).shape == (2, 3)
+    assert np.ndim(log_w0(0.5)) == 0
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="Delta"):
+            log_w1(np.array([0.0, bad]))
+
+
+@pytest.mark.parametrize("d", [-40.0, -3.0, -1e-9, 0.0, 1e-9, 0.7, 5.0, 60.0])
+def test_conditional_beta_is_normalised_and_matches_weights(d: float) -> None:
+    """eq 17 integrates to one over [0, 1]; w0 and w1 are its values at beta = 0, 1."""
+    total, _ = quad(lambda b: float(np.exp(log_conditional_beta(b, d))), 0.0, 1.0,
+                    epsabs=1e-13, epsrel=1e-12)
+    assert total == pytest.approx(1.0, rel=1e-9)
+    at0, at1 = float(log_conditional_beta(0.0, d)), float(log_conditional_beta(1.0, d))
+    assert at0 == pytest.approx(float(log_w0(d)), rel=1e-14, abs=1e-15)
+    assert at1 == pytest.approx(float(log_w1(d)), rel=1e-14, abs=1e-15)
+    with pytest.raises(ValueError, match="beta"):
+        log_conditional_beta(1.5, d)
+
+
+@pytest.mark.parametrize("u", [-1e3, -40.0, -1.0, 0.0, 1e-8, 2.0, 40.0, 1e3])
+def test_beta_and_log_jacobian_against_mpmath(u: float) -> None:
+    x = mp.mpf(u)
+    b = 1 / (1 + mp.exp(-x))
+    assert float(beta_of_u(u)) == pytest.approx(float(b), rel=1e-15, abs=1e-300)
+    expected = float(-mp.log1p(mp.exp(-x)) - mp.log1p(mp.exp(x)))  # log(b (1 - b))
+    assert float(log_dbeta_du(u)) == pytest.approx(expected, rel=1e-14)
+
+
+def test_delta_sign_convention() -> None:
+    """Delta = phi + log zeta - psi with phi = -log gamma, psi = -log base (eq 17)."""
+    assert float(delta(log_gamma=-1.0, log_zeta=0.5, log_base=-2.0)) == pytest.approx(-0.5)
+    # target far below zeta*base -> Delta > 0 -> conditional favours beta = 0 (w0 > w1)
+    d = delta(log_gamma=-30.0, log_zeta=0.0, log_base=-1.0)
+    assert d > 0 and log_w0(d) > log_w1(d)
+    with pytest.raises(ValueError, match="inf"):
+        delta(-np.inf, 0.0, -1.0)
+
+
+# ----------------------------------------------------------------- exact CT draws
+
+M, S, LOG_Z = 1.0, 0.7, 2.3  # target gamma(x) = Z N(x; M, S^2), base N(0, 1)
+
+
+def _log_c(beta: np.ndarray) -> np.ndarray:
+    """log integral N(x;M,S^2)^beta N(x;0,1)^(1-beta) dx (closed form)."""
+    lam = beta / S**2 + (1 - beta)
+    b = beta * M / S**2
+    return (-0.5 * np.log(2 * np.pi) - beta * np.log(S) - beta * M**2 / (2 * S**2)
+            + 0.5 * np.log(2 * np.pi / lam) + b**2 / (2 * lam))
+
+
+def _ct_draws(rng: np.random.Generator, n: int, log_zeta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact i.i.d. draws (x, beta) from the CT joint of eq 16.
+
+    Marginal p(beta) ∝ z(beta)/zeta^beta = (Z/zeta)^beta c(beta) (eq 19), sampled by
+    inverse CDF on a fine grid; then x | beta is Gaussian.
+    """
+    grid = np.linspace(0.0, 1.0, 200_001)
+    logp = grid * (LOG_Z - log_zeta) + _log_c(grid)
+    p = np.exp(logp - logp.max())
+    cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
+    cdf /= cdf[-1]
+    beta = np.interp(rng.uniform(size=n), cdf, grid)
+    lam = beta / S**2 + (1 - beta)
+    x = beta * M / S**2 / lam + rng.normal(size=n) / np.sqrt(lam)
+    return x, beta
+
+
+def _ct_delta(x: np.ndarray, log_zeta: float) -> np.ndarray:
+    log_gamma = LOG_Z + norm.logpdf(x, M, S)
+    return delta(log_gamma, log_zeta, norm.logpdf(x))
+
+
+@pytest.mark.parametrize("offset", [-0.8, 0.0, 1.5])
+def test_log_z_estimate_exact_draws(offset: float) -> None:
+    log_zeta = LOG_Z + offset
+    rng = np.random.default_rng(11)
+    x, _ = _ct_draws(rng, 4000, log_zeta)
+    est = log_z_estimate(_ct_delta(x, log_zeta).reshape(4, 1000), log_zeta)
+    assert est.method == "ct_eq20"
+    assert abs(est.log_z - LOG_Z) < 4 * est.std_error
+    assert 0.0 < est.std_error < 0.1
+    assert len(est.diagnostics["per_chain_log_z"]) == 4
+
+
+def test_log_z_estimate_wrong_sign_would_fail() -> None:
+    """Guard: flipping the sign of Delta gives a clearly wrong answer."""
+    log_zeta = LOG_Z - 0.8
+    x, _ = _ct_draws(np.random.default_rng(2), 4000, log_zeta)
+    d = _ct_delta(x, log_zeta)
+    good, bad = log_z_estimate(d, log_zeta), log_z_estimate(-d, log_zeta)
+    assert abs(good.log_z - LOG_Z) < 4 * good.std_error
+    assert abs(bad.log_z - LOG_Z) > 20 * bad.std_error
+
+
+def test_log_z_standard_error_matches_spread_over_seeds() -> None:
+    log_zeta = LOG_Z - 0.8
+    ests = []
+    for seed in range(20):
+        x, _ = _ct_draws(np.random.default_rng(100 + seed), 2000, log_zeta)
+        ests.append(log_z_estimate(_ct_delta(x, log_zeta), log_zeta,
+                                   chain_ids=np.repeat(np.arange(4), 500)))
+    values = np.array([e.log_z for e in ests])
+    ses = np.array([e.std_error for e in ests])
+    ratio = np.std(values, ddof=1) / np.mean(ses)
+    assert 0.5 < ratio < 2.0
+    assert np.sum(np.abs(values - LOG_Z) < 4 * ses) >= 19
+
+
+def test_log_z_standard_error_sees_autocorrelation_and_chain_disagreement() -> None:
+    log_zeta = LOG_Z
+    x, _ = _ct_draws(np.random.default_rng(5), 4000, log_zeta)
+    d = _ct_delta(x, log_zeta)
+    iid = log_z_estimate(d.reshape(4, 1000), log_zeta)
+    # sorting draws within each chain creates strong autocorrelation: SE must grow
+    sticky = log_z_estimate(np.sort(d.reshape(4, 1000), axis=1), log_zeta)
+    assert sticky.std_error > 3 * iid.std_error
+    # chains that each saw a different part of the space disagree: SE must grow
+    split = log_z_estimate(np.sort(d).reshape(4, 1000), log_zeta)
+    assert split.std_error > 3 * iid.std_error
+    assert split.log_z == pytest.approx(iid.log_z, rel=1e-12)
+
+
+def test_weighted_expectations_target_and_base() -> None:
+    log_zeta = LOG_Z - 0.3
+    x, _ = _ct_draws(np.random.default_rng(21), 8000, log_zeta)
+    d = _ct_delta(x, log_zeta)
+    f = np.stack([x, x**2], axis=1)
+    tgt = weighted_expectations(f, d, which="target")
+    base = weighted_expectations(f, d, which="base")
+    np.testing.assert_array_less(np.abs(tgt.mean - [M, M**2 + S**2]), 4 * tgt.std_error)
+    np.testing.assert_array_less(np.abs(base.mean - [0.0, 1.0]), 4 * base.std_error)
+    scalar = weighted_expectations(x.reshape(4, 2000), d.reshape(4, 2000))
+    assert np.ndim(scalar.mean) == 0 and abs(scalar.mean - M) < 4 * scalar.std_error
+    with pytest.raises(ValueError, match="which"):
+        weighted_expectations(x, d, which="middle")  # type: ignore[arg-type]
+
+
+def test_weighted_expectation_se_calibrated() -> None:
+    log_zeta = LOG_Z - 0.3
+    z = []
+    for seed in range(40):
+        x, _ = _ct_draws(np.random.default_rng(300 + seed), 1000, log_zeta)
+        r = weighted_expectations(x, _ct_delta(x, log_zeta), which="target")
+        z.append((r.mean - M) / r.std_error)
+    assert 0.65 < np.std(z) < 1.4
+
+
+def test_ct_thermodynamic_integration_exact_draws() -> None:
+    """TI over CT draws reweighted to a beta grid (eq 17) recovers log Z, calibrated SE."""
+    log_zeta = LOG_Z - 0.8
+    ests = []
+    for seed in range(20):
+        x, _ = _ct_draws(np.random.default_rng(700 + seed), 2000, log_zeta)
+        ests.append(ct_thermodynamic_integration(_ct_delta(x, log_zeta), log_zeta, n_grid=51,
+                                                 chain_ids=np.repeat(np.arange(4), 500)))
+    values = np.array([e.log_z for e in ests])
+    ses = np.array([e.std_error for e in ests])
+    assert np.sum(np.abs(values - LOG_Z) < 4 * ses) >= 19
+    assert 0.5 < np.sqrt(np.mean((values - LOG_Z) ** 2)) / np.mean(ses) < 2.0
+    assert ests[0].diagnostics["discretisation_gap"] < 0.05 * ests[0].std_error
+    with pytest.raises(ValueError, match="n_grid"):
+        ct_thermodynamic_integration(np.zeros(10), 0.0, n_grid=2)
+
+
+def test_as_chains() -> None:
+    v = np.arange(6.0)
+    np.testing.assert_array_equal(as_chains(v, [1, 0, 1, 0, 1, 0]), [[0, 2, 4], [1, 3, 5]])
+    assert as_chains(v).shape == (1, 6)
+    with pytest.raises(ValueError, match="unequal"):
+        as_chains(v, [0, 0, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match="chain_ids"):
+        as_chains(v, [0, 1])
