@@ -1,0 +1,29 @@
+"""The installed package carries its data files (templates, C++ sources, grammar)."""
+
+from __future__ import annotations
+
+import importlib.resources
+
+from pemc_stan import runtime
+
+
+def test_stan_templates_ship_as_a_package() -> None:
+    templates = importlib.resources.files("pemc_stan.stan_templates")
+    assert templates.is_dir()
+
+
+def test_cpp_sources_and_makefile_ship() -> None:
+    compat = importlib.resources.files("pemc_stan.cmdstan_compat")
+    for name in ("makefile.in", "driver.cpp", "stansummary.cpp", "diagnose.cpp", "csv_tools.hpp"):
+        assert compat.joinpath(name).is_file(), name
+
+
+def test_grammar_and_type_marker_ship() -> None:
+    package = importlib.resources.files("pemc_stan")
+    assert package.joinpath("stan.lark").is_file()
+    assert package.joinpath("py.typed").is_file()
+
+
+def test_build_ingredients_cover_every_cpp_source() -> None:
+    ingredients = runtime.build_ingredients()
+    assert len(ingredients["sources_sha256"]) == 64
