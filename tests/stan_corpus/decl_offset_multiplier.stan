@@ -1,7 +1,13 @@
 // offset/multiplier with scalars, vectors, and parameter-dependent values (non-centred).
+// The vector multiplier is a transformed-data vector on purpose: written inline as
+// `multiplier=rep_vector(2, J)`, stanc 2.35's C++ keeps a reference to a destroyed
+// temporary and the draws of phi come out as garbage (undefined behaviour).
 data {
   int<lower=1> J;
   vector[J] m0;
+}
+transformed data {
+  vector[J] phi_scale = rep_vector(2, J);
 }
 parameters {
   real mu;
@@ -9,7 +15,7 @@ parameters {
   real<offset=mu> a;
   real<multiplier=tau> b;
   vector<offset=mu, multiplier=tau>[J] theta;
-  vector<offset=m0, multiplier=rep_vector(2, J)>[J] phi;
+  vector<offset=m0, multiplier=phi_scale>[J] phi;
   array[2] real<offset=1, multiplier=3> arr;
 }
 model {
