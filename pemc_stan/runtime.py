@@ -469,9 +469,10 @@ def build_compatible(*, force: bool = False, show_progress: bool = False) -> Pat
     final = root / name
 
     def say(message: str) -> None:
-        logger.info(message)
         if show_progress:
             print(f"pemc-stan: {message}", file=sys.stderr, flush=True)
+        else:
+            logger.info(message)
 
     with _file_lock(root / f"{name}.lock"):
         if not force and _complete(final, ingredients):
