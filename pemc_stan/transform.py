@@ -1,0 +1,105 @@
+"""Public entry point of the program transformations.
+
+:func:`transform` turns a user's Stan program into the program of a
+multimodal-sampling method:
+
+* ``"pseudo_extended"`` / ``"pe"`` -- the pseudo-extended target of Nemeth et
+  al. (2019), eq 8; see :mod:`pemc_stan.pseudo_extended`.
+* ``"continuous_tempering"`` / ``"ct"`` -- not implemented yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from pemc_stan import ast
+from pemc_stan.pseudo_extended import (
+    PseudoExtendedOptions,
+    TransformResult,
+    transform_pseudo_extended,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["transform", "transform_result", "METHODS"]
+
+#: Accepted method names and their canonical form.
+METHODS = {
+    "pseudo_extended": "pseudo_extended", "pe": "pseudo_extended",
+    "pseudo-extended": "pseudo_extended",
+    "continuous_tempering": "continuous_tempering", "ct": "continuous_tempering",
+    "continuous-tempering": "continuous_tempering",
+}
+
+
+def _canonical(method: str) -> str:
+    try:
+        return METHODS[method.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"method={method!r} is unknown; expected one of "
+                         f"{sorted(set(METHODS))}") from None
+
+
+def transform_result(
+    program: str | os.PathLike[str] | ast.Program,
+    method: str = "pseudo_extended",
+    **options: Any,
+) -> TransformResult:
+    """Transform a program and return the program with its metadata.
+
+    Parameters
+    ----------
+    program
+        Stan program text, a ``.stan`` path or a parsed program.
+    method
+        ``"pseudo_extended"`` (``"pe"``) or ``"continuous_tempering"`` (``"ct"``).
+    **options
+        Fields of :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`
+        (``n_pseudo``, ``beta``, ``temper``, ``beta_prior``, ``instrumental``,
+        ``log_scale``) and ``name``.
+
+    Returns
+    -------
+    TransformResult
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or invalid options.
+    NotImplementedError
+        For continuous tempering.
+    StanProgramError
+        For programs the transformation does not apply to (see
+        :func:`~pemc_stan.pseudo_extended.transform_pseudo_extended`).
+    """
+    canonical = _canonical(method)
+    if canonical == "continuous_tempering":
+        raise NotImplementedError(
+            "method='continuous_tempering' is not implemented in pemc_stan.transform yet; "
+            "use method='pseudo_extended'")
+    name = options.pop("name", None)
+    opts = PseudoExtendedOptions(**options)
+    return transform_pseudo_extended(program, opts, name=name)
+
+
+def transform(
+    program: str | os.PathLike[str] | ast.Program,
+    method: str = "pseudo_extended",
+    **options: Any,
+) -> str:
+    """Return the Stan code of the transformed program.
+
+    Parameters and errors as :func:`transform_result`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError, NotImplementedError, StanProgramError
+        As :func:`transform_result`.
+    """
+    return transform_result(program, method, **options).stan_code

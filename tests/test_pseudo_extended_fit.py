@@ -1,0 +1,108 @@
+"""PseudoExtendedFit post-processing on a synthetic fit (no compilation)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from pemc_stan.pseudo_extended import PseudoExtendedWarning
+from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
+from pemc_stan.transform import transform_result
+
+CODE = """
+parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; vector[2] v; }
+model { tau ~ exponential(1); x ~ normal(0, 1); v ~ normal(0, 1); }
+"""
+
+
+class _FakeFit:
+    """Just what PseudoExtendedFit reads from a CmdStanMCMC."""
+
+    def __init__(self, columns: list[str], draws: np.ndarray) -> None:
+        self.column_names = tuple(columns)
+        self._draws = draws
+
+    def draws(self, concat_chains: bool = False) -> np.ndarray:
+        assert not concat_chains
+        return self._draws
+
+
+def _fake(n_chains: int = 2, n_draws: int = 50, seed: int = 0) -> tuple[PseudoExtendedFit, dict]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PseudoExtendedWarning)
+        res = transform_result(CODE, n_pseudo=2, beta_prior=(2, 2))
+    cols = ["lp__", "tau[1]", "tau[2]", "pemc_x_1", "pemc_x_2", "v[1,1]", "v[2,1]", "v[1,2]",
+            "v[2,2]", "pemc_beta[1]", "pemc_beta[2]", "pemc_log_weight[1]",
+            "pemc_log_weight[2]", "pemc_log_gamma[1]", "pemc_log_gamma[2]"]
+    rng = np.random.default_rng(seed)
+    arr = rng.normal(size=(n_draws, n_chains, len(cols)))
+    c = {name: i for i, name in enumerate(cols)}
+    arr[:, :, c["pemc_beta[1]"]] = rng.uniform(0.05, 0.95, size=(n_draws, n_chains))
+    arr[:, :, c["pemc_beta[2]"]] = rng.uniform(0.05, 0.95, size=(n_draws, n_chains))
+    arr[:, :, c["pemc_log_gamma[1]"]] *= 5
+    arr[:, :, c["pemc_log_gamma[2]"]] *= 5
+    return PseudoExtendedFit(_FakeFit(cols, arr), res, log_scale=-0.5, seed=1), c
+
+
+def test_parameter_columns_map_copies() -> None:
+    fit, c = _fake()
+    assert fit.parameter_columns() == ["tau", "x", "v[1]", "v[2]"]
+    raw = fit._draws  # (draws, chains, cols)
+    np.testing.assert_array_equal(fit.pseudo_samples("v[2]")[..., 1],
+                                  raw[:, :, c["v[2,2]"]].T)
+    np.testing.assert_array_equal(fit.pseudo_samples("x")[..., 0], raw[:, :, c["pemc_x_1"]].T)
+    with pytest.raises(KeyError):
+        fit.pseudo_samples("nope")
+
+
+def test_log_weights_formula_with_beta_prior() -> None:
+    from scipy import stats
+
+    fit, _ = _fake()
+    beta, lg = fit.beta, fit.log_gamma
+    expected = (1 - beta) * (lg + 0.5) + stats.beta.logpdf(beta, 2, 2)
+    np.testing.assert_allclose(fit.log_weights, expected)
+    np.testing.assert_allclose(fit.normalised_weights.sum(axis=-1), 1.0)
+    ess = fit.weight_ess()
+    assert ess.shape == (2, 50) and np.all((ess >= 1 - 1e-12) & (ess <= 2 + 1e-12))
+
+
+def test_resampling_keeps_one_copy_per_iteration() -> None:
+    fit, _ = _fake()
+    idx = fit.resample_index()
+    assert idx.shape == (2, 50)
+    df = fit.resampled_parameters_pd()
+    assert list(df.columns) == ["chain__", "iter__", "draw__", "tau", "x", "v[1]", "v[2]"]
+    copies = fit.pseudo_samples("v[1]")
+    chosen = np.take_along_axis(copies, idx[..., None], axis=-1)[..., 0].reshape(-1)
+    np.testing.assert_array_equal(df["v[1]"].to_numpy(), chosen)
+    assert (df.groupby("chain__").size() == 50).all()
+
+
+def test_expectation_is_mean_of_per_draw_weighted_estimates() -> None:
+    fit, _ = _fake()
+    est = fit.expectation("tau")
+    h = np.sum(fit.normalised_weights * fit.pseudo_samples("tau"), axis=-1)
+    assert est.mean == pytest.approx(h.mean())
+    assert est.mcse > 0 and est.ess > 1
+    info = fit.diagnostics(warn=False)
+    assert set(info) >= {"weight_ess_mean", "max_weight_share", "beta_quantiles", "messages"}
+
+
+def test_mode_aware_pilot_combines_paths() -> None:
+    from pemc_stan.sampling import _mode_aware_log_z
+
+    rng = np.random.default_rng(0)
+    names = ["lp_approx__", "lp__", "x"]
+    blocks = []
+    # paths 1 and 2 in the same mode (estimates log 0.3 and log 0.2), path 3 elsewhere (log 0.5)
+    for centre, log_z in ((-3.0, np.log(0.3)), (-3.0, np.log(0.2)), (3.0, np.log(0.5))):
+        x = rng.normal(centre, 0.5, size=200)
+        lq = rng.normal(size=200)
+        blocks.append(np.column_stack([lq, lq + log_z, x]))
+    arr = np.vstack(blocks)
+    assert _mode_aware_log_z(arr, names, 3) == pytest.approx(np.log(0.3 + 0.5))
+    # draws that cannot be split by path: pooled mean
+    assert _mode_aware_log_z(arr, names, 7) == pytest.approx(np.log((0.3 + 0.2 + 0.5) / 3))

@@ -1,0 +1,180 @@
+"""Pseudo-extended sampling end to end (compiled; few, small models).
+
+Tolerances are Monte-Carlo standard errors: ``|estimate - exact| < 4 * MCSE``
+with the MCSE of :meth:`PseudoExtendedFit.expectation` (per-draw weighted
+estimates, autocorrelation-aware multi-chain ESS), or of plain chain means.
+Seeds are fixed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pemc_stan.sampling import PseudoExtendedModel
+from pemc_stan.weights import chain_ess
+
+pytestmark = pytest.mark.compiled
+
+ROOT = Path(__file__).resolve().parent.parent
+BIMODAL = ROOT / "models" / "bimodal_1d" / "bimodal_1d.stan"
+BIMODAL_DATA = json.loads((ROOT / "models" / "bimodal_1d" / "bimodal_1d.data.json").read_text())
+
+# Bounded scalar, parameter-dependent bound, simplex and cholesky_factor_corr, with
+# closed-form posterior means:
+#   theta | k ~ Beta(2 + k, 3 + n - k)
+#   s | counts ~ Dirichlet(alpha + counts)
+#   L ~ LKJ-Cholesky(eta)  =>  E[L L'] = I
+#   a ~ Exp(1), b - a | a ~ Exp(2) on b > a  =>  E[a] = 1, E[b] = 1.5
+CONSTRAINED = """
+data {
+  int<lower=0> n;
+  int<lower=0, upper=n> k;
+  vector<lower=0>[3] alpha;
+  array[3] int<lower=0> counts;
+  real<lower=0> eta;
+}
+parameters {
+  real<lower=0, upper=1> theta;
+  simplex[3] s;
+  cholesky_factor_corr[3] L;
+  real<lower=0> a;
+  real<lower=a> b;
+}
+model {
+  theta ~ beta(2, 3);
+  k ~ binomial(n, theta);
+  s ~ dirichlet(alpha);
+  counts ~ multinomial(s);
+  L ~ lkj_corr_cholesky(eta);
+  a ~ exponential(1);
+  target += exponential_lpdf(b - a | 2);
+}
+generated quantities {
+  matrix[3, 3] Omega = multiply_lower_tri_self_transpose(L);
+}
+"""
+CONSTRAINED_DATA = {"n": 20, "k": 6, "alpha": [1.0, 2.0, 3.0], "counts": [4, 7, 2], "eta": 2.0}
+
+
+def _exact_constrained() -> dict[str, float]:
+    n, k = CONSTRAINED_DATA["n"], CONSTRAINED_DATA["k"]
+    post = np.asarray(CONSTRAINED_DATA["alpha"]) + np.asarray(CONSTRAINED_DATA["counts"])
+    out = {"theta": (2 + k) / (5 + n), "a": 1.0, "b": 1.5}
+    for j in range(3):
+        out[f"s[{j + 1}]"] = post[j] / post.sum()
+    return out
+
+
+def _within(est: float, se: float, exact: float, what: str, k: float = 4.0) -> None:
+    assert abs(est - exact) < k * se, f"{what}: {est:.4f} vs exact {exact:.4f} (se {se:.4f})"
+
+
+@pytest.fixture(scope="module")
+def bimodal_pe(compiled, cmdstan_installation):  # noqa: ANN001, ANN201
+    return PseudoExtendedModel(BIMODAL, BIMODAL_DATA, n_pseudo=5)
+
+
+def test_plain_nuts_stays_in_one_mode(compiled) -> None:  # noqa: ANN001
+    model = compiled(BIMODAL)
+    fit = model.sample(data=BIMODAL_DATA, chains=4, iter_warmup=500, iter_sampling=1000,
+                       seed=11, show_progress=False)
+    x = fit.stan_variable("x").reshape(4, -1)
+    left = (x < 0).mean(axis=1)
+    # every chain stays in the mode it started in ...
+    assert set(np.round(left, 12)) <= {0.0, 1.0}, left
+    # ... so the within-chain mode masses are 0 or 1, never the true 0.3
+    assert np.all(np.abs(left - BIMODAL_DATA["w"]) >= 0.3)
+
+
+def test_pe_recovers_mode_masses(bimodal_pe) -> None:  # noqa: ANN001
+    fit = bimodal_pe.sample(chains=4, iter_warmup=1000, iter_sampling=2000, seed=3)
+    w, m1, m2 = BIMODAL_DATA["w"], BIMODAL_DATA["mu1"], BIMODAL_DATA["mu2"]
+    left = fit.expectation(lambda v: (v["x"] < 0).astype(float))
+    _within(left.mean, left.mcse, w, "P(x < 0)")
+    assert left.mcse < 0.06  # informative: the two masses 0.3 / 0.7 are resolved
+    mean = fit.expectation("x")
+    _within(mean.mean, mean.mcse, w * m1 + (1 - w) * m2, "E[x]")
+    # every chain visits both modes (resampled draws keep chains)
+    res = fit.resampled_draws_pd()
+    for _, chain in res.groupby("chain__"):
+        assert 0.05 < (chain["x"] < 0).mean() < 0.95
+    info = fit.diagnostics(warn=False)
+    assert 1.0 <= info["weight_ess_mean"] <= 5.0
+    assert info["beta_quantiles"][0] < 0.1  # small inverse temperatures are reached
+
+
+def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # noqa: ANN001
+    fit = bimodal_pe.sample(chains=2, iter_warmup=300, iter_sampling=300, seed=5,
+                            sig_figs=15)
+    lw_py, lw_stan = fit.log_weights, fit.log_weights_stan
+    np.testing.assert_allclose(lw_py, lw_stan, rtol=1e-9, atol=1e-9)
+    # independent check: log gamma from scipy, eq 3 with uniform pi = g
+    x = np.stack([fit.pseudo_samples("x")], axis=0)[0]
+    d = BIMODAL_DATA
+    log_gamma = np.logaddexp(np.log(d["w"]) + stats.norm.logpdf(x, d["mu1"], d["sigma"]),
+                             np.log1p(-d["w"]) + stats.norm.logpdf(x, d["mu2"], d["sigma"]))
+    np.testing.assert_allclose(fit.log_gamma, log_gamma, rtol=1e-8, atol=1e-8)
+    expected = (1 - fit.beta) * (log_gamma - fit.log_scale)
+    np.testing.assert_allclose(lw_py, expected, rtol=1e-8, atol=1e-8)
+    wn = fit.normalised_weights
+    np.testing.assert_allclose(wn.sum(axis=-1), 1.0, rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def constrained_pe(compiled, cmdstan_installation):  # noqa: ANN001, ANN201
+    # 7 unconstrained dimensions, two with exponential tails: with g uniform on (0, 1)
+    # q(x, beta) would be improper (int gamma^beta ~ beta^-2), so beta lives on (0.1, 1).
+    return PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=3, beta_min=0.1)
+
+
+def _check_constrained(fit, label: str) -> None:  # noqa: ANN001
+    for col, exact in _exact_constrained().items():
+        est = fit.expectation(col)
+        _within(est.mean, est.mcse, exact, f"{label} E[{col}]")
+    # E[Omega] = I via the resampled draws and the ORIGINAL model's generated quantities
+    res = fit.resampled_draws_pd()
+    n_chains = res["chain__"].nunique()
+    for i, j in ((1, 2), (1, 3), (2, 3)):
+        v = res[f"Omega[{i},{j}]"].to_numpy().reshape(n_chains, -1)
+        se = v.std(ddof=1) / np.sqrt(chain_ess(v))
+        _within(v.mean(), se, 0.0, f"{label} E[Omega[{i},{j}]]")
+    np.testing.assert_allclose(res["Omega[2,2]"], 1.0, atol=1e-8)
+
+
+def test_constrained_posterior_means(constrained_pe) -> None:  # noqa: ANN001
+    fit = constrained_pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=7)
+    assert fit.result.parameters[-1].unrolled  # b has lower=a: one copy per pseudo-sample
+    assert fit.beta.min() >= 0.1
+    _check_constrained(fit, "PE N=3")
+
+
+def test_n1_reproduces_original_posterior(compiled) -> None:  # noqa: ANN001
+    pe = PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=1)
+    fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=8)
+    np.testing.assert_allclose(fit.normalised_weights, 1.0)
+    _check_constrained(fit, "PE N=1")
+
+
+def test_likelihood_tempering_with_fixed_ladder(compiled) -> None:  # noqa: ANN001
+    pe = PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=3, temper="likelihood",
+                             beta=[0.2, 0.6, 1.0])
+    fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=9, sig_figs=15)
+    np.testing.assert_allclose(fit.log_weights, fit.log_weights_stan, rtol=1e-9, atol=1e-9)
+    _check_constrained(fit, "PE likelihood ladder")
+
+
+def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN001
+    import pemc_stan
+
+    model = compiled(BIMODAL)
+    fit = pemc_stan.sample(model, BIMODAL_DATA, n_pseudo=2, log_scale=0.0, chains=2,
+                           iter_warmup=200, iter_sampling=200, seed=4)
+    assert fit.log_scale == 0.0
+    assert fit.beta.shape == (2, 200, 2)
+    assert fit.resampled_parameters_pd().shape == (400, 4)
+    assert fit._original() is model  # the given model is reused for generated quantities

@@ -1,0 +1,246 @@
+"""Pseudo-extended transformation: option validation, rejections, stanc acceptance, golden files.
+
+None of these tests compiles C++: stanc (the Stan-to-C++ front end) only
+type-checks the generated programs.  Golden files are regenerated only on
+purpose: ``PEMC_REGENERATE_GOLDEN=1 pytest tests/test_pseudo_extended_transform.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pemc_stan import transform
+from pemc_stan.analysis import ReservedPrefixError
+from pemc_stan.errors import StanProgramError
+from pemc_stan.parser import parse
+from pemc_stan.pseudo_extended import (
+    PseudoExtendedOptions,
+    PseudoExtendedWarning,
+    transform_pseudo_extended,
+)
+from pemc_stan.stanc import check_with_stanc
+from pemc_stan.transform import transform_result
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::pemc_stan.pseudo_extended.PseudoExtendedWarning")
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "stan_corpus"
+GOLDEN = ROOT / "tests" / "golden" / "pseudo_extended"
+
+SIMPLE = """
+data { int<lower=0> n; array[n] real y; }
+parameters { real mu; real<lower=0> sigma; }
+model { mu ~ normal(0, 10); sigma ~ exponential(1); y ~ normal(mu, sigma); }
+"""
+
+
+# --------------------------------------------------------------------------- #
+# options
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"n_pseudo": 0}, "n_pseudo=0"),
+        ({"n_pseudo": -3}, "n_pseudo=-3"),
+        ({"n_pseudo": 2.5}, "n_pseudo=2.5"),
+        ({"n_pseudo": True}, "n_pseudo=True"),
+        ({"n_pseudo": 2, "beta": [0.5, 1.5]}, "1.5 is outside (0, 1]"),
+        ({"n_pseudo": 2, "beta": [0.0, 1.0]}, "0.0 is outside (0, 1]"),
+        ({"n_pseudo": 3, "beta": [0.5, 1.0]}, "beta has 2 values but n_pseudo=3"),
+        ({"beta": "sample"}, "beta='sample'"),
+        ({"temper": "prior"}, "temper='prior'"),
+        ({"beta_prior": (0.0, 1.0)}, "beta_prior"),
+        ({"instrumental": "cauchy"}, "instrumental='cauchy'"),
+        ({"log_scale": float("nan")}, "log_scale=nan"),
+        ({"beta_min": 1.0}, "beta_min=1.0"),
+        ({"beta_min": -0.1}, "beta_min=-0.1"),
+        ({"n_pseudo": 2, "beta": [0.5, 1.0], "beta_prior": (2, 2)}, "fixed ladder"),
+    ],
+)
+def test_options_validation_names_argument_and_value(kwargs: dict, fragment: str) -> None:
+    with pytest.raises(ValueError) as info:
+        PseudoExtendedOptions(**kwargs).validate()
+    assert fragment in str(info.value)
+
+
+def test_invalid_options_rejected_before_parsing() -> None:
+    # the program is not even valid Stan: option errors come first
+    with pytest.raises(ValueError, match="n_pseudo=0"):
+        transform("this is not stan", n_pseudo=0)
+
+
+def test_valid_options() -> None:
+    opts = PseudoExtendedOptions(n_pseudo=3, beta=[0.1, 0.5, 1.0], temper="likelihood")
+    assert opts.validate() is opts
+    assert opts.fixed_ladder == (0.1, 0.5, 1.0)
+
+
+# --------------------------------------------------------------------------- #
+# rejected programs (before compiling)
+# --------------------------------------------------------------------------- #
+
+
+def test_reserved_prefix_rejected() -> None:
+    code = "parameters { real pemc_x; } model { pemc_x ~ normal(0, 1); }"
+    with pytest.raises(ReservedPrefixError, match="pemc_x"):
+        transform(code, n_pseudo=2)
+
+
+def test_no_parameters_rejected() -> None:
+    code = (CORPUS / "blocks_data_gq_only.stan").read_text()
+    with pytest.raises(StanProgramError, match="no parameters"):
+        transform(code, n_pseudo=2)
+
+
+def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pemc_stan.sampling as sampling
+
+    def boom(*_a: object, **_k: object) -> None:
+        raise AssertionError("compile_model must not be called")
+
+    monkeypatch.setattr(sampling, "compile_model", boom)
+    with pytest.raises(ValueError, match="n_pseudo=0"):
+        sampling.sample(SIMPLE, {"n": 0, "y": []}, n_pseudo=0)
+    with pytest.raises(ReservedPrefixError):
+        sampling.sample("parameters { real pemc_a; } model { pemc_a ~ std_normal(); }")
+    with pytest.raises(StanProgramError, match="no parameters"):
+        sampling.sample("data { real y; } model { }")
+    with pytest.raises(ValueError, match="outside"):
+        sampling.sample(SIMPLE, n_pseudo=2, beta=[0.5, 2.0])
+
+
+def test_unknown_and_unimplemented_methods() -> None:
+    with pytest.raises(ValueError, match="method='mcmc'"):
+        transform(SIMPLE, method="mcmc")
+    with pytest.raises(NotImplementedError, match="continuous_tempering"):
+        transform(SIMPLE, method="ct")
+
+
+# --------------------------------------------------------------------------- #
+# structure of the generated program
+# --------------------------------------------------------------------------- #
+
+
+def test_structure_and_metadata() -> None:
+    res = transform_result(SIMPLE, method="pe", n_pseudo=4)
+    code = res.stan_code
+    assert "array[pemc_N] real mu;" in code
+    assert "array[pemc_N] real<lower=0> sigma;" in code
+    assert "array[pemc_N] real<lower=0, upper=1> pemc_beta;" in code
+    assert "target += log_sum_exp(pemc_log_weight);" in code
+    assert res.n_in_data and res.data_additions["pemc_N"] == 4
+    assert [p.name for p in res.parameters] == ["mu", "sigma"]
+    assert res.data({"n": 1, "y": [0.0]}, log_scale=-1.0)["pemc_log_scale"] == -1.0
+    parse(code)  # the output is in the language pemc-stan parses
+
+
+def test_fixed_ladder_is_data_and_no_beta_parameter() -> None:
+    res = transform_result(SIMPLE, n_pseudo=3, beta=[0.2, 0.6, 1.0])
+    params = res.stan_code.split("parameters {", 1)[1].split("}", 1)[0]
+    assert "pemc_beta" not in params
+    assert res.data_additions["pemc_beta"] == [0.2, 0.6, 1.0]
+
+
+def test_parameter_dependent_bounds_are_unrolled_per_pseudo_sample() -> None:
+    code = """
+parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; }
+model { tau ~ exponential(1); x ~ normal(0, 1); }
+"""
+    res = transform_result(code, n_pseudo=3)
+    assert not res.n_in_data
+    for k in (1, 2, 3):
+        assert f"real<lower=-tau[{k}], upper=tau[{k}]> pemc_x_{k};" in res.stan_code
+    assert "int pemc_N = 3;" in res.stan_code
+    check_with_stanc(res.stan_code)
+
+
+def test_heavy_tailed_prior_warns_and_suggests_likelihood_tempering() -> None:
+    code = (CORPUS / "eight_schools_centered.stan").read_text()
+    with pytest.warns(PseudoExtendedWarning, match="temper='likelihood'"):
+        transform(code, n_pseudo=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PseudoExtendedWarning)
+        transform(code, n_pseudo=2, temper="likelihood")
+
+
+def test_uniform_g_in_several_dimensions_warns_improper() -> None:
+    with pytest.warns(PseudoExtendedWarning, match="improper"):
+        transform(SIMPLE, n_pseudo=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PseudoExtendedWarning)
+        code = transform(SIMPLE, n_pseudo=2, beta_min=0.05)
+        transform(SIMPLE, n_pseudo=2, temper="likelihood")
+        transform(SIMPLE, n_pseudo=2, instrumental=(3, 1))
+    assert "real<lower=0.05, upper=1> pemc_beta;" in code
+
+
+def test_accepts_path() -> None:
+    path = CORPUS / "conj_beta_binomial.stan"
+    assert transform(path, n_pseudo=2) == transform(str(path), n_pseudo=2)
+
+
+# --------------------------------------------------------------------------- #
+# stanc accepts the transformed corpus
+# --------------------------------------------------------------------------- #
+
+
+def _corpus_with_parameters() -> list[Path]:
+    out = []
+    for path in sorted(CORPUS.glob("*.stan")):
+        prog = parse(path.read_text())
+        if prog.parameters is not None and prog.parameters.stmts:
+            out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("path", _corpus_with_parameters(), ids=lambda p: p.stem)
+def test_stanc_accepts_transformed_corpus(path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PseudoExtendedWarning)
+        check_with_stanc(transform(path, n_pseudo=3), path.name)
+        check_with_stanc(transform(path, n_pseudo=2, temper="likelihood", beta=[0.3, 1.0]),
+                         path.name)
+        check_with_stanc(transform(path, n_pseudo=1, beta_prior=(2, 1), instrumental=(1, 2)),
+                         path.name)
+
+
+# --------------------------------------------------------------------------- #
+# golden files
+# --------------------------------------------------------------------------- #
+
+GOLDEN_CASES = {
+    "bimodal_1d_n3": (ROOT / "models" / "bimodal_1d" / "bimodal_1d.stan", {"n_pseudo": 3}),
+    "conj_beta_binomial_likelihood_beta22": (
+        CORPUS / "conj_beta_binomial.stan",
+        {"n_pseudo": 2, "temper": "likelihood", "beta_prior": (2, 2), "instrumental": (2, 2)}),
+    "decl_bounds_expressions_n2": (CORPUS / "decl_bounds_expressions.stan", {"n_pseudo": 2}),
+    "eight_schools_noncentered_ladder": (
+        CORPUS / "eight_schools_noncentered.stan",
+        {"n_pseudo": 3, "beta": [0.25, 0.5, 1.0], "temper": "likelihood"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_golden(case: str) -> None:
+    path, options = GOLDEN_CASES[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PseudoExtendedWarning)
+        code = transform(path, **options)
+    golden = GOLDEN / f"{case}.stan"
+    if os.environ.get("PEMC_REGENERATE_GOLDEN") == "1":
+        golden.write_text(code)
+    assert golden.exists(), f"missing golden file {golden}; regenerate on purpose"
+    assert code == golden.read_text()
+
+
+def test_likelihood_tempering_without_likelihood_warns() -> None:
+    code = "parameters { real x; } model { x ~ normal(0, 1); }"
+    with pytest.warns(PseudoExtendedWarning, match="nothing is tempered"):
+        transform(code, n_pseudo=2, temper="likelihood")
