@@ -5,12 +5,24 @@ NUTS; PE with N = 2, 5, 10), runs ``--seeds`` independent fits and prints the
 RMSE over seeds of the estimates of E[X1], E[X2], E[X1^2], E[X2^2] against
 the exact moments, the mean number of gradient evaluations per fit (leapfrog
 steps, warmup + sampling; a PE gradient covers N copies) and the mean wall
-time in seconds (sampling only; the Pathfinder pilot of the scale is timed
-separately).
+time in seconds.
+
+Defaults follow the paper's experiment (Nemeth et al. 2019, section 4.1 and
+their published code): one chain, 50,000 iterations after warm-up, the
+uniform box [-10, 10]^2 (part of the model's data), beta on (0.001, 1) with
+pi(beta) = g(beta) = 1, and the scale log Z^ = 0 (the mixture is normalised,
+so its log Z is known exactly; pass ``--log-scale pilot`` for the Pathfinder
+pilot default of :func:`pemc_stan.sample`).  PE expectations are the
+self-normalised weighted means over all pseudo-samples (Theorem 2.1).
+
+Every fit's result is appended to ``--results`` (JSON lines) as soon as it
+finishes, so a long run can be interrupted and resumed (finished fits are
+skipped) and the table printed at any time with ``--report``.
 
 Usage::
 
     python benchmarks/pe_mixture_benchmark.py --seeds 10 --scenarios a b
+    python benchmarks/pe_mixture_benchmark.py --report
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import logging
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,85 +42,140 @@ from pemc_stan.compile import compile_model
 from pemc_stan.sampling import PseudoExtendedModel
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "models" / "gaussian_mixture_20" / "gaussian_mixture_20.stan"
+MODEL_DIR = ROOT / "models" / "gaussian_mixture_20"
+MODEL = MODEL_DIR / "gaussian_mixture_20.stan"
 MOMENTS = ("E[X1]", "E[X2]", "E[X1^2]", "E[X2^2]")
+#: Table 1 of Nemeth et al. (2019): RMSE over 20 runs of 50,000 iterations.
+PAPER = {
+    "a": {"HMC": (2.69, 3.96, 24.69, 33.65), "PE N=2": (0.11, 0.10, 1.11, 1.01),
+          "PE N=5": (0.04, 0.05, 0.37, 0.45), "PE N=10": (0.03, 0.03, 0.28, 0.23)},
+    "b": {"HMC": (0.27, 0.51, 3.12, 4.80), "PE N=2": (0.05, 0.08, 0.46, 0.86),
+          "PE N=5": (0.04, 0.02, 0.18, 0.36), "PE N=10": (0.02, 0.02, 0.10, 0.32)},
+}
 
 
-def _plain(data: dict, seed: int, iters: int, chains: int) -> tuple[list[float], int, float]:
+def _grads(fit: Any) -> int:
+    return int(fit.draws_pd(vars=["n_leapfrog__"], inc_warmup=True)["n_leapfrog__"].sum())
+
+
+def run_nuts(data: dict[str, Any], seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One plain-NUTS fit of the original model."""
     model = compile_model(MODEL)
     t = time.perf_counter()
-    fit = model.sample(data=data, chains=chains, iter_warmup=iters, iter_sampling=iters,
-                       seed=seed, save_warmup=True, show_progress=False)
+    fit = model.sample(data=data, chains=args.chains, iter_warmup=args.iter_warmup,
+                       iter_sampling=args.iter_sampling, seed=seed, save_warmup=True,
+                       show_progress=False)
     secs = time.perf_counter() - t
-    x = fit.stan_variable("x")  # post-warmup draws, (draws, 2)
+    x = fit.stan_variable("x")
     est = [x[:, 0].mean(), x[:, 1].mean(), (x[:, 0] ** 2).mean(), (x[:, 1] ** 2).mean()]
-    grads = int(fit.draws_pd(vars=["n_leapfrog__"], inc_warmup=True)["n_leapfrog__"].sum())
-    return [float(e) for e in est], grads, secs
+    return {"estimates": [float(e) for e in est], "grads": _grads(fit), "seconds": secs,
+            "pilot_seconds": 0.0}
 
 
-def _pe(data: dict, n: int, seed: int, iters: int, chains: int, beta_min: float,
-        log_scale: float | None) -> tuple[list[float], int, float, float]:
-    pe = PseudoExtendedModel(MODEL, data, n_pseudo=n, beta_min=beta_min, log_scale=log_scale)
+def run_pe(data: dict[str, Any], n: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One pseudo-extended fit with ``n`` pseudo-samples."""
+    scale = None if args.log_scale == "pilot" else float(args.log_scale)
+    pe = PseudoExtendedModel(MODEL, data, n_pseudo=n, beta_min=args.beta_min, log_scale=scale)
+    pe.pe_model()  # compile outside the timings
     t = time.perf_counter()
-    scale = pe.log_scale(seed)
+    log_scale = pe.log_scale(seed)
     pilot = time.perf_counter() - t
-    pe.options.log_scale = scale  # options are a plain dataclass; fix the pilot value
+    pe.options.log_scale = log_scale
     t = time.perf_counter()
-    fit = pe.sample(chains=chains, iter_warmup=iters, iter_sampling=iters, seed=seed,
-                    save_warmup=True)
+    fit = pe.sample(chains=args.chains, iter_warmup=args.iter_warmup,
+                    iter_sampling=args.iter_sampling, seed=seed, save_warmup=True)
     secs = time.perf_counter() - t
     est = [fit.expectation("x[1]").mean, fit.expectation("x[2]").mean,
            fit.expectation(lambda v: v["x[1]"] ** 2).mean,
            fit.expectation(lambda v: v["x[2]"] ** 2).mean]
-    grads = int(fit.fit.draws_pd(vars=["n_leapfrog__"], inc_warmup=True)["n_leapfrog__"].sum())
-    return [float(e) for e in est], grads, secs, pilot
+    beta = fit.beta
+    return {"estimates": [float(e) for e in est], "grads": _grads(fit.fit), "seconds": secs,
+            "pilot_seconds": pilot, "log_scale": log_scale,
+            "beta_mean": float(np.mean(beta)), "beta_below_0.1": float(np.mean(beta < 0.1)),
+            "weight_ess_mean": float(np.mean(fit.weight_ess()))}
 
 
-def main() -> None:
+def _load(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["scenario"], r["sampler"], r["seed"], r["settings"])
+
+
+def report(rows: list[dict[str, Any]]) -> None:
+    """Print the Table-1-shaped RMSE table of the saved results."""
+    exact_all = json.loads((MODEL_DIR / "exact_moments.json").read_text())
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["settings"], r["scenario"], r["sampler"]), []).append(r)
+    order = {"NUTS": 0, "PE N=2": 1, "PE N=5": 2, "PE N=10": 3}
+    current = None
+    for (settings, sc, sampler) in sorted(groups, key=lambda k: (k[0], k[1],
+                                                                 order.get(k[2], 9), k[2])):
+        if (settings, sc) != current:
+            current = (settings, sc)
+            print(f"\nScenario ({sc}) [{settings}]")
+            print(f"{'sampler':<9}{'seeds':>6}" + "".join(f"{m:>9}" for m in MOMENTS)
+                  + f"{'grad evals':>12}{'seconds':>9}   paper RMSE")
+        rs = groups[(settings, sc, sampler)]
+        exact = np.array([exact_all[sc][m] for m in MOMENTS])
+        ests = np.array([r["estimates"] for r in rs])
+        rmse = np.sqrt(np.mean((ests - exact) ** 2, axis=0))
+        paper = PAPER[sc].get("HMC" if sampler == "NUTS" else sampler)
+        print(f"{sampler:<9}{len(rs):>6}" + "".join(f"{v:>9.3f}" for v in rmse)
+              + f"{np.mean([r['grads'] for r in rs]):>12.0f}"
+              + f"{np.mean([r['seconds'] for r in rs]):>9.1f}   "
+              + ("" if paper is None else " ".join(f"{p:.2f}" for p in paper)))
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--scenarios", nargs="+", default=["a", "b"])
-    parser.add_argument("--n-pseudo", type=int, nargs="+", default=[2, 5, 10])
-    parser.add_argument("--iter", type=int, default=1000, help="warmup = sampling iterations")
-    parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--beta-min", type=float, default=0.01)
-    parser.add_argument("--log-scale", type=float, default=None,
-                        help="fixed log Z offset (default: Pathfinder pilot)")
-    args = parser.parse_args()
-    logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
+    parser.add_argument("--samplers", nargs="+", default=["NUTS", "5", "2", "10"],
+                        help="'NUTS' and/or numbers of pseudo-samples")
+    parser.add_argument("--chains", type=int, default=1)
+    parser.add_argument("--iter-warmup", type=int, default=1000)
+    parser.add_argument("--iter-sampling", type=int, default=50_000)
+    parser.add_argument("--beta-min", type=float, default=0.001)
+    parser.add_argument("--log-scale", default="0",
+                        help="log Z offset: a number (default 0, exact) or 'pilot'")
+    parser.add_argument("--results", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "pe_mixture.jsonl")
+    parser.add_argument("--report", action="store_true", help="only print the saved table")
+    args = parser.parse_args(argv)
+    if args.report:
+        report(_load(args.results))
+        return 0
+    logging.getLogger("cmdstanpy").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     runtime.activate()
-    exact_all = json.loads((ROOT / "models" / "gaussian_mixture_20" /
-                            "exact_moments.json").read_text())
+    settings = (f"{args.chains} chain(s) x {args.iter_warmup} warmup + {args.iter_sampling} "
+                f"sampling, beta_min={args.beta_min}, log_scale={args.log_scale}")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    done = {_key(r) for r in _load(args.results)}
     for sc in args.scenarios:
-        data = json.loads((MODEL.parent / f"scenario_{sc}.data.json").read_text())
-        exact = np.array([exact_all[sc][m] for m in MOMENTS])
-        rows = []
-        samplers = [("NUTS", None)] + [(f"PE N={n}", n) for n in args.n_pseudo]
-        for label, n in samplers:
-            ests, grads, secs, pilots = [], [], [], []
-            for seed in range(1, args.seeds + 1):
-                if n is None:
-                    e, g, s = _plain(data, seed, args.iter, args.chains)
-                    p = 0.0
+        data = json.loads((MODEL_DIR / f"scenario_{sc}.data.json").read_text())
+        for sampler in args.samplers:
+            label = "NUTS" if sampler == "NUTS" else f"PE N={int(sampler)}"
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                row = {"scenario": sc, "sampler": label, "seed": seed, "settings": settings}
+                if _key(row) in done:
+                    continue
+                if sampler == "NUTS":
+                    row.update(run_nuts(data, seed, args))
                 else:
-                    e, g, s, p = _pe(data, n, seed, args.iter, args.chains, args.beta_min,
-                                     args.log_scale)
-                ests.append(e)
-                grads.append(g)
-                secs.append(s)
-                pilots.append(p)
-            rmse = np.sqrt(np.mean((np.asarray(ests) - exact) ** 2, axis=0))
-            rows.append((label, rmse, np.mean(grads), np.mean(secs), np.mean(pilots)))
-        print(f"\nScenario ({sc}): RMSE over {args.seeds} seeds, {args.chains} chains x "
-              f"{args.iter} warmup + {args.iter} sampling iterations, beta_min={args.beta_min}, "
-              f"log_scale={'pilot' if args.log_scale is None else args.log_scale}")
-        print(f"{'sampler':<10}" + "".join(f"{m:>10}" for m in MOMENTS)
-              + f"{'grad evals':>12}{'seconds':>9}{'pilot s':>9}")
-        for label, rmse, g, s, p in rows:
-            print(f"{label:<10}" + "".join(f"{r:>10.3f}" for r in rmse)
-                  + f"{g:>12.0f}{s:>9.1f}{p:>9.1f}")
+                    row.update(run_pe(data, int(sampler), seed, args))
+                with args.results.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                print(f"scenario {sc} {label} seed {seed}: {row['seconds']:.1f} s", flush=True)
+    report([r for r in _load(args.results) if r["settings"] == settings])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

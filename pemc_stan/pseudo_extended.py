@@ -458,6 +458,32 @@ def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> b
     return not (isinstance(type_, ast.BasicType) and type_.name == "real")
 
 
+#: Constrained types whose support is compact (bounded) whatever their size.
+_COMPACT_TYPES = frozenset({"simplex", "unit_vector", "corr_matrix", "cholesky_factor_corr"})
+
+
+def _compact_support(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
+    """True if every parameter lives on a bounded set (both bounds, or a compact type).
+
+    Then ``gamma(x)^beta`` stays integrable as ``beta -> 0`` for a bounded
+    ``gamma`` (its limit is the uniform density on the support), so a uniform
+    ``g(beta)`` gives a proper instrumental.
+    """
+    def compact(t: ast.Type) -> bool:
+        if isinstance(t, ast.ArrayType):
+            return compact(t.element)
+        if isinstance(t, ast.TupleType):
+            return all(compact(e) for e in t.elements)
+        if isinstance(t, ast.BasicType):
+            if t.name in _COMPACT_TYPES:
+                return True
+            c = t.constraint
+            return isinstance(c, ast.Bounds) and c.lower is not None and c.upper is not None
+        return False
+
+    return all(compact(t) for t, _ in param_decls)
+
+
 def heavy_tailed_priors(program: ast.Program) -> list[tuple[str, int]]:
     """Heavy-tailed prior statements of a program: ``(distribution, line)`` pairs.
 
@@ -673,7 +699,8 @@ def transform_pseudo_extended(
             issued.append(msg)
 
     if (temper == "posterior" and ladder is None and options.beta_min == 0.0
-            and g_beta.is_uniform and n > 1 and _probably_multidimensional(param_decls)):
+            and g_beta.is_uniform and n > 1 and _probably_multidimensional(param_decls)
+            and not _compact_support(param_decls)):
         msg = (f"{model_name}: whole-posterior tempering with beta sampled uniformly on (0, 1): "
                "int gamma(x)^beta dx grows like beta^(-d/2) or faster as beta -> 0, so for "
                "d >= 2 parameters the instrumental q(x, beta) of eq 7 is improper and beta "

@@ -119,8 +119,8 @@ def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPat
 def test_unknown_and_unimplemented_methods() -> None:
     with pytest.raises(ValueError, match="method='mcmc'"):
         transform(SIMPLE, method="mcmc")
-    with pytest.raises(NotImplementedError, match="continuous_tempering"):
-        transform(SIMPLE, method="ct")
+    # continuous tempering exists now (tests/test_continuous_tempering_transform.py)
+    assert "pemc_u" in transform(SIMPLE, method="ct")
 
 
 # --------------------------------------------------------------------------- #
@@ -179,6 +179,24 @@ def test_uniform_g_in_several_dimensions_warns_improper() -> None:
         transform(SIMPLE, n_pseudo=2, temper="likelihood")
         transform(SIMPLE, n_pseudo=2, instrumental=(3, 1))
     assert "real<lower=0.05, upper=1> pemc_beta;" in code
+
+
+def test_bounded_support_does_not_warn_improper() -> None:
+    boxed = """
+parameters {
+  vector<lower=-10, upper=10>[2] x;
+  simplex[3] theta;
+}
+model {
+  x ~ normal(0, 1);
+}
+"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PseudoExtendedWarning)
+        transform(boxed, n_pseudo=2)
+    half_open = boxed.replace("<lower=-10, upper=10>", "<lower=-10>")
+    with pytest.warns(PseudoExtendedWarning, match="improper"):
+        transform(half_open, n_pseudo=2)
 
 
 def test_accepts_path() -> None:

@@ -23,6 +23,9 @@ MEANS = np.array([
     (4.93, 1.50), (1.83, 0.09), (2.26, 0.31), (5.54, 6.86), (1.69, 8.11),
 ])
 
+#: Support of each coordinate (the uniform(-10, 10) box of Nemeth et al.'s code).
+BOX = (-10.0, 10.0)
+
 
 def scenario(name: str) -> dict[str, object]:
     """Stan data of scenario ``"a"`` or ``"b"``."""
@@ -36,7 +39,8 @@ def scenario(name: str) -> dict[str, object]:
         var = dist / 20.0
     else:
         raise ValueError(f"unknown scenario {name!r}; expected 'a' or 'b'")
-    return {"K": k, "mu": MEANS.tolist(), "w": w.tolist(), "sigma": np.sqrt(var).tolist()}
+    return {"K": k, "mu": MEANS.tolist(), "w": w.tolist(), "sigma": np.sqrt(var).tolist(),
+            "box_lower": BOX[0], "box_upper": BOX[1]}
 
 
 def exact_moments(data: dict[str, object]) -> dict[str, float]:
