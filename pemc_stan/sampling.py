@@ -1,9 +1,19 @@
-"""Run pseudo-extended MCMC on a Stan program.
+"""Run pseudo-extended MCMC or continuous tempering on a Stan program.
 
-:func:`sample` transforms the program (:mod:`pemc_stan.pseudo_extended`),
-compiles it through the content-hash cache (:func:`pemc_stan.compile.compile_model`),
-runs NUTS with cmdstanpy and returns a
-:class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit`.
+:func:`sample` transforms the program (:mod:`pemc_stan.pseudo_extended` or
+:mod:`pemc_stan.continuous_tempering`), compiles it through the content-hash
+cache (:func:`pemc_stan.compile.compile_model`), runs NUTS with cmdstanpy and
+returns a :class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit` or a
+:class:`~pemc_stan.continuous_tempering_fit.ContinuousTemperingFit`.
+
+Continuous tempering (:class:`ContinuousTemperingModel`): the base density and
+``log zeta`` are fitted on the original model (section 6 of Graham & Storkey:
+multi-path Pathfinder by default, paths grouped by mode and combined as the
+moment-matched mixture of eq 25; ADVI or Laplace selectable), then the CT
+program is run and, for ``bootstrap_rounds`` more rounds, the base is re-fitted
+to the eq-21 weighted draws and ``log zeta`` set to the eq-20 estimate, stopping
+early once ``log Z`` moves by less than ``bootstrap_tol`` combined standard
+errors.
 
 Default scale (``log_scale=None``)
 ----------------------------------
@@ -42,7 +52,14 @@ import numpy as np
 from scipy.special import logsumexp
 
 from pemc_stan import ast
+from pemc_stan.base_density import BaseDensity, extract_variable, moment_match
 from pemc_stan.compile import compile_model
+from pemc_stan.continuous_tempering import (
+    ContinuousTemperingOptions,
+    ContinuousTemperingResult,
+    transform_continuous_tempering,
+)
+from pemc_stan.continuous_tempering_fit import ContinuousTemperingFit
 from pemc_stan.parser import parse
 from pemc_stan.pseudo_extended import (
     PseudoExtendedOptions,
@@ -53,7 +70,7 @@ from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["sample", "PseudoExtendedModel", "estimate_log_scale"]
+__all__ = ["sample", "PseudoExtendedModel", "ContinuousTemperingModel", "estimate_log_scale"]
 
 
 def _model_source(model: str | os.PathLike[str] | cmdstanpy.CmdStanModel
@@ -267,6 +284,289 @@ class PseudoExtendedModel:
                                  original_model=self.original_model, seed=seed)
 
 
+# --------------------------------------------------------------------------- #
+# Continuous tempering
+# --------------------------------------------------------------------------- #
+
+
+def _pathfinder_groups(z: np.ndarray, lw: np.ndarray, num_paths: int
+                       ) -> tuple[list[tuple[np.ndarray, float]], float]:
+    """Group Pathfinder paths by mode (section 6, eq 25).
+
+    Each path ``p`` has an importance-sampling mass estimate ``log Z_p =
+    log mean exp(lp__ - lp_approx__)`` over its own draws.  Paths whose draw
+    means (in base coordinates) lie within 3 standard deviations of each other
+    found the same mode; a mode's mass is its paths' largest ``Z_p`` and its
+    draws are all its paths' draws.  Returns ``([(indices, log mass)], log
+    zeta)`` with ``log zeta = log sum_modes mass``.
+
+    Raises
+    ------
+    RuntimeError
+        If no draw has a finite importance weight.
+    """
+    ok = np.isfinite(lw) & np.all(np.isfinite(z), axis=1)
+    if not np.any(ok):
+        raise RuntimeError("Pathfinder returned no draw with a finite density")
+    n = z.shape[0]
+    if num_paths < 1 or n % num_paths:
+        idx = np.flatnonzero(ok)
+        lm = float(logsumexp(lw[idx]) - math.log(idx.size))
+        return [(idx, lm)], lm
+    per = n // num_paths
+    paths = []
+    for p in range(num_paths):
+        idx = np.arange(p * per, (p + 1) * per)
+        idx = idx[ok[idx]]
+        if idx.size < 2:
+            continue
+        lm = float(logsumexp(lw[idx]) - math.log(idx.size))
+        paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0)))
+    groups: list[list[Any]] = []
+    for path in paths:
+        for g in groups:
+            ref = g[0]
+            tol = 3.0 * np.maximum(np.maximum(path[3], ref[3]), 1e-12)
+            if np.all(np.abs(path[2] - ref[2]) <= tol):
+                g.append(path)
+                break
+        else:
+            groups.append([path])
+    out = [(np.concatenate([p[0] for p in g]), max(p[1] for p in g)) for g in groups]
+    return out, float(logsumexp([m for _, m in out]))
+
+
+class ContinuousTemperingModel:
+    """A Stan model prepared for continuous tempering (Graham & Storkey 2017).
+
+    Parameters
+    ----------
+    model
+        Stan text, a ``.stan`` path or a ``cmdstanpy.CmdStanModel``.
+    data
+        The model's data (dict or JSON path).
+    options
+        :class:`~pemc_stan.continuous_tempering.ContinuousTemperingOptions`, or
+        pass its fields as keyword arguments.
+
+    Raises
+    ------
+    ValueError, StanProgramError
+        As :func:`~pemc_stan.continuous_tempering.transform_continuous_tempering`
+        (raised here, before anything is compiled), and when the base
+        coordinates' sizes or bounds cannot be evaluated from the data.
+    """
+
+    def __init__(self, model: str | os.PathLike[str] | cmdstanpy.CmdStanModel,
+                 data: Any = None, options: ContinuousTemperingOptions | None = None,
+                 **option_kwargs: Any) -> None:
+        self.code, self.name, self.path = _model_source(model)
+        self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
+        self.data = _load_data(data)
+        self.program = parse(self.code, filename=self.name)
+        self.result: ContinuousTemperingResult = transform_continuous_tempering(
+            self.program, options, name=self.name, **option_kwargs)
+        if self.options.temper == "posterior":
+            self.dim = self.result.coordinates.dim(self.data)  # sizes must come from data
+        self._ct_model: cmdstanpy.CmdStanModel | None = None
+        self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
+
+    @property
+    def options(self) -> ContinuousTemperingOptions:
+        """The validated options."""
+        return self.result.options
+
+    @property
+    def stan_code(self) -> str:
+        """The continuously tempered Stan program."""
+        return self.result.stan_code
+
+    def ct_model(self) -> cmdstanpy.CmdStanModel:
+        """The compiled CT program (cached by content hash)."""
+        if self._ct_model is None:
+            self._ct_model = compile_model(self.result.stan_code, name=f"{self.name}_ct")
+        return self._ct_model
+
+    def original_model(self) -> cmdstanpy.CmdStanModel:
+        """The compiled original program (cached by content hash)."""
+        if self._orig_model is None:
+            self._orig_model = compile_model(self.code, name=self.name)
+        return self._orig_model
+
+    def _param_draws(self, values: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
+        out = {}
+        for b in self.result.coordinates.blocks:
+            arr, el = b.shape(self.data or {})
+            out[b.name] = extract_variable(values, columns, b.name, (*arr, *el))
+        return out
+
+    def fit_base(self, seed: int | None = None) -> tuple[BaseDensity | None, float]:
+        """Initial base density and ``log zeta`` (section 6).
+
+        ``base="pathfinder"``: multi-path Pathfinder (no PSIS resampling) on
+        the original model; paths are grouped by mode, each mode's draws
+        moment-matched and the modes combined as the mixture of eq 25 with
+        weights from their importance-sampling masses; ``log zeta = log
+        sum_modes Z_m``.  ``"advi"`` / ``"laplace"``: the base is
+        moment-matched to the approximation's draws; as CmdStan's ``log_p__``
+        of these methods drops the density's constants, ``log zeta`` comes
+        from the Pathfinder importance-sampling estimate.  A fixed
+        ``BaseDensity`` is used as is.  ``options.log_zeta`` overrides the
+        estimate.
+
+        Returns
+        -------
+        (BaseDensity or None, float)
+            None under likelihood tempering (the base is the prior).
+
+        Raises
+        ------
+        RuntimeError
+            If the approximation fails (the message says what to pass instead).
+        """
+        opts = self.options
+        model = self.original_model()
+        coords = self.result.coordinates
+        need_pf = opts.log_zeta is None or (opts.temper == "posterior" and opts.base ==
+                                            "pathfinder")
+        base: BaseDensity | None = opts.base if isinstance(opts.base, BaseDensity) else None
+        log_zeta = opts.log_zeta
+        pf_groups = None
+        if need_pf:
+            try:
+                pf = model.pathfinder(data=self.data, seed=seed, num_paths=opts.num_paths,
+                                      draws=opts.base_draws, psis_resample=False,
+                                      show_console=False)
+            except Exception as exc:  # noqa: BLE001
+                raise RuntimeError(
+                    f"Pathfinder on {self.name} failed ({exc}); pass log_zeta= and a "
+                    "BaseDensity as base=, or base='advi'/'laplace' with log_zeta=") from exc
+            cols = list(pf.column_names)
+            arr = np.asarray(pf.draws(), dtype=float)
+            lw = arr[:, cols.index("lp__")] - arr[:, cols.index("lp_approx__")]
+            if opts.temper == "posterior":
+                z, _ = coords.forward(self._param_draws(arr, cols), self.data)
+            else:  # group by the raw parameter columns
+                pcols = [i for i, c in enumerate(cols) if not c.endswith("__")]
+                z = arr[:, pcols]
+            pf_groups, pf_log_zeta = _pathfinder_groups(z, lw, opts.num_paths)
+            if log_zeta is None:
+                log_zeta = pf_log_zeta
+            if base is None and opts.temper == "posterior" and opts.base == "pathfinder":
+                base = moment_match(z, None, pf_groups, opts.base_covariance)
+                base.info.update({"method": "pathfinder", "modes": len(pf_groups)})
+        if base is None and opts.temper == "posterior":
+            if opts.base == "advi":
+                fit = model.variational(data=self.data, seed=seed, draws=opts.base_draws,
+                                        algorithm="meanfield", show_console=False,
+                                        require_converged=False)
+                cols = list(fit.column_names)
+                arr = np.asarray(fit.variational_sample, dtype=float)
+            else:  # laplace
+                # the mode is written with 12 significant digits: CmdStan re-reads it and
+                # checks simplexes / correlation matrices to 1e-8
+                mode = model.optimize(data=self.data, seed=seed, jacobian=True, sig_figs=12,
+                                      show_console=False)
+                fit = model.laplace_sample(data=self.data, mode=mode, seed=seed,
+                                           draws=opts.base_draws, sig_figs=12)
+                cols = list(fit.column_names)
+                arr = np.asarray(fit.draws(), dtype=float)
+            z, _ = coords.forward(self._param_draws(arr, cols), self.data)
+            base = moment_match(z, None, None, opts.base_covariance)
+            base.info.update({"method": opts.base})
+        assert log_zeta is not None
+        logger.info("initial log zeta = %.6g (base %s)", log_zeta,
+                    "prior" if base is None else base.info.get("method", "given"))
+        return base, float(log_zeta)
+
+    def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
+             iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
+             show_progress: bool, history: list[dict[str, Any]], **kw: Any
+             ) -> ContinuousTemperingFit:
+        data = self.result.data(self.data, log_zeta=log_zeta, base=base)
+        fit = self.ct_model().sample(data=data, chains=chains, iter_warmup=iter_warmup,
+                                     iter_sampling=iter_sampling, seed=seed,
+                                     output_dir=None if output_dir is None else str(output_dir),
+                                     show_progress=show_progress, **kw)
+        return ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
+                                      original_model=self.original_model, seed=seed,
+                                      history=history)
+
+    def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
+               seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
+               show_progress: bool = False, **cmdstanpy_kwargs: Any) -> ContinuousTemperingFit:
+        """Fit the base and log zeta, run NUTS on the CT program, bootstrap (section 6).
+
+        After each run the base is moment-matched to the eq-21 weighted draws
+        in base coordinates (diagonal or dense, as configured) and ``log zeta``
+        set to the eq-20 estimate, for up to ``options.bootstrap_rounds`` extra
+        runs; the loop stops early when ``|log Z_r - log Z_{r-1}| <=
+        bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.  A fixed ``BaseDensity``
+        is not re-fitted (only ``log zeta`` is updated); a given ``log_zeta``
+        with ``bootstrap_rounds=0`` is used as is.
+
+        Parameters
+        ----------
+        chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
+            Passed to ``CmdStanModel.sample`` (every round; round ``r`` writes
+            to ``output_dir/round_r`` when given).
+        **cmdstanpy_kwargs
+            Further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
+
+        Returns
+        -------
+        ContinuousTemperingFit
+            The last round's fit; ``fit.history`` lists every round.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan or the base fit fails.
+        """
+        cmdstanpy_kwargs.setdefault("sig_figs", 12)
+        opts = self.options
+        base, log_zeta = self.fit_base(seed)
+        history: list[dict[str, Any]] = []
+        fit: ContinuousTemperingFit | None = None
+        for r in range(opts.bootstrap_rounds + 1):
+            round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
+            round_seed = None if seed is None else seed + r
+            fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
+                            round_dir, show_progress, history, **cmdstanpy_kwargs)
+            est = fit.log_z()
+            history.append({"round": r, "log_zeta": log_zeta, "log_z": est.log_z,
+                            "std_error": est.std_error,
+                            "share_near_1": float(np.mean(fit.beta() > 0.95)),
+                            "share_near_0": float(np.mean(fit.beta() < 0.05))})
+            logger.info("CT round %d: log zeta %.6g -> log Z %.6g +/- %.3g", r, log_zeta,
+                        est.log_z, est.std_error)
+            if r == opts.bootstrap_rounds:
+                break
+            if r > 0:
+                prev = history[-2]
+                if abs(est.log_z - prev["log_z"]) <= opts.bootstrap_tol * math.sqrt(
+                        est.std_error**2 + prev["std_error"] ** 2):
+                    logger.info("bootstrap converged after round %d", r)
+                    break
+            if not math.isfinite(est.log_z):
+                break
+            log_zeta = est.log_z
+            if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
+                z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
+                             axis=-1).reshape(-1, self.dim)
+                try:
+                    new = moment_match(z, fit.log_weights().reshape(-1), None,
+                                       opts.base_covariance)
+                    new.info.update({"method": "bootstrap", "round": r + 1})
+                    base = new
+                except ValueError as exc:
+                    logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
+                                   "previous base", exc)
+        assert fit is not None
+        fit.history = history
+        return fit
+
+
 def sample(
     model: str | os.PathLike[str] | cmdstanpy.CmdStanModel,
     data: Any = None,
@@ -285,9 +585,16 @@ def sample(
     instrumental: Any = "uniform",
     log_scale: float | None = None,
     beta_min: float = 0.0,
+    base: Any = "pathfinder",
+    base_covariance: str = "diag",
+    bootstrap_rounds: int = 1,
+    bootstrap_tol: float = 1.0,
+    log_zeta: float | None = None,
+    num_paths: int = 4,
+    base_draws: int = 1000,
     **cmdstanpy_kwargs: Any,
-) -> PseudoExtendedFit:
-    """Sample a Stan model with pseudo-extended MCMC.
+) -> PseudoExtendedFit | ContinuousTemperingFit:
+    """Sample a Stan model with pseudo-extended MCMC or continuous tempering.
 
     Parameters
     ----------
@@ -297,31 +604,58 @@ def sample(
     data
         Data dict or JSON path.
     method
-        ``"pseudo_extended"`` / ``"pe"`` (``"continuous_tempering"`` raises
-        NotImplementedError).
-    n_pseudo, beta, temper, beta_prior, instrumental, log_scale, beta_min
-        :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`.
+        ``"pseudo_extended"`` / ``"pe"`` or ``"continuous_tempering"`` / ``"ct"``.
+    n_pseudo, beta, beta_prior, instrumental, log_scale, beta_min
+        Pseudo-extended only: :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`.
+    temper
+        ``"posterior"`` or ``"likelihood"`` (both methods).
+    base, base_covariance, bootstrap_rounds, bootstrap_tol, log_zeta, num_paths, base_draws
+        Continuous tempering only:
+        :class:`~pemc_stan.continuous_tempering.ContinuousTemperingOptions`.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs
         Passed to ``CmdStanModel.sample``.
 
     Returns
     -------
-    PseudoExtendedFit
+    PseudoExtendedFit or ContinuousTemperingFit
 
     Raises
     ------
     ValueError
-        For invalid options or an unknown method (before compiling).
-    NotImplementedError
-        For continuous tempering.
+        For invalid options, options of the other method, or an unknown method
+        (before compiling).
     StanProgramError
         For programs the transformation does not apply to (before compiling).
     """
     from pemc_stan.transform import _canonical
 
-    if _canonical(method) != "pseudo_extended":
-        raise NotImplementedError(f"method={method!r} is not implemented in "
-                                  "pemc_stan.sample yet; use method='pseudo_extended'")
+    canonical = _canonical(method)
+    pe_given = {k: v for k, v in (("n_pseudo", n_pseudo != 2), ("beta", beta != "estimate"),
+                                  ("beta_prior", beta_prior != "uniform"),
+                                  ("instrumental", instrumental != "uniform"),
+                                  ("log_scale", log_scale is not None),
+                                  ("beta_min", beta_min != 0.0)) if v}
+    ct_given = {k: v for k, v in (
+        ("base", not (isinstance(base, str) and base == "pathfinder")),
+        ("base_covariance", base_covariance != "diag"),
+        ("bootstrap_rounds", bootstrap_rounds != 1), ("bootstrap_tol", bootstrap_tol != 1.0),
+        ("log_zeta", log_zeta is not None), ("num_paths", num_paths != 4),
+        ("base_draws", base_draws != 1000)) if v}
+    if canonical == "continuous_tempering":
+        if pe_given:
+            raise ValueError(f"{sorted(pe_given)} are pseudo-extended options but "
+                             f"method={method!r}; remove them or use method='pe'")
+        ct_options = ContinuousTemperingOptions(
+            temper=temper, base=base, base_covariance=base_covariance, log_zeta=log_zeta,
+            bootstrap_rounds=bootstrap_rounds, bootstrap_tol=bootstrap_tol,
+            num_paths=num_paths, base_draws=base_draws)
+        ct = ContinuousTemperingModel(model, data, ct_options)
+        return ct.sample(chains=chains, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
+                         seed=seed, output_dir=output_dir, show_progress=show_progress,
+                         **cmdstanpy_kwargs)
+    if ct_given:
+        raise ValueError(f"{sorted(ct_given)} are continuous-tempering options but "
+                         f"method={method!r}; remove them or use method='ct'")
     options = PseudoExtendedOptions(n_pseudo=n_pseudo, beta=beta, temper=temper,
                                     beta_prior=beta_prior, instrumental=instrumental,
                                     log_scale=log_scale, beta_min=beta_min)
@@ -329,5 +663,3 @@ def sample(
     return pe.sample(chains=chains, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
                      seed=seed, output_dir=output_dir, show_progress=show_progress,
                      **cmdstanpy_kwargs)
-
-

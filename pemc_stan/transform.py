@@ -5,7 +5,8 @@ multimodal-sampling method:
 
 * ``"pseudo_extended"`` / ``"pe"`` -- the pseudo-extended target of Nemeth et
   al. (2019), eq 8; see :mod:`pemc_stan.pseudo_extended`.
-* ``"continuous_tempering"`` / ``"ct"`` -- not implemented yet.
+* ``"continuous_tempering"`` / ``"ct"`` -- joint continuous tempering of
+  Graham & Storkey (2017), eq 15; see :mod:`pemc_stan.continuous_tempering`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ import os
 from typing import Any
 
 from pemc_stan import ast
+from pemc_stan.continuous_tempering import (
+    ContinuousTemperingOptions,
+    ContinuousTemperingResult,
+    transform_continuous_tempering,
+)
 from pemc_stan.pseudo_extended import (
     PseudoExtendedOptions,
     TransformResult,
@@ -46,7 +52,7 @@ def transform_result(
     program: str | os.PathLike[str] | ast.Program,
     method: str = "pseudo_extended",
     **options: Any,
-) -> TransformResult:
+) -> TransformResult | ContinuousTemperingResult:
     """Transform a program and return the program with its metadata.
 
     Parameters
@@ -58,28 +64,28 @@ def transform_result(
     **options
         Fields of :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`
         (``n_pseudo``, ``beta``, ``temper``, ``beta_prior``, ``instrumental``,
-        ``log_scale``) and ``name``.
+        ``log_scale``) or of
+        :class:`~pemc_stan.continuous_tempering.ContinuousTemperingOptions`
+        (``temper``, ``base_covariance``, ``log_zeta``, ...), and ``name``.
 
     Returns
     -------
-    TransformResult
+    TransformResult or ContinuousTemperingResult
 
     Raises
     ------
     ValueError
         For an unknown method or invalid options.
-    NotImplementedError
-        For continuous tempering.
     StanProgramError
         For programs the transformation does not apply to (see
-        :func:`~pemc_stan.pseudo_extended.transform_pseudo_extended`).
+        :func:`~pemc_stan.pseudo_extended.transform_pseudo_extended` and
+        :func:`~pemc_stan.continuous_tempering.transform_continuous_tempering`).
     """
     canonical = _canonical(method)
-    if canonical == "continuous_tempering":
-        raise NotImplementedError(
-            "method='continuous_tempering' is not implemented in pemc_stan.transform yet; "
-            "use method='pseudo_extended'")
     name = options.pop("name", None)
+    if canonical == "continuous_tempering":
+        return transform_continuous_tempering(program, ContinuousTemperingOptions(**options),
+                                              name=name)
     opts = PseudoExtendedOptions(**options)
     return transform_pseudo_extended(program, opts, name=name)
 
@@ -99,7 +105,7 @@ def transform(
 
     Raises
     ------
-    ValueError, NotImplementedError, StanProgramError
+    ValueError, StanProgramError
         As :func:`transform_result`.
     """
     return transform_result(program, method, **options).stan_code

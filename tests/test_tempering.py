@@ -234,3 +234,39 @@ def test_as_chains() -> None:
         as_chains(v, [0, 0, 0, 0, 1, 1])
     with pytest.raises(ValueError, match="chain_ids"):
         as_chains(v, [0, 1])
+
+
+# ------------------------------------------- log Z and eq 21/22 at extreme Delta
+
+
+def _mp_log_sum(values: list[mp.mpf]) -> mp.mpf:
+    return mp.log(mp.fsum(values))
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1.0, 40.0, 800.0])
+@pytest.mark.parametrize("shift", [-900.0, 0.0, 900.0])
+def test_log_z_estimate_extreme_delta_against_mpmath(scale: float, shift: float) -> None:
+    """Eq 20 in log space for Delta ~ 0, Delta >> 1 and Delta << -1 (w underflows in double)."""
+    rng = np.random.default_rng(int(scale * 7 + shift) % 2**32)
+    d = shift + scale * rng.standard_normal((2, 50))
+    log_zeta = -3.25
+    est = log_z_estimate(d, log_zeta)
+    w1 = [mp.mpf(v) / mp.expm1(mp.mpf(v)) if v != 0 else mp.mpf(1) for v in d.ravel()]
+    w0 = [mp.mpf(v) / -mp.expm1(-mp.mpf(v)) if v != 0 else mp.mpf(1) for v in d.ravel()]
+    ref = float(mp.mpf(log_zeta) + _mp_log_sum(w1) - _mp_log_sum(w0))
+    assert np.isfinite(est.log_z)
+    assert abs(est.log_z - ref) <= 1e-12 * max(1.0, abs(ref))
+    assert np.isfinite(est.std_error)
+
+
+@pytest.mark.parametrize("shift", [-700.0, -30.0, 0.0, 30.0, 700.0])
+def test_weighted_expectations_extreme_delta_against_mpmath(shift: float) -> None:
+    rng = np.random.default_rng(5)
+    d = shift + 3.0 * rng.standard_normal(60)
+    f = rng.standard_normal(60)
+    for which, sign in (("target", 1), ("base", -1)):
+        est = weighted_expectations(f, d, which)
+        w = [mp.mpf(v) / (mp.expm1(mp.mpf(v)) if sign == 1 else -mp.expm1(-mp.mpf(v)))
+             for v in d]
+        ref = float(mp.fsum([wi * mp.mpf(fi) for wi, fi in zip(w, f)]) / mp.fsum(w))
+        assert abs(float(est.mean) - ref) <= 1e-12 * max(1.0, abs(ref))

@@ -1,0 +1,907 @@
+"""Base densities of continuous tempering (Graham & Storkey 2017, sections 5-6).
+
+The base density ``b(x) = exp(-psi(x))`` must be a **normalised** density on
+the parameters' constrained space (the same space and reference measure as
+the Stan model's density ``gamma(x)``: Lebesgue measure on the free
+coordinates of each constrained type, as Stan uses).  It is built as a
+Gaussian in *base coordinates* ``z = c(x) in R^D``, one coordinate map per
+constraint type, plus the log-Jacobian of that map::
+
+    log b(x) = log N(c(x); m, S) + log |det dc/dx|
+
+so that ``x = c^{-1}(z)`` with ``z ~ N(m, S)`` has exactly the density ``b``.
+The coordinate maps (each mirrored in Stan by
+:mod:`pemc_stan.continuous_tempering`):
+
+=====================  ==========================================  ================================
+declared type          base coordinates ``z``                       ``log |det dz/dx|``
+=====================  ==========================================  ================================
+unbounded (any shape)  ``x`` (offset/multiplier ignored)           0
+``<lower=L>``          ``log(x - L)``                               ``-sum log(x - L)``
+``<upper=U>``          ``log(U - x)``                               ``-sum log(U - x)``
+``<lower=L,upper=U>``  ``logit((x - L) / (U - L))``                 ``sum [log(U-L) - log(x-L) - log(U-x)]``
+``simplex[K]``         additive log-ratios ``log(x_k / x_K)``, k<K  ``-sum_{k<=K} log x_k``
+``sum_to_zero_vector`` ``x_{1:K-1}``                                0
+``ordered[K]``         ``x_1, log(x_k - x_{k-1})``                  ``-sum_{k>=2} log(x_k - x_{k-1})``
+``positive_ordered``   ``log x_1, log(x_k - x_{k-1})``              ``-log x_1 - sum_{k>=2} log(...)``
+``cholesky_factor_cov`` free entries of ``L``, log of the diagonal  ``-sum_j log L_jj``
+``cov_matrix[K]``      as ``cholesky_factor_cov`` of ``chol(x)``    ``-K log 2 - sum_i (K - i + 2) log L_ii``
+column/row stochastic  additive log-ratios of each column/row       as ``simplex``, summed
+=====================  ==========================================  ================================
+
+Bounds may be data expressions (scalars or containers of the parameter's
+type) or depend on parameters declared earlier: the map of all parameters is
+then block-triangular, so ``log |det|`` is still the sum of the per-parameter
+terms and ``b`` stays normalised.
+
+(``simplex``: ``x = softmax([z, 0])`` and ``|det dx_{1:K-1}/dz| = prod_k x_k``;
+``cov_matrix``: ``|det dSigma/dL| = 2^K prod_i L_ii^(K-i+1)`` for the lower
+triangles.)  ``unit_vector``, ``corr_matrix`` and ``cholesky_factor_corr``
+are not supported (:class:`UnsupportedBaseError`).
+
+Elements are flattened in a fixed order, identical in Stan and Python: array
+indices row-major (last index fastest), then the element's own entries
+(vectors in order, matrices column-major, Cholesky factors column by column
+from the diagonal down).
+
+Moments in base coordinates are known exactly (``E_b[z] = m``,
+``Cov_b[z] = S``): eq 22 estimates of them are the paper's convergence check.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import expit, logsumexp
+
+from pemc_stan import ast
+from pemc_stan.errors import UnsupportedConstructError
+from pemc_stan.printer import print_expr, print_type
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BaseCoordinates",
+    "BaseDensity",
+    "ParameterBlock",
+    "UnsupportedBaseError",
+    "base_coordinates",
+    "fit_base",
+    "moment_match",
+    "extract_variable",
+]
+
+_ELEMENTWISE_TYPES = ("real", "vector", "row_vector", "matrix")
+_SUPPORTED = _ELEMENTWISE_TYPES + (
+    "simplex", "sum_to_zero_vector", "ordered", "positive_ordered", "cholesky_factor_cov",
+    "cov_matrix", "column_stochastic_matrix", "row_stochastic_matrix")
+
+
+class UnsupportedBaseError(UnsupportedConstructError):
+    """A parameter type or bound the continuous-tempering base density cannot handle."""
+
+
+# --------------------------------------------------------------------------- #
+# Evaluating size and bound expressions from data
+# --------------------------------------------------------------------------- #
+
+_FUNCS = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "fabs": np.abs, "abs": np.abs,
+          "log1p": np.log1p, "min": np.min, "max": np.max, "sum": np.sum, "mean": np.mean,
+          "pi": lambda: math.pi, "inv_logit": expit,
+          "negative_infinity": lambda: -math.inf, "positive_infinity": lambda: math.inf}
+
+
+def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
+    """Evaluate a size or bound expression from the data.
+
+    Supports literals, data variables (and their integer indexing), unary and
+    binary arithmetic, comparisons, ``?:`` and a few functions (sqrt, exp, log,
+    log1p, abs, min, max, sum, mean, pi).  ``data`` may also hold parameter
+    draws (arrays with the draws first) for parameter-dependent bounds.
+
+    Raises
+    ------
+    UnsupportedBaseError
+        For anything else (e.g. transformed data variables).
+    """
+    if isinstance(expr, ast.IntLit):
+        return int(expr.text)
+    if isinstance(expr, ast.RealLit):
+        return float(expr.text)
+    if isinstance(expr, ast.Variable):
+        if expr.name not in data:
+            raise UnsupportedBaseError(
+                f"the base density needs the value of {expr.name!r} (in a size or bound), "
+                "which is not in the data; continuous tempering supports sizes and bounds "
+                "computed from data variables and literals only")
+        value = data[expr.name]
+        return np.asarray(value, dtype=float) if isinstance(value, (list, tuple)) else value
+    if isinstance(expr, ast.UnaryOp):
+        v = evaluate(expr.operand, data)
+        if expr.op == "-":
+            return -v
+        if expr.op == "+":
+            return v
+    if isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*", "/", "%/%", "^"):
+        a, b = evaluate(expr.left, data), evaluate(expr.right, data)
+        if expr.op == "+":
+            return a + b
+        if expr.op == "-":
+            return a - b
+        if expr.op == "*":
+            return a * b
+        if expr.op == "^":
+            return float(a) ** float(b)
+        if expr.op == "%/%" or (isinstance(a, int) and isinstance(b, int)
+                                and not isinstance(a, bool)):
+            return int(a) // int(b) if a * b >= 0 else -(-int(a) // int(b))
+        return a / b
+    if isinstance(expr, ast.Indexed) and all(not isinstance(i, ast.Slice)
+                                             for i in expr.indices):
+        v = np.asarray(evaluate(expr.value, data))
+        idx = tuple(int(evaluate(i, data)) - 1 for i in expr.indices)  # type: ignore[arg-type]
+        out = v[idx]
+        return out.item() if np.ndim(out) == 0 else out
+    if isinstance(expr, ast.BinaryOp) and expr.op in ("<", "<=", ">", ">=", "==", "!="):
+        a, b = evaluate(expr.left, data), evaluate(expr.right, data)
+        ops = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+               "==": np.equal, "!=": np.not_equal}
+        return ops[expr.op](a, b)
+    if isinstance(expr, ast.Conditional):
+        return np.where(evaluate(expr.cond, data), evaluate(expr.if_true, data),
+                        evaluate(expr.if_false, data))
+    if isinstance(expr, ast.Call) and expr.name in _FUNCS:
+        return _FUNCS[expr.name](*(evaluate(a, data) for a in expr.args))
+    raise UnsupportedBaseError(
+        f"cannot evaluate {print_expr(expr)!r} for the base density; continuous tempering "
+        "supports sizes and bounds computed from data variables and literals only")
+
+
+# --------------------------------------------------------------------------- #
+# Coordinate maps
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class ParameterBlock:
+    """How one declared parameter maps to base coordinates.
+
+    Attributes
+    ----------
+    name
+        The parameter's name.
+    kind
+        ``identity``, ``lower``, ``upper``, ``interval``, ``simplex``,
+        ``sum_to_zero``, ``ordered``, ``positive_ordered``,
+        ``cholesky_factor_cov``, ``cov_matrix``, ``column_stochastic`` or
+        ``row_stochastic``.
+    element
+        The element type name (``real``, ``vector``, ``simplex``, ...).
+    array_dims, element_sizes
+        Size expressions (Stan ASTs) of the array dimensions and the element.
+    lower, upper
+        Bound expressions (not depending on parameters) or None.
+    declared
+        The declared type as Stan text.
+    lower_is_container, upper_is_container
+        Whether a bound is a container of the parameter's full type (Stan
+        allows a scalar or the declared type); it is then indexed like the
+        parameter.
+    bound_parameters
+        Other parameters the bounds depend on (declared earlier; the map of
+        all parameters is then block-triangular, so its log-Jacobian is still
+        the sum of the per-parameter terms).
+    """
+
+    name: str
+    kind: str
+    element: str
+    array_dims: tuple[ast.Expr, ...]
+    element_sizes: tuple[ast.Expr, ...]
+    lower: ast.Expr | None = None
+    upper: ast.Expr | None = None
+    declared: str = ""
+    lower_is_container: bool = False
+    upper_is_container: bool = False
+    bound_parameters: tuple[str, ...] = ()
+
+    # ---- sizes --------------------------------------------------------- #
+
+    def shape(self, data: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(array dims, element shape) as integers.
+
+        Raises
+        ------
+        UnsupportedBaseError
+            If a size cannot be evaluated from the data.
+        """
+        arr = tuple(int(evaluate(e, data)) for e in self.array_dims)
+        sizes = [int(evaluate(e, data)) for e in self.element_sizes]
+        if self.element == "real":
+            el: tuple[int, ...] = ()
+        elif self.element in ("vector", "row_vector", "simplex", "sum_to_zero_vector",
+                              "ordered", "positive_ordered"):
+            el = (sizes[0],)
+        elif self.element in ("cov_matrix",):
+            el = (sizes[0], sizes[0])
+        elif self.element == "cholesky_factor_cov":
+            el = (sizes[0], sizes[1] if len(sizes) > 1 else sizes[0])
+        else:
+            el = (sizes[0], sizes[1])
+        return arr, el
+
+    def element_dim(self, el: tuple[int, ...]) -> int:
+        """Number of base coordinates of one element of shape ``el``."""
+        k = self.kind
+        if k in ("identity", "lower", "upper", "interval"):
+            return int(np.prod(el)) if el else 1
+        if k in ("simplex", "sum_to_zero"):
+            return el[0] - 1
+        if k in ("ordered", "positive_ordered"):
+            return el[0]
+        if k == "cholesky_factor_cov":
+            m, n = el
+            return n * (n + 1) // 2 + (m - n) * n
+        if k == "cov_matrix":
+            return el[0] * (el[0] + 1) // 2
+        if k == "column_stochastic":
+            return (el[0] - 1) * el[1]
+        if k == "row_stochastic":
+            return el[0] * (el[1] - 1)
+        raise AssertionError(k)
+
+    def dim(self, data: Mapping[str, Any]) -> int:
+        """Total number of base coordinates of the parameter."""
+        arr, el = self.shape(data)
+        return int(np.prod(arr)) * self.element_dim(el) if arr else self.element_dim(el)
+
+    # ---- numeric maps (per element, vectorised over draws) ------------- #
+
+    def _bounds(self, data: Mapping[str, Any], params: Mapping[str, Any] | None = None,
+                n_draws: int = 1) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Bounds as arrays (draws or 1, number of elements, entries of one element in z order).
+
+        Raises
+        ------
+        UnsupportedBaseError
+            If a bound cannot be evaluated (or a parameter it uses is missing).
+        """
+        arr, el = self.shape(data)
+        n_el = int(np.prod(arr)) if arr else 1
+        full = (*arr, *el)
+        env: Mapping[str, Any] = data
+        per_draw = bool(self.bound_parameters)
+        if per_draw:
+            missing = [p for p in self.bound_parameters if params is None or p not in params]
+            if missing:
+                raise UnsupportedBaseError(
+                    f"the bounds of {self.name!r} depend on {missing}, whose values are "
+                    "needed (pass every parameter)")
+            env = {**data, **{p: np.asarray(params[p], dtype=float)  # type: ignore[index]
+                              for p in self.bound_parameters}}
+        out = []
+        for expr, default, container in ((self.lower, -math.inf, self.lower_is_container),
+                                         (self.upper, math.inf, self.upper_is_container)):
+            v = np.asarray(default if expr is None else evaluate(expr, env), dtype=float)
+            if per_draw and expr is not None and v.ndim >= 1 and v.shape[0] == n_draws and (
+                    not container or v.ndim == len(full) + 1):
+                lead = n_draws
+                if not container:
+                    v = v.reshape((n_draws,) + (1,) * len(full))
+            else:
+                lead = 1
+                v = v[None, ...]
+            b = np.broadcast_to(v, (lead, *full)).reshape((lead, n_el, *el))
+            out.append(b.reshape(lead, n_el, -1, order="F"))
+        return out[0], out[1]
+
+    def _forward(self, x: NDArray[np.float64], el: tuple[int, ...], lo: Any, hi: Any
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(z (S, d), log|dz/dx| (S,)) for elements ``x`` of shape (S, *el)."""
+        s = x.shape[0]
+        k = self.kind
+        if k in ("identity", "lower", "upper", "interval"):
+            v = x.reshape(s, -1, order="F")
+            if k == "identity":
+                return v, np.zeros(s)
+            if k == "lower":
+                z = np.log(v - lo)
+                return z, -z.sum(axis=1)
+            if k == "upper":
+                z = np.log(hi - v)
+                return z, -z.sum(axis=1)
+            a, b = np.log(v - lo), np.log(hi - v)
+            return a - b, (np.log(hi - lo) - a - b).sum(axis=1)
+        if k == "simplex":
+            lv = np.log(x)
+            return lv[:, :-1] - lv[:, -1:], -lv.sum(axis=1)
+        if k == "sum_to_zero":
+            return x[:, :-1], np.zeros(s)
+        if k in ("ordered", "positive_ordered"):
+            d = np.log(np.diff(x, axis=1))
+            first = x[:, :1] if k == "ordered" else np.log(x[:, :1])
+            z = np.concatenate([first, d], axis=1)
+            jac = -d.sum(axis=1) - (np.log(x[:, 0]) if k == "positive_ordered" else 0.0)
+            return z, jac
+        if k in ("cholesky_factor_cov", "cov_matrix"):
+            if k == "cov_matrix":
+                chol = np.linalg.cholesky(x)
+            else:
+                chol = x
+            m, n = chol.shape[1], chol.shape[2]
+            cols = []
+            for j in range(n):
+                cols.append(np.log(chol[:, j, j])[:, None])
+                cols.append(chol[:, j + 1:, j])
+            z = np.concatenate(cols, axis=1)
+            logdiag = np.log(np.stack([chol[:, j, j] for j in range(n)], axis=1))
+            if k == "cholesky_factor_cov":
+                return z, -logdiag.sum(axis=1)
+            kk = n
+            coef = kk - np.arange(1, kk + 1) + 2.0
+            return z, -kk * math.log(2.0) - logdiag @ coef
+        if k in ("column_stochastic", "row_stochastic"):
+            mat = x if k == "column_stochastic" else np.swapaxes(x, 1, 2)
+            lv = np.log(mat)  # (S, K, ncols): columns are simplexes
+            z = (lv[:, :-1, :] - lv[:, -1:, :]).reshape(s, -1, order="F")
+            return z, -lv.sum(axis=(1, 2))
+        raise AssertionError(k)
+
+    def _inverse(self, z: NDArray[np.float64], el: tuple[int, ...], lo: Any, hi: Any
+                 ) -> NDArray[np.float64]:
+        """Elements (S, *el) from base coordinates (S, d)."""
+        s = z.shape[0]
+        k = self.kind
+        if k in ("identity", "lower", "upper", "interval"):
+            if k == "identity":
+                v = z
+            elif k == "lower":
+                v = lo + np.exp(z)
+            elif k == "upper":
+                v = hi - np.exp(z)
+            else:
+                v = lo + (hi - lo) * expit(z)
+            return v.reshape((s, *el), order="F") if el else v[:, 0]
+        if k == "simplex":
+            full = np.concatenate([z, np.zeros((s, 1))], axis=1)
+            return np.exp(full - logsumexp(full, axis=1, keepdims=True))
+        if k == "sum_to_zero":
+            return np.concatenate([z, -z.sum(axis=1, keepdims=True)], axis=1)
+        if k in ("ordered", "positive_ordered"):
+            first = z[:, :1] if k == "ordered" else np.exp(z[:, :1])
+            return np.cumsum(np.concatenate([first, np.exp(z[:, 1:])], axis=1), axis=1)
+        if k in ("cholesky_factor_cov", "cov_matrix"):
+            m, n = (el[0], el[1]) if k == "cholesky_factor_cov" else (el[0], el[0])
+            chol = np.zeros((s, m, n))
+            pos = 0
+            for j in range(n):
+                chol[:, j, j] = np.exp(z[:, pos])
+                pos += 1
+                chol[:, j + 1:, j] = z[:, pos:pos + m - j - 1]
+                pos += m - j - 1
+            return chol if k == "cholesky_factor_cov" else chol @ np.swapaxes(chol, 1, 2)
+        if k in ("column_stochastic", "row_stochastic"):
+            rows, cols = el if k == "column_stochastic" else (el[1], el[0])
+            zz = z.reshape(s, rows - 1, cols, order="F")
+            full = np.concatenate([zz, np.zeros((s, 1, cols))], axis=1)
+            mat = np.exp(full - logsumexp(full, axis=1, keepdims=True))
+            return mat if k == "column_stochastic" else np.swapaxes(mat, 1, 2)
+        raise AssertionError(k)
+
+    def forward(self, x: ArrayLike, data: Mapping[str, Any],
+                params: Mapping[str, Any] | None = None
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Base coordinates and log-Jacobian of draws ``x`` of shape (S, *array dims, *element).
+
+        ``params`` holds the draws of the parameters the bounds depend on.
+
+        Returns
+        -------
+        (ndarray (S, d), ndarray (S,))
+
+        Raises
+        ------
+        UnsupportedBaseError
+            If sizes or bounds cannot be evaluated.
+        """
+        arr, el = self.shape(data)
+        xa = np.asarray(x, dtype=float)
+        s = xa.shape[0]
+        lo, hi = self._bounds(data, params, s)
+        n_el = int(np.prod(arr)) if arr else 1
+        elems = xa.reshape((s, n_el, *el))
+        zs, jac = [], np.zeros(s)
+        for i in range(n_el):
+            z, j = self._forward(elems[:, i], el, lo[:, i], hi[:, i])
+            zs.append(z)
+            jac = jac + j
+        return np.concatenate(zs, axis=1), jac
+
+    def inverse(self, z: ArrayLike, data: Mapping[str, Any],
+                params: Mapping[str, Any] | None = None) -> NDArray[np.float64]:
+        """Draws (S, *array dims, *element) from base coordinates (S, d).
+
+        ``params`` holds the draws of the parameters the bounds depend on.
+
+        Raises
+        ------
+        UnsupportedBaseError
+            If sizes or bounds cannot be evaluated.
+        """
+        arr, el = self.shape(data)
+        za = np.asarray(z, dtype=float)
+        s = za.shape[0]
+        lo, hi = self._bounds(data, params, s)
+        n_el = int(np.prod(arr)) if arr else 1
+        d = self.element_dim(el)
+        parts = [self._inverse(za[:, i * d:(i + 1) * d], el, lo[:, i], hi[:, i])
+                 for i in range(n_el)]
+        out = np.stack(parts, axis=1)
+        return out.reshape((s, *arr, *el))
+
+    # ---- Stan code ----------------------------------------------------- #
+
+    def stan_element_call(self, elem: str, index: str = "") -> tuple[str, str]:
+        """Stan expressions (z vector, log|dz/dx|) of one element named ``elem``.
+
+        ``index`` is the array index text (``"[pemc_i1]"``) applied to
+        container bounds.
+        """
+
+        def bound(expr: ast.Expr | None, container: bool) -> str | None:
+            if expr is None:
+                return None
+            text = print_expr(expr)
+            if not container:
+                return text
+            if index:
+                text = f"({text}){index}" if not text.isidentifier() else f"{text}{index}"
+            if self.element in ("row_vector", "matrix"):
+                text = f"to_vector({text})"
+            return text
+
+        lo = bound(self.lower, self.lower_is_container)
+        hi = bound(self.upper, self.upper_is_container)
+        k = self.kind
+        if k == "interval" and self.element != "real" and (
+                self.lower_is_container != self.upper_is_container):
+            # mixed scalar/container bounds: make both vectors
+            if not self.lower_is_container:
+                lo = f"rep_vector({lo}, {self.stan_dim()})"
+            else:
+                hi = f"rep_vector({hi}, {self.stan_dim()})"
+        if self.element == "real":
+            v = f"[{elem}]'"
+        elif self.element in ("vector", "simplex", "sum_to_zero_vector", "ordered",
+                              "positive_ordered"):
+            v = elem
+        else:
+            v = f"to_vector({elem})"
+        if k == "identity":
+            return v, ""
+        if k == "lower":
+            return f"pemc_base_lower({v}, {lo})", f"pemc_base_lower_jacobian({v}, {lo})"
+        if k == "upper":
+            return f"pemc_base_upper({v}, {hi})", f"pemc_base_upper_jacobian({v}, {hi})"
+        if k == "interval":
+            return (f"pemc_base_interval({v}, {lo}, {hi})",
+                    f"pemc_base_interval_jacobian({v}, {lo}, {hi})")
+        if k == "column_stochastic":
+            return (f"pemc_base_stochastic({elem})", f"pemc_base_stochastic_jacobian({elem})")
+        if k == "row_stochastic":
+            return (f"pemc_base_stochastic({elem}')", f"pemc_base_stochastic_jacobian({elem}')")
+        return f"pemc_base_{k}({elem})", f"pemc_base_{k}_jacobian({elem})"
+
+    def stan_dim(self) -> str:
+        """Stan integer expression of the number of base coordinates of one element."""
+        s = [print_expr(e) for e in self.element_sizes]
+        k = self.kind
+        if k in ("identity", "lower", "upper", "interval"):
+            if self.element == "real":
+                return "1"
+            if self.element in ("vector", "row_vector"):
+                return s[0]
+            return f"{s[0]} * {s[1]}"
+        if k in ("simplex", "sum_to_zero"):
+            return f"{s[0]} - 1"
+        if k in ("ordered", "positive_ordered"):
+            return s[0]
+        if k == "cholesky_factor_cov":
+            m = s[0]
+            n = s[1] if len(s) > 1 else s[0]
+            return f"{n} * ({n} + 1) %/% 2 + ({m} - {n}) * {n}"
+        if k == "cov_matrix":
+            return f"{s[0]} * ({s[0]} + 1) %/% 2"
+        if k == "column_stochastic":
+            return f"({s[0]} - 1) * {s[1]}"
+        if k == "row_stochastic":
+            return f"{s[0]} * ({s[1]} - 1)"
+        raise AssertionError(k)
+
+
+_SCALAR_CALLS = frozenset({
+    "min", "max", "sum", "mean", "prod", "sd", "variance", "log_sum_exp", "num_elements",
+    "size", "rows", "cols", "norm1", "norm2", "dot_self", "dot_product", "squared_distance",
+    "distance", "determinant", "log_determinant", "trace", "max_int", "min_int"})
+
+
+def _is_container(expr: ast.Expr, table: Any) -> bool:
+    """Whether a bound expression is a container (else a scalar); from declared types."""
+    from pemc_stan.pseudo_extended import _dims_of
+
+    if isinstance(expr, (ast.IntLit, ast.RealLit)):
+        return False
+    if isinstance(expr, ast.Variable):
+        sym = table.lookup(expr.name) if table is not None else None
+        return sym is not None and _dims_of(sym.type) not in (0, None)
+    if isinstance(expr, ast.Indexed):
+        if not isinstance(expr.value, ast.Variable) or table is None:
+            return True
+        sym = table.lookup(expr.value.name)
+        dims = _dims_of(sym.type) if sym is not None else None
+        singles = [i for i in expr.indices if not isinstance(i, ast.Slice)]
+        return not (dims is not None and len(singles) == len(expr.indices) == dims)
+    if isinstance(expr, ast.Call):
+        if expr.name in _SCALAR_CALLS:
+            return False
+        return any(_is_container(a, table) for a in expr.args)
+    if isinstance(expr, (ast.UnaryOp, ast.BinaryOp, ast.Conditional)):
+        kids = [c for c in ast.children(expr) if isinstance(c, ast.Expr)]
+        if isinstance(expr, ast.Conditional):
+            kids = kids[1:]
+        return any(_is_container(c, table) for c in kids)
+    return True
+
+
+def _block_for(name: str, type_: ast.Type, parameter_names: set[str],
+               table: Any = None) -> ParameterBlock:
+    dims: tuple[ast.Expr, ...] = ()
+    el = type_
+    if isinstance(type_, ast.ArrayType):
+        dims, el = type_.dims, type_.element
+    if not isinstance(el, ast.BasicType) or el.name not in _SUPPORTED:
+        what = el.name if isinstance(el, ast.BasicType) else print_type(el)
+        raise UnsupportedBaseError(
+            f"parameter {name!r} has type {print_type(type_)}: continuous tempering has no "
+            f"base density for {what} (supported: {', '.join(_SUPPORTED)}, with any bounds); "
+            "use temper='likelihood' (the prior is then the base), reparameterise it, or use "
+            "method='pseudo_extended'", "<string>", type_.line, type_.column)
+    lower = upper = None
+    bound_params: set[str] = set()
+    if isinstance(el.constraint, ast.Bounds):
+        lower, upper = el.constraint.lower, el.constraint.upper
+        for e in (lower, upper):
+            if e is None:
+                continue
+            used = {n.name for n in ast.walk(e) if isinstance(n, ast.Variable)}
+            bound_params |= used & parameter_names
+    if el.name in _ELEMENTWISE_TYPES:
+        kind = ("interval" if lower is not None and upper is not None else
+                "lower" if lower is not None else "upper" if upper is not None else "identity")
+    else:
+        kind = {"sum_to_zero_vector": "sum_to_zero", "column_stochastic_matrix":
+                "column_stochastic", "row_stochastic_matrix": "row_stochastic"}.get(el.name,
+                                                                                   el.name)
+    return ParameterBlock(name, kind, el.name, tuple(dims), tuple(el.sizes), lower, upper,
+                          print_type(type_),
+                          lower is not None and _is_container(lower, table),
+                          upper is not None and _is_container(upper, table),
+                          tuple(sorted(bound_params)))
+
+
+@dataclass(frozen=True)
+class BaseCoordinates:
+    """The base coordinate map of all parameters, in declaration order.
+
+    Attributes
+    ----------
+    blocks
+        One :class:`ParameterBlock` per parameter.
+    """
+
+    blocks: tuple[ParameterBlock, ...]
+
+    def dim(self, data: Mapping[str, Any] | None) -> int:
+        """Total number of base coordinates ``D``.
+
+        Raises
+        ------
+        UnsupportedBaseError
+            If a size cannot be evaluated from ``data``.
+        """
+        return sum(b.dim(data or {}) for b in self.blocks)
+
+    def coordinate_names(self, data: Mapping[str, Any] | None) -> list[str]:
+        """Readable names ``z_<param>[j]`` of the base coordinates."""
+        out = []
+        for b in self.blocks:
+            d = b.dim(data or {})
+            out += [f"z_{b.name}" if d == 1 and not b.array_dims and b.element == "real"
+                    else f"z_{b.name}[{j + 1}]" for j in range(d)]
+        return out
+
+    def forward(self, draws: Mapping[str, ArrayLike], data: Mapping[str, Any] | None
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(z (S, D), log|dz/dx| (S,))`` of constrained draws ``{name: (S, *shape)}``.
+
+        Raises
+        ------
+        KeyError
+            If a parameter is missing from ``draws``.
+        UnsupportedBaseError
+            If sizes or bounds cannot be evaluated.
+        """
+        zs, jac = [], None
+        for b in self.blocks:
+            z, j = b.forward(draws[b.name], data or {}, draws)
+            zs.append(z)
+            jac = j if jac is None else jac + j
+        assert jac is not None
+        return np.concatenate(zs, axis=1), jac
+
+    def inverse(self, z: ArrayLike, data: Mapping[str, Any] | None
+                ) -> dict[str, NDArray[np.float64]]:
+        """Constrained draws ``{name: (S, *shape)}`` from base coordinates (S, D).
+
+        Raises
+        ------
+        UnsupportedBaseError
+            If sizes or bounds cannot be evaluated.
+        """
+        za = np.atleast_2d(np.asarray(z, dtype=float))
+        out: dict[str, NDArray[np.float64]] = {}
+        pos = 0
+        for b in self.blocks:  # declaration order: bounds use earlier parameters only
+            d = b.dim(data or {})
+            out[b.name] = b.inverse(za[:, pos:pos + d], data or {}, out)
+            pos += d
+        return out
+
+
+def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = None
+                     ) -> BaseCoordinates:
+    """The base coordinate map of declared parameters ``[(type, name), ...]``.
+
+    Parameters
+    ----------
+    param_decls
+        The declarations.
+    table
+        The program's :class:`~pemc_stan.analysis.SymbolTable` (to tell
+        container bounds from scalar ones; without it variables are scalars).
+
+    Raises
+    ------
+    UnsupportedBaseError
+        For a type or bound without a base density.
+    """
+    names = {n for _, n in param_decls}
+    return BaseCoordinates(tuple(_block_for(n, t, names, table) for t, n in param_decls))
+
+
+# --------------------------------------------------------------------------- #
+# The Gaussian base density
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class BaseDensity:
+    """``b(x) = N(c(x); mean, cov) |det dc/dx|``, normalised on the constrained space.
+
+    Attributes
+    ----------
+    mean
+        (D,) mean in base coordinates.
+    cov
+        (D, D) covariance in base coordinates (diagonal when ``covariance="diag"``).
+    covariance
+        ``"diag"`` (independent coordinates, ``normal_lpdf`` in Stan) or
+        ``"dense"`` (``multi_normal_cholesky_lpdf``).
+    """
+
+    mean: NDArray[np.float64]
+    cov: NDArray[np.float64]
+    covariance: str = "diag"
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def validate(self) -> BaseDensity:
+        """Check shapes, finiteness and positive definiteness.
+
+        Returns
+        -------
+        BaseDensity
+            ``self``.
+
+        Raises
+        ------
+        ValueError
+            Naming the problem.
+        """
+        m = np.asarray(self.mean, dtype=float)
+        c = np.asarray(self.cov, dtype=float)
+        if m.ndim != 1 or c.shape != (m.size, m.size):
+            raise ValueError(f"base mean has shape {m.shape} and covariance {c.shape}; "
+                             "expected (D,) and (D, D)")
+        if not (np.all(np.isfinite(m)) and np.all(np.isfinite(c))):
+            raise ValueError("base mean/covariance contain non-finite values")
+        if self.covariance not in ("diag", "dense"):
+            raise ValueError(f"covariance={self.covariance!r} is invalid; expected 'diag' or "
+                             "'dense'")
+        if self.covariance == "diag" and np.any(c != np.diag(np.diag(c))):
+            raise ValueError("covariance='diag' but the covariance matrix has off-diagonal "
+                             "entries")
+        try:
+            np.linalg.cholesky(c)
+        except np.linalg.LinAlgError:
+            raise ValueError("base covariance is not positive definite") from None
+        return self
+
+    @property
+    def dim(self) -> int:
+        """Number of base coordinates ``D``."""
+        return int(np.asarray(self.mean).size)
+
+    @property
+    def sd(self) -> NDArray[np.float64]:
+        """Marginal standard deviations."""
+        return np.sqrt(np.diag(self.cov))
+
+    def stan_data(self) -> dict[str, Any]:
+        """The CT program's base-density data entries."""
+        out: dict[str, Any] = {"pemc_D": self.dim, "pemc_base_mean": np.asarray(self.mean).tolist()}
+        if self.covariance == "diag":
+            out["pemc_base_sd"] = self.sd.tolist()
+        else:
+            out["pemc_base_chol"] = np.linalg.cholesky(self.cov).tolist()
+        return out
+
+    def log_density_z(self, z: ArrayLike) -> NDArray[np.float64]:
+        """``log N(z; mean, cov)`` for z of shape (S, D)."""
+        za = np.atleast_2d(np.asarray(z, dtype=float))
+        chol = np.linalg.cholesky(self.cov)
+        r = np.linalg.solve(chol, (za - self.mean).T)  # (D, S)
+        return (-0.5 * np.sum(r * r, axis=0) - np.sum(np.log(np.diag(chol)))
+                - 0.5 * self.dim * math.log(2 * math.pi))
+
+    def log_density(self, coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
+                    data: Mapping[str, Any] | None) -> NDArray[np.float64]:
+        """``log b(x)`` at constrained draws (normalised, Jacobian included).
+
+        Raises
+        ------
+        KeyError, UnsupportedBaseError
+            As :meth:`BaseCoordinates.forward`.
+        """
+        z, jac = coords.forward(draws, data)
+        return self.log_density_z(z) + jac
+
+    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``n`` draws of the base coordinates."""
+        chol = np.linalg.cholesky(self.cov)
+        return self.mean + rng.standard_normal((n, self.dim)) @ chol.T
+
+    def sample(self, coords: BaseCoordinates, n: int, rng: np.random.Generator,
+               data: Mapping[str, Any] | None) -> dict[str, NDArray[np.float64]]:
+        """``n`` constrained draws from ``b``."""
+        return coords.inverse(self.sample_z(n, rng), data)
+
+
+def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
+                 groups: Sequence[tuple[NDArray[np.intp], float]] | None = None,
+                 covariance: str = "diag", min_sd: float = 1e-6) -> BaseDensity:
+    """Gaussian base with the (weighted) mean and covariance of draws in base coordinates.
+
+    Parameters
+    ----------
+    z
+        (S, D) draws in base coordinates.
+    log_weights
+        Optional (S,) importance log-weights (self-normalised within each group).
+    groups
+        Optional mixture components ``[(indices, log mass), ...]`` (section 6,
+        eq 25): each group's weighted moments, combined as a mixture with
+        weights proportional to ``exp(log mass)``; the base matches the
+        mixture's mean and covariance.
+    covariance
+        ``"diag"`` or ``"dense"``.
+    min_sd
+        Floor on the marginal standard deviations (degenerate draws).
+
+    Returns
+    -------
+    BaseDensity
+
+    Raises
+    ------
+    ValueError
+        If there are no usable draws or ``covariance`` is unknown.
+    """
+    za = np.asarray(z, dtype=float)
+    if za.ndim != 2 or za.shape[0] < 2:
+        raise ValueError(f"need (S >= 2, D) draws in base coordinates, got shape {za.shape}")
+    lw = np.zeros(za.shape[0]) if log_weights is None else np.asarray(log_weights, float)
+    ok = np.isfinite(lw) & np.all(np.isfinite(za), axis=1)
+    if not np.any(ok):
+        raise ValueError("no draw has a finite weight and finite base coordinates")
+    if groups is None:
+        groups = [(np.arange(za.shape[0]), 0.0)]
+    means, covs, masses = [], [], []
+    for idx, log_mass in groups:
+        idx = np.asarray(idx)[ok[np.asarray(idx)]]
+        if idx.size == 0:
+            continue
+        w = np.exp(lw[idx] - logsumexp(lw[idx]))
+        mu = w @ za[idx]
+        dz = za[idx] - mu
+        means.append(mu)
+        covs.append((w[:, None] * dz).T @ dz)
+        masses.append(log_mass)
+    pm = np.exp(np.asarray(masses) - logsumexp(masses))
+    mean = sum(p * m for p, m in zip(pm, means))
+    cov = sum(p * (c + np.outer(m - mean, m - mean)) for p, c, m in zip(pm, covs, means))
+    cov = 0.5 * (cov + cov.T)
+    if covariance == "diag":
+        cov = np.diag(np.maximum(np.diag(cov), min_sd**2))
+    elif covariance == "dense":
+        cov = cov + np.eye(cov.shape[0]) * min_sd**2
+        d = np.sqrt(np.diag(cov))
+        floor = np.maximum(d, min_sd) / d
+        cov = cov * np.outer(floor, floor)
+    else:
+        raise ValueError(f"covariance={covariance!r} is invalid; expected 'diag' or 'dense'")
+    return BaseDensity(np.asarray(mean, float), np.asarray(cov, float), covariance).validate()
+
+
+def fit_base(coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
+             data: Mapping[str, Any] | None, covariance: str = "diag",
+             log_weights: ArrayLike | None = None,
+             groups: Sequence[tuple[NDArray[np.intp], float]] | None = None) -> BaseDensity:
+    """Moment-match a Gaussian base to constrained draws (see :func:`moment_match`).
+
+    Raises
+    ------
+    ValueError, UnsupportedBaseError
+        As :func:`moment_match` and :meth:`BaseCoordinates.forward`.
+    """
+    z, _ = coords.forward(draws, data)
+    return moment_match(z, log_weights, groups, covariance)
+
+
+# --------------------------------------------------------------------------- #
+# Reading variables out of cmdstanpy column tables
+# --------------------------------------------------------------------------- #
+
+_COL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]+)\])?$")
+
+
+def extract_variable(values: NDArray[np.float64], columns: Sequence[str], name: str,
+                     shape: tuple[int, ...]) -> NDArray[np.float64]:
+    """Variable ``name`` of full ``shape`` from a (S, columns) table with bracket column names.
+
+    Raises
+    ------
+    KeyError
+        If a column of the variable is missing.
+    """
+    out = np.full((values.shape[0], *shape), np.nan)
+    found = 0
+    for j, c in enumerate(columns):
+        m = _COL.match(c)
+        if m is None or m.group(1) != name:
+            continue
+        idx = () if m.group(2) is None else tuple(int(i) - 1 for i in m.group(2).split(","))
+        if len(idx) != len(shape):
+            continue
+        out[(slice(None), *idx)] = values[:, j]
+        found += 1
+    expected = int(np.prod(shape)) if shape else 1
+    if found != expected:
+        raise KeyError(f"variable {name!r}: found {found} of {expected} columns")
+    return out

@@ -1,0 +1,608 @@
+"""Continuously tempered (CT) transformation of a Stan program.
+
+Implements *joint continuous tempering* of Graham & Storkey (2017),
+"Continuously tempered Hamiltonian Monte Carlo" (sections 5-6).
+
+Notation
+--------
+``gamma(x)`` is the model's full density (every normalising constant, on the
+constrained space, no Jacobian) from
+:func:`pemc_stan.logdensity.log_density_functions`, ``Z = int gamma``;
+``b(x) = exp(-psi(x))`` a normalised base density on the same space
+(:mod:`pemc_stan.base_density`); ``log zeta`` an approximation of ``log Z``.
+
+Whole-posterior tempering (``temper="posterior"``, the paper's method)
+    The temperature control ``u`` has ``beta(u) = logistic(u)`` and the joint
+    target (eq 15) is::
+
+        log p(x, u) = beta(u) [log gamma(x) - log zeta] + (1 - beta(u)) log b(x)
+                      + log |dbeta/du|,     log |dbeta/du| = log beta + log(1 - beta).
+
+    Its ``beta`` marginal is ``z(beta) / (C zeta^beta)`` (eq 19) with
+    ``z(0) = 1`` and ``z(1) = Z``, uniform on (0, 1) when ``zeta = Z`` and
+    ``b`` equals the target.  ``Delta(x) = log zeta + log b(x) - log gamma(x)``
+    (eq 17) drives the Rao-Blackwellised estimators of
+    :mod:`pemc_stan.tempering`; the estimate of eq 20 is of ``Z``.
+
+Likelihood-only tempering (``temper="likelihood"``)
+    With ``gamma = p(x) L(x)`` (prior times likelihood, split by
+    :mod:`pemc_stan.analysis`), the family is ``p(x) L(x)^beta``::
+
+        log p(x, u) = log p(x) + beta(u) [log L(x) - log zeta] + log |dbeta/du|.
+
+    This is the same construction with the prior as base density
+    (``psi = -log p``): ``Delta(x) = log zeta - log L(x)`` and eq 20 estimates
+    ``int p L / int p``, which equals the evidence ``Z`` when the prior, as
+    written with all its constants, integrates to one on the constrained space
+    (a proper prior with truncations written out; e.g. ``sigma ~ normal(0, 1)``
+    on ``real<lower=0> sigma`` without ``T[0, ]`` has mass 1/2 and the estimate
+    is then ``2 Z``).  No Gaussian base is needed; an improper prior makes the
+    joint improper.
+
+The generated program
+---------------------
+Rendered from ``stan_templates/continuous_tempering.stan.jinja``: the user's
+functions plus the log-density functions and the base-coordinate helpers; the
+user's data plus ``pemc_log_zeta`` and (posterior tempering) the base
+``pemc_D``, ``pemc_base_mean`` and ``pemc_base_sd`` (diagonal) or
+``pemc_base_chol`` (dense); the user's transformed data; the user's
+parameters plus ``real pemc_u``.  Transformed parameters ``pemc_beta``,
+``pemc_z`` (base coordinates) and ``pemc_log_jacobian``; generated quantities
+``pemc_log_gamma``, ``pemc_log_base`` and ``pemc_delta``.  The user's
+transformed parameters and generated quantities are not in the CT program
+(they are recomputed on resampled draws by standalone generated quantities of
+the original model).  Stan adds the Jacobian of its own unconstraining
+transforms for the declared parameters, so ``b`` and ``gamma`` are both
+densities on the constrained space, as eq 15 requires.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from pemc_stan import ast
+from pemc_stan.analysis import analyse, build_symbol_table, check_reserved_prefix
+from pemc_stan.base_density import (
+    BaseCoordinates,
+    BaseDensity,
+    ParameterBlock,
+    base_coordinates,
+)
+from pemc_stan.errors import StanProgramError
+from pemc_stan.logdensity import log_density_functions
+from pemc_stan.parser import parse
+from pemc_stan.printer import print_expr, print_program, print_stmt
+from pemc_stan.pseudo_extended import _load_template, _read_program, heavy_tailed_priors
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ContinuousTemperingOptions",
+    "ContinuousTemperingResult",
+    "ContinuousTemperingWarning",
+    "transform_continuous_tempering",
+    "BASE_METHODS",
+]
+
+_TEMPLATE = "continuous_tempering.stan.jinja"
+
+#: Ways of fitting the initial base density and log zeta (section 6).
+BASE_METHODS = ("pathfinder", "advi", "laplace")
+
+
+class ContinuousTemperingWarning(UserWarning):
+    """A continuous-tempering setting that is likely to work badly."""
+
+
+@dataclass
+class ContinuousTemperingOptions:
+    """Settings of continuous tempering.
+
+    Attributes
+    ----------
+    temper
+        ``"posterior"`` (bridge ``b`` to ``gamma``, the paper's eq 15) or
+        ``"likelihood"`` (the family ``prior * likelihood^beta``; the base is
+        the prior).
+    base
+        How the initial Gaussian base and ``log zeta`` are fitted on the
+        ORIGINAL model: ``"pathfinder"`` (multi-path; the paths' Gaussians are
+        combined as the mixture of eq 25, weighted by their importance-sampling
+        mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
+        draws) or ``"laplace"`` (draws of the Laplace approximation at the
+        mode); or a fixed :class:`~pemc_stan.base_density.BaseDensity`.
+    base_covariance
+        ``"diag"`` (independent coordinates) or ``"dense"`` (one multivariate
+        normal over all base coordinates).
+    log_zeta
+        ``log zeta``; None means "estimate" (importance sampling on the base
+        fit's draws, then the bootstrap).
+    bootstrap_rounds
+        Number of extra CT runs of the section-6 bootstrap: after each run,
+        the base is re-fitted to the eq-21 weighted moments of the target in
+        base coordinates and ``log zeta`` set to the eq-20 estimate.  0 runs
+        CT once.
+    bootstrap_tol
+        The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
+        bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
+    num_paths
+        Pathfinder paths for ``base="pathfinder"``.
+    base_draws
+        Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
+    """
+
+    temper: str = "posterior"
+    base: Any = "pathfinder"
+    base_covariance: str = "diag"
+    log_zeta: float | None = None
+    bootstrap_rounds: int = 1
+    bootstrap_tol: float = 1.0
+    num_paths: int = 4
+    base_draws: int = 1000
+
+    def validate(self) -> ContinuousTemperingOptions:
+        """Check the options.
+
+        Returns
+        -------
+        ContinuousTemperingOptions
+            ``self``, for chaining.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument, the value and what was expected.
+        """
+        if self.temper not in ("posterior", "likelihood"):
+            raise ValueError(f"temper={self.temper!r} is invalid; expected 'posterior' or "
+                             "'likelihood'")
+        if isinstance(self.base, BaseDensity):
+            self.base.validate()
+            if self.temper == "likelihood":
+                raise ValueError("base is a BaseDensity but temper='likelihood' uses the prior "
+                                 "as base; pass base='pathfinder' (only log zeta is fitted) or "
+                                 "temper='posterior'")
+        elif self.base not in BASE_METHODS:
+            raise ValueError(f"base={self.base!r} is invalid; expected one of {BASE_METHODS} "
+                             "or a pemc_stan.base_density.BaseDensity")
+        if self.base_covariance not in ("diag", "dense"):
+            raise ValueError(f"base_covariance={self.base_covariance!r} is invalid; expected "
+                             "'diag' or 'dense'")
+        if isinstance(self.base, BaseDensity) and self.base.covariance != self.base_covariance:
+            raise ValueError(f"base has covariance={self.base.covariance!r} but "
+                             f"base_covariance={self.base_covariance!r}; make them agree")
+        if self.log_zeta is not None and (isinstance(self.log_zeta, bool) or not isinstance(
+                self.log_zeta, (int, float)) or not math.isfinite(float(self.log_zeta))):
+            raise ValueError(f"log_zeta={self.log_zeta!r} is invalid; expected a finite number "
+                             "or None (estimate it)")
+        for arg, low in (("bootstrap_rounds", 0), ("num_paths", 1), ("base_draws", 10)):
+            v = getattr(self, arg)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{arg}={v!r} is invalid; expected an integer >= {low}")
+        t = self.bootstrap_tol
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (
+                math.isfinite(t) and t > 0):
+            raise ValueError(f"bootstrap_tol={t!r} is invalid; expected a number > 0 (in "
+                             "standard errors)")
+        return self
+
+
+@dataclass(frozen=True)
+class ContinuousTemperingResult:
+    """A continuously tempered program and what is needed to run and post-process it.
+
+    Attributes
+    ----------
+    stan_code
+        The CT Stan program.
+    options
+        The (validated) options used.
+    coordinates
+        The base coordinate map of the parameters (Python mirror of the Stan code).
+    parameter_names
+        The user's parameters, in declaration order.
+    original_code
+        The user's program text.
+    model_name
+        Name used in the header comment and for compiled models.
+    warnings
+        Messages of the warnings issued.
+    """
+
+    stan_code: str
+    options: ContinuousTemperingOptions
+    coordinates: BaseCoordinates
+    parameter_names: tuple[str, ...]
+    original_code: str
+    model_name: str = "model"
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def method(self) -> str:
+        """``"continuous_tempering"``."""
+        return "continuous_tempering"
+
+    def data(self, user_data: dict[str, Any] | None, log_zeta: float | None = None,
+             base: BaseDensity | None = None) -> dict[str, Any]:
+        """The CT program's data: ``user_data`` plus ``pemc_log_zeta`` and the base.
+
+        Parameters
+        ----------
+        user_data
+            The model's data.
+        log_zeta
+            ``log zeta`` (default: ``options.log_zeta``).
+        base
+            The Gaussian base (default: ``options.base`` when it is a
+            BaseDensity); not used under likelihood tempering.
+
+        Raises
+        ------
+        ValueError
+            If ``log zeta`` or the base is unknown, or the base has the wrong
+            dimension or covariance form.
+        """
+        out = dict(user_data or {})
+        lz = self.options.log_zeta if log_zeta is None else log_zeta
+        if lz is None or not math.isfinite(float(lz)):
+            raise ValueError(f"log_zeta={lz!r}: a finite log zeta is needed; pass log_zeta= "
+                             "or let pemc_stan.sample estimate it")
+        out["pemc_log_zeta"] = float(lz)
+        if self.options.temper == "likelihood":
+            return out
+        if base is None and isinstance(self.options.base, BaseDensity):
+            base = self.options.base
+        if base is None:
+            raise ValueError("base=None: the CT program needs a Gaussian base density; pass "
+                             "a pemc_stan.base_density.BaseDensity or let pemc_stan.sample fit "
+                             "one")
+        base.validate()
+        d = self.coordinates.dim(user_data)
+        if base.dim != d:
+            raise ValueError(f"the base density has {base.dim} coordinates but the parameters "
+                             f"have {d}")
+        if base.covariance != self.options.base_covariance:
+            raise ValueError(f"the base has covariance={base.covariance!r} but the program was "
+                             f"generated for base_covariance={self.options.base_covariance!r}")
+        out.update(base.stan_data())
+        return out
+
+
+# --------------------------------------------------------------------------- #
+# Stan helper functions of the base coordinates
+# --------------------------------------------------------------------------- #
+
+_BASE_FUNCTIONS: dict[str, str] = {
+    "lower": """\
+  vector pemc_base_lower(vector x, real lb) {
+    return log(x - lb);
+  }
+  real pemc_base_lower_jacobian(vector x, real lb) {
+    return -sum(log(x - lb));
+  }
+  vector pemc_base_lower(vector x, vector lb) {
+    return log(x - lb);
+  }
+  real pemc_base_lower_jacobian(vector x, vector lb) {
+    return -sum(log(x - lb));
+  }""",
+    "upper": """\
+  vector pemc_base_upper(vector x, real ub) {
+    return log(ub - x);
+  }
+  real pemc_base_upper_jacobian(vector x, real ub) {
+    return -sum(log(ub - x));
+  }
+  vector pemc_base_upper(vector x, vector ub) {
+    return log(ub - x);
+  }
+  real pemc_base_upper_jacobian(vector x, vector ub) {
+    return -sum(log(ub - x));
+  }""",
+    "interval": """\
+  vector pemc_base_interval(vector x, real lb, real ub) {
+    return log(x - lb) - log(ub - x);  // logit((x - lb) / (ub - lb))
+  }
+  real pemc_base_interval_jacobian(vector x, real lb, real ub) {
+    return num_elements(x) * log(ub - lb) - sum(log(x - lb)) - sum(log(ub - x));
+  }
+  vector pemc_base_interval(vector x, vector lb, vector ub) {
+    return log(x - lb) - log(ub - x);
+  }
+  real pemc_base_interval_jacobian(vector x, vector lb, vector ub) {
+    return sum(log(ub - lb)) - sum(log(x - lb)) - sum(log(ub - x));
+  }""",
+    "simplex": """\
+  vector pemc_base_simplex(vector x) {
+    int K = rows(x);
+    return log(x[1:(K - 1)]) - log(x[K]);  // additive log-ratios
+  }
+  real pemc_base_simplex_jacobian(vector x) {
+    return -sum(log(x));
+  }""",
+    "sum_to_zero": """\
+  vector pemc_base_sum_to_zero(vector x) {
+    return x[1:(rows(x) - 1)];
+  }
+  real pemc_base_sum_to_zero_jacobian(vector x) {
+    return 0;
+  }""",
+    "ordered": """\
+  vector pemc_base_ordered(vector x) {
+    int K = rows(x);
+    return append_row(x[1], log(x[2:K] - x[1:(K - 1)]));
+  }
+  real pemc_base_ordered_jacobian(vector x) {
+    int K = rows(x);
+    return -sum(log(x[2:K] - x[1:(K - 1)]));
+  }""",
+    "positive_ordered": """\
+  vector pemc_base_positive_ordered(vector x) {
+    int K = rows(x);
+    return append_row(log(x[1]), log(x[2:K] - x[1:(K - 1)]));
+  }
+  real pemc_base_positive_ordered_jacobian(vector x) {
+    int K = rows(x);
+    return -log(x[1]) - sum(log(x[2:K] - x[1:(K - 1)]));
+  }""",
+    "cholesky_factor_cov": """\
+  vector pemc_base_cholesky_factor_cov(matrix L) {
+    int M = rows(L);
+    int N = cols(L);
+    vector[N * (N + 1) %/% 2 + (M - N) * N] z;
+    int pos = 1;
+    for (j in 1:N) {
+      z[pos] = log(L[j, j]);
+      pos += 1;
+      for (i in (j + 1):M) {
+        z[pos] = L[i, j];
+        pos += 1;
+      }
+    }
+    return z;
+  }
+  real pemc_base_cholesky_factor_cov_jacobian(matrix L) {
+    return -sum(log(diagonal(L)));
+  }""",
+    "cov_matrix": """\
+  vector pemc_base_cov_matrix(matrix S) {
+    return pemc_base_cholesky_factor_cov(cholesky_decompose(S));
+  }
+  real pemc_base_cov_matrix_jacobian(matrix S) {
+    // |det dS/dL| = 2^K prod_i L_ii^(K - i + 1), and log L_ii adds -log L_ii
+    int K = rows(S);
+    vector[K] log_diag = log(diagonal(cholesky_decompose(S)));
+    real out = -K * log2();
+    for (i in 1:K) {
+      out -= (K - i + 2) * log_diag[i];
+    }
+    return out;
+  }""",
+    "stochastic": """\
+  vector pemc_base_stochastic(matrix X) {
+    // every column is a simplex: additive log-ratios, column by column
+    int K = rows(X);
+    int N = cols(X);
+    vector[(K - 1) * N] z;
+    for (j in 1:N) {
+      z[((j - 1) * (K - 1) + 1):(j * (K - 1))] = log(X[1:(K - 1), j]) - log(X[K, j]);
+    }
+    return z;
+  }
+  real pemc_base_stochastic_jacobian(matrix X) {
+    return -sum(log(X));
+  }""",
+}
+
+
+def _base_function_text(blocks: tuple[ParameterBlock, ...]) -> str:
+    needed: list[str] = []
+    for b in blocks:
+        key = {"column_stochastic": "stochastic", "row_stochastic": "stochastic"}.get(b.kind,
+                                                                                     b.kind)
+        if key == "cov_matrix" and "cholesky_factor_cov" not in needed:
+            needed.append("cholesky_factor_cov")
+        if key != "identity" and key not in needed:
+            needed.append(key)
+    order = list(_BASE_FUNCTIONS)
+    return "\n".join(_BASE_FUNCTIONS[k] for k in sorted(needed, key=order.index))
+
+
+def _coordinate_code(blocks: tuple[ParameterBlock, ...]) -> str:
+    """Statements filling ``pemc_z`` / ``pemc_log_jacobian`` (inside the TP block)."""
+    what = {"identity": "unchanged", "lower": "log(x - lower)", "upper": "log(upper - x)",
+            "interval": "logit((x - lower) / (upper - lower))",
+            "simplex": "additive log-ratios", "sum_to_zero": "first K - 1 entries",
+            "ordered": "first entry and log differences",
+            "positive_ordered": "log first entry and log differences",
+            "cholesky_factor_cov": "log diagonal and lower triangle",
+            "cov_matrix": "its Cholesky factor's log diagonal and lower triangle",
+            "column_stochastic": "additive log-ratios of each column",
+            "row_stochastic": "additive log-ratios of each row"}
+    lines: list[str] = []
+    for b in blocks:
+        lines.append(f"// {b.name} ({b.declared}): {what[b.kind]}")
+        idx = [f"pemc_i{j + 1}" for j in range(len(b.array_dims))]
+        index = f"[{', '.join(idx)}]" if idx else ""
+        z_expr, jac_expr = b.stan_element_call(b.name + index, index)
+        body = [f"pemc_n = {b.stan_dim()};",
+                f"pemc_z[pemc_pos:(pemc_pos + pemc_n - 1)] = {z_expr};"]
+        if jac_expr:
+            body.append(f"pemc_log_jacobian += {jac_expr};")
+        body.append("pemc_pos += pemc_n;")
+        depth = 0
+        for j, d in enumerate(b.array_dims):
+            lines.append("  " * depth + f"for ({idx[j]} in 1:{print_expr(d)}) {{")
+            depth += 1
+        lines.extend("  " * depth + s for s in body)
+        for j in range(len(b.array_dims)):
+            depth -= 1
+            lines.append("  " * depth + "}")
+    return "\n".join("    " + s for s in lines)
+
+
+def _dim_expr(blocks: tuple[ParameterBlock, ...]) -> str:
+    terms = []
+    for b in blocks:
+        d = b.stan_dim()
+        factors = [print_expr(e) for e in b.array_dims]
+        if factors:
+            d = " * ".join(factors + [f"({d})" if (" " in d) else d])
+        terms.append(d if " + " not in d or len(blocks) == 1 else f"({d})")
+    return " + ".join(terms)
+
+
+# --------------------------------------------------------------------------- #
+# The transformation
+# --------------------------------------------------------------------------- #
+
+
+def transform_continuous_tempering(
+    program: str | os.PathLike[str] | ast.Program,
+    options: ContinuousTemperingOptions | None = None,
+    *,
+    name: str | None = None,
+    **option_kwargs: Any,
+) -> ContinuousTemperingResult:
+    """Build the continuously tempered version of a Stan program.
+
+    Parameters
+    ----------
+    program
+        Stan program text, a ``.stan`` path or a parsed program.
+    options
+        :class:`ContinuousTemperingOptions`; alternatively pass its fields as
+        keyword arguments.
+    name
+        Model name used in the header comment.
+
+    Returns
+    -------
+    ContinuousTemperingResult
+
+    Raises
+    ------
+    ValueError
+        For invalid options (before anything else).
+    pemc_stan.analysis.ReservedPrefixError
+        If the program uses an identifier starting with ``pemc_``.
+    StanProgramError
+        If the program has no parameters, or cannot be parsed.
+    UnsupportedConstructError
+        For constructs the log-density rewrite does not support, and
+        (:class:`~pemc_stan.base_density.UnsupportedBaseError`) parameter
+        types without a base density (posterior tempering only).
+    """
+    if options is None:
+        options = ContinuousTemperingOptions(**option_kwargs)
+    elif option_kwargs:
+        options = dataclasses.replace(options, **option_kwargs)
+    options.validate()
+    if isinstance(program, ast.Program):
+        tree, text, model_name = program, print_program(program), name or "model"
+    else:
+        text, stem = _read_program(program)
+        model_name = name or stem
+        tree = parse(text, filename=model_name)
+    check_reserved_prefix(tree, model_name)
+
+    param_decls: list[tuple[ast.Type, str]] = []
+    if tree.parameters is not None:
+        for s in tree.parameters.stmts:
+            if isinstance(s, ast.VarDecl):
+                for d in s.declarators:
+                    param_decls.append((s.type, d.name))
+    if not param_decls:
+        raise StanProgramError(
+            f"{model_name} declares no parameters: there is nothing to sample, so the "
+            "continuous-tempering transformation does not apply", model_name)
+
+    temper = options.temper
+    coords = (base_coordinates(param_decls, build_symbol_table(tree)) if temper == "posterior"
+              else BaseCoordinates(()))
+    functions = log_density_functions(tree, model_name)
+
+    user_functions = tree.functions.functions if tree.functions is not None else ()
+    fn_block = ast.FunctionsBlock(tuple(user_functions) + functions.functions)
+    fn_text = print_program(ast.Program(functions=fn_block)).strip()
+    fn_text = "\n".join(fn_text.splitlines()[1:-1])  # drop "functions {" and "}"
+
+    def block_text(block: ast.ProgramBlock | None) -> str:
+        if block is None or not block.stmts:
+            return ""
+        return "\n".join(print_stmt(s, 1) for s in block.stmts)
+
+    params_text = "\n".join(print_stmt(s, 1) for s in tree.parameters.stmts)  # type: ignore
+    if options.base_covariance == "diag":
+        base_lpdf = "normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd)"
+    else:
+        base_lpdf = "multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol)"
+
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_load_template), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, autoescape=False,
+    )
+    template = env.get_template(_TEMPLATE)
+    stan_code = template.render(
+        model_name=model_name, temper=temper, covariance=options.base_covariance,
+        functions=fn_text, base_functions=_base_function_text(coords.blocks),
+        data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),
+        parameters=params_text, coordinates=_coordinate_code(coords.blocks),
+        dim_expr=_dim_expr(coords.blocks) if coords.blocks else "0",
+        base_lpdf=base_lpdf, log_density=functions.call("density"),
+        log_prior=functions.call("prior"), log_likelihood=functions.call("likelihood"),
+    )
+
+    issued: list[str] = []
+
+    def warn(msg: str) -> None:
+        warnings.warn(msg, ContinuousTemperingWarning, stacklevel=3)
+        logger.warning(msg)
+        issued.append(msg)
+
+    if temper == "likelihood":
+        try:
+            a = analyse(tree)
+            no_likelihood = not a.likelihood_contributions()
+        except Exception:  # pragma: no cover - analysis failures are reported elsewhere
+            no_likelihood = False
+        if no_likelihood:
+            warn(f"{model_name}: temper='likelihood' but no statement of the model is "
+                 "classified as likelihood (no data-dependent density terms), so nothing is "
+                 "tempered; use temper='posterior'.")
+        heavy = heavy_tailed_priors(tree)
+        if heavy:
+            where = ", ".join(f"{d} (line {line})" for d, line in heavy)
+            warn(f"{model_name}: heavy-tailed prior(s) {where} with temper='likelihood': the "
+                 "base is the prior, so at beta = 0 the chain explores the prior's heavy tails "
+                 "(slow mixing, large Delta); consider temper='posterior'.")
+    return ContinuousTemperingResult(
+        stan_code=stan_code, options=options, coordinates=coords,
+        parameter_names=tuple(n for _, n in param_decls), original_code=text,
+        model_name=model_name, warnings=tuple(issued))
+
+
+def log_zeta_from_importance_weights(log_weights: np.ndarray) -> float:
+    """``log mean exp(log_weights)`` over finite entries (an IS estimate of ``log Z``).
+
+    Raises
+    ------
+    ValueError
+        If no weight is finite.
+    """
+    from scipy.special import logsumexp
+
+    lw = np.asarray(log_weights, dtype=float)
+    ok = np.isfinite(lw)
+    if not np.any(ok):
+        raise ValueError("no finite importance weight")
+    return float(logsumexp(lw[ok]) - math.log(int(ok.sum())))

@@ -1,0 +1,483 @@
+"""Post-processing of a continuously tempered (CT) fit.
+
+A CT run samples ``(x, u)`` from the joint of eq 15 of Graham & Storkey
+(2017), ``beta = logistic(u)``.  With ``Delta(x) = log zeta + log b(x) - log
+gamma(x)`` (eq 17; ``b`` is the prior under likelihood-only tempering) the
+Rao-Blackwellised weights of eq 20 are ``w_0 = p(beta = 0 | x)`` and ``w_1 =
+p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.tempering`:
+
+* ``log Z = log zeta + log mean w_1 - log mean w_0`` (eq 20), with a standard
+  error from the delta method and the autocorrelation- and
+  between-chain-aware ESS of the influence values
+  (:func:`pemc_stan.tempering.log_z_estimate`);
+* target expectations ``sum w_1 f / sum w_1`` (eq 21) and base expectations
+  ``sum w_0 f / sum w_0`` (eq 22), the latter compared with the Gaussian
+  base's known moments in base coordinates (a necessary convergence check);
+* resampled draws of the original parameters: within each chain, systematic
+  resampling with probabilities ``w_1`` (so chains stay chains and the draw
+  order is kept), with the original model's transformed parameters and
+  generated quantities recomputed by standalone ``generate_quantities``;
+* temperature diagnostics: the share of draws near ``beta = 0`` and ``beta =
+  1`` and the number of round trips between them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cmdstanpy
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from pemc_stan import tempering as T
+from pemc_stan import weights as W
+from pemc_stan.base_density import BaseDensity
+from pemc_stan.continuous_tempering import ContinuousTemperingResult
+from pemc_stan.evidence_estimators import EvidenceEstimate
+from pemc_stan.parser import parse
+from pemc_stan.reporting import recompute_quantities
+from pemc_stan.pseudo_extended_fit import WeightedEstimate, _stan_to_dotted
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ContinuousTemperingFit", "ContinuousTemperingDiagnosticWarning"]
+
+_SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                    "divergent__", "energy__")
+
+#: ``beta`` below / above these counts as "near 0" / "near 1" in the diagnostics.
+NEAR_ZERO = 0.05
+NEAR_ONE = 0.95
+
+
+class ContinuousTemperingDiagnosticWarning(UserWarning):
+    """The continuous-tempering run looks problematic."""
+
+
+class ContinuousTemperingFit:
+    """A continuously tempered MCMC fit.
+
+    Parameters
+    ----------
+    fit
+        The cmdstanpy fit of the CT program.
+    result
+        The :class:`~pemc_stan.continuous_tempering.ContinuousTemperingResult`.
+    log_zeta
+        The ``pemc_log_zeta`` used.
+    base
+        The Gaussian base density used (None under likelihood tempering).
+    data
+        The user's data.
+    original_model
+        The compiled original model or a callable returning it (for
+        :meth:`resampled_draws_pd`).
+    seed
+        Seed of the resampling.
+    history
+        One dict per bootstrap round (``log_zeta``, ``log_z``, ``std_error``).
+
+    Attributes
+    ----------
+    method, fit, result, data, log_zeta, base, history
+    """
+
+    method = "continuous_tempering"
+
+    def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: ContinuousTemperingResult,
+                 log_zeta: float, base: BaseDensity | None = None,
+                 data: dict[str, Any] | None = None,
+                 original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
+                 | None = None, seed: int | None = None,
+                 history: list[dict[str, Any]] | None = None) -> None:
+        self.fit = fit
+        self.result = result
+        self.log_zeta = float(log_zeta)
+        self.base = base
+        self.data = dict(data or {})
+        self._original_model = original_model
+        self.seed = seed
+        self.history = list(history or [])
+        self._draws = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (iter, ch, col)
+        self._columns = list(fit.column_names)
+        self._col = {c: i for i, c in enumerate(self._columns)}
+        self._resampled: pd.DataFrame | None = None
+        self._index: NDArray[np.intp] | None = None
+        names = set(result.parameter_names)
+        self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
+
+    # ------------------------------------------------------------------ #
+    # raw quantities, (chains, draws)
+    # ------------------------------------------------------------------ #
+
+    def _column(self, name: str) -> NDArray[np.float64]:
+        try:
+            return self._draws[:, :, self._col[name]].T.copy()
+        except KeyError:
+            raise KeyError(f"{name!r} is not a column of the CT fit") from None
+
+    def beta(self) -> NDArray[np.float64]:
+        """Inverse temperatures ``beta = logistic(u)``, shape (chains, draws)."""
+        return T.beta_of_u(self._column("pemc_u"))
+
+    def log_gamma(self) -> NDArray[np.float64]:
+        """``log gamma(x)`` (full model log density, constants, no Jacobian), (chains, draws)."""
+        return self._column("pemc_log_gamma")
+
+    def log_base(self) -> NDArray[np.float64]:
+        """``log b(x)`` (normalised base; the prior under likelihood tempering)."""
+        return self._column("pemc_log_base")
+
+    def delta(self) -> NDArray[np.float64]:
+        """``Delta(x) = log zeta + log b(x) - log gamma(x)`` (eq 17), shape (chains, draws)."""
+        if self.result.options.temper == "likelihood":
+            return T.delta(self._column("pemc_log_lik"), self.log_zeta, 0.0)
+        return T.delta(self.log_gamma(), self.log_zeta, self.log_base())
+
+    def log_weights(self) -> NDArray[np.float64]:
+        """``log w_1(x) = log p(beta = 1 | x)`` of eq 20 per draw, (chains, draws)."""
+        return T.log_w1(self.delta())
+
+    def log_weights_base(self) -> NDArray[np.float64]:
+        """``log w_0(x) = log p(beta = 0 | x)`` of eq 20 per draw, (chains, draws)."""
+        return T.log_w0(self.delta())
+
+    def log_z(self) -> EvidenceEstimate:
+        """``log Z`` by eq 20 with its Monte-Carlo standard error.
+
+        Returns
+        -------
+        EvidenceEstimate
+            See :func:`pemc_stan.tempering.log_z_estimate`; under likelihood
+            tempering this is ``log int p L - log int p`` (the evidence for a
+            normalised prior).
+        """
+        return T.log_z_estimate(self.delta(), self.log_zeta)
+
+    # ------------------------------------------------------------------ #
+    # expectations
+    # ------------------------------------------------------------------ #
+
+    def parameter_columns(self) -> list[str]:
+        """Columns (CmdStan names) of the original parameters, in output order."""
+        return list(self._param_columns)
+
+    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
+        """Target expectation ``E[f(x)]`` by eq 21, with its Monte-Carlo standard error.
+
+        Parameters
+        ----------
+        f
+            A column of an original parameter (``"mu"``, ``"theta[2]"``) for its
+            mean, or a callable taking a view ``column -> (chains, draws)``
+            and returning an array of that shape.
+
+        Returns
+        -------
+        WeightedEstimate
+            ``mean``, ``mcse`` (delta method, ArviZ mean-ESS over chains) and
+            ``ess`` (``weighted variance / mcse^2``).
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        """
+        if isinstance(f, str):
+            if f not in self._param_columns:
+                raise KeyError(f"{f!r} is not a parameter column of the original model")
+            values = self._column(f)
+        else:
+            values = np.asarray(f(_ColumnView(self)), dtype=float)
+        d = self.delta()
+        est = T.weighted_expectations(values, d, "target")
+        lw = self.log_weights()
+        wn = np.exp(lw - np.max(lw))
+        wn = wn / wn.sum()
+        var = float(np.sum(wn * (values - float(est.mean)) ** 2))
+        mcse = float(est.std_error)
+        ess = var / mcse**2 if mcse > 0 else float("nan")
+        return WeightedEstimate(mean=float(est.mean), mcse=mcse, ess=ess)
+
+    def base_expectations(self) -> pd.DataFrame:
+        """Eq 22 estimates of the base's mean and variance in base coordinates vs the known ones.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per base coordinate: ``known_mean``, ``mean``, ``mean_mcse``,
+            ``mean_z`` (standardised difference), ``known_var``, ``var``,
+            ``var_mcse``, ``var_z``.  Empty under likelihood tempering (the
+            prior's moments are not known in closed form).
+        """
+        if self.base is None or self.result.options.temper == "likelihood":
+            return pd.DataFrame(columns=["known_mean", "mean", "mean_mcse", "mean_z",
+                                         "known_var", "var", "var_mcse", "var_z"])
+        d = self.delta()
+        dim = self.base.dim
+        z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
+        m = np.asarray(self.base.mean)
+        v = np.diag(self.base.cov)
+        em = T.weighted_expectations(z, d, "base")
+        ev = T.weighted_expectations((z - m) ** 2, d, "base")
+        names = self.result.coordinates.coordinate_names(self.data)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = pd.DataFrame({
+                "known_mean": m, "mean": em.mean, "mean_mcse": em.std_error,
+                "mean_z": (em.mean - m) / em.std_error,
+                "known_var": v, "var": ev.mean, "var_mcse": ev.std_error,
+                "var_z": (ev.mean - v) / ev.std_error,
+            }, index=pd.Index(names[:dim], name="coordinate"))
+        return df
+
+    def summary(self) -> pd.DataFrame:
+        """Eq 21 weighted mean, MCSE and ESS of every original parameter column."""
+        rows = []
+        for c in self._param_columns:
+            est = self.expectation(c)
+            rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
+        return pd.DataFrame(rows).set_index("name")
+
+    # ------------------------------------------------------------------ #
+    # draws
+    # ------------------------------------------------------------------ #
+
+    def extended_draws_pd(self) -> pd.DataFrame:
+        """All draws of the CT program (x, u, beta, base coordinates, Delta, sampler columns)."""
+        return self.fit.draws_pd()
+
+    def resample_index(self) -> NDArray[np.intp]:
+        """Indices of the kept draws within each chain (systematic, by ``w_1``), (chains, draws)."""
+        if self._index is None:
+            rng = np.random.default_rng(self.seed)
+            lw = self.log_weights()
+            self._index = np.stack([
+                np.sort(W.resample_indices(lw[c], rng, method="systematic"))
+                for c in range(lw.shape[0])])
+        return self._index
+
+    def resampled_parameters_pd(self) -> pd.DataFrame:
+        """Resampled draws of the original parameters (by ``w_1``, chains kept as chains).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``chain__``, ``iter__``, ``draw__``, then the parameter columns.
+        """
+        idx = self.resample_index()
+        n_chains, n_draws = idx.shape
+        frame: dict[str, Any] = {
+            "chain__": np.repeat(np.arange(1, n_chains + 1), n_draws),
+            "iter__": np.tile(np.arange(1, n_draws + 1), n_chains),
+            "draw__": np.arange(1, n_chains * n_draws + 1),
+        }
+        for c in self._param_columns:
+            vals = self._column(c)
+            frame[c] = np.take_along_axis(vals, idx, axis=1).reshape(-1)
+        return pd.DataFrame(frame)
+
+    def _original(self) -> cmdstanpy.CmdStanModel:
+        m = self._original_model
+        if m is None:
+            raise ValueError("no original model available for generated quantities; pass "
+                             "original_model= when building the fit")
+        if not isinstance(m, cmdstanpy.CmdStanModel):
+            m = m()
+            self._original_model = m
+        return m
+
+    def resampled_draws_pd(self, output_dir: str | os.PathLike[str] | None = None
+                           ) -> pd.DataFrame:
+        """Resampled draws with the original model's transformed parameters and GQs.
+
+        Writes the resampled parameter draws as Stan CSV files (one per chain,
+        keeping the CT run's configuration comments) and runs cmdstanpy's
+        standalone ``generate_quantities`` of the ORIGINAL model on them.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan's generate_quantities fails.
+        """
+        if self._resampled is not None:
+            return self._resampled
+        out_dir = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="pemc_ct_gq_"))
+        self._resampled = recompute_quantities(
+            self.result.original_code, getattr(self.result, "model_name", "model"), self.data,
+            self.resampled_parameters_pd(), self._write_csvs, self._original, self.seed,
+            out_dir)
+        return self._resampled
+
+    def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
+        files = []
+        orig_cols = [c for c in params.columns if c not in ("chain__", "iter__", "draw__")]
+        dotted = [_stan_to_dotted(c) for c in orig_cols]
+        sampler = [c for c in _SAMPLER_COLUMNS if c in self._col]
+        idx = self.resample_index()
+        for chain, src in enumerate(self.fit.runset.csv_files):
+            lines = Path(src).read_text().splitlines()
+            sub = params[params["chain__"] == chain + 1]
+            samp = self._draws[idx[chain], chain][:, [self._col[c] for c in sampler]]
+            values = sub[orig_cols].to_numpy()
+            out: list[str] = []
+            header_done = False
+            row = 0
+            for line in lines:
+                if line.startswith("#") or not line.strip():
+                    out.append(line)
+                elif not header_done:
+                    out.append(",".join(list(sampler) + dotted))
+                    header_done = True
+                elif row < len(values):
+                    out.append(",".join([repr(float(v)) for v in samp[row]]
+                                        + [repr(float(v)) for v in values[row]]))
+                    row += 1
+            path = out_dir / f"resampled_{chain + 1}.csv"
+            path.write_text("\n".join(out) + "\n")
+            files.append(str(path))
+        return files
+
+    # ------------------------------------------------------------------ #
+    # diagnostics
+    # ------------------------------------------------------------------ #
+
+    def round_trips(self) -> int:
+        """Round trips ``beta ~ 0 -> beta ~ 1 -> beta ~ 0`` (or the reverse), summed over chains.
+
+        A draw is at an end when ``beta < NEAR_ZERO`` or ``beta > NEAR_ONE``;
+        each change of the end last visited is a crossing and two crossings
+        make a round trip.
+        """
+        total = 0
+        for chain in self.beta():
+            last = None
+            crossings = 0
+            for b in chain:
+                end = 0 if b < NEAR_ZERO else 1 if b > NEAR_ONE else None
+                if end is None:
+                    continue
+                if last is not None and end != last:
+                    crossings += 1
+                last = end
+            total += crossings // 2
+        return total
+
+    def diagnostics(self, warn: bool = True) -> dict[str, Any]:
+        """Temperature, weight and convergence diagnostics, with advice.
+
+        Returns
+        -------
+        dict
+            ``share_near_0`` / ``share_near_1`` (draws with ``beta < 0.05`` /
+            ``> 0.95``), ``beta_mean``, ``round_trips`` (all chains),
+            ``round_trips_per_chain``, ``weight_ess`` (Kish ESS of ``w_1``),
+            ``base_weight_ess`` (of ``w_0``), ``log_z``, ``log_z_se``,
+            ``log_z_minus_log_zeta``, ``base_moment_max_abs_z`` (largest
+            standardised eq-22 discrepancy, NaN under likelihood tempering),
+            ``divergences``, ``messages`` (advice).
+        """
+        beta = self.beta()
+        n_chains = beta.shape[0]
+        lz = self.log_z()
+        div_col = self._col.get("divergent__")
+        divergences = int(np.sum(self._draws[:, :, div_col])) if div_col is not None else 0
+        base_df = self.base_expectations()
+        if len(base_df):
+            zs = np.abs(np.concatenate([base_df["mean_z"].to_numpy(),
+                                        base_df["var_z"].to_numpy()]))
+            zs = zs[np.isfinite(zs)]
+            max_z = float(np.max(zs)) if zs.size else float("nan")
+        else:
+            max_z = float("nan")
+        trips = self.round_trips()
+        info: dict[str, Any] = {
+            "share_near_0": float(np.mean(beta < NEAR_ZERO)),
+            "share_near_1": float(np.mean(beta > NEAR_ONE)),
+            "beta_mean": float(np.mean(beta)),
+            "round_trips": trips,
+            "round_trips_per_chain": trips / n_chains,
+            "weight_ess": float(W.ess(self.log_weights().reshape(-1))),
+            "base_weight_ess": float(W.ess(self.log_weights_base().reshape(-1))),
+            "log_z": lz.log_z,
+            "log_z_se": lz.std_error,
+            "log_z_minus_log_zeta": lz.log_z - self.log_zeta,
+            "base_moment_max_abs_z": max_z,
+            "divergences": divergences,
+        }
+        msgs: list[str] = []
+        gap = info["log_z_minus_log_zeta"]
+        if info["share_near_1"] < 0.01:
+            msgs.append(
+                f"only {100 * info['share_near_1']:.1f}% of the draws have beta > {NEAR_ONE}: "
+                f"the target is rarely visited (estimated log Z - log zeta = {gap:.2f}; "
+                "p(beta=1)/p(beta=0) = Z/zeta). Run more bootstrap rounds (bootstrap_rounds) "
+                "or pass log_zeta close to the estimated log Z; if log Z - log zeta is near 0, "
+                "the base is far from the target: try another base= (or base_covariance="
+                "'dense').")
+        if info["share_near_0"] < 0.01:
+            msgs.append(
+                f"only {100 * info['share_near_0']:.1f}% of the draws have beta < {NEAR_ZERO}: "
+                "the base is rarely visited, so the chain cannot move between modes through "
+                f"it (estimated log Z - log zeta = {gap:.2f}). Run more bootstrap rounds or "
+                "pass log_zeta close to the estimated log Z.")
+        dense = self.result.options.base_covariance == "dense"
+        closer = ("" if dense or self.result.options.temper == "likelihood"
+                  else ", or use base_covariance='dense' (a base closer to the target)")
+        if info["round_trips_per_chain"] < 1:
+            msgs.append(
+                f"{trips} round trips between beta < {NEAR_ZERO} and beta > {NEAR_ONE} over "
+                f"{n_chains} chains: the temperature does not mix, so estimates may miss "
+                f"modes. Increase iter_sampling or run more bootstrap rounds{closer}.")
+        if np.isfinite(max_z) and max_z > 4.5:
+            msgs.append(
+                f"the eq-22 base moments disagree with the base's known moments (largest "
+                f"standardised difference {max_z:.1f}): the chains have not converged on the "
+                "joint (x, beta) target. Increase iter_warmup/iter_sampling or adapt_delta.")
+        if info["weight_ess"] < 100:
+            msgs.append(
+                f"the Kish ESS of the target weights w_1 is {info['weight_ess']:.0f}: few draws "
+                "carry the target estimates. Increase iter_sampling or improve log zeta.")
+        if divergences:
+            msgs.append(f"{divergences} divergent transitions: increase adapt_delta (e.g. "
+                        f"0.95){closer}.")
+        info["messages"] = msgs
+        if warn:
+            for m in msgs:
+                warnings.warn(m, ContinuousTemperingDiagnosticWarning, stacklevel=2)
+                logger.warning(m)
+        return info
+
+    def to_inference_data(self, **kwargs: Any) -> Any:
+        """ArviZ InferenceData of the fit; see :func:`pemc_stan.inference_data.to_inference_data`.
+
+        Raises
+        ------
+        RuntimeError
+            If the original model's generate_quantities fails.
+        """
+        from pemc_stan.inference_data import to_inference_data
+
+        return to_inference_data(self, **kwargs)
+
+
+class _ColumnView:
+    """``view["x"]`` -> draws of column ``x``, shape (chains, draws)."""
+
+    def __init__(self, fit: ContinuousTemperingFit) -> None:
+        self._fit = fit
+
+    def __getitem__(self, column: str) -> NDArray[np.float64]:
+        if column not in self._fit._param_columns:
+            raise KeyError(f"{column!r} is not a parameter column of the original model")
+        return self._fit._column(column)

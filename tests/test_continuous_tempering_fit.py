@@ -1,0 +1,136 @@
+"""ContinuousTemperingFit on exact draws of the CT joint (fast; nothing compiles).
+
+Target ``gamma(x) = Z N(x; M, S^2)`` and base ``b = N(0, 1)`` (x unconstrained,
+so the base coordinate is x itself): the joint of eq 16 is sampled exactly
+(``beta`` by inverse CDF of its marginal, eq 19, then ``x | beta`` Gaussian)
+and handed to the fit object through a stand-in for cmdstanpy's fit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import logit
+from scipy.stats import norm
+
+from pemc_stan.base_density import BaseDensity
+from pemc_stan.continuous_tempering import transform_continuous_tempering
+from pemc_stan.continuous_tempering_fit import (
+    ContinuousTemperingDiagnosticWarning,
+    ContinuousTemperingFit,
+)
+
+M, S, LOG_Z = 1.0, 0.7, 2.3
+PROGRAM = "parameters { real x; } model { x ~ normal(1, 0.7); }"
+
+
+def _log_c(beta: np.ndarray) -> np.ndarray:
+    lam = beta / S**2 + (1 - beta)
+    b = beta * M / S**2
+    return (-0.5 * np.log(2 * np.pi) - beta * np.log(S) - beta * M**2 / (2 * S**2)
+            + 0.5 * np.log(2 * np.pi / lam) + b**2 / (2 * lam))
+
+
+def _ct_draws(rng: np.random.Generator, n: int, log_zeta: float) -> tuple[np.ndarray, np.ndarray]:
+    grid = np.linspace(0.0, 1.0, 200_001)
+    logp = grid * (LOG_Z - log_zeta) + _log_c(grid)
+    p = np.exp(logp - logp.max())
+    cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
+    cdf /= cdf[-1]
+    beta = np.clip(np.interp(rng.uniform(size=n), cdf, grid), 1e-12, 1 - 1e-12)
+    lam = beta / S**2 + (1 - beta)
+    x = beta * M / S**2 / lam + rng.normal(size=n) / np.sqrt(lam)
+    return x, beta
+
+
+class _FakeFit:
+    """The parts of cmdstanpy.CmdStanMCMC the fit object reads."""
+
+    def __init__(self, frame: dict[str, np.ndarray], chains: int) -> None:
+        self.column_names = tuple(frame)
+        n = len(next(iter(frame.values())))
+        arr = np.stack([frame[c] for c in self.column_names], axis=1)  # (n, cols)
+        self._arr = arr.reshape(chains, n // chains, -1)
+
+    def draws(self, concat_chains: bool = False) -> np.ndarray:
+        return np.transpose(self._arr, (1, 0, 2))
+
+    def draws_pd(self) -> pd.DataFrame:
+        return pd.DataFrame(self._arr.reshape(-1, self._arr.shape[-1]),
+                            columns=list(self.column_names))
+
+
+def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1
+         ) -> ContinuousTemperingFit:
+    rng = np.random.default_rng(seed)
+    x, beta = _ct_draws(rng, n, log_zeta)
+    log_gamma = LOG_Z + norm.logpdf(x, M, S)
+    log_base = norm.logpdf(x)
+    frame = {"x": x, "pemc_u": logit(beta), "pemc_beta": beta, "pemc_z[1]": x,
+             "pemc_log_jacobian": np.zeros(n), "pemc_log_gamma": log_gamma,
+             "pemc_log_base": log_base, "pemc_delta": log_zeta + log_base - log_gamma,
+             "divergent__": np.zeros(n)}
+    result = transform_continuous_tempering(PROGRAM)
+    base = BaseDensity(np.zeros(1), np.eye(1))
+    return ContinuousTemperingFit(_FakeFit(frame, chains), result, log_zeta, base=base,
+                                  seed=seed)
+
+
+@pytest.mark.parametrize("offset", [-1.0, 0.0, 1.0])
+def test_log_z_and_expectations_on_exact_draws(offset: float) -> None:
+    fit = _fit(LOG_Z + offset)
+    assert fit.method == "continuous_tempering"
+    assert fit.beta().shape == (4, 2000) and fit.delta().shape == (4, 2000)
+    est = fit.log_z()
+    assert 0 < est.std_error < 0.1
+    assert abs(est.log_z - LOG_Z) < 4 * est.std_error
+    e = fit.expectation("x")
+    assert abs(e.mean - M) < 4 * e.mcse and e.mcse < 0.05
+    e2 = fit.expectation(lambda v: v["x"] ** 2)
+    assert abs(e2.mean - (M**2 + S**2)) < 4 * e2.mcse
+    be = fit.base_expectations()
+    assert list(be.index) == ["z_x"]
+    assert abs(be["mean_z"].iloc[0]) < 4 and abs(be["var_z"].iloc[0]) < 4
+    summary = fit.summary()
+    assert summary.loc["x", "mean"] == pytest.approx(e.mean)
+
+
+def test_wrong_target_would_fail() -> None:
+    """Guard: the eq-21 estimate is not just the plain mean of x over the joint."""
+    fit = _fit(LOG_Z)
+    e = fit.expectation("x")
+    plain = float(np.mean(fit._column("x")))
+    assert abs(plain - M) > 10 * e.mcse
+
+
+def test_resampled_parameters_keep_chains_and_follow_w1() -> None:
+    fit = _fit(LOG_Z)
+    res = fit.resampled_parameters_pd()
+    assert list(res.columns) == ["chain__", "iter__", "draw__", "x"]
+    assert list(res["chain__"].unique()) == [1, 2, 3, 4] and len(res) == 8000
+    for c in range(4):  # systematic resampling keeps the draw order within a chain
+        assert np.all(np.diff(fit.resample_index()[c]) >= 0)
+    assert abs(res["x"].mean() - M) < 5 * S / math.sqrt(1000)
+    assert abs(res["x"].std() - S) < 0.05
+
+
+def test_round_trips() -> None:
+    fit = _fit(LOG_Z, n=8, chains=1)
+    seq = np.array([0.01, 0.5, 0.99, 0.6, 0.02, 0.97, 0.5, 0.01])
+    fit._draws[:, 0, fit._col["pemc_u"]] = logit(seq)
+    assert fit.round_trips() == 2  # 0 -> 1 -> 0 -> 1 -> 0: four crossings
+
+
+def test_diagnostics_clean_and_with_advice() -> None:
+    info = _fit(LOG_Z).diagnostics(warn=False)
+    assert info["messages"] == [] and info["round_trips"] > 0
+    assert 0.02 < info["share_near_0"] < 0.2 and 0.02 < info["share_near_1"] < 0.2
+    # log zeta far above log Z: beta stays near 0, the target is rarely visited
+    bad = _fit(LOG_Z + 12.0, seed=3)
+    with pytest.warns(ContinuousTemperingDiagnosticWarning, match="bootstrap_rounds"):
+        info = bad.diagnostics(warn=True)
+    assert info["share_near_1"] < 0.01
+    assert any("log_zeta" in m for m in info["messages"])

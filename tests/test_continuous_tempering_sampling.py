@@ -1,0 +1,202 @@
+"""Continuous tempering end to end (compiled; few, small models).
+
+Exact answers: normal-normal (``models/normal_normal``), Bayesian linear
+regression with known noise variance (``models/linear_regression``, exact
+values computed here from the data), a lower-bounded and a simplex parameter
+with conjugate priors (``models/poisson_dirichlet``) and the 1-D bimodal
+mixture (``models/bimodal_1d``).  Tolerances are Monte-Carlo standard errors:
+``|estimate - exact| < 4 * SE`` with the SE of eq 20 / eq 21 (delta method,
+autocorrelation- and between-chain-aware ESS).  Seeds are fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+import pemc_stan
+from pemc_stan.base_density import extract_variable
+from pemc_stan.compile import compile_model
+from pemc_stan.continuous_tempering_fit import ContinuousTemperingFit
+
+pytestmark = pytest.mark.compiled
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+
+# normal_normal.stan plus generated quantities (for resampled_draws_pd)
+NORMAL_GQ = (MODELS / "normal_normal" / "normal_normal.stan").read_text() + """
+generated quantities {
+  real mu_sq = square(mu);
+  real y_rep = normal_rng(mu, sigma);
+}
+"""
+NORMAL_DATA = json.loads((MODELS / "normal_normal" / "data.json").read_text())
+
+
+def _normal_exact() -> tuple[float, float, float]:
+    y = np.asarray(NORMAL_DATA["y"], dtype=float)
+    n, mu0, tau0, sigma = len(y), NORMAL_DATA["mu0"], NORMAL_DATA["tau0"], NORMAL_DATA["sigma"]
+    prec = 1 / tau0**2 + n / sigma**2
+    mean = (mu0 / tau0**2 + y.sum() / sigma**2) / prec
+    cov = sigma**2 * np.eye(n) + tau0**2
+    sign, logdet = np.linalg.slogdet(cov)
+    r = y - mu0
+    log_z = -0.5 * (n * math.log(2 * math.pi) + logdet + r @ np.linalg.solve(cov, r))
+    return float(log_z), float(mean), float(1 / prec)
+
+
+def _check_log_z(fit: ContinuousTemperingFit, exact: float, max_se: float = 0.2) -> None:
+    est = fit.log_z()
+    assert 0 < est.std_error < max_se, est
+    assert abs(est.log_z - exact) < 4 * est.std_error, (est.log_z, exact, est.std_error)
+
+
+def _check_mean(fit: ContinuousTemperingFit, column: str, exact: float) -> None:
+    e = fit.expectation(column)
+    assert abs(e.mean - exact) < 4 * e.mcse, (column, e, exact)
+
+
+def _stan_python_mirror(fit: ContinuousTemperingFit) -> None:
+    """The Python base coordinates and log b(x) equal the Stan program's, draw by draw."""
+    df = fit.extended_draws_pd()
+    cols = list(df.columns)
+    values = df.to_numpy(dtype=float)
+    coords = fit.result.coordinates
+    draws = {}
+    for b in coords.blocks:
+        arr, el = b.shape(fit.data)
+        draws[b.name] = extract_variable(values, cols, b.name, (*arr, *el))
+    z, _ = coords.forward(draws, fit.data)
+    d = fit.base.dim
+    stan_z = values[:, [cols.index(f"pemc_z[{j + 1}]") for j in range(d)]]
+    assert np.allclose(z, stan_z, rtol=1e-8, atol=1e-8)
+    log_b = fit.base.log_density(coords, draws, fit.data)
+    assert np.allclose(log_b, df["pemc_log_base"].to_numpy(), rtol=1e-8, atol=1e-7)
+    # Delta in Python and in Stan's generated quantities agree
+    assert np.allclose(fit.delta().T.reshape(-1, order="F"),
+                       df["pemc_delta"].to_numpy(), atol=1e-6)
+
+
+def test_normal_normal_posterior_tempering(compiled) -> None:  # noqa: ANN001
+    log_z, mean, var = _normal_exact()
+    fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=11)
+    assert isinstance(fit, ContinuousTemperingFit) and fit.method == "continuous_tempering"
+    _check_log_z(fit, log_z)
+    _check_mean(fit, "mu", mean)
+    e2 = fit.expectation(lambda v: v["mu"] ** 2)
+    assert abs(e2.mean - (var + mean**2)) < 4 * e2.mcse
+    _stan_python_mirror(fit)
+    # eq 22 base moments agree with the base's known moments
+    be = fit.base_expectations()
+    assert np.all(np.abs(be["mean_z"]) < 4) and np.all(np.abs(be["var_z"]) < 4)
+    info = fit.diagnostics(warn=False)
+    assert info["round_trips"] >= 4 and info["messages"] == []
+    assert len(fit.history) >= 1 and fit.history[-1]["log_zeta"] == fit.log_zeta
+    # resampled draws with the original model's generated quantities, chains kept
+    draws = fit.resampled_draws_pd()
+    assert list(draws["chain__"].unique()) == [1, 2, 3, 4] and len(draws) == 4000
+    # generate_quantities writes 6 significant digits
+    assert np.allclose(draws["mu_sq"], draws["mu"] ** 2, rtol=1e-5)
+    assert abs(draws["mu"].mean() - mean) < 5 * math.sqrt(var / 1000)
+    assert abs(draws["y_rep"].mean() - mean) < 5 * math.sqrt(
+        (var + NORMAL_DATA["sigma"] ** 2) / 1000)
+
+
+def test_normal_normal_likelihood_tempering(compiled) -> None:  # noqa: ANN001
+    log_z, mean, _ = _normal_exact()
+    fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", temper="likelihood",
+                           chains=4, iter_warmup=500, iter_sampling=2000, seed=12,
+                           bootstrap_rounds=2)
+    assert fit.base is None and len(fit.base_expectations()) == 0
+    # the prior (sd 2) is a poor base for a posterior with sd 0.33: larger SE
+    _check_log_z(fit, log_z, max_se=0.4)
+    _check_mean(fit, "mu", mean)
+
+
+def _linear_regression_exact(data: dict) -> tuple[float, np.ndarray]:
+    x, y = np.asarray(data["X"], float), np.asarray(data["y"], float)
+    s2, t2 = data["sigma"] ** 2, data["tau"] ** 2
+    cov = s2 * np.eye(len(y)) + t2 * x @ x.T
+    log_z = -0.5 * (len(y) * math.log(2 * math.pi) + np.linalg.slogdet(cov)[1]
+                    + y @ np.linalg.solve(cov, y))
+    post_prec = x.T @ x / s2 + np.eye(x.shape[1]) / t2
+    return float(log_z), np.linalg.solve(post_prec, x.T @ y / s2)
+
+
+@pytest.mark.parametrize("base", ["pathfinder", "advi"])
+def test_linear_regression_dense_base(compiled, base: str) -> None:  # noqa: ANN001
+    path = MODELS / "linear_regression" / "linear_regression.stan"
+    data = json.loads((MODELS / "linear_regression" / "full.data.json").read_text())
+    log_z, mean = _linear_regression_exact(data)
+    fit = pemc_stan.sample(path, data, method="ct", base=base, base_covariance="dense",
+                           chains=4, iter_warmup=500, iter_sampling=1000, seed=21,
+                           bootstrap_rounds=2)
+    assert fit.base.covariance == "dense" and fit.base.dim == data["K"]
+    _check_log_z(fit, log_z)
+    for k in range(data["K"]):
+        _check_mean(fit, f"beta[{k + 1}]", float(mean[k]))
+
+
+def _poisson_dirichlet_exact(d: dict) -> tuple[float, float, np.ndarray]:
+    y, c, al = (np.asarray(d[k], float) for k in ("y", "counts", "alpha"))
+    a, b, n = d["a"], d["b"], len(y)
+    s, m, big_a = y.sum(), c.sum(), al.sum()
+    log_py = (a * math.log(b) - gammaln(a) + gammaln(a + s) - (a + s) * math.log(b + n)
+              - gammaln(y + 1).sum())
+    log_pc = (gammaln(m + 1) - gammaln(c + 1).sum() + gammaln(big_a) - gammaln(big_a + m)
+              + (gammaln(al + c) - gammaln(al)).sum())
+    return float(log_py + log_pc), (a + s) / (b + n), (al + c) / (big_a + m)
+
+
+@pytest.mark.parametrize("base", ["pathfinder", "laplace"])
+def test_lower_bounded_and_simplex_conjugate(compiled, base: str) -> None:  # noqa: ANN001
+    path = MODELS / "poisson_dirichlet" / "poisson_dirichlet.stan"
+    data = json.loads((MODELS / "poisson_dirichlet" / "data.json").read_text())
+    log_z, lam, theta = _poisson_dirichlet_exact(data)
+    fit = pemc_stan.sample(path, data, method="ct", base=base, chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=31)
+    _check_log_z(fit, log_z)
+    _check_mean(fit, "lambda", lam)
+    for k in range(data["K"]):
+        _check_mean(fit, f"theta[{k + 1}]", float(theta[k]))
+    if base == "pathfinder":
+        _stan_python_mirror(fit)
+    be = fit.base_expectations()
+    assert np.all(np.abs(be["mean_z"]) < 4.5) and np.all(np.abs(be["var_z"]) < 4.5)
+    summary = fit.summary()
+    assert list(summary.index) == ["lambda"] + [f"theta[{k + 1}]" for k in range(4)]
+
+
+def test_bimodal_mode_masses_where_nuts_is_stuck(compiled) -> None:  # noqa: ANN001
+    path = MODELS / "bimodal_1d" / "bimodal_1d.stan"
+    data = json.loads((MODELS / "bimodal_1d" / "bimodal_1d.data.json").read_text())
+    w = data["w"]
+    # plain NUTS: every chain stays in the mode it starts in
+    nuts = compile_model(path).sample(data=data, chains=4, iter_warmup=500,
+                                      iter_sampling=1000, seed=41, show_progress=False)
+    x = nuts.stan_variable("x").reshape(4, 1000)
+    per_chain = (x < 0).mean(axis=1)
+    assert np.all((per_chain == 0) | (per_chain == 1))
+    # continuous tempering recovers both masses
+    fit = pemc_stan.sample(path, data, method="ct", chains=4, iter_warmup=500,
+                           iter_sampling=2000, seed=41, num_paths=8)
+    left = fit.expectation(lambda v: (v["x"] < 0).astype(float))
+    right = fit.expectation(lambda v: (v["x"] > 0).astype(float))
+    assert left.mcse < 0.1 and right.mcse < 0.1
+    assert abs(left.mean - w) < 4 * left.mcse, left
+    assert abs(right.mean - (1 - w)) < 4 * right.mcse, right
+    _check_log_z(fit, 0.0)  # the mixture is normalised
+    # every CT chain visits both modes
+    xs = fit._column("x")
+    assert np.all((xs < 0).any(axis=1) & (xs > 0).any(axis=1))
+    info = fit.diagnostics(warn=False)
+    assert info["round_trips"] >= 8
+    res = fit.resampled_parameters_pd()
+    assert abs((res["x"] < 0).mean() - w) < 5 * left.mcse
