@@ -180,6 +180,7 @@ def bridge_sampling(
     *,
     n_proposal: int | None = None,
     use_neff: bool = True,
+    warp: bool = False,
     tol: float = 1e-10,
     max_iter: int = 1000,
 ) -> EvidenceEstimate:
@@ -222,6 +223,12 @@ def bridge_sampling(
         ``N2``; defaults to the number of bridge draws ``N1``.
     use_neff : bool, default True
         Use the posterior ESS instead of ``N1`` in ``s1``/``s2``.
+    warp : bool, default False
+        Warp-3 (Meng & Schilling 2002): bridge between a standard normal and
+        the target standardised by the fitted mean/Cholesky factor and
+        symmetrised about its mean, ``|L| (q(mu + L z) + q(mu - L z)) / 2``
+        (same ``Z``; robust to skewness).  Costs ``2 N2 + N1`` target
+        evaluations (one ``log_target_fn`` call) instead of ``N2``.
     tol : float, default 1e-10
         Convergence tolerance on ``log r``.
     max_iter : int, default 1000
@@ -230,7 +237,8 @@ def bridge_sampling(
     Returns
     -------
     EvidenceEstimate
-        ``method="bridge_sampling"``; diagnostics include ``n_iter``,
+        ``method="bridge_sampling"`` (``"bridge_sampling_warp3"`` when
+        warped); diagnostics include ``warp``, ``n_iter``,
         ``converged``, ``re2``, ``n1``, ``n2``, ``n1_eff``, ``tau_f2``.
 
     Raises
@@ -254,12 +262,16 @@ def bridge_sampling(
     n2 = n1 if n_proposal is None else int(n_proposal)
     if n2 < 2:
         raise ValueError("n_proposal must be at least 2")
-    prop_draws = proposal.sample(rng, n2)
-    q_prop = _finite_1d("log_target_fn output", log_target_fn(prop_draws), allow_neg_inf=True)
-    if q_prop.shape != (n2,):
-        raise ValueError(f"log_target_fn returned shape {q_prop.shape}, expected ({n2},)")
-    l1 = lp_bridge - proposal.logpdf(bridge_draws.reshape(-1, dim)).reshape(lp_bridge.shape)
-    l2 = q_prop - proposal.logpdf(prop_draws)
+    if warp:
+        l1, l2 = _warp3_log_ratios(proposal, bridge_draws, lp_bridge, log_target_fn, rng, n2)
+    else:
+        prop_draws = proposal.sample(rng, n2)
+        q_prop = _finite_1d("log_target_fn output", log_target_fn(prop_draws),
+                            allow_neg_inf=True)
+        if q_prop.shape != (n2,):
+            raise ValueError(f"log_target_fn returned shape {q_prop.shape}, expected ({n2},)")
+        l1 = lp_bridge - proposal.logpdf(bridge_draws.reshape(-1, dim)).reshape(lp_bridge.shape)
+        l2 = q_prop - proposal.logpdf(prop_draws)
     n1_eff = float(n1)
     if use_neff:
         n1_eff = float(np.median([chain_ess(bridge_draws[..., j]) for j in range(dim)]))
@@ -288,8 +300,53 @@ def bridge_sampling(
         "n1_eff": n1_eff,
         "tau_f2": float(tau_f2),
         "n_fit": int(n_chains * half),
+        "warp": bool(warp),
     }
-    return EvidenceEstimate(float(log_z), float(np.sqrt(re2)), "bridge_sampling", diagnostics)
+    method = "bridge_sampling_warp3" if warp else "bridge_sampling"
+    return EvidenceEstimate(float(log_z), float(np.sqrt(re2)), method, diagnostics)
+
+
+def _warp3_log_ratios(
+    proposal: _Normal,
+    bridge_draws: NDArray[np.float64],
+    lp_bridge: NDArray[np.float64],
+    log_target_fn: Callable[[NDArray[np.float64]], ArrayLike],
+    rng: np.random.Generator,
+    n2: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``log(q~/g)`` at posterior and proposal draws for Warp-3 (Meng & Schilling 2002).
+
+    With the fitted mean ``mu`` and Cholesky factor ``L``, the warped target
+    on the standardised scale is ``q~(z) = |L| (q(mu + L z) + q(mu - L z)) / 2``
+    (same integral ``Z``, symmetric about 0, matched in mean, covariance and
+    skewness to the standard normal proposal ``g``).  Posterior draws map to
+    ``z = L^-1 (x - mu)``; ``q~`` and ``g`` are even in ``z``, so no random sign
+    flip is needed.  One call of ``log_target_fn`` evaluates ``q`` at
+    ``mu +/- L z`` for the proposal draws and at the reflections
+    ``2 mu - x`` of the posterior draws.
+    """
+    dim = proposal.dim
+    mu, chol = proposal.mean, proposal.chol
+    x_bridge = bridge_draws.reshape(-1, dim)
+    n1 = x_bridge.shape[0]
+    z_prop = rng.standard_normal((n2, dim))
+    step = z_prop @ chol.T
+    points = np.concatenate([mu + step, mu - step, 2.0 * mu - x_bridge])
+    q_all = _finite_1d("log_target_fn output", log_target_fn(points), allow_neg_inf=True)
+    if q_all.shape != (2 * n2 + n1,):
+        raise ValueError(f"log_target_fn returned shape {q_all.shape}, "
+                         f"expected ({2 * n2 + n1},)")
+    q_plus, q_minus, q_refl = q_all[:n2], q_all[n2:2 * n2], q_all[2 * n2:]
+    log_det = float(np.sum(np.log(np.diag(chol))))
+
+    def log_std_normal(z: NDArray[np.float64]) -> NDArray[np.float64]:
+        return -0.5 * dim * np.log(2 * np.pi) - 0.5 * np.sum(z * z, axis=1)
+
+    z_bridge = np.linalg.solve(chol, (x_bridge - mu).T).T
+    l1 = (np.logaddexp(lp_bridge.ravel(), q_refl) - np.log(2.0) + log_det
+          - log_std_normal(z_bridge)).reshape(lp_bridge.shape)
+    l2 = np.logaddexp(q_plus, q_minus) - np.log(2.0) + log_det - log_std_normal(z_prop)
+    return l1, l2
 
 
 def importance_sampling(
@@ -301,7 +358,11 @@ def importance_sampling(
     quantiles of a fitted generalised Pareto tail (PSIS, Vehtari et al. 2024,
     via ``arviz.psislw(normalize=False, reff=1)``), which keeps the weight
     scale.  ``std_error = sd(w) / (sqrt(n) mean(w))`` (delta method for
-    ``log mean(w)``) computed from the (smoothed) weights.  Pareto ``k_hat``
+    ``log mean(w)``) computed from the (smoothed) weights, never below the
+    rounding error ``eps (max|log_target| + max|log_proposal|)`` of the log
+    densities.  When the log weights are constant to rounding (the proposal
+    is the normalised target) no tail exists: ``k_hat = -inf`` and
+    ``diagnostics["constant_weights"]`` is True.  Pareto ``k_hat``
     is always reported; ``k_hat > min(1 - 1/log10(n), 0.7)`` means the
     estimate (and its SE) cannot be trusted and is logged as a warning.
 
@@ -342,15 +403,26 @@ def importance_sampling(
 
         smoothed, k_hat = az.psislw(log_w, reff=1.0, normalize=False)
     k_hat = float(k_hat)
-    if pareto_smooth:
+    finite = log_w[np.isfinite(log_w)]
+    # rounding error of the log densities themselves: the SE cannot be smaller
+    fp_floor = float(np.finfo(float).eps
+                     * (np.max(np.abs(lt[np.isfinite(lt)])) + np.max(np.abs(lg))))
+    constant = finite.size == n and float(np.ptp(finite)) <= 64 * fp_floor
+    if constant:
+        # the proposal is the normalised target (to rounding): no tail to fit, k_hat = -inf
+        k_hat = -np.inf
+    elif pareto_smooth:
         log_w = np.asarray(smoothed, dtype=float)
     threshold = min(1.0 - 1.0 / np.log10(n), 0.7) if n > 10 else 0.0
     if k_hat > threshold:
-        logger.warning("importance sampling: Pareto k_hat = %.2f > %.2f", k_hat, threshold)
+        logger.warning("importance sampling: Pareto k_hat = %.2f > %.2f; the estimate and its "
+                       "standard error are unreliable -- use a wider proposal or more draws",
+                       k_hat, threshold)
     log_z = _log_mean_exp(log_w)
     w_rel = np.exp(log_w - log_z)  # w / mean(w)
-    se = float(np.std(w_rel, ddof=1) / np.sqrt(n))
+    se = max(float(np.std(w_rel, ddof=1) / np.sqrt(n)), fp_floor)
     diagnostics = {
+        "constant_weights": bool(constant),
         "pareto_k": k_hat,
         "khat_threshold": float(threshold),
         "kish_ess": float(np.exp(2 * logsumexp(log_w) - logsumexp(2 * log_w))),

@@ -276,3 +276,159 @@ def test_evidence_estimate_is_frozen() -> None:
     with pytest.raises(AttributeError):
         est.log_z = 2.0  # type: ignore[misc]
 
+
+
+# ------------------------------------------------------------------ additions (issue 6)
+
+
+def test_importance_sampling_exact_proposal_has_constant_weights() -> None:
+    """Proposal == normalised target: no Pareto tail (k_hat = -inf), SE at the rounding floor."""
+    x = np.random.default_rng(0).normal(size=200)
+    lg = norm.logpdf(x)
+    est = importance_sampling(lg + 2.5, lg)
+    assert est.diagnostics["constant_weights"]
+    assert est.diagnostics["pareto_k"] == -np.inf
+    assert est.log_z == pytest.approx(2.5, abs=1e-12)
+    assert 0 < est.std_error < 1e-13
+
+
+def test_bridge_sampling_repeated_runs_calibrated() -> None:
+    """Over 40 independent i.i.d. runs the reported SE matches the observed spread."""
+    rng = np.random.default_rng(42)
+    z, se = [], []
+    for _ in range(40):
+        post = MU5 + rng.standard_normal((2, 300, D)) @ CHOL5.T
+        est = bridge_sampling(post, log_gamma5(post.reshape(-1, D)), log_gamma5, rng)
+        z.append(est.log_z)
+        se.append(est.std_error)
+    ratio = np.std(z, ddof=1) / np.mean(se)
+    assert 0.6 < ratio < 1.6, ratio
+    assert abs(np.mean(z) - LOG_Z5) < 4 * np.std(z, ddof=1) / np.sqrt(len(z))
+
+
+# ------------------------------------------------------------------ pemc_stan.evidence (no compile)
+
+from pemc_stan.evidence import (  # noqa: E402
+    EvidenceDisagreementWarning,
+    EvidenceOptions,
+    _chain_arrays_from_frame,
+    _column_names,
+    compare_methods,
+    density_program,
+    evidence,
+    parameter_names,
+)
+
+PROGRAM = """
+data { int N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model { mu ~ normal(0, 1); sigma ~ exponential(1); y ~ normal(mu, sigma); }
+generated quantities { real y_rep = normal_rng(mu, sigma); }
+"""
+
+
+def test_density_program_outputs_the_full_log_density() -> None:
+    from pemc_stan.parser import parse
+
+    code = density_program(PROGRAM)
+    prog = parse(code)  # valid Stan (stanc accepts it)
+    assert prog.model is None and prog.transformed_parameters is None
+    assert "real pemc_log_gamma = pemc_log_density(mu, sigma, y);" in code
+    assert "normal_rng" not in code
+    assert parameter_names(PROGRAM) == ["mu", "sigma"]
+
+
+def test_column_names_are_column_major_like_cmdstan() -> None:
+    assert [c for c, _ in _column_names("a", ())] == ["a"]
+    assert [c for c, _ in _column_names("m", (2, 3))] == [
+        "m.1.1", "m.2.1", "m.1.2", "m.2.2", "m.1.3", "m.2.3"]
+
+
+def test_chain_arrays_from_frame() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"chain__": [1, 1, 2, 2], "mu": [0.0, 1.0, 2.0, 3.0],
+                          "L[1,2]": [1.0, 2.0, 3.0, 4.0], "L[2,1]": [5.0, 6.0, 7.0, 8.0],
+                          "L[1,1]": 0.0, "L[2,2]": 0.0})
+    arr = _chain_arrays_from_frame(frame, ["mu", "L"])
+    assert arr["mu"].shape == (2, 2) and arr["L"].shape == (2, 2, 2, 2)
+    assert arr["L"][1, 0, 0, 1] == 3.0 and arr["L"][0, 1, 1, 0] == 6.0
+    with pytest.raises(KeyError, match="no column for parameter 'tau'"):
+        _chain_arrays_from_frame(frame, ["tau"])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"method": "magic"}, "method='magic'"),
+    ({"chains": 0}, "chains=0"),
+    ({"iter_sampling": 2}, "iter_sampling=2"),
+    ({"seed": -1}, "seed=-1"),
+    ({"n_proposal": 1}, "n_proposal=1"),
+    ({"is_proposal": "laplace"}, "is_proposal='laplace'"),
+])
+def test_evidence_options_validate(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        EvidenceOptions(**kwargs).validate()
+    with pytest.raises(ValueError, match=match):
+        evidence(PROGRAM, {"N": 1, "y": [0.0]}, **kwargs)  # fails before compiling
+
+
+def test_evidence_rejects_unknown_inputs() -> None:
+    with pytest.raises(TypeError, match="expected a .stan path"):
+        evidence(42)
+
+
+def test_compare_methods() -> None:
+    a = EvidenceEstimate(-10.0, 0.01, "bridge_sampling")
+    b = EvidenceEstimate(-10.02, 0.01, "psis")
+    c = EvidenceEstimate(-10.2, 0.01, "ct_eq20")
+    with pytest.warns(EvidenceDisagreementWarning, match="ct_eq20"):
+        res = compare_methods([a, b, c])
+    assert not res[("bridge_sampling", "psis")].disagree
+    assert res[("bridge_sampling", "ct_eq20")].disagree and res[("psis", "ct_eq20")].disagree
+    with pytest.raises(ValueError, match="at least two"):
+        compare_methods([a])
+
+
+# ------------------------------------------------------------------ Warp-3 bridge
+
+LOG_Z_SKEW = 1.3
+SHAPES = np.array([1.5, 3.0])
+
+
+def log_gamma_skew(u: np.ndarray) -> np.ndarray:
+    """log of exp(LOG_Z_SKEW) x density of u = log(g), g_k ~ Gamma(SHAPES_k) independent
+    (left-skewed on the log scale)."""
+    from scipy.special import gammaln
+
+    u = np.atleast_2d(u)
+    return LOG_Z_SKEW + np.sum(SHAPES * u - np.exp(u) - gammaln(SHAPES), axis=1)
+
+
+@pytest.mark.parametrize("warp", [False, True])
+def test_bridge_sampling_skewed_target_calibrated(warp: bool) -> None:
+    rng = np.random.default_rng(5)
+    z, se = [], []
+    for _ in range(30):
+        post = np.log(rng.gamma(SHAPES, size=(2, 400, 2)))
+        est = bridge_sampling(post, log_gamma_skew(post.reshape(-1, 2)), log_gamma_skew, rng,
+                              warp=warp)
+        assert est.diagnostics["warp"] is warp and est.diagnostics["converged"]
+        z.append(est.log_z)
+        se.append(est.std_error)
+    z_arr, se_arr = np.array(z), np.array(se)
+    assert np.mean(np.abs(z_arr - LOG_Z_SKEW) <= 4 * se_arr) >= 0.9
+    assert 0.6 < np.std(z_arr, ddof=1) / np.mean(se_arr) < 1.6
+    assert abs(np.mean(z_arr) - LOG_Z_SKEW) < 4 * np.std(z_arr, ddof=1) / np.sqrt(len(z_arr))
+
+
+def test_warp3_is_more_precise_on_a_skewed_target() -> None:
+    def mean_se(warp: bool) -> float:
+        rng = np.random.default_rng(9)
+        out = []
+        for _ in range(10):
+            post = np.log(rng.gamma(SHAPES, size=(2, 400, 2)))
+            out.append(bridge_sampling(post, log_gamma_skew(post.reshape(-1, 2)),
+                                       log_gamma_skew, rng, warp=warp).std_error)
+        return float(np.mean(out))
+
+    assert mean_se(True) < mean_se(False)

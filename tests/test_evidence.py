@@ -1,0 +1,213 @@
+"""Evidence estimators on Stan models with analytic evidence (compiled, calibration).
+
+For each model and estimator, 10 independent seeded runs must put the exact
+log Z within 4 reported standard errors in at least 9 runs, and the observed
+spread of log Z over the runs must be within a factor 2 of the mean reported
+standard error (both directions: errors neither inflated nor too small).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pemc_stan.evidence import bayes_factor, compare_methods, evidence
+from pemc_stan.evidence_estimators import EvidenceEstimate
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+SEEDS = range(1, 11)
+
+
+def _normal_normal_exact() -> float:
+    sys.path.insert(0, str(MODELS / "normal_normal"))
+    try:
+        from generate_data import exact  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    return float(exact(json.loads((MODELS / "normal_normal" / "data.json").read_text()))[
+        "log_evidence"])
+
+
+CASES: dict[str, tuple[Path, Path, Callable[[], float]]] = {
+    "normal_normal": (MODELS / "normal_normal" / "normal_normal.stan",
+                      MODELS / "normal_normal" / "data.json", _normal_normal_exact),
+    "linear_regression": (
+        MODELS / "linear_regression" / "linear_regression.stan",
+        MODELS / "linear_regression" / "full.data.json",
+        lambda: float(json.loads((MODELS / "linear_regression" / "exact.json").read_text())[
+            "log_evidence_full"])),
+    "beta_binomial": (
+        MODELS / "beta_binomial" / "beta_binomial.stan", MODELS / "beta_binomial" / "data.json",
+        lambda: float(json.loads((MODELS / "beta_binomial" / "exact.json").read_text())[
+            "log_evidence"])),
+}
+
+NUTS = {"chains": 2, "iter_warmup": 300, "iter_sampling": 1000}
+CT = {"chains": 2, "iter_warmup": 500, "iter_sampling": 1000}
+
+
+def check_calibration(label: str, estimates: list[EvidenceEstimate], exact: float) -> None:
+    """>= 9/10 within 4 SE of the exact value; observed SD within a factor 2 of mean SE."""
+    z = np.array([e.log_z for e in estimates])
+    se = np.array([e.std_error for e in estimates])
+    hits = int(np.sum(np.abs(z - exact) <= 4 * se))
+    ratio = float(np.std(z, ddof=1) / np.mean(se))
+    print(f"\n{label}: hits {hits}/{len(z)}, observed sd {np.std(z, ddof=1):.3g}, mean SE "
+          f"{np.mean(se):.3g}, ratio {ratio:.2f}, mean error {np.mean(z) - exact:+.3g}")
+    assert hits >= 9, (label, z - exact, se)
+    assert 0.5 <= ratio <= 2.0, (label, ratio, z, se)
+
+
+@cache
+def _nuts_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
+    """Bridge and Student-t PSIS on the same 10 independent NUTS runs (one per seed)."""
+    from pemc_stan.compile import compile_model
+
+    stan, data, _ = CASES[case]
+    model = compile_model(stan, name=case)
+    out: dict[str, list[EvidenceEstimate]] = {"bridge": [], "bridge_warp3": [], "is": []}
+    for seed in SEEDS:
+        fit = model.sample(data=str(data), seed=seed, show_progress=False, sig_figs=18, **NUTS)
+        for key in out:
+            method, warp = key.removesuffix("_warp3"), key.endswith("_warp3")
+            out[key].append(evidence(fit, data, method=method, program=stan, seed=seed,
+                                     is_draws=2000, warp=warp))
+    return out
+
+
+@pytest.mark.compiled
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("method", ["bridge", "bridge_warp3", "is"])
+def test_calibration_on_nuts_draws(compiled: Any, case: str, method: str) -> None:
+    est = _nuts_estimates(case)[method]
+    check_calibration(f"{case} {method} (NUTS draws)", est, CASES[case][2]())
+    assert all(e.diagnostics["draws_from"] == "nuts" for e in est)
+    if method.startswith("bridge"):
+        assert all(e.diagnostics["converged"] for e in est)
+        assert all(e.diagnostics["warp"] == method.endswith("warp3") for e in est)
+
+
+@pytest.mark.compiled
+@pytest.mark.parametrize("case", ["linear_regression", "beta_binomial"])
+def test_calibration_psis_pathfinder(compiled: Any, case: str) -> None:
+    stan, data, exact = CASES[case]
+    est = [evidence(stan, data, method="is", seed=seed, is_draws=2000) for seed in SEEDS]
+    assert all(e.method == "psis_pathfinder" for e in est)
+    assert all(e.diagnostics["pareto_k"] < 0.7 for e in est)
+    check_calibration(f"{case} is (Pathfinder)", est, exact())
+
+
+@pytest.mark.compiled
+def test_psis_pathfinder_is_exact_for_a_gaussian_posterior(compiled: Any) -> None:
+    """normal_normal's posterior is Gaussian, so Pathfinder's approximation is the posterior:
+    constant weights, log Z exact to rounding (the calibration check would be degenerate)."""
+    stan, data, exact = CASES["normal_normal"]
+    for seed in (1, 2, 3):
+        est = evidence(stan, data, method="is", seed=seed, is_draws=500)
+        assert est.diagnostics["constant_weights"]
+        assert est.log_z == pytest.approx(exact(), abs=1e-9)
+        assert est.std_error < 1e-12
+
+
+def _ct_available() -> bool:
+    try:
+        import pemc_stan.continuous_tempering_fit  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@cache
+def _ct_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
+    import pemc_stan
+
+    stan, data, _ = CASES[case]
+    out: dict[str, list[EvidenceEstimate]] = {"ct": [], "ti": [], "bridge": []}
+    for seed in SEEDS:
+        fit = pemc_stan.sample(stan, data=str(data), method="ct", seed=seed, **CT)
+        for method in out:
+            out[method].append(evidence(fit, method=method, seed=seed))
+    return out
+
+
+@pytest.mark.compiled
+@pytest.mark.skipif(not _ct_available(), reason="continuous tempering not available")
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("method", ["ct", "bridge"])
+def test_calibration_on_continuously_tempered_fits(compiled: Any, case: str, method: str
+                                                   ) -> None:
+    est = _ct_estimates(case)[method]
+    check_calibration(f"{case} {method} (CT fit)", est, CASES[case][2]())
+    assert all(e.diagnostics["draws_from"] == "continuous_tempering" for e in est)
+    if method == "ct":
+        # TI over beta from CT draws, integrated exactly, IS eq. 20: d/db log(zeta^b mean_s
+        # p(b|x_s)) = E_b[log zeta - Delta]; Simpson on 101 points reproduces it
+        for a, b in zip(est, _ct_estimates(case)["ti"]):
+            assert b.log_z == pytest.approx(a.log_z, abs=1e-6)
+            assert b.std_error == pytest.approx(a.std_error, rel=1e-3)
+
+
+@pytest.mark.compiled
+def test_bayes_factor_of_nested_linear_regressions(compiled: Any) -> None:
+    """log BF(full vs one predictor dropped) by bridge sampling vs the analytic value."""
+    folder = MODELS / "linear_regression"
+    exact = json.loads((folder / "exact.json").read_text())
+    stan = folder / "linear_regression.stan"
+    full = evidence(stan, folder / "full.data.json", method="bridge", seed=11, **NUTS)
+    reduced = evidence(stan, folder / "reduced.data.json", method="bridge", seed=12, **NUTS)
+    bf = bayes_factor(full, reduced)
+    assert bf.std_error == pytest.approx(np.hypot(full.std_error, reduced.std_error))
+    assert bf.std_error < 0.02  # precise enough that the comparison means something
+    assert abs(bf.log_bf - exact["log_bayes_factor_full_vs_reduced"]) <= 4 * bf.std_error
+    # and the sign (which model is favoured) is right
+    assert np.sign(bf.log_bf) == np.sign(exact["log_bayes_factor_full_vs_reduced"])
+
+
+@pytest.mark.compiled
+def test_evidence_from_a_model_and_method_comparison(compiled: Any) -> None:
+    """evidence(path) runs NUTS itself; compare_methods agrees for two good estimators and
+    flags a wrong one."""
+    stan, data, exact = CASES["beta_binomial"]
+    bridge = evidence(stan, data, method="bridge", seed=5, **NUTS)
+    psis = evidence(stan, data, method="is", seed=6, is_draws=2000)
+    assert abs(bridge.log_z - exact()) <= 4 * bridge.std_error
+    assert not compare_methods([bridge, psis], warn=False)[("bridge_sampling", "psis_pathfinder")
+                                                          ].disagree
+    wrong = EvidenceEstimate(bridge.log_z + 0.5, bridge.std_error, "wrong")
+    with pytest.warns(UserWarning, match="disagree"):
+        res = compare_methods({"bridge": bridge, "wrong": wrong})
+    assert res[("bridge", "wrong")].disagree
+
+
+@pytest.mark.compiled
+def test_bridge_on_pseudo_extended_resampled_draws(compiled: Any) -> None:
+    """Bridge sampling on a PseudoExtendedFit's resampled draws recovers the exact log Z."""
+    import pemc_stan
+
+    stan, data, exact = CASES["beta_binomial"]
+    for seed in (1, 2, 3):
+        fit = pemc_stan.sample(stan, data=str(data), method="pe", n_pseudo=2, temper="likelihood",
+                               seed=seed, **NUTS)
+        est = pemc_stan.evidence(fit, method="bridge", seed=seed)
+        assert est.diagnostics["draws_from"] == "pseudo_extended"
+        assert est.std_error < 0.02
+        assert abs(est.log_z - exact()) <= 4 * est.std_error, (seed, est)
+
+
+@pytest.mark.compiled
+@pytest.mark.skipif(not _ct_available(), reason="continuous tempering not available")
+def test_evidence_runs_continuous_tempering_from_a_model(compiled: Any) -> None:
+    stan, data, exact = CASES["normal_normal"]
+    ct = evidence(stan, data, method="ct", seed=4, **CT)
+    ti = evidence(stan, data, method="ti", seed=4, **CT)
+    assert ct.method == "ct_eq20" and ti.method.startswith("ct_thermodynamic_integration")
+    assert abs(ct.log_z - exact()) <= 4 * ct.std_error and ct.std_error < 0.01
+    assert ti.log_z == pytest.approx(ct.log_z, abs=1e-6)  # same seed, same CT run
