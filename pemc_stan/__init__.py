@@ -9,13 +9,29 @@ __all__ = ["__version__"]
 # Eager: binds the function over the same-named submodule pemc_stan.transform.
 from pemc_stan.transform import transform  # noqa: E402
 
-__all__ += ["transform", "sample"]
+__all__ += ["transform", "sample", "ContinuousTemperingFit", "PseudoExtendedFit", "evidence",
+            "bayes_factor"]
 
 
 def __getattr__(name: str) -> object:
-    """Lazily import :func:`sample` (keeps ``import pemc_stan`` light)."""
+    """Lazily import :func:`sample` and the fit classes (keeps ``import pemc_stan`` light)."""
     if name == "sample":
         from pemc_stan.sampling import sample
 
         return sample
+    if name == "ContinuousTemperingFit":
+        from pemc_stan.continuous_tempering_fit import ContinuousTemperingFit
+
+        return ContinuousTemperingFit
+    if name in ("evidence", "bayes_factor"):
+        # pemc_stan.evidence is the submodule, made callable (it forwards to
+        # pemc_stan.evidence.evidence): importing it binds the package attribute.
+        import importlib
+
+        module = importlib.import_module("pemc_stan.evidence")
+        return module if name == "evidence" else module.bayes_factor
+    if name == "PseudoExtendedFit":
+        from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
+
+        return PseudoExtendedFit
     raise AttributeError(f"module 'pemc_stan' has no attribute {name!r}")

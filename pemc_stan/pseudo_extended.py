@@ -91,7 +91,14 @@ from typing import Any
 import jinja2
 
 from pemc_stan import ast
-from pemc_stan.analysis import SymbolTable, analyse, build_symbol_table, check_reserved_prefix
+from pemc_stan.analysis import (
+    CONTAINER_BUILDERS,
+    analyse,
+    build_symbol_table,
+    check_reserved_prefix,
+    dims_of,
+    is_scalar_expr,
+)
 from pemc_stan.errors import PemcStanError, StanProgramError
 from pemc_stan.logdensity import log_density_functions
 from pemc_stan.parser import parse
@@ -315,6 +322,8 @@ class TransformResult:
         The user's program text.
     warnings
         Messages of the warnings issued (e.g. a heavy-tailed prior).
+    model_name
+        The user's model name.
     """
 
     stan_code: str
@@ -324,6 +333,7 @@ class TransformResult:
     n_in_data: bool
     original_code: str
     warnings: tuple[str, ...] = field(default=())
+    model_name: str = "model"
 
     def data(self, user_data: dict[str, Any] | None, log_scale: float | None = None
              ) -> dict[str, Any]:
@@ -383,52 +393,9 @@ def _referenced(exprs: Sequence[ast.Expr], names: set[str]) -> set[str]:
     return found
 
 
-_CONTAINER_BUILDERS = ("rep_", "linspaced_", "one_hot", "zeros_", "ones_", "uniform_simplex",
-                       "to_vector", "to_row_vector", "to_matrix", "to_array", "identity_matrix",
-                       "diag_matrix", "append_", "head", "tail", "segment", "reverse", "sort_",
-                       "cumulative_sum", "softmax", "log_softmax")
-
-
-def _dims_of(type_: ast.Type | None) -> int | None:
-    """Total number of indexable dimensions of a declared type (None: unknown)."""
-    if type_ is None:
-        return None
-    if isinstance(type_, ast.ArrayType):
-        inner = _dims_of(type_.element)
-        return None if inner is None else inner + len(type_.dims)
-    if isinstance(type_, ast.BasicType):
-        if type_.name in ("int", "real"):
-            return 0
-        if type_.name in ("vector", "row_vector", "simplex", "ordered", "positive_ordered",
-                          "unit_vector", "sum_to_zero_vector"):
-            return 1
-        return 2
-    return None
-
-
-def _is_scalar(expr: ast.Expr, table: SymbolTable) -> bool:
-    """Conservatively decide whether a bound expression is a scalar."""
-    if isinstance(expr, ast.Variable):
-        sym = table.lookup(expr.name)
-        return sym is not None and _dims_of(sym.type) == 0
-    if isinstance(expr, ast.Indexed):
-        if not isinstance(expr.value, ast.Variable):
-            return False
-        sym = table.lookup(expr.value.name)
-        dims = _dims_of(sym.type) if sym is not None else None
-        singles = [i for i in expr.indices if not isinstance(i, ast.Slice)]
-        return (dims is not None and len(singles) == len(expr.indices) == dims
-                and all(_is_scalar(i, table) for i in singles))
-    if isinstance(expr, ast.Call):
-        if expr.name.startswith(_CONTAINER_BUILDERS):
-            return False
-        return all(_is_scalar(a, table) for a in expr.args)
-    if isinstance(expr, (ast.IntLit, ast.RealLit)):
-        return True
-    if isinstance(expr, (ast.UnaryOp, ast.BinaryOp, ast.Conditional)):
-        return all(_is_scalar(c, table) for c in ast.children(expr)
-                   if isinstance(c, ast.Expr))
-    return False
+_CONTAINER_BUILDERS = CONTAINER_BUILDERS
+_dims_of = dims_of
+_is_scalar = is_scalar_expr
 
 
 def _rename_params(node: ast.Node, copies: dict[str, ParameterCopies], k: int) -> ast.Node:
@@ -731,7 +698,7 @@ def transform_pseudo_extended(
     return TransformResult(
         stan_code=stan_code, options=options, parameters=tuple(copies.values()),
         data_additions=additions, n_in_data=n_in_data, original_code=text,
-        warnings=tuple(issued),
+        warnings=tuple(issued), model_name=model_name,
     )
 
 

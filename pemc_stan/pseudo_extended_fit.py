@@ -37,6 +37,7 @@ from scipy import stats
 
 from pemc_stan import weights as W
 from pemc_stan.parser import parse
+from pemc_stan.reporting import recompute_quantities
 from pemc_stan.pseudo_extended import TransformResult, _as_beta
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,8 @@ class PseudoExtendedFit:
     ----------
     fit, result, log_scale, n_pseudo
     """
+
+    method = "pseudo_extended"
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: TransformResult, log_scale: float,
                  data: dict[str, Any] | None = None,
@@ -341,25 +344,12 @@ class PseudoExtendedFit:
         """
         if self._resampled is not None:
             return self._resampled
-        params = self.resampled_parameters_pd()
-        prog = parse(self.result.original_code)
-        if not any(b is not None and b.stmts for b in (prog.transformed_parameters,
-                                                       prog.generated_quantities)):
-            self._resampled = params  # nothing to generate
-            return params
-        model = self._original()
-        out_dir = Path(output_dir or tempfile.mkdtemp(prefix="pemc_pe_gq_"))
-        out_dir.mkdir(parents=True, exist_ok=True)
-        csvs = self._write_csvs(params, out_dir)
-        gq = model.generate_quantities(data=self.data or None, previous_fit=csvs,
-                                       seed=self.seed, gq_output_dir=str(out_dir / "gq"))
-        gq_df = gq.draws_pd(inc_sample=False)
-        extra = [c for c in gq_df.columns if c not in params.columns
-                 and c not in ("chain__", "iter__", "draw__")]
-        df = pd.concat([params.reset_index(drop=True), gq_df[extra].reset_index(drop=True)],
-                       axis=1)
-        self._resampled = df
-        return df
+        out_dir = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="pemc_pe_gq_"))
+        self._resampled = recompute_quantities(
+            self.result.original_code, getattr(self.result, "model_name", "model"), self.data,
+            self.resampled_parameters_pd(), self._write_csvs, self._original, self.seed,
+            out_dir)
+        return self._resampled
 
     def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
         files = []
@@ -447,6 +437,18 @@ class PseudoExtendedFit:
                 warnings.warn(m, PseudoExtendedDiagnosticWarning, stacklevel=2)
                 logger.warning(m)
         return info
+
+    def to_inference_data(self, **kwargs: Any) -> Any:
+        """ArviZ InferenceData of this fit; see :func:`pemc_stan.inference_data.to_inference_data`.
+
+        Raises
+        ------
+        RuntimeError
+            If the original model's generate_quantities fails.
+        """
+        from pemc_stan.inference_data import to_inference_data
+
+        return to_inference_data(self, **kwargs)
 
     def summary(self) -> pd.DataFrame:
         """Weighted mean, MCSE and ESS of every original parameter column."""

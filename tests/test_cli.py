@@ -1,25 +1,83 @@
-"""The command line, driven as a user would (subprocess) and in-process."""
+"""The command line, driven as a user would (subprocess) and in-process.
+
+Bad inputs must give exactly two lines on standard error -- the cause and the
+remedy -- a specific non-zero exit code and no Python traceback (unless
+``--debug``).  The compiled tests run ``sample`` and ``evidence`` on gallery
+models and check what they print and write against exact answers.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pemc_stan.cli import ExitCode, main
 
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+BIMODAL = MODELS / "bimodal_1d" / "bimodal_1d.stan"
+BIMODAL_DATA = MODELS / "bimodal_1d" / "bimodal_1d.data.json"
+NORMAL = MODELS / "normal_normal" / "normal_normal.stan"
+NORMAL_DATA = MODELS / "normal_normal" / "data.json"
+NORMAL_LOG_Z = -31.6322306  # models/normal_normal/README.md
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pemc_stan", *args], capture_output=True, text=True, timeout=900
+        [sys.executable, "-m", "pemc_stan", *args], capture_output=True, text=True, timeout=900,
+        cwd=cwd,
     )
+
+
+def assert_cause_and_remedy(proc: subprocess.CompletedProcess[str], code: ExitCode,
+                            *cause_words: str) -> str:
+    """Exit code ``code``; the report is one cause line + one remedy line; no traceback.
+
+    Log lines (``INFO: ...``, e.g. which CmdStan is used) may precede the report.
+    """
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert all(line.startswith(("INFO: ", "WARNING: ")) for line in lines[:-2]), proc.stderr
+    lines = lines[-2:]
+    assert len(lines) == 2, proc.stderr
+    assert lines[0].startswith("pemc-stan: error: "), lines
+    assert lines[1].startswith("pemc-stan: remedy: ") and len(lines[1]) > 30, lines
+    for word in cause_words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- help / usage
 
 
 def test_help_lists_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == ExitCode.OK
-    assert "runtime" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    for command in ("transform", "sample", "evidence", "runtime"):
+        assert command in out
+
+
+@pytest.mark.parametrize("command,expected", [
+    ("transform", ["--method", "--n-pseudo", "--base", "-o OUT.stan"]),
+    ("sample", ["--data", "--chains", "--iter-warmup", "--iter-sampling", "--seed",
+                "--output-dir", "--progress", "weights.csv", "estimates.json", ".nc",
+                "cmdstan/"]),
+    ("evidence", ["--data", "--method", "--chains", "--seed"]),
+    ("runtime", ["--cmdstan", "--build"]),
+])
+def test_each_subcommand_has_help(command: str, expected: list[str],
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    for word in expected:
+        assert word in out, (command, word)
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,12 +89,125 @@ def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
     assert "unrecognized arguments" in capsys.readouterr().err
 
 
-def test_runtime_with_bad_cmdstan_path_is_one_line(tmp_path: Path) -> None:
+def test_option_of_the_other_method_is_a_usage_error() -> None:
+    proc = run_cli("transform", str(BIMODAL), "--method", "ct", "--n-pseudo", "3")
+    assert_cause_and_remedy(proc, ExitCode.USAGE, "--n-pseudo", "continuous-tempering")
+
+
+def test_invalid_option_value_is_a_usage_error() -> None:
+    proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "0")
+    assert_cause_and_remedy(proc, ExitCode.USAGE, "n_pseudo=0")
+
+
+def test_runtime_with_bad_cmdstan_path(tmp_path: Path) -> None:
     proc = run_cli("runtime", "--cmdstan", str(tmp_path / "nowhere"))
-    assert proc.returncode == ExitCode.RUNTIME
-    assert "Traceback" not in proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "does not exist" in lines[0]
+    assert_cause_and_remedy(proc, ExitCode.RUNTIME, "does not exist")
+
+
+# --------------------------------------------------------------------------- transform
+
+
+def test_transform_prints_readable_pseudo_extended_program() -> None:
+    from pemc_stan.parser import parse
+    from pemc_stan.transform import transform
+
+    proc = run_cli("transform", str(BIMODAL), "--method", "pseudo-extended", "--n-pseudo", "5")
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert proc.stdout == transform(BIMODAL, method="pe", n_pseudo=5) + "\n" or \
+        proc.stdout == transform(BIMODAL, method="pe", n_pseudo=5)
+    program = parse(proc.stdout)  # valid Stan (stanc accepts it)
+    assert program.parameters is not None and "pemc_beta" in proc.stdout
+    short = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "5")
+    assert short.stdout == proc.stdout
+
+
+def test_transform_writes_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "bimodal_ct.stan"
+    proc = run_cli("transform", str(BIMODAL), "--method", "ct", "-o", str(out))
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert proc.stdout == ""
+    text = out.read_text()
+    assert "pemc_log_zeta" in text and "inv_logit" in text
+    long = run_cli("transform", str(BIMODAL), "--method", "continuous-tempering")
+    assert long.stdout.rstrip("\n") == text.rstrip("\n")
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_missing_model_file(tmp_path: Path) -> None:
+    for command in (["transform", "--method", "pe"], ["sample"], ["evidence"]):
+        proc = run_cli(command[0], str(tmp_path / "nope.stan"), *command[1:])
+        assert_cause_and_remedy(proc, ExitCode.MISSING_FILE, "nope.stan", "does not exist")
+
+
+def test_missing_data_file(tmp_path: Path) -> None:
+    proc = run_cli("sample", str(BIMODAL), "--data", str(tmp_path / "nodata.json"))
+    assert_cause_and_remedy(proc, ExitCode.MISSING_FILE, "nodata.json")
+
+
+def test_stan_syntax_error_gives_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.stan"
+    bad.write_text("parameters { real x; }\nmodel {\n  x ~ normal(0, 1)\n}\n")
+    for command in (["transform", "--method", "pe"], ["sample"]):
+        proc = run_cli(command[0], str(bad), *command[1:])
+        cause = assert_cause_and_remedy(proc, ExitCode.STAN_PROGRAM, "bad.stan",
+                                        "line 4, column 0", "syntax error")
+        assert "Ill-formed" in cause  # stanc's own explanation
+    debug = run_cli("--debug", "transform", str(bad), "--method", "pe")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_stan_semantic_error(tmp_path: Path) -> None:
+    bad = tmp_path / "undeclared.stan"
+    bad.write_text("parameters { real x; }\nmodel {\n  x ~ normal(mu, 1);\n}\n")
+    proc = run_cli("transform", str(bad), "--method", "pe")
+    assert_cause_and_remedy(proc, ExitCode.STAN_PROGRAM, "line 3, column 13",
+                            "Identifier 'mu' not in scope")
+
+
+def test_unsupported_construct(tmp_path: Path) -> None:
+    reserved = tmp_path / "reserved.stan"
+    reserved.write_text("parameters { real pemc_x; }\nmodel { pemc_x ~ normal(0, 1); }\n")
+    proc = run_cli("transform", str(reserved), "--method", "pe")
+    assert_cause_and_remedy(proc, ExitCode.UNSUPPORTED, "unsupported construct", "pemc_x")
+    lp_while = tmp_path / "lp_while.stan"
+    lp_while.write_text(
+        "functions {\n  real f_lp(real x) {\n    target += -0.5 * x ^ 2;\n    return 1;\n  }\n}\n"
+        "parameters {\n  real x;\n}\nmodel {\n  int k = 0;\n"
+        "  while (f_lp(x) > k && k < 1) {\n    k += 1;\n  }\n}\n")
+    proc = run_cli("sample", str(lp_while))
+    assert_cause_and_remedy(proc, ExitCode.UNSUPPORTED, "line 12, column 2",
+                            "_lp function in a while condition")
+
+
+def test_data_missing_variable(tmp_path: Path) -> None:
+    data = tmp_path / "partial.json"
+    data.write_text(json.dumps({"w": 0.3, "mu1": -3.0, "sigma": 0.5}))
+    proc = run_cli("sample", str(BIMODAL), "--data", str(data))
+    assert_cause_and_remedy(proc, ExitCode.DATA, "partial.json", "'mu2'", "real mu2")
+    proc = run_cli("sample", str(BIMODAL))  # no data at all
+    assert_cause_and_remedy(proc, ExitCode.DATA, "declares data (w, mu1, mu2, sigma)",
+                            "no data file")
+
+
+def test_data_wrong_size(tmp_path: Path) -> None:
+    data = json.loads(NORMAL_DATA.read_text())
+    data["y"] = data["y"][:-1]
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(data))
+    proc = run_cli("sample", str(NORMAL), "--data", str(path))
+    assert_cause_and_remedy(proc, ExitCode.DATA, "'y'", "(19,)", "(20,)", "vector[N] y")
+
+
+def test_data_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"w": 0.3,')
+    proc = run_cli("sample", str(BIMODAL), "--data", str(path))
+    assert_cause_and_remedy(proc, ExitCode.DATA, "broken.json", "not valid JSON")
+
+
+# --------------------------------------------------------------------------- compiled
 
 
 @pytest.mark.compiled
@@ -46,3 +217,104 @@ def test_runtime_reports_installation(cmdstan_installation: object) -> None:
     assert "CmdStan in use:" in proc.stdout
     assert "version: 2." in proc.stdout
     assert "path:" in proc.stdout
+
+
+@pytest.mark.compiled
+def test_data_violating_a_bound_is_reported_by_cmdstan(cmdstan_installation: object,
+                                                       tmp_path: Path) -> None:
+    data = json.loads(BIMODAL_DATA.read_text())
+    data["w"] = 1.5  # declared real<lower=0, upper=1> w
+    path = tmp_path / "outside.json"
+    path.write_text(json.dumps(data))
+    proc = run_cli("sample", str(BIMODAL), "--data", str(path), "--log-scale", "0",
+                   "--chains", "1", "--iter-warmup", "10", "--iter-sampling", "10",
+                   "--output-dir", str(tmp_path / "out"))
+    cause = assert_cause_and_remedy(proc, ExitCode.DATA, "outside.json",
+                                    "w is 1.5, but must be less than or equal to 1")
+    assert "_pe.stan" not in cause  # no reference to the generated program
+
+
+@pytest.mark.compiled
+def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: Path) -> None:
+    """E[x] = 1.2 on the bimodal gallery model, and every output agrees with the others."""
+    import arviz as az
+    import pandas as pd
+
+    out = tmp_path / "pe"
+    proc = run_cli("sample", str(BIMODAL), "--data", str(BIMODAL_DATA), "--method", "pe",
+                   "--n-pseudo", "5", "--log-scale", "0", "--chains", "2",
+                   "--iter-warmup", "500", "--iter-sampling", "1000", "--seed", "21",
+                   "--output-dir", str(out))
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for word in ("r_hat", "ess_bulk", "mcse", "weight_ess_mean", "beta_quantiles"):
+        assert word in proc.stdout, word
+    assert {p.name for p in out.iterdir()} >= {"bimodal_1d.nc", "weights.csv",
+                                               "estimates.json", "cmdstan"}
+    assert len(list((out / "cmdstan").glob("*.csv"))) == 2
+    estimates = json.loads((out / "estimates.json").read_text())
+    assert estimates["method"] == "pseudo_extended"
+    assert estimates["options"]["n_pseudo"] == 5 and estimates["log_scale"] == 0.0
+    x = estimates["expectations"]["x"]
+    assert abs(x["mean"] - 1.2) < 4 * x["mcse"], x  # exact E[x] = 0.3 * -3 + 0.7 * 3
+    assert x["mcse"] < 0.3  # informative: a one-mode answer (-3 or 3) is many MCSE away
+
+    idata = az.from_netcdf(str(out / "bimodal_1d.nc"))
+    assert {"posterior", "sample_stats", "extended_posterior"} <= set(idata.groups())
+    assert idata.posterior.attrs["pemc_method"] == "pseudo_extended"
+    weights = pd.read_csv(out / "weights.csv")
+    assert len(weights) == 2 * 1000
+    assert list(weights.columns[:2]) == ["chain", "draw"]
+    lw = weights[[f"log_weight_{k}" for k in range(1, 6)]].to_numpy().reshape(2, 1000, 5)
+    np.testing.assert_allclose(lw, idata.sample_stats["log_weight"].values, rtol=1e-12)
+    # estimates.json's E[x] is the eq-3 weighted mean of the pseudo-samples in the NetCDF file
+    w = np.exp(lw - lw.max(axis=-1, keepdims=True))
+    w /= w.sum(axis=-1, keepdims=True)
+    copies = idata.extended_posterior["x"].values  # (chain, draw, pseudo)
+    assert float(np.mean(np.sum(w * copies, axis=-1))) == pytest.approx(x["mean"], rel=1e-9)
+    # the resampled posterior holds draws from both modes, in about the right proportion
+    left = float(np.mean(idata.posterior["x"].values < 0))
+    assert 0.05 < left < 0.6
+
+
+@pytest.mark.compiled
+def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installation: object,
+                                                                tmp_path: Path) -> None:
+    """CT through the CLI: log Z against the exact evidence, then the evidence command."""
+    pytest.importorskip("pemc_stan.continuous_tempering_fit")
+    out = tmp_path / "ct"
+    proc = run_cli("sample", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "ct",
+                   "--chains", "2", "--iter-warmup", "400", "--iter-sampling", "600",
+                   "--seed", "5", "--output-dir", str(out))
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert "log Z = " in proc.stdout
+    estimates = json.loads((out / "estimates.json").read_text())
+    assert estimates["method"] == "continuous_tempering"
+    log_z = estimates["log_z"]
+    assert abs(log_z["log_z"] - NORMAL_LOG_Z) < 4 * log_z["std_error"], log_z
+    assert 0 < log_z["std_error"] < 0.5
+    # exact posterior mean of mu: precision-weighted (models/normal_normal/README.md)
+    data = json.loads(NORMAL_DATA.read_text())
+    precision = 1 / data["tau0"] ** 2 + data["N"] / data["sigma"] ** 2
+    exact_mean = (data["mu0"] / data["tau0"] ** 2 + sum(data["y"]) / data["sigma"] ** 2) / precision
+    mu = estimates["expectations"]["mu"]
+    assert abs(mu["mean"] - exact_mean) < 4 * mu["mcse"], (mu, exact_mean)
+    import pandas as pd
+
+    weights = pd.read_csv(out / "weights.csv")
+    assert list(weights.columns) == ["chain", "draw", "beta", "delta", "log_weight"]
+    assert len(weights) == 2 * 600 and weights["beta"].between(0, 1).all()
+
+    ev = run_cli("evidence", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "ct",
+                 "--chains", "2", "--iter-warmup", "400", "--iter-sampling", "600",
+                 "--seed", "6", "--json", str(tmp_path / "ev.json"))
+    assert ev.returncode == ExitCode.OK, ev.stderr
+    assert ev.stdout.startswith("log Z = ")
+    result = json.loads((tmp_path / "ev.json").read_text())
+    assert math.isfinite(result["log_z"]) and result["std_error"] > 0
+    assert abs(result["log_z"] - NORMAL_LOG_Z) < 4 * result["std_error"], result
+
+
+def test_evidence_unknown_estimator_is_a_usage_error() -> None:
+    proc = run_cli("evidence", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "magic")
+    assert_cause_and_remedy(proc, ExitCode.USAGE, "magic")

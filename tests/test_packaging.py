@@ -27,3 +27,9 @@ def test_grammar_and_type_marker_ship() -> None:
 def test_build_ingredients_cover_every_cpp_source() -> None:
     ingredients = runtime.build_ingredients()
     assert len(ingredients["sources_sha256"]) == 64
+
+
+def test_models_gallery_ships_as_a_package() -> None:
+    models = importlib.resources.files("pemc_stan.models")
+    assert models.joinpath("bimodal_1d", "bimodal_1d.stan").is_file()
+    assert models.joinpath("README.md").is_file()

@@ -1,0 +1,563 @@
+"""ArviZ InferenceData from pseudo-extended and continuously tempered fits.
+
+:func:`to_inference_data` (alias :func:`from_pemc_stan`, in the style of
+``az.from_cmdstanpy``) converts a
+:class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit` or a
+:class:`~pemc_stan.continuous_tempering_fit.ContinuousTemperingFit` into an
+:class:`arviz.InferenceData` with the groups
+
+``posterior``
+    Resampled draws of the ORIGINAL model's parameters, transformed
+    parameters and generated quantities (``fit.resampled_draws_pd()``: one
+    pseudo-sample per iteration for PE, draws resampled by ``w1`` for CT;
+    chains stay chains).  These are (approximately) draws from the target and
+    are what ``az.summary``, ``az.plot_trace`` and ``az.plot_pair`` look at.
+``sample_stats``
+    CmdStan's NUTS statistics of the extended run in ArviZ's names (``lp``,
+    ``acceptance_rate``, ``step_size``, ``tree_depth``, ``n_steps``,
+    ``diverging``, ``energy``) plus the method's quantities: for PE
+    ``beta``, ``log_weight``, ``weight`` (normalised within the draw) with dim
+    ``pseudo``, ``weight_ess`` (per draw, in [1, N]) and ``resample_index``
+    (1-based pseudo-sample kept in ``posterior``); for CT ``beta``,
+    ``delta`` (eq 17), ``log_weight`` (``log w1``, eq 20) and ``weight``
+    (``w1`` normalised over all draws).
+``extended_posterior``
+    The draws of the extended space itself, the method's own quantities under
+    the reserved prefix (so they never clash with a user parameter such as
+    ``beta``): for PE every pseudo-sample of every parameter (dim ``pseudo``)
+    with ``pemc_beta`` and ``pemc_log_weight``; for CT the ``x`` draws with
+    the CT program's ``pemc_u``, ``pemc_beta``, ``pemc_delta``, base
+    coordinates ``pemc_z``, ``pemc_log_gamma``, ``pemc_log_base`` and
+    ``pemc_log_weight`` (``log w1``).
+``observed_data`` / ``constant_data``
+    The user's data: variables that are the variate of a likelihood term
+    (see :mod:`pemc_stan.analysis`) are observed, the rest constant.
+
+Dimensions are named after the size expressions of the Stan declarations when
+these are plain variables (``vector[K] mu`` has dim ``K_dim``; the suffix keeps
+it apart from the data variable ``K`` in ``constant_data``), otherwise
+``<name>_dim_<i>``; coordinates are Stan's 1-based indices, so ``mu[2]`` in
+Stan is ``posterior.mu.sel(K_dim=2)`` and ``az.summary`` labels it ``mu[2]``.
+
+Attributes (on every group, so they survive NetCDF): ``pemc_method``,
+``pemc_options`` (JSON), ``pemc_log_scale`` (PE) / ``pemc_log_zeta`` (CT),
+``pemc_n_pseudo`` (PE), and when an evidence estimate is known
+``pemc_log_z``, ``pemc_log_z_std_error``, ``pemc_log_z_method``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from pemc_stan import __version__, ast
+from pemc_stan.parser import parse
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["InferenceDataConverter", "to_inference_data", "from_pemc_stan", "EXTENDED_GROUP"]
+
+#: Name of the group holding the extended-space draws.
+EXTENDED_GROUP = "extended_posterior"
+
+#: CmdStan sampler columns and their ArviZ names.
+SAMPLER_STATS = {
+    "lp__": "lp",
+    "accept_stat__": "acceptance_rate",
+    "stepsize__": "step_size",
+    "treedepth__": "tree_depth",
+    "n_leapfrog__": "n_steps",
+    "divergent__": "diverging",
+    "energy__": "energy",
+}
+
+_INDEX_COLUMNS = ("chain__", "iter__", "draw__")
+_COLUMN_RE = re.compile(r"^([^\[\]]+)\[([0-9,\s]+)\]$")
+# matrix-shaped types declared with one size
+_SQUARE = {"cov_matrix", "corr_matrix", "cholesky_factor_corr"}
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return repr(value)
+
+
+def options_json(options: Any) -> str:
+    """The options of a fit as a JSON string (dataclass fields, tuples as lists).
+
+    Raises
+    ------
+    Nothing (unknown objects are written as their ``repr``).
+    """
+    if dataclasses.is_dataclass(options) and not isinstance(options, type):
+        payload: Any = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    elif isinstance(options, Mapping):
+        payload = dict(options)
+    else:
+        payload = {"repr": repr(options)}
+    return json.dumps(payload, default=_json_default, sort_keys=True)
+
+
+def _declared_types(program: ast.Program, attrs: Iterable[str]) -> dict[str, ast.Type]:
+    """Top-level declarations (name -> type) of the given program blocks."""
+    out: dict[str, ast.Type] = {}
+    for attr in attrs:
+        block = getattr(program, attr)
+        if block is None:
+            continue
+        for stmt in block.stmts:
+            if isinstance(stmt, ast.VarDecl):
+                for name in stmt.names:
+                    out[name] = stmt.type
+    return out
+
+
+def _size_names(type_: ast.Type) -> list[str | None] | None:
+    """Dimension names of a declared type in output order (None: unnamed); None if unknown.
+
+    ``array[N] vector[K]`` gives ``["N_dim", "K_dim"]``; ``cov_matrix[K]`` gives
+    ``["K_dim", "K_dim"]`` (made unique by the caller); literal or compound sizes give None entries.  Tuples and
+    complex types give None (the shape is taken from the draws).
+    """
+    def name(expr: ast.Expr) -> str | None:
+        return f"{expr.name}_dim" if isinstance(expr, ast.Variable) else None
+
+    if isinstance(type_, ast.ArrayType):
+        inner = _size_names(type_.element)
+        return None if inner is None else [name(d) for d in type_.dims] + inner
+    if not isinstance(type_, ast.BasicType):
+        return None
+    if "complex" in type_.name:
+        return None
+    sizes = [name(s) for s in type_.sizes]
+    if type_.name in _SQUARE or (type_.name == "cholesky_factor_cov" and len(sizes) == 1):
+        return sizes * 2
+    return sizes
+
+
+def _split_column(column: str) -> tuple[str, tuple[int, ...]] | None:
+    """``"mu[2,3]"`` -> ``("mu", (2, 3))``, ``"s"`` -> ``("s", ())``; None for other forms."""
+    m = _COLUMN_RE.match(column)
+    if m is not None:
+        return m.group(1), tuple(int(i) for i in m.group(2).split(","))
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", column):
+        return column, ()
+    return None
+
+
+def _safe_name(column: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", column).strip("_") or "value"
+
+
+class InferenceDataConverter:
+    """Build the groups of an InferenceData from a pemc-stan fit.
+
+    Parameters
+    ----------
+    fit
+        A PseudoExtendedFit or ContinuousTemperingFit (anything with
+        ``method``, ``fit``, ``result``, ``data`` and ``resampled_draws_pd()``
+        as documented in the module docstring).
+    evidence
+        An evidence estimate (``log_z``, ``std_error``, ``method``) to record
+        in the attributes; by default ``fit.log_z()`` when the fit has it.
+    include_extended
+        Add the ``extended_posterior`` group.
+    output_dir
+        Where the original model's generated quantities are run (passed to
+        ``fit.resampled_draws_pd``; default a temporary directory).
+
+    Raises
+    ------
+    TypeError
+        If ``fit`` is not a pemc-stan fit.
+    """
+
+    def __init__(self, fit: Any, evidence: Any = None, include_extended: bool = True,
+                 output_dir: str | None = None) -> None:
+        method = getattr(fit, "method", None)
+        if method is None and hasattr(fit, "n_pseudo") and hasattr(fit, "pseudo_samples"):
+            method = "pseudo_extended"
+        if method not in ("pseudo_extended", "continuous_tempering"):
+            raise TypeError(
+                f"to_inference_data expects a PseudoExtendedFit or ContinuousTemperingFit, got "
+                f"{type(fit).__name__}; for a plain cmdstanpy fit use arviz.from_cmdstanpy")
+        self.fit = fit
+        self.method: str = method
+        self.evidence = evidence
+        self.include_extended = include_extended
+        self.output_dir = output_dir
+        self.program = parse(fit.result.original_code)
+        self._types = _declared_types(self.program, ("data", "parameters",
+                                                     "transformed_parameters",
+                                                     "generated_quantities"))
+        self._dim_sizes: dict[str, int] = {}
+        self._n_chains, self._n_draws = self._chain_draws()
+
+    # ------------------------------------------------------------------ helpers
+    def _chain_draws(self) -> tuple[int, int]:
+        raw = self.fit.fit.draws(concat_chains=False)  # (draws, chains, columns)
+        return int(raw.shape[1]), int(raw.shape[0])
+
+    def _dims_for(self, var: str, shape: tuple[int, ...]) -> list[str]:
+        """Dimension names of ``var`` with the given shape, consistent across groups."""
+        declared = _size_names(self._types[var]) if var in self._types else None
+        if declared is None or len(declared) != len(shape):
+            declared = [None] * len(shape)
+        dims: list[str] = []
+        for i, (dim, size) in enumerate(zip(declared, shape)):
+            if dim is None or dim in dims or self._dim_sizes.get(dim, size) != size:
+                dim = f"{var}_dim_{i}"
+            self._dim_sizes[dim] = size
+            dims.append(dim)
+        return dims
+
+    def _coords(self, dims: Iterable[str]) -> dict[str, NDArray[np.int64]]:
+        return {d: np.arange(1, self._dim_sizes[d] + 1) for d in dims if d in self._dim_sizes}
+
+    def _frame_to_arrays(self, df: pd.DataFrame) -> dict[str, NDArray[Any]]:
+        """Columns of a draws frame (``chain__``, ``iter__``, bracket names) -> (chain, draw, ...)."""
+        df = df.sort_values(["chain__", "iter__"], kind="stable")
+        chains = sorted(df["chain__"].unique())
+        counts = df.groupby("chain__").size()
+        n_draws = int(counts.min())
+        if int(counts.max()) != n_draws:
+            logger.warning("chains hold %d to %d draws; keeping the first %d of each",
+                           n_draws, int(counts.max()), n_draws)
+        blocks = [df[df["chain__"] == c].iloc[:n_draws] for c in chains]
+        groups: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+        for col in df.columns:
+            if col in _INDEX_COLUMNS:
+                continue
+            split = _split_column(col)
+            if split is None:
+                groups.setdefault(_safe_name(col), []).append(((), col))
+            else:
+                groups.setdefault(split[0], []).append((split[1], col))
+        out: dict[str, NDArray[Any]] = {}
+        for var, entries in groups.items():
+            ndim = {len(idx) for idx, _ in entries}
+            if len(ndim) != 1:  # inconsistent naming: keep columns apart
+                for _, col in entries:
+                    out[_safe_name(col)] = np.stack([b[col].to_numpy() for b in blocks])
+                continue
+            if ndim == {0}:
+                out[var] = np.stack([b[entries[0][1]].to_numpy() for b in blocks])
+                continue
+            shape = tuple(max(idx[k] for idx, _ in entries) for k in range(ndim.pop()))
+            arr = np.full((len(blocks), n_draws, *shape), np.nan)
+            for idx, col in entries:
+                pos = tuple(i - 1 for i in idx)
+                arr[(slice(None), slice(None), *pos)] = np.stack([b[col].to_numpy()
+                                                                   for b in blocks])
+            out[var] = arr
+        return out
+
+    def _dataset(self, arrays: Mapping[str, NDArray[Any]], lead: tuple[str, ...] = (),
+                 ) -> Any:
+        """An xarray Dataset with dims (chain, draw, *lead, *declared dims)."""
+        import xarray as xr
+
+        data_vars = {}
+        coords: dict[str, Any] = {}
+        for var, arr in arrays.items():
+            shape = arr.shape[2 + len(lead):]
+            dims = ["chain", "draw", *lead, *self._dims_for(var, shape)]
+            data_vars[var] = (dims, arr)
+            coords.update(self._coords(dims[2:]))
+        coords["chain"] = np.arange(self._n_chains)
+        coords["draw"] = np.arange(self._n_draws)
+        first = next(iter(arrays.values()), None)
+        if first is not None:
+            coords["chain"] = np.arange(first.shape[0])
+            coords["draw"] = np.arange(first.shape[1])
+        return xr.Dataset(data_vars, coords=coords)
+
+    def _pseudo_coords(self) -> dict[str, NDArray[np.int64]]:
+        self._dim_sizes["pseudo"] = int(self.fit.n_pseudo)
+        return {"pseudo": np.arange(1, int(self.fit.n_pseudo) + 1)}
+
+    # ------------------------------------------------------------------ attributes
+    def attributes(self) -> dict[str, Any]:
+        """Attributes recording the method, its options and the evidence estimate.
+
+        Returns
+        -------
+        dict
+            NetCDF-compatible values (strings and numbers).
+
+        Raises
+        ------
+        Nothing (a failing ``fit.log_z()`` is logged and left out).
+        """
+        fit = self.fit
+        attrs: dict[str, Any] = {
+            "inference_library": "pemc-stan",
+            "inference_library_version": __version__,
+            "pemc_method": self.method,
+            "pemc_options": options_json(fit.result.options),
+        }
+        if self.method == "pseudo_extended":
+            attrs["pemc_n_pseudo"] = int(fit.n_pseudo)
+            attrs["pemc_log_scale"] = float(fit.log_scale)
+        else:
+            attrs["pemc_log_zeta"] = float(fit.log_zeta)
+        estimate = self.evidence
+        if estimate is None and callable(getattr(fit, "log_z", None)):
+            try:
+                estimate = fit.log_z()
+            except Exception as exc:  # noqa: BLE001 - attributes must not stop conversion
+                logger.warning("no evidence estimate recorded: fit.log_z() failed (%s)", exc)
+        if estimate is not None:
+            attrs["pemc_log_z"] = float(estimate.log_z)
+            attrs["pemc_log_z_std_error"] = float(estimate.std_error)
+            attrs["pemc_log_z_method"] = str(estimate.method)
+        return attrs
+
+    # ------------------------------------------------------------------ groups
+    def posterior_to_xarray(self) -> Any:
+        """Resampled draws of the original parameters, TPs and GQs.
+
+        Raises
+        ------
+        RuntimeError
+            If the original model's ``generate_quantities`` fails.
+        """
+        df = self.fit.resampled_draws_pd(output_dir=self.output_dir)
+        return self._dataset(self._frame_to_arrays(df))
+
+    def _sampler_arrays(self) -> dict[str, NDArray[Any]]:
+        raw = self.fit.fit.draws(concat_chains=False)
+        cols = list(self.fit.fit.column_names)
+        out: dict[str, NDArray[Any]] = {}
+        for stan_name, az_name in SAMPLER_STATS.items():
+            if stan_name in cols:
+                values = np.transpose(raw[:, :, cols.index(stan_name)])
+                if az_name == "diverging":
+                    values = values.astype(bool)
+                elif az_name in ("tree_depth", "n_steps"):
+                    values = values.astype(np.int64)
+                out[az_name] = values
+        return out
+
+    def sample_stats_to_xarray(self) -> Any:
+        """NUTS statistics of the extended run plus weights, beta and weight ESS.
+
+        Raises
+        ------
+        Nothing beyond the fit's own errors.
+        """
+        import xarray as xr
+
+        fit = self.fit
+        stats = self._dataset(self._sampler_arrays())
+        if self.method == "pseudo_extended":
+            coords = self._pseudo_coords()
+            lw = np.asarray(fit.log_weights, dtype=float)
+            extra = {
+                "beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta, dtype=float)),
+                "log_weight": (("chain", "draw", "pseudo"), lw),
+                "weight": (("chain", "draw", "pseudo"), np.asarray(fit.normalised_weights)),
+                "weight_ess": (("chain", "draw"), np.asarray(fit.weight_ess(), dtype=float)),
+                "resample_index": (("chain", "draw"),
+                                   np.asarray(fit.resample_index(), dtype=np.int64) + 1),
+            }
+            return stats.assign(extra).assign_coords(coords)
+        from scipy.special import logsumexp
+
+        lw = np.asarray(fit.log_weights(), dtype=float)
+        finite = np.isfinite(lw)
+        w = np.zeros_like(lw)
+        if np.any(finite):
+            w[finite] = np.exp(lw[finite] - logsumexp(lw[finite]))
+        extra = {
+            "beta": (("chain", "draw"), np.asarray(fit.beta(), dtype=float)),
+            "delta": (("chain", "draw"), np.asarray(fit.delta(), dtype=float)),
+            "log_weight": (("chain", "draw"), lw),
+            "weight": (("chain", "draw"), w),
+        }
+        ess = 1.0 / float(np.sum(w ** 2)) if np.any(finite) else float("nan")
+        out = stats.assign({k: xr.Variable(*v) for k, v in extra.items()})
+        out.attrs["weight_ess"] = ess
+        return out
+
+    def extended_posterior_to_xarray(self) -> Any:
+        """The extended-space draws with their log weights (see the module docstring).
+
+        Raises
+        ------
+        Nothing beyond the fit's own errors.
+        """
+        fit = self.fit
+        if self.method == "pseudo_extended":
+            coords = self._pseudo_coords()
+            grouped: dict[str, list[tuple[tuple[int, ...], NDArray[np.float64]]]] = {}
+            for col in fit.parameter_columns():
+                split = _split_column(col)
+                var, idx = split if split is not None else (_safe_name(col), ())
+                grouped.setdefault(var, []).append((idx, fit.pseudo_samples(col)))
+            arrays: dict[str, NDArray[Any]] = {}
+            for var, entries in grouped.items():
+                first = entries[0][1]
+                if not entries[0][0]:
+                    arrays[var] = first
+                    continue
+                shape = tuple(max(idx[k] for idx, _ in entries)
+                              for k in range(len(entries[0][0])))
+                arr = np.full((*first.shape, *shape), np.nan)
+                for idx, values in entries:
+                    arr[(Ellipsis, *(i - 1 for i in idx))] = values
+                arrays[var] = arr
+            ds = self._dataset(arrays, lead=("pseudo",))
+            ds = ds.assign({
+                "pemc_beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta, dtype=float)),
+                "pemc_log_weight": (("chain", "draw", "pseudo"),
+                                    np.asarray(fit.log_weights, dtype=float)),
+            })
+            return ds.assign_coords(coords)
+        df = fit.extended_draws_pd()
+        if "chain__" not in df.columns or "iter__" not in df.columns:
+            df = df.copy()
+            n = self._n_draws
+            df["chain__"] = np.repeat(np.arange(1, self._n_chains + 1), n)[: len(df)]
+            df["iter__"] = np.tile(np.arange(1, n + 1), self._n_chains)[: len(df)]
+        keep = [c for c in df.columns if c in _INDEX_COLUMNS or not c.endswith("__")]
+        arrays = self._frame_to_arrays(df[keep])
+        extra = {"pemc_beta": np.asarray(fit.beta(), dtype=float),
+                 "pemc_delta": np.asarray(fit.delta(), dtype=float),
+                 "pemc_log_weight": np.asarray(fit.log_weights(), dtype=float)}
+        for name, values in extra.items():
+            arrays.setdefault(name, values)
+        return self._dataset(arrays)
+
+    def _data_arrays(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(observed, constant) data variables as xarray (dims, values) pairs."""
+        from pemc_stan.analysis import analyse
+
+        data = dict(getattr(self.fit, "data", None) or {})
+        declared = _declared_types(self.program, ("data",))
+        observed_names: set[str] = set()
+        try:
+            for c in analyse(self.program).contributions:
+                if c.kind == "likelihood" and c.variate is not None:
+                    observed_names.update(n.name for n in ast.walk(c.variate)
+                                          if isinstance(n, ast.Variable) and n.name in declared)
+        except Exception as exc:  # noqa: BLE001 - classification is a nicety here
+            logger.debug("could not classify data as observed (%s)", exc)
+        observed: dict[str, Any] = {}
+        constant: dict[str, Any] = {}
+        for name in declared:
+            if name not in data:
+                continue
+            values = np.asarray(data[name])
+            if values.dtype == object:
+                continue  # tuples: not representable
+            dims = self._dims_for(name, values.shape)
+            (observed if name in observed_names else constant)[name] = (dims, values)
+        return observed, constant
+
+    def data_to_xarray(self) -> tuple[Any, Any]:
+        """``(observed_data, constant_data)`` datasets (None when empty).
+
+        Raises
+        ------
+        Nothing.
+        """
+        import xarray as xr
+
+        out = []
+        for arrays in self._data_arrays():
+            if not arrays:
+                out.append(None)
+                continue
+            dims = {d for dd, _ in arrays.values() for d in dd}
+            out.append(xr.Dataset(arrays, coords=self._coords(dims)))
+        return out[0], out[1]
+
+    def to_inference_data(self) -> Any:
+        """Assemble the :class:`arviz.InferenceData` (see the module docstring).
+
+        Returns
+        -------
+        arviz.InferenceData
+
+        Raises
+        ------
+        RuntimeError
+            If the original model's ``generate_quantities`` fails.
+        """
+        import arviz as az
+
+        groups: dict[str, Any] = {
+            "posterior": self.posterior_to_xarray(),
+            "sample_stats": self.sample_stats_to_xarray(),
+        }
+        if self.include_extended:
+            groups[EXTENDED_GROUP] = self.extended_posterior_to_xarray()
+        observed, constant = self.data_to_xarray()
+        if observed is not None:
+            groups["observed_data"] = observed
+        if constant is not None:
+            groups["constant_data"] = constant
+        attrs = self.attributes()
+        for ds in groups.values():
+            ds.attrs.update(attrs)
+        import warnings
+
+        with warnings.catch_warnings():
+            # extended_posterior is not one of ArviZ's schema groups; that is intended
+            warnings.filterwarnings("ignore", message=".*not.*in.*schema.*|.*supported_groups.*")
+            idata = az.InferenceData(**groups)
+        return idata
+
+
+def to_inference_data(fit: Any, evidence: Any = None, include_extended: bool = True,
+                      output_dir: str | None = None) -> Any:
+    """Convert a pemc-stan fit to :class:`arviz.InferenceData`.
+
+    Parameters
+    ----------
+    fit
+        A PseudoExtendedFit or ContinuousTemperingFit.
+    evidence
+        An :class:`~pemc_stan.evidence_estimators.EvidenceEstimate` to record
+        (default ``fit.log_z()`` when the fit has one).
+    include_extended
+        Include the ``extended_posterior`` group.
+    output_dir
+        Directory for the original model's generated quantities run.
+
+    Returns
+    -------
+    arviz.InferenceData
+        Groups ``posterior``, ``sample_stats``, ``extended_posterior``,
+        ``observed_data``/``constant_data`` (when the model has data); see
+        the module docstring.
+
+    Raises
+    ------
+    TypeError
+        If ``fit`` is not a pemc-stan fit.
+    RuntimeError
+        If the original model's ``generate_quantities`` fails.
+    """
+    return InferenceDataConverter(fit, evidence=evidence, include_extended=include_extended,
+                                  output_dir=output_dir).to_inference_data()
+
+
+#: ``az.from_cmdstanpy``-style alias.
+from_pemc_stan = to_inference_data
+

@@ -1,0 +1,366 @@
+"""ArviZ InferenceData of pemc-stan fits: groups, dims, coords, values, NetCDF, az.summary.
+
+The fast tests build a PseudoExtendedFit on synthetic draws (no compilation) and
+check every value against the fit's own arrays; the compiled tests run both
+methods on a small model with a transformed parameter, generated quantities,
+observed and constant data.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pytest
+
+from pemc_stan.inference_data import EXTENDED_GROUP, from_pemc_stan, to_inference_data
+from pemc_stan.pseudo_extended import PseudoExtendedWarning
+from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
+from pemc_stan.transform import transform_result
+
+CODE = """
+data { int<lower=1> K; vector[K] y; real<lower=0> s; }
+parameters { real<lower=0> tau; vector[K] v; }
+model { tau ~ exponential(1); v ~ normal(0, tau); y ~ normal(v, s); }
+"""
+DATA = {"K": 3, "y": [0.5, -1.0, 2.0], "s": 1.0}
+SAMPLER = ["lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+           "divergent__", "energy__"]
+
+
+class _FakeFit:
+    """What PseudoExtendedFit and the converter read from a CmdStanMCMC."""
+
+    def __init__(self, columns: list[str], draws: np.ndarray) -> None:
+        self.column_names = tuple(columns)
+        self._draws = draws
+
+    def draws(self, concat_chains: bool = False) -> np.ndarray:
+        assert not concat_chains
+        return self._draws
+
+
+def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
+                seed: int = 0) -> PseudoExtendedFit:
+    """A PE fit of CODE on random draws with the PE program's column layout."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PseudoExtendedWarning)
+        res = transform_result(CODE, n_pseudo=n_pseudo, temper="likelihood")
+    cols = list(SAMPLER)
+    cols += [f"tau[{k}]" for k in range(1, n_pseudo + 1)]
+    cols += [f"v[{k},{j}]" for j in range(1, 4) for k in range(1, n_pseudo + 1)]
+    for base in ("pemc_beta", "pemc_log_weight", "pemc_log_gamma", "pemc_log_lik"):
+        cols += [f"{base}[{k}]" for k in range(1, n_pseudo + 1)]
+    rng = np.random.default_rng(seed)
+    arr = rng.normal(size=(n_draws, n_chains, len(cols)))
+    c = {name: i for i, name in enumerate(cols)}
+    for k in range(1, n_pseudo + 1):
+        arr[:, :, c[f"pemc_beta[{k}]"]] = rng.uniform(0.05, 0.95, size=(n_draws, n_chains))
+        arr[:, :, c[f"tau[{k}]"]] = np.abs(arr[:, :, c[f"tau[{k}]"]])
+        arr[:, :, c[f"pemc_log_lik[{k}]"]] *= 3
+    arr[:, :, c["divergent__"]] = rng.uniform(size=(n_draws, n_chains)) < 0.1
+    arr[:, :, c["treedepth__"]] = rng.integers(1, 5, size=(n_draws, n_chains))
+    return PseudoExtendedFit(_FakeFit(cols, arr), res, log_scale=-1.5, data=DATA, seed=7)
+
+
+class FakeCTFit:
+    """A continuously tempered fit of CODE on random draws, with the CT fit's interface."""
+
+    method = "continuous_tempering"
+
+    def __init__(self, n_chains: int = 2, n_draws: int = 50, seed: int = 0) -> None:
+        import pandas as pd
+
+        from pemc_stan.continuous_tempering import ContinuousTemperingOptions
+        from pemc_stan.evidence_estimators import EvidenceEstimate
+
+        rng = np.random.default_rng(seed)
+        self.result = type("R", (), {"original_code": CODE,
+                                     "options": ContinuousTemperingOptions()})()
+        self.data = DATA
+        self.log_zeta = -2.0
+        self.seed = seed
+        cols = [*SAMPLER, "tau", "v[1]", "v[2]", "v[3]", "pemc_u", "pemc_beta", "pemc_delta"]
+        arr = rng.normal(size=(n_draws, n_chains, len(cols)))
+        arr[:, :, cols.index("tau")] = np.abs(arr[:, :, cols.index("tau")])
+        arr[:, :, cols.index("pemc_beta")] = 1 / (1 + np.exp(-arr[:, :, cols.index("pemc_u")]))
+        self.fit = _FakeFit(cols, arr)
+        self._cols = cols
+        self._arr = arr
+        frame = {"chain__": np.repeat(np.arange(1, n_chains + 1), n_draws),
+                 "iter__": np.tile(np.arange(1, n_draws + 1), n_chains),
+                 "draw__": np.arange(1, n_chains * n_draws + 1)}
+        for c in ("tau", "v[1]", "v[2]", "v[3]"):
+            frame[c] = rng.normal(size=n_chains * n_draws)
+        self._resampled = pd.DataFrame(frame)
+        self._estimate = EvidenceEstimate(log_z=-2.1, std_error=0.05, method="ct_eq20")
+
+    def _column(self, name: str) -> np.ndarray:
+        return self._arr[:, :, self._cols.index(name)].T
+
+    def beta(self) -> np.ndarray:
+        return self._column("pemc_beta")
+
+    def delta(self) -> np.ndarray:
+        return self._column("pemc_delta")
+
+    def log_weights(self) -> np.ndarray:
+        return -np.logaddexp(0.0, self.delta())  # log w1 = -log(1 + exp(Delta))
+
+    def log_z(self) -> object:
+        return self._estimate
+
+    def resampled_draws_pd(self, output_dir: str | None = None) -> object:
+        return self._resampled
+
+    def extended_draws_pd(self) -> object:
+        import pandas as pd
+
+        n_draws, n_chains, _ = self._arr.shape
+        frame = {"chain__": np.repeat(np.arange(1, n_chains + 1), n_draws),
+                 "iter__": np.tile(np.arange(1, n_draws + 1), n_chains)}
+        for i, c in enumerate(self._cols):
+            frame[c] = self._arr[:, :, i].T.reshape(-1)
+        return pd.DataFrame(frame)
+
+
+def test_groups_dims_and_coords_follow_the_declarations() -> None:
+    fit = fake_pe_fit()
+    idata = to_inference_data(fit)
+    assert set(idata.groups()) == {"posterior", "sample_stats", EXTENDED_GROUP,
+                                   "observed_data", "constant_data"}
+    post = idata.posterior
+    assert post["v"].dims == ("chain", "draw", "K_dim")
+    assert post["tau"].dims == ("chain", "draw")
+    np.testing.assert_array_equal(post["K_dim"].values, [1, 2, 3])  # Stan's 1-based indices
+    assert post.sizes["chain"] == 3 and post.sizes["draw"] == 40
+    ext = idata[EXTENDED_GROUP]
+    assert ext["v"].dims == ("chain", "draw", "pseudo", "K_dim")
+    np.testing.assert_array_equal(ext["pseudo"].values, [1, 2, 3])
+    assert ext["pemc_beta"].dims == ("chain", "draw", "pseudo")  # reserved prefix: no clash
+    np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights)
+    assert idata.observed_data["y"].dims == ("K_dim",)  # variate of the likelihood
+    assert set(idata.constant_data.data_vars) == {"K", "s"}
+    np.testing.assert_array_equal(idata.observed_data["y"].values, DATA["y"])
+
+
+def test_posterior_is_the_resampled_pseudo_sample() -> None:
+    fit = fake_pe_fit()
+    idata = to_inference_data(fit)
+    idx = fit.resample_index()  # (chains, draws), 0-based
+    np.testing.assert_array_equal(idata.sample_stats["resample_index"].values, idx + 1)
+    for j in (1, 2, 3):
+        copies = fit.pseudo_samples(f"v[{j}]")  # (chains, draws, N)
+        chosen = np.take_along_axis(copies, idx[..., None], axis=-1)[..., 0]
+        np.testing.assert_array_equal(idata.posterior["v"].sel(K_dim=j).values, chosen)
+        np.testing.assert_array_equal(
+            idata[EXTENDED_GROUP]["v"].sel(K_dim=j).values, copies)
+    np.testing.assert_array_equal(idata.posterior["tau"].values,
+                                  np.take_along_axis(fit.pseudo_samples("tau"),
+                                                     idx[..., None], axis=-1)[..., 0])
+
+
+def test_sample_stats_hold_nuts_statistics_weights_and_beta() -> None:
+    fit = fake_pe_fit()
+    stats = to_inference_data(fit).sample_stats
+    raw = fit.fit.draws()
+    np.testing.assert_array_equal(stats["lp"].values, raw[:, :, 0].T)
+    assert stats["diverging"].dtype == bool
+    assert int(stats["diverging"].sum()) == int(raw[:, :, SAMPLER.index("divergent__")].sum())
+    np.testing.assert_array_equal(stats["beta"].values, fit.beta)
+    np.testing.assert_allclose(stats["log_weight"].values, fit.log_weights)
+    np.testing.assert_allclose(stats["weight"].sum("pseudo").values, 1.0)
+    np.testing.assert_allclose(stats["weight_ess"].values, fit.weight_ess())
+    assert stats["beta"].dims == ("chain", "draw", "pseudo")
+
+
+def test_attributes_record_method_options_and_evidence() -> None:
+    from pemc_stan.evidence_estimators import EvidenceEstimate
+
+    fit = fake_pe_fit()
+    estimate = EvidenceEstimate(log_z=-4.25, std_error=0.125, method="bridge")
+    idata = to_inference_data(fit, evidence=estimate)
+    for group in idata.groups():
+        attrs = idata[group].attrs
+        assert attrs["pemc_method"] == "pseudo_extended"
+        assert attrs["pemc_log_z"] == -4.25 and attrs["pemc_log_z_std_error"] == 0.125
+        assert attrs["pemc_log_z_method"] == "bridge"
+    options = json.loads(idata.posterior.attrs["pemc_options"])
+    assert options["n_pseudo"] == 3 and options["temper"] == "likelihood"
+    assert idata.posterior.attrs["pemc_log_scale"] == -1.5
+    assert "pemc_log_z" not in to_inference_data(fit).posterior.attrs  # PE has no own log Z
+
+
+def test_netcdf_round_trip_and_summary(tmp_path: Path) -> None:
+    fit = fake_pe_fit()
+    idata = from_pemc_stan(fit)
+    path = tmp_path / "fit.nc"
+    idata.to_netcdf(str(path))
+    back = az.from_netcdf(str(path))
+    assert set(back.groups()) == set(idata.groups())
+    for group in idata.groups():
+        for name, values in idata[group].data_vars.items():
+            np.testing.assert_array_equal(back[group][name].values, values.values)
+            assert back[group][name].dims == values.dims
+    assert back.posterior.attrs["pemc_options"] == idata.posterior.attrs["pemc_options"]
+    summary = az.summary(back, var_names=["tau", "v"])
+    assert list(summary.index) == ["tau", "v[1]", "v[2]", "v[3]"]
+    np.testing.assert_allclose(summary.loc["v[2]", "mean"],
+                               idata.posterior["v"].sel(K_dim=2).values.mean(), atol=1e-3)
+
+
+def test_continuous_tempering_groups(tmp_path: Path) -> None:
+    fit = FakeCTFit()
+    idata = to_inference_data(fit)
+    stats, ext = idata.sample_stats, idata[EXTENDED_GROUP]
+    np.testing.assert_array_equal(stats["beta"].values, fit.beta())
+    np.testing.assert_array_equal(stats["delta"].values, fit.delta())
+    np.testing.assert_array_equal(stats["log_weight"].values, fit.log_weights())
+    w = np.exp(fit.log_weights())
+    np.testing.assert_allclose(stats["weight"].values, w / w.sum())
+    assert stats.attrs["weight_ess"] == pytest.approx(w.sum() ** 2 / np.sum(w ** 2))
+    assert ext["v"].dims == ("chain", "draw", "K_dim")
+    np.testing.assert_array_equal(ext["v"].sel(K_dim=2).values, fit._column("v[2]"))
+    np.testing.assert_array_equal(ext["pemc_u"].values, fit._column("pemc_u"))
+    np.testing.assert_array_equal(ext["pemc_log_weight"].values, fit.log_weights())
+    assert "lp__" not in ext and "lp" in stats
+    np.testing.assert_array_equal(idata.posterior["v"].sel(K_dim=3).values,
+                                  fit._resampled["v[3]"].to_numpy().reshape(2, 50))
+    attrs = idata.posterior.attrs
+    assert attrs["pemc_method"] == "continuous_tempering" and attrs["pemc_log_zeta"] == -2.0
+    assert attrs["pemc_log_z"] == -2.1 and attrs["pemc_log_z_method"] == "ct_eq20"
+    assert json.loads(attrs["pemc_options"])["base"] == "pathfinder"
+    idata.to_netcdf(str(tmp_path / "ct.nc"))
+    back = az.from_netcdf(str(tmp_path / "ct.nc"))
+    np.testing.assert_array_equal(back[EXTENDED_GROUP]["pemc_beta"].values, fit.beta())
+    assert list(az.summary(back, var_names=["v"]).index) == ["v[1]", "v[2]", "v[3]"]
+
+
+def test_rejects_other_objects() -> None:
+    with pytest.raises(TypeError, match="from_cmdstanpy"):
+        to_inference_data(object())
+
+
+# --------------------------------------------------------------------------- compiled
+
+HIER = """
+// group means with a shared scale: vector parameter, bounded scale, TP and GQ
+data {
+  int<lower=1> N;
+  int<lower=1> K;
+  vector[N] y;
+  array[N] int<lower=1, upper=K> g;
+}
+parameters {
+  vector[K] mu;
+  real<lower=0> s;
+}
+transformed parameters {
+  vector[K] mu2 = 2 * mu;
+}
+model {
+  mu ~ normal(0, 3);
+  s ~ lognormal(0, 0.5);
+  y ~ normal(mu[g], s);
+}
+generated quantities {
+  real mu_mean = mean(mu);
+  array[2] vector[K] both = {mu, mu2};
+}
+"""
+HIER_DATA = {"N": 6, "K": 3, "y": [-1.2, -0.8, 0.4, 0.6, 2.1, 1.9], "g": [1, 1, 2, 2, 3, 3]}
+
+
+def _check_real_fit(idata: az.InferenceData, method: str, tmp_path: Path) -> None:
+    post = idata.posterior
+    assert post["mu"].dims == ("chain", "draw", "K_dim")
+    assert post["both"].dims == ("chain", "draw", "both_dim_0", "K_dim")
+    assert post["mu_mean"].dims == ("chain", "draw")
+    # the generated quantities were recomputed by the original model on the resampled draws
+    np.testing.assert_allclose(post["mu_mean"].values, post["mu"].mean("K_dim").values,
+                               atol=1e-5)
+    np.testing.assert_allclose(post["both"].sel(both_dim_0=1).values, post["mu"].values,
+                               atol=1e-5)
+    np.testing.assert_allclose(post["both"].sel(both_dim_0=2).values, 2 * post["mu"].values,
+                               atol=1e-5)
+    assert idata.posterior.attrs["pemc_method"] == method
+    assert set(idata.observed_data.data_vars) == {"y"}
+    assert set(idata.constant_data.data_vars) == {"N", "K", "g"}
+    assert idata.observed_data["y"].dims == ("N_dim",)
+    path = tmp_path / f"{method}.nc"
+    idata.to_netcdf(str(path))
+    back = az.from_netcdf(str(path))
+    assert set(back.groups()) == set(idata.groups())
+    np.testing.assert_array_equal(back.posterior["mu"].values, post["mu"].values)
+    summary = az.summary(back, var_names=["mu", "s"])
+    assert list(summary.index) == ["mu[1]", "mu[2]", "mu[3]", "s"]
+    assert np.all(np.isfinite(summary[["mean", "sd", "ess_bulk", "r_hat"]].to_numpy()))
+
+
+@pytest.mark.compiled
+def test_pseudo_extended_fit_to_inference_data(cmdstan_installation: object,
+                                               tmp_path: Path) -> None:
+    import pemc_stan
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="pe", n_pseudo=2,
+                               temper="likelihood", chains=2, iter_warmup=200,
+                               iter_sampling=200, seed=11)
+    idata = fit.to_inference_data()
+    _check_real_fit(idata, "pseudo_extended", tmp_path)
+    ext = idata[EXTENDED_GROUP]
+    assert ext["mu"].dims == ("chain", "draw", "pseudo", "K_dim")
+    np.testing.assert_array_equal(ext["mu"].sel(pseudo=2, K_dim=3).values,
+                                  fit.pseudo_samples("mu[3]")[..., 1])
+    # the resampled posterior draw is one of that iteration's pseudo-samples
+    chosen = idata.sample_stats["resample_index"].values - 1
+    np.testing.assert_array_equal(
+        idata.posterior["s"].values,
+        np.take_along_axis(ext["s"].values, chosen[..., None], axis=-1)[..., 0])
+
+
+@pytest.mark.compiled
+def test_posterior_has_transformed_parameters(cmdstan_installation: object) -> None:
+    import pemc_stan
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="pe", n_pseudo=2,
+                               temper="likelihood", chains=2, iter_warmup=200,
+                               iter_sampling=200, seed=11)
+    post = fit.to_inference_data(include_extended=False).posterior
+    np.testing.assert_allclose(post["mu2"].values, 2 * post["mu"].values, atol=1e-5)
+
+
+@pytest.mark.compiled
+def test_continuous_tempering_fit_to_inference_data(cmdstan_installation: object,
+                                                    tmp_path: Path) -> None:
+    ct = pytest.importorskip("pemc_stan.continuous_tempering_fit",
+                             reason="continuous tempering fit not available yet")
+    import pemc_stan
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="ct", chains=2, iter_warmup=300,
+                               iter_sampling=300, seed=12)
+    assert isinstance(fit, ct.ContinuousTemperingFit)
+    idata = fit.to_inference_data()
+    _check_real_fit(idata, "continuous_tempering", tmp_path)
+    stats = idata.sample_stats
+    np.testing.assert_allclose(stats["beta"].values, fit.beta())
+    np.testing.assert_allclose(stats["delta"].values, fit.delta())
+    np.testing.assert_allclose(stats["log_weight"].values, fit.log_weights())
+    # transformed parameters of the resampled draws (the reporting program)
+    np.testing.assert_allclose(idata.posterior["mu2"].values, 2 * idata.posterior["mu"].values,
+                               atol=1e-5)
+    np.testing.assert_allclose(float(stats["weight"].sum()), 1.0)
+    estimate = fit.log_z()
+    assert idata.posterior.attrs["pemc_log_z"] == pytest.approx(estimate.log_z)
+    ext = idata[EXTENDED_GROUP]
+    assert ext["mu"].dims == ("chain", "draw", "K_dim")
+    np.testing.assert_allclose(ext["pemc_beta"].values, fit.beta())
+    np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights())
