@@ -65,6 +65,9 @@ __all__ = [
     "Symbol",
     "FunctionSignature",
     "SymbolTable",
+    "CONTAINER_BUILDERS",
+    "dims_of",
+    "is_scalar_expr",
     "Dependencies",
     "Contribution",
     "Analysis",
@@ -370,6 +373,67 @@ def _collect_locals(
                 _collect_locals((stmt.otherwise,), block, depth + 1, out, top_level_global)
         elif isinstance(stmt, ast.While):
             _collect_locals((stmt.body,), block, depth + 1, out, top_level_global)
+
+
+#: Name prefixes of functions that build containers from scalars.
+CONTAINER_BUILDERS = ("rep_", "linspaced_", "one_hot", "zeros_", "ones_", "uniform_simplex",
+                       "to_vector", "to_row_vector", "to_matrix", "to_array", "identity_matrix",
+                       "diag_matrix", "append_", "head", "tail", "segment", "reverse", "sort_",
+                       "cumulative_sum", "softmax", "log_softmax")
+
+
+def dims_of(type_: ast.Type | None) -> int | None:
+    """Total number of indexable dimensions of a declared type (None: unknown).
+
+    Raises
+    ------
+    Nothing.
+    """
+    if type_ is None:
+        return None
+    if isinstance(type_, ast.ArrayType):
+        inner = dims_of(type_.element)
+        return None if inner is None else inner + len(type_.dims)
+    if isinstance(type_, ast.BasicType):
+        if type_.name in ("int", "real"):
+            return 0
+        if type_.name in ("vector", "row_vector", "simplex", "ordered", "positive_ordered",
+                          "unit_vector", "sum_to_zero_vector"):
+            return 1
+        return 2
+    return None
+
+
+def is_scalar_expr(expr: ast.Expr, table: SymbolTable) -> bool:
+    """Conservatively decide whether an expression is a scalar (False when unsure).
+
+    Only block-level variables are known (``table``); locals count as unknown.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if isinstance(expr, ast.Variable):
+        sym = table.lookup(expr.name)
+        return sym is not None and dims_of(sym.type) == 0
+    if isinstance(expr, ast.Indexed):
+        if not isinstance(expr.value, ast.Variable):
+            return False
+        sym = table.lookup(expr.value.name)
+        dims = dims_of(sym.type) if sym is not None else None
+        singles = [i for i in expr.indices if not isinstance(i, ast.Slice)]
+        return (dims is not None and len(singles) == len(expr.indices) == dims
+                and all(is_scalar_expr(i, table) for i in singles))
+    if isinstance(expr, ast.Call):
+        if expr.name.startswith(CONTAINER_BUILDERS):
+            return False
+        return all(is_scalar_expr(a, table) for a in expr.args)
+    if isinstance(expr, (ast.IntLit, ast.RealLit)):
+        return True
+    if isinstance(expr, (ast.UnaryOp, ast.BinaryOp, ast.Conditional)):
+        return all(is_scalar_expr(c, table) for c in ast.children(expr)
+                   if isinstance(c, ast.Expr))
+    return False
 
 
 def build_symbol_table(program: ast.Program) -> SymbolTable:

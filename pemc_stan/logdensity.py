@@ -37,7 +37,10 @@ The rewrite
       y ~ D(p) T[, U];    ... if (y > U) -inf else pemc_lp += -D_lcdf(U | p);
 
   with ``L - 1`` in place of ``L`` inside the cdf/ccdf for discrete
-  distributions (``_lpmf``).
+  distributions (``_lpmf``).  A container variate (``vector y ~ D(p) T[L, ]``)
+  is checked with ``min(y)`` / ``max(y)`` and its normaliser multiplied by
+  ``size(y)``, as stanc does when the arguments ``p`` are scalars; container
+  arguments are rejected (write the statement in a loop).
 * A user ``void foo_lp(...)`` function gets a counterpart
   ``real pemc_foo_lpacc(..., real pemc_target)`` returning the increment it
   adds to the target (``pemc_target`` is the target value at the call, so
@@ -75,6 +78,8 @@ from pemc_stan.analysis import (
     Analysis,
     analyse,
     check_reserved_prefix,
+    dims_of,
+    is_scalar_expr,
 )
 from pemc_stan.errors import UnsupportedConstructError
 
@@ -536,19 +541,57 @@ class _Rewriter:
             return ast.BinaryOp("-", at, ast.IntLit("1"), parens=True) if discrete else at
 
         minus_inf = self._add(dest, _neg_inf(), s)
+        # A container variate (stanc 2.35): the bounds are checked against
+        # min(y) / max(y) and, with scalar distribution arguments, the
+        # normaliser counts size(y) times.
+        container = self._is_container(s.arg)
+        if container and not all(is_scalar_expr(a, self.analysis.table) for a in s.args):
+            raise _unsupported("truncation of a container variate with container distribution "
+                               "arguments (write the statement in a loop over elements)", s)
+        y_lo = _call("min", y) if container else y
+        y_hi = _call("max", y) if container else y
+
+        def scaled(e: ast.Expr) -> ast.Expr:
+            if not container:
+                return ast.UnaryOp("-", e)
+            return ast.UnaryOp("-", ast.BinaryOp("*", e, _call("size", y), parens=True))
+
         if lower is not None and upper is not None:
-            norm = ast.UnaryOp("-", _call("log_diff_exp", cdf("lcdf", upper),
-                                          cdf("lcdf", below(lower))))
-            out.append(ast.If(ast.BinaryOp("<", y, lower), minus_inf,
-                              ast.If(ast.BinaryOp(">", y, upper), minus_inf,
+            norm = scaled(_call("log_diff_exp", cdf("lcdf", upper), cdf("lcdf", below(lower))))
+            out.append(ast.If(ast.BinaryOp("<", y_lo, lower), minus_inf,
+                              ast.If(ast.BinaryOp(">", y_hi, upper), minus_inf,
                                      self._add(dest, norm, s))))
         elif lower is not None:
-            norm = ast.UnaryOp("-", cdf("lccdf", below(lower)))
-            out.append(ast.If(ast.BinaryOp("<", y, lower), minus_inf, self._add(dest, norm, s)))
+            norm = scaled(cdf("lccdf", below(lower)))
+            out.append(ast.If(ast.BinaryOp("<", y_lo, lower), minus_inf,
+                              self._add(dest, norm, s)))
         elif upper is not None:
-            norm = ast.UnaryOp("-", cdf("lcdf", upper))
-            out.append(ast.If(ast.BinaryOp(">", y, upper), minus_inf, self._add(dest, norm, s)))
+            norm = scaled(cdf("lcdf", upper))
+            out.append(ast.If(ast.BinaryOp(">", y_hi, upper), minus_inf,
+                              self._add(dest, norm, s)))
         return out
+
+    def _is_container(self, e: ast.Expr) -> bool:
+        """True if ``e`` is a block-level variable (or indexing of one) that is not a scalar."""
+        name = e.name if isinstance(e, ast.Variable) else (
+            e.value.name if isinstance(e, ast.Indexed) and isinstance(e.value, ast.Variable)
+            else None)
+        if name is None:
+            return False
+        sym = self.analysis.table.lookup(name)
+        dims = dims_of(sym.type) if sym is not None else None
+        if dims is None:
+            return False
+        if isinstance(e, ast.Indexed):
+            for index in e.indices:  # a slice or an integer-array index keeps a dimension
+                if isinstance(index, ast.Slice):
+                    continue
+                if isinstance(index, ast.Variable):
+                    isym = self.analysis.table.lookup(index.name)
+                    if isym is not None and (dims_of(isym.type) or 0) > 0:
+                        continue
+                dims -= 1
+        return dims > 0
 
     # _lp functions ------------------------------------------------------ #
     def lpacc_function(self, fn: ast.FunctionDef) -> ast.FunctionDef:

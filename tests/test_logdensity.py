@@ -174,6 +174,27 @@ model {
     assert expected in body
 
 
+def test_truncation_of_a_container_variate() -> None:
+    text = """
+data { int N; vector[N] y; array[N] int g; }
+parameters { real mu; vector[N] m; }
+model {
+  y ~ normal(mu, 1) T[0, ];
+  y[g] ~ normal(mu, 1) T[, 3];
+  for (n in 1:N) y[n] ~ normal(mu, 1) T[0, ];
+}
+"""
+    body = _body(log_density_functions(parse(text, check=False)).density)
+    assert "if (min(y) < 0)" in body
+    assert "pemc_lp += -(normal_lccdf(0 | mu, 1) * size(y));" in body
+    assert "if (max(y[g]) > 3)" in body
+    assert "pemc_lp += -(normal_lcdf(3 | mu, 1) * size(y[g]));" in body
+    assert "if (y[n] < 0)" in body  # an element stays scalar
+    vector_args = text.replace("y ~ normal(mu, 1) T[0, ];", "y ~ normal(m, 1) T[0, ];")
+    with pytest.raises(UnsupportedConstructError, match="loop over elements"):
+        log_density_functions(parse(vector_args, check=False))
+
+
 def test_truncation_discrete() -> None:
     text = """
 data { int k; }
