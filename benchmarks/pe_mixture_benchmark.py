@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             label = "NUTS" if sampler == "NUTS" else f"PE N={int(sampler)}"
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 row = {"scenario": sc, "sampler": label, "seed": seed, "settings": settings}
+                done |= {_key(r) for r in _load(args.results)}  # other processes may share it
                 if _key(row) in done:
                     continue
                 if sampler == "NUTS":
