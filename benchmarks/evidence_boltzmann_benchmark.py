@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     import pemc_stan
     from pemc_stan import runtime
     from pemc_stan.compile import compile_model
-    from pemc_stan.evidence import evidence as estimate_evidence
+    from pemc_stan.marginal_likelihood import evidence as estimate_evidence
 
     runtime.activate()
     gen = load_generator()

@@ -24,12 +24,9 @@ def __getattr__(name: str) -> object:
 
         return ContinuousTemperingFit
     if name in ("evidence", "bayes_factor"):
-        # pemc_stan.evidence is the submodule, made callable (it forwards to
-        # pemc_stan.evidence.evidence): importing it binds the package attribute.
-        import importlib
+        from pemc_stan import marginal_likelihood
 
-        module = importlib.import_module("pemc_stan.evidence")
-        return module if name == "evidence" else module.bayes_factor
+        return getattr(marginal_likelihood, name)
     if name == "PseudoExtendedFit":
         from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
 

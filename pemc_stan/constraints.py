@@ -1,6 +1,6 @@
 """Stan's constraining transforms and their log-Jacobians in NumPy, vectorised over draws.
 
-Bridge sampling (:mod:`pemc_stan.evidence`) fits its proposal on the
+Bridge sampling (:func:`pemc_stan.evidence`) fits its proposal on the
 unconstrained scale, so it needs, for every declared parameter type, the
 bijection ``x = c(u)`` between the unconstrained vector ``u`` and the
 constrained value ``x`` together with ``log |J(u)|`` exactly as Stan 2.35

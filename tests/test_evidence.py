@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pemc_stan.evidence import bayes_factor, compare_methods, evidence
+from pemc_stan.marginal_likelihood import bayes_factor, compare_methods, evidence
 from pemc_stan.evidence_estimators import EvidenceEstimate
 
 ROOT = Path(__file__).resolve().parent.parent

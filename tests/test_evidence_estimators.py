@@ -308,7 +308,7 @@ def test_bridge_sampling_repeated_runs_calibrated() -> None:
 
 # ------------------------------------------------------------------ pemc_stan.evidence (no compile)
 
-from pemc_stan.evidence import (  # noqa: E402
+from pemc_stan.marginal_likelihood import (  # noqa: E402
     EvidenceDisagreementWarning,
     EvidenceOptions,
     _chain_arrays_from_frame,

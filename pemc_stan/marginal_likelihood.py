@@ -1,4 +1,4 @@
-"""``pemc_stan.evidence``: normalising-constant (evidence) estimates for Stan models and fits.
+"""Normalising-constant (evidence) estimates for Stan models and fits: ``pemc_stan.evidence()``.
 
 :func:`evidence` runs what an estimator needs and returns an
 :class:`~pemc_stan.evidence_estimators.EvidenceEstimate` of
@@ -49,9 +49,7 @@ import json
 import logging
 import os
 import re
-import sys
 import tempfile
-import types
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -956,15 +954,3 @@ def compare_methods(estimates: Sequence[EvidenceEstimate] | Mapping[str, Evidenc
                 logger.warning(msg)
                 warnings.warn(msg, EvidenceDisagreementWarning, stacklevel=2)
     return out
-
-
-
-
-class _CallableModule(types.ModuleType):
-    """``pemc_stan.evidence(...)`` calls :func:`evidence` although the name is this module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> EvidenceEstimate:
-        return evidence(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
