@@ -534,7 +534,7 @@ _SCALAR_CALLS = frozenset({
 
 def _is_container(expr: ast.Expr, table: Any) -> bool:
     """Whether a bound expression is a container (else a scalar); from declared types."""
-    from pemc_stan.pseudo_extended import _dims_of
+    from pemc_stan.analysis import dims_of as _dims_of
 
     if isinstance(expr, (ast.IntLit, ast.RealLit)):
         return False

@@ -66,22 +66,20 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-import jinja2
 import numpy as np
 
 from pemc_stan import ast
-from pemc_stan.analysis import analyse, build_symbol_table, check_reserved_prefix
+from pemc_stan.analysis import analyse, build_symbol_table
 from pemc_stan.base_density import (
     BaseCoordinates,
     BaseDensity,
     ParameterBlock,
     base_coordinates,
 )
-from pemc_stan.errors import StanProgramError
 from pemc_stan.logdensity import log_density_functions
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_expr, print_program, print_stmt
-from pemc_stan.pseudo_extended import _load_template, _read_program, heavy_tailed_priors
+from pemc_stan.printer import print_expr, print_stmt
+from pemc_stan.pseudo_extended import heavy_tailed_priors
+from pemc_stan.template_context import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
 
@@ -507,39 +505,16 @@ def transform_continuous_tempering(
     elif option_kwargs:
         options = dataclasses.replace(options, **option_kwargs)
     options.validate()
-    if isinstance(program, ast.Program):
-        tree, text, model_name = program, print_program(program), name or "model"
-    else:
-        text, stem = _read_program(program)
-        model_name = name or stem
-        tree = parse(text, filename=model_name)
-    check_reserved_prefix(tree, model_name)
-
-    param_decls: list[tuple[ast.Type, str]] = []
-    if tree.parameters is not None:
-        for s in tree.parameters.stmts:
-            if isinstance(s, ast.VarDecl):
-                for d in s.declarators:
-                    param_decls.append((s.type, d.name))
-    if not param_decls:
-        raise StanProgramError(
-            f"{model_name} declares no parameters: there is nothing to sample, so the "
-            "continuous-tempering transformation does not apply", model_name)
+    prepared = prepare_program(program, name, "continuous-tempering")
+    tree, text, model_name = prepared.tree, prepared.text, prepared.model_name
+    param_decls = list(prepared.parameters)
 
     temper = options.temper
     coords = (base_coordinates(param_decls, build_symbol_table(tree)) if temper == "posterior"
               else BaseCoordinates(()))
     functions = log_density_functions(tree, model_name)
 
-    user_functions = tree.functions.functions if tree.functions is not None else ()
-    fn_block = ast.FunctionsBlock(tuple(user_functions) + functions.functions)
-    fn_text = print_program(ast.Program(functions=fn_block)).strip()
-    fn_text = "\n".join(fn_text.splitlines()[1:-1])  # drop "functions {" and "}"
-
-    def block_text(block: ast.ProgramBlock | None) -> str:
-        if block is None or not block.stmts:
-            return ""
-        return "\n".join(print_stmt(s, 1) for s in block.stmts)
+    fn_text = functions_text(tree, functions.functions)
 
     params_text = "\n".join(print_stmt(s, 1) for s in tree.parameters.stmts)  # type: ignore
     if options.base_covariance == "diag":
@@ -547,12 +522,8 @@ def transform_continuous_tempering(
     else:
         base_lpdf = "multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol)"
 
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_load_template), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False,
-    )
-    template = env.get_template(_TEMPLATE)
-    stan_code = template.render(
+    stan_code = render(
+        _TEMPLATE,
         model_name=model_name, temper=temper, covariance=options.base_covariance,
         functions=fn_text, base_functions=_base_function_text(coords.blocks),
         data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),

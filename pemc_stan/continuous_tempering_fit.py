@@ -42,15 +42,16 @@ from pemc_stan.base_density import BaseDensity
 from pemc_stan.continuous_tempering import ContinuousTemperingResult
 from pemc_stan.evidence_estimators import EvidenceEstimate
 from pemc_stan.parser import parse
-from pemc_stan.reporting import recompute_quantities
-from pemc_stan.pseudo_extended_fit import WeightedEstimate, _stan_to_dotted
+from pemc_stan.reporting import (
+    SAMPLER_COLUMNS,
+    recompute_quantities,
+    write_resampled_csvs,
+)
+from pemc_stan.pseudo_extended_fit import WeightedEstimate
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ContinuousTemperingFit", "ContinuousTemperingDiagnosticWarning"]
-
-_SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
-                    "divergent__", "energy__")
 
 #: ``beta`` below / above these counts as "near 0" / "near 1" in the diagnostics.
 NEAR_ZERO = 0.05
@@ -320,33 +321,11 @@ class ContinuousTemperingFit:
         return self._resampled
 
     def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
-        files = []
-        orig_cols = [c for c in params.columns if c not in ("chain__", "iter__", "draw__")]
-        dotted = [_stan_to_dotted(c) for c in orig_cols]
-        sampler = [c for c in _SAMPLER_COLUMNS if c in self._col]
+        sampler = [c for c in SAMPLER_COLUMNS if c in self._col]
+        cols = [self._col[c] for c in sampler]
         idx = self.resample_index()
-        for chain, src in enumerate(self.fit.runset.csv_files):
-            lines = Path(src).read_text().splitlines()
-            sub = params[params["chain__"] == chain + 1]
-            samp = self._draws[idx[chain], chain][:, [self._col[c] for c in sampler]]
-            values = sub[orig_cols].to_numpy()
-            out: list[str] = []
-            header_done = False
-            row = 0
-            for line in lines:
-                if line.startswith("#") or not line.strip():
-                    out.append(line)
-                elif not header_done:
-                    out.append(",".join(list(sampler) + dotted))
-                    header_done = True
-                elif row < len(values):
-                    out.append(",".join([repr(float(v)) for v in samp[row]]
-                                        + [repr(float(v)) for v in values[row]]))
-                    row += 1
-            path = out_dir / f"resampled_{chain + 1}.csv"
-            path.write_text("\n".join(out) + "\n")
-            files.append(str(path))
-        return files
+        values = [self._draws[idx[chain], chain][:, cols] for chain in range(idx.shape[0])]
+        return write_resampled_csvs(self.fit.runset.csv_files, params, sampler, values, out_dir)
 
     # ------------------------------------------------------------------ #
     # diagnostics

@@ -78,31 +78,25 @@ standalone generated quantities of the original model).
 from __future__ import annotations
 
 import dataclasses
-import importlib.resources
 import logging
 import math
 import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import jinja2
 
 from pemc_stan import ast
 from pemc_stan.analysis import (
     CONTAINER_BUILDERS,
     analyse,
     build_symbol_table,
-    check_reserved_prefix,
     dims_of,
     is_scalar_expr,
 )
-from pemc_stan.errors import PemcStanError, StanProgramError
 from pemc_stan.logdensity import log_density_functions
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program, print_stmt, print_type
+from pemc_stan.printer import print_type
+from pemc_stan.template_context import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
 
@@ -359,15 +353,6 @@ class TransformResult:
 # --------------------------------------------------------------------------- #
 
 
-def _read_program(program: str | os.PathLike[str]) -> tuple[str, str]:
-    """(text, name) of program text or a ``.stan`` path."""
-    if isinstance(program, os.PathLike) or (
-            isinstance(program, str) and "\n" not in program and program.endswith(".stan")):
-        path = Path(program)
-        return path.read_text(), path.stem
-    return str(program), "model"
-
-
 def _constraint_exprs(type_: ast.Type) -> list[ast.Expr]:
     out: list[ast.Expr] = []
     if isinstance(type_, ast.ArrayType):
@@ -521,24 +506,9 @@ def transform_pseudo_extended(
     elif option_kwargs:
         options = dataclasses.replace(options, **option_kwargs)
     options.validate()
-    if isinstance(program, ast.Program):
-        tree, text, model_name = program, print_program(program), name or "model"
-    else:
-        text, stem = _read_program(program)
-        model_name = name or stem
-        tree = parse(text, filename=model_name)
-    check_reserved_prefix(tree, model_name)
-
-    param_decls: list[tuple[ast.Type, str]] = []
-    if tree.parameters is not None:
-        for s in tree.parameters.stmts:
-            if isinstance(s, ast.VarDecl):
-                for d in s.declarators:
-                    param_decls.append((s.type, d.name))
-    if not param_decls:
-        raise StanProgramError(
-            f"{model_name} declares no parameters: there is nothing to sample, so the "
-            "pseudo-extended transformation does not apply", model_name)
+    prepared = prepare_program(program, name, "pseudo-extended")
+    tree, text, model_name = prepared.tree, prepared.text, prepared.model_name
+    param_decls = list(prepared.parameters)
 
     functions = log_density_functions(tree, model_name)
     n = options.n_pseudo
@@ -623,22 +593,10 @@ def transform_pseudo_extended(
     gamma_tilde = ("pemc_log_prior_x + pemc_log_tempered" if temper == "likelihood"
                    else "pemc_log_tempered")
 
-    user_functions = tree.functions.functions if tree.functions is not None else ()
-    fn_block = ast.FunctionsBlock(tuple(user_functions) + functions.functions)
-    fn_text = print_program(ast.Program(functions=fn_block)).strip()
-    fn_text = "\n".join(fn_text.splitlines()[1:-1])  # drop "functions {" and "}"
+    fn_text = functions_text(tree, functions.functions)
 
-    def block_text(block: ast.ProgramBlock | None) -> str:
-        if block is None or not block.stmts:
-            return ""
-        return "\n".join(print_stmt(s, 1) for s in block.stmts)
-
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_load_template), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False,
-    )
-    template = env.get_template(_TEMPLATE)
-    stan_code = template.render(
+    stan_code = render(
+        _TEMPLATE,
         model_name=model_name, n_pseudo=n, temper=temper, fixed_ladder=ladder is not None,
         functions=fn_text, data=block_text(tree.data),
         transformed_data=block_text(tree.transformed_data), n_in_data=n_in_data,
@@ -700,14 +658,3 @@ def transform_pseudo_extended(
         data_additions=additions, n_in_data=n_in_data, original_code=text,
         warnings=tuple(issued), model_name=model_name,
     )
-
-
-def _load_template(name: str) -> str:
-    """Read a template from the ``pemc_stan.stan_templates`` package (or the source tree)."""
-    try:
-        return importlib.resources.files("pemc_stan.stan_templates").joinpath(name).read_text()
-    except (ModuleNotFoundError, FileNotFoundError):  # running from an uninstalled checkout
-        path = Path(__file__).resolve().parent.parent / "stan_templates" / name
-        if not path.exists():
-            raise PemcStanError(f"Stan template {name!r} not found") from None
-        return path.read_text()

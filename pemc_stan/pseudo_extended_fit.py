@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -37,15 +36,16 @@ from scipy import stats
 
 from pemc_stan import weights as W
 from pemc_stan.parser import parse
-from pemc_stan.reporting import recompute_quantities
+from pemc_stan.reporting import (
+    SAMPLER_COLUMNS,
+    recompute_quantities,
+    write_resampled_csvs,
+)
 from pemc_stan.pseudo_extended import TransformResult, _as_beta
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["PseudoExtendedFit", "PseudoExtendedDiagnosticWarning", "WeightedEstimate"]
-
-_SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
-                    "divergent__", "energy__")
 
 
 class PseudoExtendedDiagnosticWarning(UserWarning):
@@ -352,36 +352,10 @@ class PseudoExtendedFit:
         return self._resampled
 
     def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
-        files = []
-        orig_cols = [c for c in params.columns if c not in ("chain__", "iter__", "draw__")]
-        dotted = [_stan_to_dotted(c) for c in orig_cols]
-        sampler = [c for c in _SAMPLER_COLUMNS if c in self._col]
-        n_chains = self._draws.shape[1]
-        for chain, src in enumerate(self.fit.runset.csv_files):
-            lines = Path(src).read_text().splitlines()
-            sub = params[params["chain__"] == chain + 1]
-            samp = self._draws[:, chain, [self._col[c] for c in sampler]]
-            rows = iter(range(len(sub)))
-            out: list[str] = []
-            header_done = False
-            values = sub[orig_cols].to_numpy()
-            for line in lines:
-                if line.startswith("#") or not line.strip():
-                    out.append(line)
-                elif not header_done:
-                    out.append(",".join(list(sampler) + dotted))
-                    header_done = True
-                else:
-                    i = next(rows, None)
-                    if i is None:
-                        continue
-                    out.append(",".join([repr(float(v)) for v in samp[i]]
-                                        + [repr(float(v)) for v in values[i]]))
-            path = out_dir / f"resampled_{chain + 1}.csv"
-            path.write_text("\n".join(out) + "\n")
-            files.append(str(path))
-        assert len(files) == n_chains
-        return files
+        sampler = [c for c in SAMPLER_COLUMNS if c in self._col]
+        cols = [self._col[c] for c in sampler]
+        values = [self._draws[:, chain][:, cols] for chain in range(self._draws.shape[1])]
+        return write_resampled_csvs(self.fit.runset.csv_files, params, sampler, values, out_dir)
 
     # ------------------------------------------------------------------ #
     # diagnostics
@@ -467,9 +441,3 @@ class _ColumnView:
 
     def __getitem__(self, column: str) -> NDArray[np.float64]:
         return self._fit.pseudo_samples(column)
-
-
-def _stan_to_dotted(c: str) -> str:
-    """``mu[1,2]`` -> ``mu.1.2`` (Stan CSV header form)."""
-    m = re.fullmatch(r"([^\[]+)\[(.*)\]", c)
-    return c if m is None else m.group(1) + "." + ".".join(s.strip() for s in m.group(2).split(","))

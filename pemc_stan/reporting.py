@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import cmdstanpy
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from pemc_stan import ast
 from pemc_stan.compile import compile_model
@@ -35,7 +38,12 @@ from pemc_stan.printer import print_program
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TP_PREFIX", "reporting_program", "recompute_quantities"]
+__all__ = ["SAMPLER_COLUMNS", "TP_PREFIX", "reporting_program", "recompute_quantities",
+           "stan_to_dotted", "write_resampled_csvs"]
+
+#: NUTS columns of a Stan CSV file, in CmdStan's order.
+SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                   "divergent__", "energy__")
 
 #: Prefix of the generated-quantity copies of transformed parameters.
 TP_PREFIX = "pemc_tp_"
@@ -48,6 +56,79 @@ def _tparam_decls(program: ast.Program) -> list[ast.VarDecl]:
     if block is None:
         return []
     return [s for s in block.stmts if isinstance(s, ast.VarDecl)]
+
+
+def stan_to_dotted(column: str) -> str:
+    """``mu[1,2]`` -> ``mu.1.2`` (the Stan CSV header form of a column name).
+
+    Raises
+    ------
+    Nothing.
+    """
+    m = re.fullmatch(r"([^\[]+)\[(.*)\]", column)
+    if m is None:
+        return column
+    return m.group(1) + "." + ".".join(s.strip() for s in m.group(2).split(","))
+
+
+def write_resampled_csvs(
+    template_csvs: Sequence[str],
+    params: pd.DataFrame,
+    sampler_names: Sequence[str],
+    sampler_values: Sequence[NDArray[np.float64]],
+    out_dir: Path,
+) -> list[str]:
+    """Write resampled parameter draws as Stan CSV files, one per chain.
+
+    Each file keeps the configuration comments of the run's own CSV file (so
+    CmdStan and cmdstanpy read it as that run's output) with the header and
+    rows replaced by the sampler columns and the original parameters.
+
+    Parameters
+    ----------
+    template_csvs
+        The run's CSV files, one per chain.
+    params
+        ``chain__`` (1-based) and the parameter columns (bracket names).
+    sampler_names
+        Sampler column names to write first (e.g. :data:`SAMPLER_COLUMNS`).
+    sampler_values
+        Per chain, an array (draws, len(sampler_names)) of their values.
+    out_dir
+        Where the files go (``resampled_<chain>.csv``).
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    OSError
+        If a file cannot be read or written.
+    """
+    columns = [c for c in params.columns if c not in _INDEX_COLUMNS]
+    header = ",".join(list(sampler_names) + [stan_to_dotted(c) for c in columns])
+    files = []
+    for chain, src in enumerate(template_csvs):
+        values = params.loc[params["chain__"] == chain + 1, columns].to_numpy()
+        samp = sampler_values[chain]
+        out: list[str] = []
+        header_done = False
+        row = 0
+        for line in Path(src).read_text().splitlines():
+            if line.startswith("#") or not line.strip():
+                out.append(line)  # configuration, adaptation and timing comments stay put
+            elif not header_done:
+                out.append(header)
+                header_done = True
+            elif row < len(values):  # each draw row of the run becomes a resampled row
+                out.append(",".join([repr(float(v)) for v in samp[row]]
+                                    + [repr(float(v)) for v in values[row]]))
+                row += 1
+        path = out_dir / f"resampled_{chain + 1}.csv"
+        path.write_text("\n".join(out) + "\n")
+        files.append(str(path))
+    return files
 
 
 def reporting_program(program: ast.Program) -> ast.Program | None:

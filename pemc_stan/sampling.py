@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +189,46 @@ def _mode_aware_log_z(arr: np.ndarray, names: list[str], num_paths: int) -> floa
     return float(logsumexp([max(p[0] for p in g) for g in groups]))
 
 
-class PseudoExtendedModel:
+class _TransformedModel:
+    """What both methods' model classes share: the user's program, data and compiled programs.
+
+    Subclasses set :attr:`suffix` (the compiled program's name suffix) and
+    pass their transformation.
+    """
+
+    suffix = "transformed"
+
+    def __init__(self, model: str | os.PathLike[str] | cmdstanpy.CmdStanModel, data: Any,
+                 transform: Callable[..., Any], options: Any,
+                 option_kwargs: dict[str, Any]) -> None:
+        self.code, self.name, self.path = _model_source(model)
+        self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
+        self.data = _load_data(data)
+        self.program = parse(self.code, filename=self.name)
+        self.result = transform(self.program, options, name=self.name, **option_kwargs)
+        self._method_model: cmdstanpy.CmdStanModel | None = None
+        self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
+
+    @property
+    def stan_code(self) -> str:
+        """The transformed Stan program."""
+        return str(self.result.stan_code)
+
+    def method_model(self) -> cmdstanpy.CmdStanModel:
+        """The compiled transformed program (cached by content hash)."""
+        if self._method_model is None:
+            self._method_model = compile_model(self.result.stan_code,
+                                               name=f"{self.name}_{self.suffix}")
+        return self._method_model
+
+    def original_model(self) -> cmdstanpy.CmdStanModel:
+        """The compiled original program (cached by content hash)."""
+        if self._orig_model is None:
+            self._orig_model = compile_model(self.code, name=self.name)
+        return self._orig_model
+
+
+class PseudoExtendedModel(_TransformedModel):
     """A Stan model prepared for pseudo-extended sampling.
 
     Parameters
@@ -209,39 +248,22 @@ class PseudoExtendedModel:
         (raised here, before anything is compiled).
     """
 
+    suffix = "pe"
+    result: TransformResult
+
     def __init__(self, model: str | os.PathLike[str] | cmdstanpy.CmdStanModel,
                  data: Any = None, options: PseudoExtendedOptions | None = None,
                  **option_kwargs: Any) -> None:
-        self.code, self.name, self.path = _model_source(model)
-        self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
-        self.data = _load_data(data)
-        self.program = parse(self.code, filename=self.name)
-        self.result: TransformResult = transform_pseudo_extended(
-            self.program, options, name=self.name, **option_kwargs)
-        self._pe_model: cmdstanpy.CmdStanModel | None = None
-        self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
+        super().__init__(model, data, transform_pseudo_extended, options, option_kwargs)
 
     @property
     def options(self) -> PseudoExtendedOptions:
         """The validated options."""
         return self.result.options
 
-    @property
-    def stan_code(self) -> str:
-        """The pseudo-extended Stan program."""
-        return self.result.stan_code
-
     def pe_model(self) -> cmdstanpy.CmdStanModel:
         """The compiled PE program (cached by content hash)."""
-        if self._pe_model is None:
-            self._pe_model = compile_model(self.result.stan_code, name=f"{self.name}_pe")
-        return self._pe_model
-
-    def original_model(self) -> cmdstanpy.CmdStanModel:
-        """The compiled original program (cached by content hash)."""
-        if self._orig_model is None:
-            self._orig_model = compile_model(self.code, name=self.name)
-        return self._orig_model
+        return self.method_model()
 
     def log_scale(self, seed: int | None = None) -> float:
         """``options.log_scale`` or the Pathfinder pilot estimate."""
@@ -336,7 +358,7 @@ def _pathfinder_groups(z: np.ndarray, lw: np.ndarray, num_paths: int
     return out, float(logsumexp([m for _, m in out]))
 
 
-class ContinuousTemperingModel:
+class ContinuousTemperingModel(_TransformedModel):
     """A Stan model prepared for continuous tempering (Graham & Storkey 2017).
 
     Parameters
@@ -357,41 +379,24 @@ class ContinuousTemperingModel:
         coordinates' sizes or bounds cannot be evaluated from the data.
     """
 
+    suffix = "ct"
+    result: ContinuousTemperingResult
+
     def __init__(self, model: str | os.PathLike[str] | cmdstanpy.CmdStanModel,
                  data: Any = None, options: ContinuousTemperingOptions | None = None,
                  **option_kwargs: Any) -> None:
-        self.code, self.name, self.path = _model_source(model)
-        self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
-        self.data = _load_data(data)
-        self.program = parse(self.code, filename=self.name)
-        self.result: ContinuousTemperingResult = transform_continuous_tempering(
-            self.program, options, name=self.name, **option_kwargs)
+        super().__init__(model, data, transform_continuous_tempering, options, option_kwargs)
         if self.options.temper == "posterior":
             self.dim = self.result.coordinates.dim(self.data)  # sizes must come from data
-        self._ct_model: cmdstanpy.CmdStanModel | None = None
-        self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
 
     @property
     def options(self) -> ContinuousTemperingOptions:
         """The validated options."""
         return self.result.options
 
-    @property
-    def stan_code(self) -> str:
-        """The continuously tempered Stan program."""
-        return self.result.stan_code
-
     def ct_model(self) -> cmdstanpy.CmdStanModel:
         """The compiled CT program (cached by content hash)."""
-        if self._ct_model is None:
-            self._ct_model = compile_model(self.result.stan_code, name=f"{self.name}_ct")
-        return self._ct_model
-
-    def original_model(self) -> cmdstanpy.CmdStanModel:
-        """The compiled original program (cached by content hash)."""
-        if self._orig_model is None:
-            self._orig_model = compile_model(self.code, name=self.name)
-        return self._orig_model
+        return self.method_model()
 
     def _param_draws(self, values: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
         out = {}
