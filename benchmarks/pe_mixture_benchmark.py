@@ -88,7 +88,7 @@ def run_pe(data: dict[str, Any], n: int, seed: int, args: argparse.Namespace) ->
     est = [fit.expectation("x[1]").mean, fit.expectation("x[2]").mean,
            fit.expectation(lambda v: v["x[1]"] ** 2).mean,
            fit.expectation(lambda v: v["x[2]"] ** 2).mean]
-    beta = fit.beta
+    beta = fit.beta()
     return {"estimates": [float(e) for e in est], "grads": _grads(fit.fit), "seconds": secs,
             "pilot_seconds": pilot, "log_scale": log_scale,
             "beta_mean": float(np.mean(beta)), "beta_below_0.1": float(np.mean(beta < 0.1)),

@@ -408,7 +408,7 @@ def _weights_frame(fit: Any) -> Any:
     import pandas as pd
 
     if _method_of(fit) == "pseudo_extended":
-        beta, lw = np.asarray(fit.beta), np.asarray(fit.log_weights)
+        beta, lw = np.asarray(fit.beta()), np.asarray(fit.log_weights())
         n_chains, n_draws, n = lw.shape
         frame: dict[str, Any] = {"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
                                  "draw": np.tile(np.arange(1, n_draws + 1), n_chains)}

@@ -366,11 +366,11 @@ class InferenceDataConverter:
         stats = self._dataset(self._sampler_arrays())
         if self.method == "pseudo_extended":
             coords = self._pseudo_coords()
-            lw = np.asarray(fit.log_weights, dtype=float)
+            lw = np.asarray(fit.log_weights(), dtype=float)
             extra = {
-                "beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta, dtype=float)),
+                "beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta(), dtype=float)),
                 "log_weight": (("chain", "draw", "pseudo"), lw),
-                "weight": (("chain", "draw", "pseudo"), np.asarray(fit.normalised_weights)),
+                "weight": (("chain", "draw", "pseudo"), np.asarray(fit.normalised_weights())),
                 "weight_ess": (("chain", "draw"), np.asarray(fit.weight_ess(), dtype=float)),
                 "resample_index": (("chain", "draw"),
                                    np.asarray(fit.resample_index(), dtype=np.int64) + 1),
@@ -423,9 +423,9 @@ class InferenceDataConverter:
                 arrays[var] = arr
             ds = self._dataset(arrays, lead=("pseudo",))
             ds = ds.assign({
-                "pemc_beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta, dtype=float)),
+                "pemc_beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta(), dtype=float)),
                 "pemc_log_weight": (("chain", "draw", "pseudo"),
-                                    np.asarray(fit.log_weights, dtype=float)),
+                                    np.asarray(fit.log_weights(), dtype=float)),
             })
             return ds.assign_coords(coords)
         df = fit.extended_draws_pd()

@@ -110,7 +110,6 @@ class PseudoExtendedFit:
         idx = [self._col[n] for n in names]
         return np.transpose(self._draws[:, :, idx], (1, 0, 2)).astype(float)
 
-    @property
     def beta(self) -> NDArray[np.float64]:
         """Inverse temperatures, shape (chains, draws, N)."""
         ladder = self.result.options.fixed_ladder
@@ -126,17 +125,14 @@ class PseudoExtendedFit:
             names.append(f"{base}[{k}]" if f"{base}[{k}]" in self._col else f"{base}.{k}")
         return self._stack(names)
 
-    @property
     def log_gamma(self) -> NDArray[np.float64]:
         """``log gamma(x_i)`` (full log density, no offset), shape (chains, draws, N)."""
         return self._gq("pemc_log_gamma")
 
-    @property
     def log_weights_stan(self) -> NDArray[np.float64]:
         """Unnormalised log-weights as computed by the Stan program's generated quantities."""
         return self._gq("pemc_log_weight")
 
-    @property
     def log_weights(self) -> NDArray[np.float64]:
         """Unnormalised log-weights computed in Python (Theorem 2.1 / eq 3), (chains, draws, N).
 
@@ -144,9 +140,9 @@ class PseudoExtendedFit:
         (posterior tempering) or ``log L - log_scale`` (likelihood tempering).
         """
         opts = self.result.options
-        beta = self.beta
+        beta = self.beta()
         tau = (self._gq("pemc_log_lik") if opts.temper == "likelihood"
-               else self.log_gamma) - self.log_scale
+               else self.log_gamma()) - self.log_scale
         with np.errstate(invalid="ignore"):
             lw = (1.0 - beta) * tau
         if opts.fixed_ladder is None:
@@ -158,18 +154,17 @@ class PseudoExtendedFit:
                 lw = lw - stats.beta.logpdf(beta, g_b.a, g_b.b)
         return lw
 
-    @property
     def normalised_weights(self) -> NDArray[np.float64]:
         """Within-draw normalised weights ``W_ti``, shape (chains, draws, N)."""
-        return np.exp(W.log_normalise(self.log_weights, axis=-1))
+        return np.exp(W.log_normalise(self.log_weights(), axis=-1))
 
     def weight_ess(self) -> NDArray[np.float64]:
         """Per-draw weight ESS ``1 / sum_i W_ti^2`` in [1, N], shape (chains, draws)."""
-        return np.asarray(W.ess(self.log_weights, axis=-1))
+        return np.asarray(W.ess(self.log_weights(), axis=-1))
 
     def max_weight_share(self, threshold: float = 0.99) -> float:
         """Share of draws in which one pseudo-sample carries >= ``threshold`` of the weight."""
-        return W.max_weight_share(self.log_weights, threshold=threshold, axis=-1)
+        return W.max_weight_share(self.log_weights(), threshold=threshold, axis=-1)
 
     # ------------------------------------------------------------------ #
     # parameters
@@ -258,7 +253,7 @@ class PseudoExtendedFit:
             values = self.pseudo_samples(f)
         else:
             values = np.asarray(f(_ColumnView(self)), dtype=float)
-        wn = self.normalised_weights
+        wn = self.normalised_weights()
         h = np.sum(np.where(wn > 0, wn * values, 0.0), axis=-1)  # (chains, draws)
         ess = W.chain_ess(h)
         sd = float(np.std(h, ddof=1)) if h.size > 1 else 0.0
@@ -278,7 +273,7 @@ class PseudoExtendedFit:
             For an unknown column.
         """
         values = self.pseudo_samples(column).reshape(-1)
-        lw = W.log_normalise(self.log_weights, axis=-1).reshape(-1)
+        lw = W.log_normalise(self.log_weights(), axis=-1).reshape(-1)
         return W.weighted_mean(values, lw)
 
     # ------------------------------------------------------------------ #
@@ -289,7 +284,7 @@ class PseudoExtendedFit:
         """The pseudo-sample kept at each iteration (0-based), shape (chains, draws)."""
         if self._index is None:
             rng = np.random.default_rng(self.seed)
-            self._index = W.resample_indices(self.log_weights, rng, axis=-1)
+            self._index = W.resample_indices(self.log_weights(), rng, axis=-1)
         return self._index
 
     def resampled_parameters_pd(self) -> pd.DataFrame:
@@ -372,10 +367,10 @@ class PseudoExtendedFit:
             weights), ``max_weight_share``, ``beta_mean``, ``beta_quantiles``
             (5%, 50%, 95%), ``divergences``, ``messages`` (advice strings).
         """
-        lw = self.log_weights
+        lw = self.log_weights()
         per_draw = self.weight_ess()
         pooled = W.log_normalise(lw, axis=-1).reshape(-1)
-        beta = self.beta
+        beta = self.beta()
         div_col = self._col.get("divergent__")
         divergences = int(np.sum(self._draws[:, :, div_col])) if div_col is not None else 0
         info: dict[str, Any] = {

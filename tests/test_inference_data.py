@@ -141,7 +141,7 @@ def test_groups_dims_and_coords_follow_the_declarations() -> None:
     assert ext["v"].dims == ("chain", "draw", "pseudo", "K_dim")
     np.testing.assert_array_equal(ext["pseudo"].values, [1, 2, 3])
     assert ext["pemc_beta"].dims == ("chain", "draw", "pseudo")  # reserved prefix: no clash
-    np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights)
+    np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights())
     assert idata.observed_data["y"].dims == ("K_dim",)  # variate of the likelihood
     assert set(idata.constant_data.data_vars) == {"K", "s"}
     np.testing.assert_array_equal(idata.observed_data["y"].values, DATA["y"])
@@ -170,8 +170,8 @@ def test_sample_stats_hold_nuts_statistics_weights_and_beta() -> None:
     np.testing.assert_array_equal(stats["lp"].values, raw[:, :, 0].T)
     assert stats["diverging"].dtype == bool
     assert int(stats["diverging"].sum()) == int(raw[:, :, SAMPLER.index("divergent__")].sum())
-    np.testing.assert_array_equal(stats["beta"].values, fit.beta)
-    np.testing.assert_allclose(stats["log_weight"].values, fit.log_weights)
+    np.testing.assert_array_equal(stats["beta"].values, fit.beta())
+    np.testing.assert_allclose(stats["log_weight"].values, fit.log_weights())
     np.testing.assert_allclose(stats["weight"].sum("pseudo").values, 1.0)
     np.testing.assert_allclose(stats["weight_ess"].values, fit.weight_ess())
     assert stats["beta"].dims == ("chain", "draw", "pseudo")

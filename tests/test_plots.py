@@ -67,17 +67,17 @@ def test_plot_beta_histogram_and_trace() -> None:
     heights = np.array([p.get_height() for p in hist.patches])
     widths = np.array([p.get_width() for p in hist.patches])
     assert np.sum(heights * widths) == pytest.approx(1.0)  # a density over [0, 1]
-    counts, _ = np.histogram(fit.beta.reshape(-1), bins=10, range=(0, 1))
+    counts, _ = np.histogram(fit.beta().reshape(-1), bins=10, range=(0, 1))
     np.testing.assert_allclose(heights * widths, counts / counts.sum())
     assert len(trace.get_lines()) == 2  # one line per chain
-    np.testing.assert_allclose(trace.get_lines()[1].get_ydata(), fit.beta[1].mean(axis=-1))
+    np.testing.assert_allclose(trace.get_lines()[1].get_ydata(), fit.beta()[1].mean(axis=-1))
     plt.close("all")
 
 
 def test_plot_weights_pseudo_extended() -> None:
     fit, idata = _fake_idata()
     axes = plots.plot_weights(fit_or_idata=idata, bins=8)
-    assert sum(p.get_height() for p in axes[0].patches) == fit.normalised_weights.size
+    assert sum(p.get_height() for p in axes[0].patches) == fit.normalised_weights().size
     assert sum(p.get_height() for p in axes[1].patches) == fit.weight_ess().size
     assert "N = 3" in axes[1].get_title()
     plt.close("all")
@@ -89,10 +89,10 @@ def test_plot_extended_draws_sizes_follow_weights() -> None:
     collection = ax.collections[0]
     offsets = collection.get_offsets()
     sizes = collection.get_sizes()
-    assert offsets.shape == (fit.beta.size, 2)
+    assert offsets.shape == (fit.beta().size, 2)
     np.testing.assert_allclose(offsets[:, 0], fit.pseudo_samples("v[2]").reshape(-1))
-    np.testing.assert_allclose(offsets[:, 1], fit.beta.reshape(-1))
-    w = fit.normalised_weights.reshape(-1)
+    np.testing.assert_allclose(offsets[:, 1], fit.beta().reshape(-1))
+    w = fit.normalised_weights().reshape(-1)
     np.testing.assert_allclose(sizes, 100.0 * w / w.max())
     assert ax.get_xlabel() == "v[2]"
     two_d = plots.plot_extended_draws(idata, x="x", y="v[1]", max_points=20)

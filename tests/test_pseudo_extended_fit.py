@@ -61,10 +61,10 @@ def test_log_weights_formula_with_beta_prior() -> None:
     from scipy import stats
 
     fit, _ = _fake()
-    beta, lg = fit.beta, fit.log_gamma
+    beta, lg = fit.beta(), fit.log_gamma()
     expected = (1 - beta) * (lg + 0.5) + stats.beta.logpdf(beta, 2, 2)
-    np.testing.assert_allclose(fit.log_weights, expected)
-    np.testing.assert_allclose(fit.normalised_weights.sum(axis=-1), 1.0)
+    np.testing.assert_allclose(fit.log_weights(), expected)
+    np.testing.assert_allclose(fit.normalised_weights().sum(axis=-1), 1.0)
     ess = fit.weight_ess()
     assert ess.shape == (2, 50) and np.all((ess >= 1 - 1e-12) & (ess <= 2 + 1e-12))
 
@@ -84,7 +84,7 @@ def test_resampling_keeps_one_copy_per_iteration() -> None:
 def test_expectation_is_mean_of_per_draw_weighted_estimates() -> None:
     fit, _ = _fake()
     est = fit.expectation("tau")
-    h = np.sum(fit.normalised_weights * fit.pseudo_samples("tau"), axis=-1)
+    h = np.sum(fit.normalised_weights() * fit.pseudo_samples("tau"), axis=-1)
     assert est.mean == pytest.approx(h.mean())
     assert est.mcse > 0 and est.ess > 1
     info = fit.diagnostics(warn=False)

@@ -111,17 +111,17 @@ def test_pe_recovers_mode_masses(bimodal_pe) -> None:  # noqa: ANN001
 def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # noqa: ANN001
     fit = bimodal_pe.sample(chains=2, iter_warmup=300, iter_sampling=300, seed=5,
                             sig_figs=15)
-    lw_py, lw_stan = fit.log_weights, fit.log_weights_stan
+    lw_py, lw_stan = fit.log_weights(), fit.log_weights_stan()
     np.testing.assert_allclose(lw_py, lw_stan, rtol=1e-9, atol=1e-9)
     # independent check: log gamma from scipy, eq 3 with uniform pi = g
     x = np.stack([fit.pseudo_samples("x")], axis=0)[0]
     d = BIMODAL_DATA
     log_gamma = np.logaddexp(np.log(d["w"]) + stats.norm.logpdf(x, d["mu1"], d["sigma"]),
                              np.log1p(-d["w"]) + stats.norm.logpdf(x, d["mu2"], d["sigma"]))
-    np.testing.assert_allclose(fit.log_gamma, log_gamma, rtol=1e-8, atol=1e-8)
-    expected = (1 - fit.beta) * (log_gamma - fit.log_scale)
+    np.testing.assert_allclose(fit.log_gamma(), log_gamma, rtol=1e-8, atol=1e-8)
+    expected = (1 - fit.beta()) * (log_gamma - fit.log_scale)
     np.testing.assert_allclose(lw_py, expected, rtol=1e-8, atol=1e-8)
-    wn = fit.normalised_weights
+    wn = fit.normalised_weights()
     np.testing.assert_allclose(wn.sum(axis=-1), 1.0, rtol=1e-12)
 
 
@@ -149,14 +149,14 @@ def _check_constrained(fit, label: str) -> None:  # noqa: ANN001
 def test_constrained_posterior_means(constrained_pe) -> None:  # noqa: ANN001
     fit = constrained_pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=7)
     assert fit.result.parameters[-1].unrolled  # b has lower=a: one copy per pseudo-sample
-    assert fit.beta.min() >= 0.1
+    assert fit.beta().min() >= 0.1
     _check_constrained(fit, "PE N=3")
 
 
 def test_n1_reproduces_original_posterior(compiled) -> None:  # noqa: ANN001
     pe = PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=1)
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=8)
-    np.testing.assert_allclose(fit.normalised_weights, 1.0)
+    np.testing.assert_allclose(fit.normalised_weights(), 1.0)
     _check_constrained(fit, "PE N=1")
 
 
@@ -164,7 +164,7 @@ def test_likelihood_tempering_with_fixed_ladder(compiled) -> None:  # noqa: ANN0
     pe = PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=3, temper="likelihood",
                              beta=[0.2, 0.6, 1.0])
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=9, sig_figs=15)
-    np.testing.assert_allclose(fit.log_weights, fit.log_weights_stan, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(fit.log_weights(), fit.log_weights_stan(), rtol=1e-9, atol=1e-9)
     _check_constrained(fit, "PE likelihood ladder")
 
 
@@ -175,6 +175,6 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN
     fit = pemc_stan.sample(model, BIMODAL_DATA, n_pseudo=2, log_scale=0.0, chains=2,
                            iter_warmup=200, iter_sampling=200, seed=4)
     assert fit.log_scale == 0.0
-    assert fit.beta.shape == (2, 200, 2)
+    assert fit.beta().shape == (2, 200, 2)
     assert fit.resampled_parameters_pd().shape == (400, 4)
     assert fit._original() is model  # the given model is reused for generated quantities
