@@ -51,19 +51,8 @@ MODEL_DIR = ROOT / "models" / "boltzmann_machine"
 logger = logging.getLogger(__name__)
 
 
-def load_generator() -> ModuleType:
-    """Import models/boltzmann_machine/generate_data.py by path."""
-    spec = importlib.util.spec_from_file_location("boltzmann_generate_data",
-                                                  MODEL_DIR / "generate_data.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_ct_benchmark() -> ModuleType:
-    """Import benchmarks/ct_boltzmann_benchmark.py by path (for its mean-field base)."""
+    """Import benchmarks/ct_boltzmann_benchmark.py by path (its generator loader and mean-field base)."""
     spec = importlib.util.spec_from_file_location(
         "ct_boltzmann_benchmark", Path(__file__).resolve().parent / "ct_boltzmann_benchmark.py")
     assert spec is not None and spec.loader is not None
@@ -127,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     from pemc_stan.marginal_likelihood import evidence as estimate_evidence
 
     runtime.activate()
-    gen = load_generator()
     ct_bench = load_ct_benchmark()
+    gen = ct_bench.load_generator()
     data, truth = gen.load()
     Q, b = np.asarray(data["Q"]), np.asarray(data["b"])
     dim = int(data["D"])
