@@ -31,7 +31,8 @@ skipped) and the table printed at any time with ``--report``.
 Usage::
 
     python benchmarks/pe_mixture_benchmark.py --seeds 10 --scenarios a b
-    python benchmarks/pe_mixture_benchmark.py --report
+    python benchmarks/pe_mixture_benchmark.py --report              # seeds 1-10
+    python benchmarks/pe_mixture_benchmark.py --report --seeds 20   # seeds 1-20
 """
 
 from __future__ import annotations
@@ -175,10 +176,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="log Z offset: a number (default 0, exact) or 'pilot'")
     parser.add_argument("--results", type=Path,
                         default=ROOT / "benchmarks" / "results" / "pe_mixture.jsonl")
-    parser.add_argument("--report", action="store_true", help="only print the saved table")
+    parser.add_argument("--report", action="store_true",
+                        help="only print the saved table (fits with seeds in --first-seed .. "
+                             "--first-seed + --seeds - 1)")
     args = parser.parse_args(argv)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     if args.report:
-        report(_load(args.results))
+        report([r for r in _load(args.results) if r["seed"] in seeds])
         return 0
     logging.getLogger("cmdstanpy").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
@@ -198,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads((MODEL_DIR / f"scenario_{sc}.data.json").read_text())
         for sampler in args.samplers:
             label = "NUTS" if sampler == "NUTS" else f"PE N={int(sampler)}"
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for seed in seeds:
                 row = {"scenario": sc, "sampler": label, "seed": seed, "settings": settings}
                 done |= {_key(r) for r in _load(args.results)}  # other processes may share it
                 if _key(row) in done:
@@ -210,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 with args.results.open("a") as fh:
                     fh.write(json.dumps(row) + "\n")
                 print(f"scenario {sc} {label} seed {seed}: {row['seconds']:.1f} s", flush=True)
-    report([r for r in _load(args.results) if r["settings"] == settings])
+    report([r for r in _load(args.results) if r["settings"] == settings and r["seed"] in seeds])
     return 0
 
 
