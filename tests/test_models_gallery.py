@@ -168,6 +168,36 @@ def _assert_json_close(got: Any, want: Any, where: str) -> None:
 # --------------------------------------------------------------------------- #
 
 
+@pytest.mark.parametrize("scenario", ["a", "b"])
+def test_gaussian_mixture_box_does_not_cut_the_mixture(scenario: str) -> None:
+    """The exact moments are those of the program's target: the mixture on its box.
+
+    ``x`` is declared on the box [box_lower, box_upper]^2, so the program samples
+    the mixture truncated to it.  The truncated moments (products of 1-D
+    truncated normals per component) must equal the committed untruncated
+    ones; a box ending at 10 in scenario (b) cut a fifth of the mass of the
+    components near (8.5, 9.5) and moved E[X2^2] by about 0.8.
+    """
+    from scipy import stats
+
+    folder = MODELS / "gaussian_mixture_20"
+    data = json.loads((folder / f"scenario_{scenario}.data.json").read_text())
+    exact = json.loads((folder / "exact_moments.json").read_text())[scenario]
+    mu = np.asarray(data["mu"], dtype=float)
+    w = np.asarray(data["w"], dtype=float)
+    sd = np.asarray(data["sigma"], dtype=float)[:, None]
+    lo, hi = (data["box_lower"] - mu) / sd, (data["box_upper"] - mu) / sd
+    mass = stats.norm.cdf(hi) - stats.norm.cdf(lo)  # per component and coordinate
+    m1 = stats.truncnorm.mean(lo, hi, loc=mu, scale=sd)
+    m2 = stats.truncnorm.var(lo, hi, loc=mu, scale=sd) + m1**2
+    wk = w * mass.prod(axis=1)  # component weights inside the box
+    wk /= wk.sum()
+    got = {"E[X1]": wk @ m1[:, 0], "E[X2]": wk @ m1[:, 1],
+           "E[X1^2]": wk @ m2[:, 0], "E[X2^2]": wk @ m2[:, 1]}
+    for name, value in got.items():
+        assert value == pytest.approx(exact[name], abs=1e-4), name
+
+
 def test_double_well_ground_truth_by_2d_quadrature() -> None:
     """log Z, well mass and moments agree with a 2-D quadrature of the joint density.
 

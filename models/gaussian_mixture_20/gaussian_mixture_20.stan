@@ -1,11 +1,11 @@
 // Mixture of K isotropic bivariate Gaussians (Kou, Zhou & Wong 2006; the
 // 20-component benchmark of the pseudo-extended paper, section 4).
 // The density is normalised: log Z = 0.  As in Nemeth et al.'s experiments
-// (their code puts a uniform(-10, 10) prior on each coordinate), x lives on the
-// box [box_lower, box_upper]^2; the mixture mass outside [-10, 10]^2 is below
-// exp(-170) in both scenarios, so the moments and log Z = 0 are those of the mixture on R^2, and
-// the tempered instrumental gamma(x)^beta of pseudo-extended MCMC stays proper
-// as beta -> 0.
+// (their code puts a uniform prior on each coordinate: (-10, 10) in scenario a,
+// (-100, 100) in scenario b), x lives on the box [box_lower, box_upper]^2.  The
+// mixture mass outside it is about 1e-6 (a) and below exp(-15000) (b), so the
+// moments and log Z = 0 are those of the mixture on R^2, and the tempered
+// instrumental gamma(x)^beta of pseudo-extended MCMC stays proper as beta -> 0.
 data {
   int<lower=1> K;
   array[K] vector[2] mu;      // component means
