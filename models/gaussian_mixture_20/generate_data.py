@@ -47,21 +47,6 @@ def scenario(name: str) -> dict[str, object]:
             "box_lower": BOX[name][0], "box_upper": BOX[name][1]}
 
 
-def mass_outside_box(data: dict[str, object]) -> float:
-    """Upper bound on the mixture mass outside the box (a union bound over coordinates)."""
-    from math import erfc, sqrt
-
-    mu = np.asarray(data["mu"], dtype=float)
-    w = np.asarray(data["w"], dtype=float)
-    sd = np.asarray(data["sigma"], dtype=float)
-    lo, hi = float(data["box_lower"]), float(data["box_upper"])  # type: ignore[arg-type]
-    tail = 0.0
-    for wj, mj, sj in zip(w, mu, sd):
-        for m in mj:
-            tail += wj * 0.5 * (erfc((m - lo) / (sj * sqrt(2))) + erfc((hi - m) / (sj * sqrt(2))))
-    return tail
-
-
 def exact_moments(data: dict[str, object]) -> dict[str, float]:
     """E[X1], E[X2], E[X1^2], E[X2^2] of the mixture."""
     mu = np.asarray(data["mu"], dtype=float)
