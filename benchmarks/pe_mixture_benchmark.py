@@ -15,7 +15,7 @@ so its log Z is known exactly; pass ``--log-scale pilot`` for the Pathfinder
 pilot default of :func:`pemc_stan.sample`).  PE expectations are the
 self-normalised weighted means over all pseudo-samples (Theorem 2.1).
 
-Two documented options go beyond the paper's set-up and are named in the
+Documented options that go beyond the paper's set-up and are named in the
 table's settings line when used: ``--instrumental a,b`` (g(beta) = Beta(a, b)
 instead of the uniform g; ``0.7,1`` puts more of each pseudo-sample's time at
 small beta, where it leaves its mode) and ``--metric dense_e`` (Stan's dense
@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from pemc_stan import runtime
+from pemc_stan.cli import _beta_density as beta_density  # the CLI's 'uniform' / 'A,B' parser
 from pemc_stan.compile import compile_model
 from pemc_stan.sampling import PseudoExtendedModel
 
@@ -86,8 +87,8 @@ def run_pe(data: dict[str, Any], n: int, seed: int, args: argparse.Namespace) ->
     """One pseudo-extended fit with ``n`` pseudo-samples."""
     scale = None if args.log_scale == "pilot" else float(args.log_scale)
     pe = PseudoExtendedModel(MODEL, data, n_pseudo=n, beta_min=args.beta_min, log_scale=scale,
-                             instrumental=_beta_density(args.instrumental),
-                             beta_prior=_beta_density(args.beta_prior))
+                             instrumental=beta_density(args.instrumental),
+                             beta_prior=beta_density(args.beta_prior))
     pe.pe_model()  # compile outside the timings
     t = time.perf_counter()
     log_scale = pe.log_scale(seed)
@@ -106,14 +107,6 @@ def run_pe(data: dict[str, Any], n: int, seed: int, args: argparse.Namespace) ->
             "pilot_seconds": pilot, "log_scale": log_scale,
             "beta_mean": float(np.mean(beta)), "beta_below_0.1": float(np.mean(beta < 0.1)),
             "weight_ess_mean": float(np.mean(fit.weight_ess()))}
-
-
-def _beta_density(spec: str) -> Any:
-    """``"uniform"`` or ``"a,b"`` (a Beta(a, b) density) as PseudoExtendedOptions expects."""
-    if spec == "uniform":
-        return spec
-    a, b = (float(v) for v in spec.split(","))
-    return (a, b)
 
 
 def _load(path: Path) -> list[dict[str, Any]]:
