@@ -182,12 +182,18 @@ class PseudoExtendedOptions:
         (temper only the likelihood; the prior enters fully).
     beta_prior
         ``pi(beta)``: ``"uniform"``, ``(a, b)`` or ``BetaDensity`` (Beta(a, b)).
+        It is the law of ``beta_i`` of the pseudo-sample that carries the
+        weight (whose ``x_i`` follows the target); choosing ``pi = g`` makes
+        the weight ``gamma~(x_i)^(1 - beta_i)`` and, with ``g = (a, 1)``,
+        ``a < 1``, keeps that pseudo-sample often hot, so it leaves its mode
+        soon after another one takes the weight over.
     instrumental
         ``g(beta)`` on (0, 1), same forms as ``beta_prior``.  ``(a, 1)`` with
         ``a < 1`` gives each pseudo-sample more time at small ``beta``, where
-        it leaves its mode: on the 20-Gaussian mixture ``(0.7, 1)`` lowered
-        the Monte-Carlo error of the moments (``models/gaussian_mixture_20``),
-        while ``(0.1, 1)`` left too few pseudo-samples cold and raised it.
+        it leaves its mode.  On the 20-Gaussian mixture
+        (``models/gaussian_mixture_20``) ``(0.7, 1)`` lowered the Monte-Carlo
+        error of the moments, ``pi = g = (0.5, 1)`` lowered it further, and
+        ``(0.1, 1)`` left too few pseudo-samples cold and raised it.
     log_scale
         ``log Z^``; None means "estimate with a pilot run" (see
         :mod:`pemc_stan.sampling`); the transformation itself only declares it
