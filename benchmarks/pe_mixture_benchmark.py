@@ -18,7 +18,9 @@ self-normalised weighted means over all pseudo-samples (Theorem 2.1).
 Documented options that go beyond the paper's set-up and are named in the
 table's settings line when used: ``--instrumental a,b`` (g(beta) = Beta(a, b)
 instead of the uniform g; ``0.7,1`` puts more of each pseudo-sample's time at
-small beta, where it leaves its mode) and ``--metric dense_e`` (Stan's dense
+small beta, where it leaves its mode), ``--beta-prior a,b`` (pi(beta); the same
+Beta as g, e.g. ``--instrumental 0.5,1 --beta-prior 0.5,1``, keeps the
+weight-carrying pseudo-sample hot too) and ``--metric dense_e`` (Stan's dense
 mass matrix instead of the diagonal one), with ``--adapt-delta 0.9`` (with the
 dense metric and N = 2, Stan's 0.8 let warm-up settle on step sizes 2-3 times
 too large in 2 of 13 seeds, which then stayed among a few modes with 5-19%
@@ -31,6 +33,8 @@ skipped) and the table printed at any time with ``--report``.
 Usage::
 
     python benchmarks/pe_mixture_benchmark.py --seeds 10 --scenarios a b
+    # the recommended settings:
+    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 --metric dense_e --adapt-delta 0.9
     python benchmarks/pe_mixture_benchmark.py --report              # seeds 1-10
     python benchmarks/pe_mixture_benchmark.py --report --seeds 20   # seeds 1-20
 """
