@@ -173,6 +173,11 @@ def report(rows: list[dict[str, Any]]) -> None:
             comparisons.append(f"{sampler:<9}" + "  ".join(
                 f"{v:.3f}+-{e:.3f} {'<=' if k else '> '} {p:.2f}"
                 for v, e, p, k in zip(rmse, se, paper, ok)))
+            if all("mcse" in r for r in rs):
+                # The runs' own MCSEs predict the true RMSE with less noise.
+                rms_mcse = np.sqrt(np.mean(np.array([r["mcse"] for r in rs]) ** 2, axis=0))
+                comparisons.append(f"{'':<9}expected RMSE from the runs' MCSEs: "
+                                   + " / ".join(f"{v:.3f}" for v in rms_mcse))
         if i + 1 == len(keys) or keys[i + 1][:2] != (settings, sc):
             if comparisons:
                 print(f"vs paper (RMSE +- SE over seeds): {met} of {cells} cells at or below")
