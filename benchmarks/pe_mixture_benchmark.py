@@ -24,7 +24,10 @@ weight-carrying pseudo-sample hot too) and ``--metric dense_e`` (Stan's dense
 mass matrix instead of the diagonal one), with ``--adapt-delta 0.9`` (with the
 dense metric and N = 2, Stan's 0.8 let warm-up settle on step sizes 2-3 times
 too large in 2 of 13 seeds, which then stayed among a few modes with 5-19%
-divergent transitions).
+divergent transitions).  ``--beta-min`` sets how far the hottest pseudo-samples
+roam (around a mode of width s, gamma^beta has width s / sqrt(beta)): the
+paper's 0.001 suits scenario (a) (s = 0.1); scenario (b) (s about 0.5) mixes
+faster per iteration, at half the cost, with 0.01.
 
 Every fit's result is appended to ``--results`` (JSON lines) as soon as it
 finishes, so a long run can be interrupted and resumed (finished fits are
@@ -34,7 +37,8 @@ Usage::
 
     python benchmarks/pe_mixture_benchmark.py --seeds 10 --scenarios a b
     # the recommended settings:
-    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 --metric dense_e --adapt-delta 0.9
+    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 --metric dense_e --adapt-delta 0.9 --scenarios a
+    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 --metric dense_e --adapt-delta 0.9 --beta-min 0.01 --scenarios b
     python benchmarks/pe_mixture_benchmark.py --report              # seeds 1-10
     python benchmarks/pe_mixture_benchmark.py --report --seeds 20   # seeds 1-20
 """
