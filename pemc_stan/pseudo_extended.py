@@ -211,13 +211,14 @@ class PseudoExtendedOptions:
         ``temper="likelihood"`` (then ``Z~(beta) <= 1`` for a proper
         prior).  ``beta_min`` also sets how far the hottest pseudo-samples
         roam: around a mode of width ``s``, ``gamma^beta`` has width
-        ``s / sqrt(beta)``.  Choose it so that ``s / sqrt(beta_min)`` is about
-        the distance between modes; a smaller value spends time far away from
-        every mode.  On the 20-Gaussian mixture (``models/gaussian_mixture_20``,
-        modes 1-3 apart): in scenario (b) (``s`` about 0.5) ``0.01`` gave a
-        12-15% smaller Monte-Carlo error than ``0.001`` at half the cost; in
-        scenario (a) (``s = 0.1``) ``0.001`` did best (``0.003`` and ``0.01``
-        did worse, ``0.0001`` the same).
+        ``s / sqrt(beta)``.  Choose it so that ``s / sqrt(beta_min)`` is one
+        to a few times the distance between modes; a much smaller value makes
+        the hot pseudo-samples spend their time far away from every mode.  On
+        the 20-Gaussian mixture (``models/gaussian_mixture_20``, modes 1-3
+        apart): in scenario (b) (``s`` about 0.5) ``0.01`` gave a 12-15%
+        smaller Monte-Carlo error than ``0.001`` at half the cost; in scenario
+        (a) (``s = 0.1``) ``0.001`` and ``0.0001`` did equally well,
+        ``0.003`` and ``0.01`` worse.
     """
 
     n_pseudo: int = 2
