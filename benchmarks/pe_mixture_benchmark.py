@@ -24,10 +24,9 @@ weight-carrying pseudo-sample hot too) and ``--metric dense_e`` (Stan's dense
 mass matrix instead of the diagonal one), with ``--adapt-delta 0.9`` (with the
 dense metric and N = 2, Stan's 0.8 let warm-up settle on step sizes 2-3 times
 too large in 2 of 13 seeds, which then stayed among a few modes with 5-19%
-divergent transitions).  ``--beta-min`` sets how far the hottest pseudo-samples
-roam (around a mode of width s, gamma^beta has width s / sqrt(beta)): the
-paper's 0.001 suits scenario (a) (s = 0.1); scenario (b) (s about 0.5) mixes
-faster per iteration, at half the cost, with 0.01.
+divergent transitions).  ``--beta-min`` is the PE option ``beta_min`` (its
+docstring says how to choose it): the paper's 0.001 suits scenario (a), 0.01
+scenario (b).
 
 Every fit's result is appended to ``--results`` (JSON lines) as soon as it
 finishes, so a long run can be interrupted and resumed (finished fits are

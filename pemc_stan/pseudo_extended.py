@@ -213,12 +213,9 @@ class PseudoExtendedOptions:
         roam: around a mode of width ``s``, ``gamma^beta`` has width
         ``s / sqrt(beta)``.  Choose it so that ``s / sqrt(beta_min)`` is one
         to a few times the distance between modes; a much smaller value makes
-        the hot pseudo-samples spend their time far away from every mode.  On
-        the 20-Gaussian mixture (``models/gaussian_mixture_20``, modes 1-3
-        apart): in scenario (b) (``s`` about 0.5) ``0.01`` gave a 12-15%
-        smaller Monte-Carlo error than ``0.001`` at half the cost; in scenario
-        (a) (``s = 0.1``) ``0.001`` and ``0.0001`` did equally well,
-        ``0.003`` and ``0.01`` worse.
+        the hot pseudo-samples spend their time far away from every mode
+        (measured in ``models/gaussian_mixture_20/README.md``: 0.001 suits
+        its scenario (a), 0.01 its scenario (b)).
     """
 
     n_pseudo: int = 2
