@@ -227,8 +227,8 @@ class PseudoExtendedOptions:
         squeezes ``(beta_min, 10 beta_min)`` into the far left tail.  On
         ``models/gaussian_mixture_20`` scenario (a) with N = 2 it lowered the
         Monte-Carlo error per iteration by 3-9% and no warm-up went wrong in
-        24 runs; with N = 10 it was 2-6% worse per iteration but needed 8-13%
-        fewer gradient evaluations.
+        12 runs (logit: 1 of 12); with N = 10 the error was within 2% (that
+        README has the numbers).
     """
 
     n_pseudo: int = 2
