@@ -95,7 +95,7 @@ def run_pe(data: dict[str, Any], n: int, seed: int, args: argparse.Namespace) ->
     scale = None if args.log_scale == "pilot" else float(args.log_scale)
     pe = PseudoExtendedModel(MODEL, data, n_pseudo=n, beta_min=args.beta_min, log_scale=scale,
                              instrumental=beta_density(args.instrumental),
-                             beta_prior=beta_density(args.beta_prior), beta_scale=args.beta_scale)
+                             beta_prior=beta_density(args.beta_prior))
     pe.pe_model()  # compile outside the timings
     t = time.perf_counter()
     log_scale = pe.log_scale(seed)
@@ -202,8 +202,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="g(beta): 'uniform' (the paper's) or 'a,b' for Beta(a, b)")
     parser.add_argument("--beta-prior", default="uniform",
                         help="pi(beta): 'uniform' (the paper's) or 'a,b' for Beta(a, b)")
-    parser.add_argument("--beta-scale", default="logit", choices=["logit", "log"],
-                        help="scale on which NUTS moves beta (PE option beta_scale)")
     parser.add_argument("--metric", default="diag_e", choices=["diag_e", "dense_e"],
                         help="NUTS metric (Stan's default diag_e; the paper used diag_e)")
     parser.add_argument("--adapt-delta", type=float, default=0.8,
@@ -229,8 +227,6 @@ def main(argv: list[str] | None = None) -> int:
         settings += f", metric={args.metric}"
     if args.adapt_delta != 0.8:
         settings += f", adapt_delta={args.adapt_delta}"
-    if args.beta_scale != "logit":
-        settings += f", beta_scale={args.beta_scale}"
     for name in ("instrumental", "beta_prior"):  # named only when not the paper's choice
         if getattr(args, name) != "uniform":
             settings += f", {name}=Beta({getattr(args, name)})"

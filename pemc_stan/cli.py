@@ -77,7 +77,7 @@ METHOD_CHOICES = ("pseudo-extended", "continuous-tempering", "pe", "ct",
 
 _PE_FLAGS = {"n_pseudo": "--n-pseudo", "beta": "--beta", "beta_prior": "--beta-prior",
              "instrumental": "--instrumental", "beta_min": "--beta-min",
-             "log_scale": "--log-scale", "beta_scale": "--beta-scale"}
+             "log_scale": "--log-scale"}
 _CT_FLAGS = {"base": "--base", "base_covariance": "--base-covariance",
              "bootstrap_rounds": "--bootstrap-rounds", "log_zeta": "--log-zeta"}
 
@@ -154,9 +154,6 @@ def _add_method_options(p: argparse.ArgumentParser, required: bool = False) -> N
                     help="instrumental density g of beta: 'uniform' (default) or A,B")
     pe.add_argument("--beta-min", type=float, default=None, metavar="B",
                     help="lower end of beta's support (default 0)")
-    pe.add_argument("--beta-scale", choices=("logit", "log"), default=None,
-                    help="scale on which NUTS moves beta: logit (default) or log "
-                         "(needs --beta-min > 0)")
     pe.add_argument("--log-scale", type=float, default=None, metavar="X",
                     help="offset log Z^ (default: Pathfinder pilot estimate)")
     ct = p.add_argument_group("continuous-tempering options")

@@ -216,19 +216,6 @@ class PseudoExtendedOptions:
         the hot pseudo-samples spend their time far away from every mode
         (measured in ``models/gaussian_mixture_20/README.md``: 0.001 suits
         its scenario (a), 0.01 its scenario (b)).
-    beta_scale
-        How NUTS moves each estimated ``beta_i``: ``"logit"`` (default;
-        ``beta`` declared ``real<lower=beta_min, upper=1>``, so Stan samples
-        the logit of its position in ``(beta_min, 1)``) or ``"log"`` (the
-        parameter is ``pemc_log_beta`` in ``(log beta_min, 0)``, ``beta =
-        exp(pemc_log_beta)`` with its Jacobian; needs ``beta_min > 0``).  The
-        target is the same; only the sampler's geometry changes.  On the log
-        scale every decade of ``beta`` gets the same room, where the logit
-        squeezes ``(beta_min, 10 beta_min)`` into the far left tail.  On
-        ``models/gaussian_mixture_20`` scenario (a) with N = 2 it lowered the
-        Monte-Carlo error per iteration by 3-9% and no warm-up went wrong in
-        12 runs (logit: 1 of 12); with N = 10 the error was within 2% (that
-        README has the numbers).
     """
 
     n_pseudo: int = 2
@@ -238,7 +225,6 @@ class PseudoExtendedOptions:
     instrumental: Any = "uniform"
     log_scale: float | None = None
     beta_min: float = 0.0
-    beta_scale: str = "logit"
 
     def validate(self) -> PseudoExtendedOptions:
         """Check the options.
@@ -284,15 +270,6 @@ class PseudoExtendedOptions:
             raise ValueError(f"beta_min={bm!r} is invalid; expected a number in [0, 1)")
         if self.fixed_ladder is not None and bm != 0.0:
             raise ValueError("beta_min is only used when beta='estimate'")
-        if self.beta_scale not in ("logit", "log"):
-            raise ValueError(f"beta_scale={self.beta_scale!r} is invalid; expected 'logit' or "
-                             "'log'")
-        if self.beta_scale == "log" and self.fixed_ladder is not None:
-            raise ValueError("beta_scale='log' is only used when beta='estimate'; a fixed "
-                             "ladder has no beta parameters")
-        if self.beta_scale == "log" and bm == 0.0:
-            raise ValueError("beta_scale='log' needs beta_min > 0 (log 0 is -inf); got "
-                             "beta_min=0. Set beta_min, e.g. 0.001")
         if self.log_scale is not None and not math.isfinite(float(self.log_scale)):
             raise ValueError(f"log_scale={self.log_scale!r} is invalid; expected a finite "
                              "number or None (pilot estimate)")
@@ -646,7 +623,6 @@ def transform_pseudo_extended(
         gamma_tilde=gamma_tilde, n_size="pemc_N" if n_in_data else str(n),
         g_density=g_beta.stan("pemc_beta[pemc_k]") if ladder is None else "",
         beta_min=_num(options.beta_min) if options.beta_min > 0 else "0",
-        beta_scale=options.beta_scale,
     )
 
     issued: list[str] = []

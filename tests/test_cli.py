@@ -121,20 +121,6 @@ def test_transform_prints_readable_pseudo_extended_program() -> None:
     assert short.stdout == proc.stdout
 
 
-def test_transform_beta_scale_flag() -> None:
-    from pemc_stan.transform import transform
-
-    proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "2",
-                   "--beta-min", "0.001", "--beta-scale", "log")
-    assert proc.returncode == ExitCode.OK, proc.stderr
-    expected = transform(BIMODAL, method="pe", n_pseudo=2, beta_min=0.001, beta_scale="log")
-    assert proc.stdout.rstrip("\n") == expected.rstrip("\n")
-    assert "pemc_log_beta" in proc.stdout
-    # log 0 is -inf: without beta_min the flag is a usage error that says what to set
-    bad = run_cli("transform", str(BIMODAL), "--method", "pe", "--beta-scale", "log")
-    assert_cause_and_remedy(bad, ExitCode.USAGE, "beta_min")
-
-
 def test_transform_writes_output_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "bimodal_ct.stan"
     proc = run_cli("transform", str(BIMODAL), "--method", "ct", "-o", str(out))

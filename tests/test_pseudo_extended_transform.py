@@ -62,9 +62,6 @@ model { mu ~ normal(0, 10); sigma ~ exponential(1); y ~ normal(mu, sigma); }
         ({"beta_min": 1.0}, "beta_min=1.0"),
         ({"beta_min": -0.1}, "beta_min=-0.1"),
         ({"n_pseudo": 2, "beta": [0.5, 1.0], "beta_prior": (2, 2)}, "fixed ladder"),
-        ({"beta_scale": "probit"}, "beta_scale='probit'"),
-        ({"beta_scale": "log"}, "beta_scale='log' needs beta_min > 0"),
-        ({"n_pseudo": 2, "beta": [0.5, 1.0], "beta_scale": "log"}, "fixed ladder"),
     ],
 )
 def test_options_validation_names_argument_and_value(kwargs: dict, fragment: str) -> None:
@@ -241,9 +238,6 @@ GOLDEN_CASES = {
     "conj_beta_binomial_likelihood_beta22": (
         CORPUS / "conj_beta_binomial.stan",
         {"n_pseudo": 2, "temper": "likelihood", "beta_prior": (2, 2), "instrumental": (2, 2)}),
-    "bimodal_1d_n3_log_beta": (ROOT / "models" / "bimodal_1d" / "bimodal_1d.stan",
-                               {"n_pseudo": 3, "beta_min": 0.001, "beta_scale": "log",
-                                "beta_prior": (0.5, 1), "instrumental": (0.5, 1)}),
     "decl_bounds_expressions_n2": (CORPUS / "decl_bounds_expressions.stan", {"n_pseudo": 2}),
     "eight_schools_noncentered_ladder": (
         CORPUS / "eight_schools_noncentered.stan",
@@ -268,16 +262,3 @@ def test_likelihood_tempering_without_likelihood_warns() -> None:
     code = "parameters { real x; } model { x ~ normal(0, 1); }"
     with pytest.warns(PseudoExtendedWarning, match="nothing is tempered"):
         transform(code, n_pseudo=2, temper="likelihood")
-
-
-def test_log_beta_scale_declares_log_beta_with_jacobian() -> None:
-    # beta = exp(pemc_log_beta) on (log beta_min, 0): the Jacobian log |d beta / d log beta|
-    # = log beta must be added once per pseudo-sample, or beta's law is tilted by 1/beta
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PseudoExtendedWarning)
-        code = transform(SIMPLE, n_pseudo=2, beta_min=0.05, beta_scale="log")
-    assert "real<lower=log(0.05), upper=0> pemc_log_beta;" in code
-    assert "array[pemc_N] real pemc_beta = exp(pemc_log_beta);" in code
-    assert code.count("target += sum(pemc_log_beta);") == 1
-    assert "real<lower=0.05, upper=1> pemc_beta;" not in code
-    check_with_stanc(code)
