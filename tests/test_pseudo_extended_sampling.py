@@ -127,9 +127,9 @@ def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # 
 
 def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:  # noqa: ANN001
     # Theorem 2.1 holds for (x, beta) jointly: the weighted pseudo-sample's (x_i, beta_i)
-    # follows pi(x) x pi(beta), so sum_i W_i beta_i estimates E_pi[beta] exactly.  A pi or g
-    # term missing from the weight or the target, or a beta law tilted by 1/beta (as a
-    # missing Jacobian of a log-scale beta would give: 0.10 instead of 0.37), fails here.
+    # follows pi(x) x pi(beta), so sum_i W_i beta_i estimates E_pi[beta] = 0.37 exactly.  A pi
+    # or g term missing from the weight or the target (dropping g from the target gives 0.50),
+    # or a beta law tilted by 1/beta (0.10), fails here.
     b0 = 0.01
     pe = PseudoExtendedModel(BIMODAL, BIMODAL_DATA, n_pseudo=3, beta_min=b0,
                              beta_prior=(0.5, 1), instrumental=(0.5, 1))
