@@ -766,7 +766,8 @@ def evidence(
         names = parameter_names(prog_text)
         draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), names)
         est = bridge_from_draws(prog_text, d, draws, name=_name_of(fit, "pe_model"),
-                                seed=seed, n_proposal=n_proposal, output_dir=out_dir, warp=warp)
+                                seed=_bridge_seed(seed), n_proposal=n_proposal,
+                                output_dir=out_dir, warp=warp)
         return _tag(est, "pseudo_extended")
     if kind == "mcmc":
         if m not in ("bridge", "is"):
@@ -815,6 +816,21 @@ def _from_nuts_draws(prog_text: str, data: dict[str, Any], draws: dict[str, NDAr
         est = bridge_from_draws(prog_text, data, draws, name=name, seed=opts.seed,
                                 n_proposal=opts.n_proposal, output_dir=out_dir, warp=opts.warp)
     return _tag(est, "nuts")
+
+
+def _bridge_seed(seed: int | None) -> int | None:
+    """Seed of the bridge's proposal draws on a PE/CT fit's resampled draws.
+
+    The fit resamples with ``numpy.random.default_rng(fit.seed)``; users
+    naturally pass the same number to :func:`evidence`.  Two generators with
+    one seed give dependent streams, and on ``models/normal_normal`` the
+    proposal and resampling errors then cancelled: ten such estimates spread
+    0.29 times their standard error (0.70 with unrelated seeds).  The seed is
+    therefore mixed with a fixed tag into a different, still reproducible one.
+    """
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([int(seed), 0x6272]).generate_state(1)[0])
 
 
 def _tag(est: EvidenceEstimate, source: str) -> EvidenceEstimate:
@@ -883,8 +899,8 @@ def _from_ct_fit(fit: Any, m: str, opts: EvidenceOptions, out_dir: Path | None
         names = parameter_names(prog_text)
         draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), names)
         est = bridge_from_draws(prog_text, fit.data, draws, name=_name_of(fit, "ct_model"),
-                                seed=opts.seed, n_proposal=opts.n_proposal, output_dir=out_dir,
-                                warp=opts.warp)
+                                seed=_bridge_seed(opts.seed), n_proposal=opts.n_proposal,
+                                output_dir=out_dir, warp=opts.warp)
         return _tag(est, "continuous_tempering")
     raise ValueError(f"method={m!r} is not available for a continuously tempered fit; use "
                      "'ct', 'ti' or 'bridge'")
