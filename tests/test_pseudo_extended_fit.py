@@ -91,6 +91,23 @@ def test_expectation_is_mean_of_per_draw_weighted_estimates() -> None:
     assert set(info) >= {"weight_ess_mean", "max_weight_share", "beta_quantiles", "messages"}
 
 
+def test_mixture_expectation_pools_all_pseudo_samples() -> None:
+    from pemc_stan.weights import mixture_mean
+
+    fit, _ = _fake()
+    est = fit.expectation("tau", estimator="mixture")
+    ref = mixture_mean(fit.pseudo_samples("tau"), fit.log_weights())
+    assert est.mean == pytest.approx(ref.mean)
+    assert ref.influence.shape == (2, 50)  # (chains, draws)
+    assert est.mcse == pytest.approx(np.std(ref.influence, ddof=1) / np.sqrt(est.ess))
+    assert est.mean != pytest.approx(fit.expectation("tau").mean)  # not the per-draw estimate
+    assert list(fit.summary(estimator="mixture")["mean"])[0] == pytest.approx(est.mean)
+    with pytest.raises(ValueError, match="estimator='pooled'"):
+        fit.expectation("tau", estimator="pooled")
+    with pytest.raises(ValueError, match="shape"):
+        fit.expectation(lambda v: v["tau"][..., 0])
+
+
 def test_mode_aware_pilot_combines_paths() -> None:
     from pemc_stan.sampling import _mode_aware_log_z
 

@@ -94,11 +94,12 @@ def test_plain_nuts_stays_in_one_mode(compiled) -> None:  # noqa: ANN001
 def test_pe_recovers_mode_masses(bimodal_pe) -> None:  # noqa: ANN001
     fit = bimodal_pe.sample(chains=4, iter_warmup=1000, iter_sampling=2000, seed=3)
     w, m1, m2 = BIMODAL_DATA["w"], BIMODAL_DATA["mu1"], BIMODAL_DATA["mu2"]
-    left = fit.expectation(lambda v: (v["x"] < 0).astype(float))
-    _within(left.mean, left.mcse, w, "P(x < 0)")
-    assert left.mcse < 0.06  # informative: the two masses 0.3 / 0.7 are resolved
-    mean = fit.expectation("x")
-    _within(mean.mean, mean.mcse, w * m1 + (1 - w) * m2, "E[x]")
+    for estimator in ("draw", "mixture"):
+        left = fit.expectation(lambda v: (v["x"] < 0).astype(float), estimator=estimator)
+        _within(left.mean, left.mcse, w, f"{estimator} P(x < 0)")
+        assert left.mcse < 0.06  # informative: the two masses 0.3 / 0.7 are resolved
+        mean = fit.expectation("x", estimator=estimator)
+        _within(mean.mean, mean.mcse, w * m1 + (1 - w) * m2, f"{estimator} E[x]")
     # every chain visits both modes (resampled draws keep chains)
     res = fit.resampled_draws_pd()
     for _, chain in res.groupby("chain__"):
@@ -139,6 +140,10 @@ def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:  # no
     weighted_beta = fit.expectation(lambda _: fit.beta())  # sum_i W_i beta_i per draw
     _within(weighted_beta.mean, weighted_beta.mcse, exact_beta, "E_pi[beta]")
     assert weighted_beta.mcse < 0.02
+    # the pooled mixture estimator weights (x_i, beta_i) by its target-component probability
+    pooled_beta = fit.expectation(lambda _: fit.beta(), estimator="mixture")
+    _within(pooled_beta.mean, pooled_beta.mcse, exact_beta, "mixture E_pi[beta]")
+    assert pooled_beta.mcse < 0.02
     left = fit.expectation(lambda v: (v["x"] < 0).astype(float))
     _within(left.mean, left.mcse, BIMODAL_DATA["w"], "P(x < 0)")
     assert left.mcse < 0.06
@@ -154,8 +159,9 @@ def constrained_pe(compiled, cmdstan_installation):  # noqa: ANN001, ANN201
 
 def _check_constrained(fit, label: str) -> None:  # noqa: ANN001
     for col, exact in _exact_constrained().items():
-        est = fit.expectation(col)
-        _within(est.mean, est.mcse, exact, f"{label} E[{col}]")
+        for estimator in ("draw", "mixture"):  # mixture: one Z/Z_q per copy on a ladder
+            est = fit.expectation(col, estimator=estimator)
+            _within(est.mean, est.mcse, exact, f"{label} {estimator} E[{col}]")
     # E[Omega] = I via the resampled draws and the ORIGINAL model's generated quantities
     res = fit.resampled_draws_pd()
     n_chains = res["chain__"].nunique()
