@@ -77,7 +77,7 @@ METHOD_CHOICES = ("pseudo-extended", "continuous-tempering", "pe", "ct",
 
 _PE_FLAGS = {"n_pseudo": "--n-pseudo", "beta": "--beta", "beta_prior": "--beta-prior",
              "instrumental": "--instrumental", "beta_min": "--beta-min",
-             "log_scale": "--log-scale"}
+             "noncentring": "--noncentring", "log_scale": "--log-scale"}
 _CT_FLAGS = {"base": "--base", "base_covariance": "--base-covariance",
              "bootstrap_rounds": "--bootstrap-rounds", "log_zeta": "--log-zeta"}
 
@@ -154,6 +154,9 @@ def _add_method_options(p: argparse.ArgumentParser, required: bool = False) -> N
                     help="instrumental density g of beta: 'uniform' (default) or A,B")
     pe.add_argument("--beta-min", type=float, default=None, metavar="B",
                     help="lower end of beta's support (default 0)")
+    pe.add_argument("--noncentring", type=float, default=None, metavar="ALPHA",
+                    help="partial non-centring of the pseudo-samples' unconstrained "
+                         "coordinates by beta^(-ALPHA/2), ALPHA in [0, 1] (default 0: off)")
     pe.add_argument("--log-scale", type=float, default=None, metavar="X",
                     help="offset log Z^ (default: Pathfinder pilot estimate)")
     ct = p.add_argument_group("continuous-tempering options")

@@ -81,6 +81,7 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -94,8 +95,9 @@ from pemc_stan.analysis import (
     dims_of,
     is_scalar_expr,
 )
+from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.logdensity import log_density_functions
-from pemc_stan.printer import print_type
+from pemc_stan.printer import print_expr, print_type
 from pemc_stan.template_context import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
@@ -216,6 +218,21 @@ class PseudoExtendedOptions:
         the hot pseudo-samples spend their time far away from every mode
         (measured in ``models/gaussian_mixture_20/README.md``: 0.001 suits
         its scenario (a), 0.01 its scenario (b)).
+    noncentring
+        Partial non-centring exponent ``alpha`` in [0, 1] (default 0: off).
+        With ``alpha > 0`` NUTS moves ``v_i`` and the unconstrained coordinates
+        of pseudo-sample ``i`` are ``u_i = v_i * beta_i^(-alpha/2)`` (Stan's
+        own constraining transforms then give ``x_i``, and the log-Jacobian
+        ``-(alpha/2) dim(u) log beta_i`` is added), so a hot pseudo-sample,
+        ``s / sqrt(beta)`` wide around a mode of width ``s``, is no longer
+        that much wider than a cold one in the coordinates NUTS moves.  The
+        target is unchanged; only the sampler's geometry is.  Supported for
+        ``real``, ``vector``, ``row_vector`` and ``matrix`` parameters (not
+        arrays of them) with no constraint or ``lower``/``upper`` bounds that
+        do not depend on other parameters.  On the 20-Gaussian mixture
+        (scenario (a)) ``0.5`` lowered the Monte-Carlo error per iteration by
+        about 18% at N = 2 and 8% at N = 10, for 1.3 and 1.9 times the
+        gradient evaluations; ``1`` was worse than ``0``.
     """
 
     n_pseudo: int = 2
@@ -225,6 +242,7 @@ class PseudoExtendedOptions:
     instrumental: Any = "uniform"
     log_scale: float | None = None
     beta_min: float = 0.0
+    noncentring: float = 0.0
 
     def validate(self) -> PseudoExtendedOptions:
         """Check the options.
@@ -270,6 +288,10 @@ class PseudoExtendedOptions:
             raise ValueError(f"beta_min={bm!r} is invalid; expected a number in [0, 1)")
         if self.fixed_ladder is not None and bm != 0.0:
             raise ValueError("beta_min is only used when beta='estimate'")
+        a = self.noncentring
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0.0 <= a <= 1.0:
+            raise ValueError(f"noncentring={a!r} is invalid; expected a number in [0, 1] "
+                             "(0: off, 1: fully non-centred)")
         if self.log_scale is not None and not math.isfinite(float(self.log_scale)):
             raise ValueError(f"log_scale={self.log_scale!r} is invalid; expected a finite "
                              "number or None (pilot estimate)")
@@ -413,6 +435,73 @@ def _rename_params(node: ast.Node, copies: dict[str, ParameterCopies], k: int) -
     return ast.transform(node, fn)
 
 
+_NONCENTRING_TYPES = ("real", "vector", "row_vector", "matrix")
+
+
+def _atom(text: str) -> str:
+    """``text`` parenthesised unless it is a name or an unsigned number."""
+    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.]+(?:[eE][-+]?[0-9]+)?",
+                                text) else f"({text})"
+
+
+def _noncentred_blocks(param_decls: Sequence[tuple[ast.Type, str]], alpha: float,
+                       filename: str) -> tuple[list[str], list[str]]:
+    """Declarations of the raw parameters and the transformed-parameters body.
+
+    Pseudo-sample ``k`` of parameter ``p`` has unconstrained coordinates
+    ``pemc_raw_p[k] * pemc_scale`` with ``pemc_scale = beta_k^(-alpha/2)``,
+    constrained as Stan does (``lb + exp(u)``, ``ub - exp(u)``,
+    ``lb + (ub - lb) inv_logit(u)``).
+
+    Raises
+    ------
+    UnsupportedConstructError
+        For a parameter type or constraint the option does not cover.
+    """
+    raw: list[str] = []
+    body: list[str] = [f"real pemc_scale = pow(pemc_beta[pemc_k], {_num(-alpha / 2)});"]
+    for type_, pname in param_decls:
+        ok = isinstance(type_, ast.BasicType) and type_.name in _NONCENTRING_TYPES and (
+            type_.constraint is None or isinstance(type_.constraint, ast.Bounds))
+        if not ok:
+            raise UnsupportedConstructError(
+                f"{filename}, line {type_.line}: parameter '{pname}' is declared "
+                f"'{print_type(type_)}'; noncentring supports only real, vector, row_vector "
+                "and matrix parameters with lower/upper bounds (or none). Use noncentring=0.",
+                filename, type_.line, type_.column, construct=print_type(type_))
+        assert isinstance(type_, ast.BasicType)
+        free = ast.BasicType(type_.name, type_.sizes, None, line=type_.line,
+                             column=type_.column)
+        raw.append(f"  array[pemc_N] {print_type(free)} pemc_raw_{pname};")
+        u = f"pemc_raw_{pname}[pemc_k] * pemc_scale"
+        scalar = type_.name == "real"
+        size = "1" if scalar else f"num_elements(pemc_raw_{pname}[pemc_k])"
+        total = (lambda e: e) if scalar else (lambda e: f"sum({e})")
+        c = type_.constraint
+        lb = None if c is None or c.lower is None else _atom(print_expr(c.lower))
+        ub = None if c is None or c.upper is None else _atom(print_expr(c.upper))
+        body.append(f"{{  // {pname}")
+        body.append(f"  {print_type(free)} pemc_u = {u};")
+        per_coord = "log(pemc_scale)" if scalar else f"{size} * log(pemc_scale)"
+        body.append(f"  pemc_log_jacobian += {per_coord};  // d u / d raw")
+        if lb is None and ub is None:
+            body.append(f"  {pname}[pemc_k] = pemc_u;")
+        else:
+            if ub is None:
+                body.append(f"  {pname}[pemc_k] = {lb} + exp(pemc_u);")
+                jac = total("pemc_u")
+            elif lb is None:
+                body.append(f"  {pname}[pemc_k] = {ub} - exp(pemc_u);")
+                jac = total("pemc_u")
+            else:
+                body.append(f"  {pname}[pemc_k] = {lb} + ({ub} - {lb}) * inv_logit(pemc_u);")
+                width = f"log({ub} - {lb})" if scalar else f"{size} * log({ub} - {lb})"
+                jac = f"{width} + " + total("log_inv_logit(pemc_u) + log1m_inv_logit(pemc_u)")
+            body.append(f"  pemc_log_jacobian += {jac};  // d {pname} / d u")
+        body.append("}")
+    return raw, body
+
+
 def _indent(text: str, depth: int) -> str:
     pad = "  " * depth
     return "\n".join(pad + line if line else line for line in text.splitlines())
@@ -545,6 +634,22 @@ def transform_pseudo_extended(
 
     # parameters block
     lines: list[str] = []
+    tp_decls: list[str] = []
+    tp_body: list[str] = []
+    if options.noncentring > 0:
+        where = (str(program) if isinstance(program, (str, os.PathLike))
+                 and str(program).endswith(".stan") else "<string>")
+        for type_, pname in param_decls:
+            if copies[pname].unrolled:
+                raise UnsupportedConstructError(
+                    f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
+                    "other parameters or are containers; noncentring supports only constant "
+                    "or data scalar bounds. Use noncentring=0.", where, type_.line,
+                    type_.column, construct=pname)
+        lines.append("  // pemc_raw_p[k] * beta_k^(-noncentring/2) are the unconstrained "
+                     "coordinates of copy k of p")
+        raw, tp_body = _noncentred_blocks(param_decls, options.noncentring, where)
+        lines.extend(raw)
     for type_, pname in param_decls:
         c = copies[pname]
         if not c.unrolled:
@@ -553,7 +658,8 @@ def transform_pseudo_extended(
                                                    (ast.Variable("pemc_N"), *type_.dims))
             else:
                 new_type = ast.ArrayType(type_, (ast.Variable("pemc_N"),))
-            lines.append(f"  {print_type(new_type)} {pname};")
+            (tp_decls if options.noncentring > 0 else lines).append(
+                f"  {print_type(new_type)} {pname};")
         else:
             lines.append(f"  // {pname}: one declaration per pseudo-sample (its bounds depend "
                          "on other parameters or are containers)")
@@ -617,6 +723,8 @@ def transform_pseudo_extended(
         functions=fn_text, data=block_text(tree.data),
         transformed_data=block_text(tree.transformed_data), n_in_data=n_in_data,
         parameters=parameters_text,
+        noncentred_declarations="\n".join(tp_decls),
+        noncentred_body=_indent("\n".join(tp_body), 2),
         locals=_indent("\n".join(local_lines), 1),
         locals_gq=_indent("\n".join(local_lines), 2),
         compute=_indent("\n".join(compute), 1), compute_gq=_indent("\n".join(compute), 2),

@@ -590,6 +590,7 @@ def sample(
     instrumental: Any = "uniform",
     log_scale: float | None = None,
     beta_min: float = 0.0,
+    noncentring: float = 0.0,
     base: Any = "pathfinder",
     base_covariance: str = "diag",
     bootstrap_rounds: int = 1,
@@ -610,7 +611,7 @@ def sample(
         Data dict or JSON path.
     method
         ``"pseudo_extended"`` / ``"pe"`` or ``"continuous_tempering"`` / ``"ct"``.
-    n_pseudo, beta, beta_prior, instrumental, log_scale, beta_min
+    n_pseudo, beta, beta_prior, instrumental, log_scale, beta_min, noncentring
         Pseudo-extended only: :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`.
     temper
         ``"posterior"`` or ``"likelihood"`` (both methods).
@@ -639,7 +640,8 @@ def sample(
                                   ("beta_prior", beta_prior != "uniform"),
                                   ("instrumental", instrumental != "uniform"),
                                   ("log_scale", log_scale is not None),
-                                  ("beta_min", beta_min != 0.0)) if v}
+                                  ("beta_min", beta_min != 0.0),
+                                  ("noncentring", noncentring != 0.0)) if v}
     ct_given = {k: v for k, v in (
         ("base", not (isinstance(base, str) and base == "pathfinder")),
         ("base_covariance", base_covariance != "diag"),
@@ -663,7 +665,8 @@ def sample(
                          f"method={method!r}; remove them or use method='ct'")
     options = PseudoExtendedOptions(n_pseudo=n_pseudo, beta=beta, temper=temper,
                                     beta_prior=beta_prior, instrumental=instrumental,
-                                    log_scale=log_scale, beta_min=beta_min)
+                                    log_scale=log_scale, beta_min=beta_min,
+                                    noncentring=noncentring)
     pe = PseudoExtendedModel(model, data, options)
     return pe.sample(chains=chains, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
                      seed=seed, output_dir=output_dir, show_progress=show_progress,

@@ -121,6 +121,19 @@ def test_transform_prints_readable_pseudo_extended_program() -> None:
     assert short.stdout == proc.stdout
 
 
+def test_transform_noncentring_flag() -> None:
+    from pemc_stan.transform import transform
+
+    proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "3",
+                   "--beta-min", "0.01", "--noncentring", "0.5")
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    expected = transform(BIMODAL, method="pe", n_pseudo=3, beta_min=0.01, noncentring=0.5)
+    assert proc.stdout.rstrip("\n") == expected.rstrip("\n")
+    assert "pemc_raw_x" in proc.stdout
+    bad = run_cli("transform", str(BIMODAL), "--method", "pe", "--noncentring", "2")
+    assert bad.returncode != ExitCode.OK and "noncentring=2" in bad.stderr
+
+
 def test_transform_writes_output_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "bimodal_ct.stan"
     proc = run_cli("transform", str(BIMODAL), "--method", "ct", "-o", str(out))

@@ -57,6 +57,8 @@ model { mu ~ normal(0, 10); sigma ~ exponential(1); y ~ normal(mu, sigma); }
         ({"beta": "sample"}, "beta='sample'"),
         ({"temper": "prior"}, "temper='prior'"),
         ({"beta_prior": (0.0, 1.0)}, "beta_prior"),
+        ({"noncentring": 1.5}, "noncentring=1.5"),
+        ({"noncentring": -0.1}, "noncentring=-0.1"),
         ({"instrumental": "cauchy"}, "instrumental='cauchy'"),
         ({"log_scale": float("nan")}, "log_scale=nan"),
         ({"beta_min": 1.0}, "beta_min=1.0"),
@@ -239,6 +241,9 @@ GOLDEN_CASES = {
         CORPUS / "conj_beta_binomial.stan",
         {"n_pseudo": 2, "temper": "likelihood", "beta_prior": (2, 2), "instrumental": (2, 2)}),
     "decl_bounds_expressions_n2": (CORPUS / "decl_bounds_expressions.stan", {"n_pseudo": 2}),
+    "gaussian_mixture_20_noncentring05": (
+        ROOT / "models" / "gaussian_mixture_20" / "gaussian_mixture_20.stan",
+        {"n_pseudo": 2, "beta_min": 0.001, "noncentring": 0.5}),
     "eight_schools_noncentered_ladder": (
         CORPUS / "eight_schools_noncentered.stan",
         {"n_pseudo": 3, "beta": [0.25, 0.5, 1.0], "temper": "likelihood"}),
@@ -262,3 +267,49 @@ def test_likelihood_tempering_without_likelihood_warns() -> None:
     code = "parameters { real x; } model { x ~ normal(0, 1); }"
     with pytest.warns(PseudoExtendedWarning, match="nothing is tempered"):
         transform(code, n_pseudo=2, temper="likelihood")
+
+
+# --------------------------------------------------------------------------- #
+# partial non-centring
+# --------------------------------------------------------------------------- #
+
+NONCENTRED = """
+data { real L; }
+parameters {
+  real<lower=0> s; real<upper=L + 1> t; vector[2] v; matrix<lower=-1, upper=2>[2, 2] m;
+}
+model { s ~ exponential(1); t ~ normal(0, 1); v ~ normal(0, 1); to_vector(m) ~ normal(0, 1); }
+"""
+
+
+def test_noncentring_moves_raw_coordinates_and_keeps_the_parameters() -> None:
+    res = transform_result(NONCENTRED, n_pseudo=3, beta_min=0.05, noncentring=0.5)
+    code = res.stan_code
+    params = code[code.index("\nparameters {"):code.index("\ntransformed parameters {")]
+    for name, free in (("s", "real"), ("t", "real"), ("v", "vector[2]"), ("m", "matrix[2, 2]")):
+        assert f"array[pemc_N] {free} pemc_raw_{name};" in params
+    tp = code[code.index("\ntransformed parameters {"):code.index("\nmodel {")]
+    assert "array[pemc_N] real<upper=L + 1> t;" in tp  # Stan still checks the constraints
+    assert "real pemc_scale = pow(pemc_beta[pemc_k], -0.25);" in tp
+    assert "t[pemc_k] = (L + 1) - exp(pemc_u);" in tp  # bound expressions keep their precedence
+    assert "m[pemc_k] = (-1) + (2 - (-1)) * inv_logit(pemc_u);" in tp
+    assert "target += pemc_log_jacobian;" in code
+    assert [p.name for p in res.parameters] == ["s", "t", "v", "m"]
+    check_with_stanc(code)
+    # off by default: the program is unchanged
+    assert "pemc_raw" not in transform(NONCENTRED, n_pseudo=3, beta_min=0.05)
+
+
+@pytest.mark.parametrize(("decl", "what"), [
+    ("simplex[3] s;", "parameter 's' is declared 'simplex[3]'"),
+    ("array[2] real s;", "parameter 's' is declared 'array[2] real'"),
+    ("real<offset=1, multiplier=2> s;", "parameter 's' is declared 'real<offset=1"),
+    ("real<lower=0> a; real<lower=a> s;", "the bounds of parameter 's' depend on other"),
+])
+def test_noncentring_rejects_unsupported_parameters(decl: str, what: str) -> None:
+    from pemc_stan.errors import UnsupportedConstructError
+
+    program = f"parameters {{\n  {decl}\n}}\nmodel {{ s ~ normal(0, 1); }}\n"
+    with pytest.raises(UnsupportedConstructError, match="line 2") as info:
+        transform(program, n_pseudo=2, beta_min=0.1, noncentring=0.5)
+    assert what in str(info.value) and "noncentring=0" in str(info.value)
