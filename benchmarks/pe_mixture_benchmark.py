@@ -159,7 +159,7 @@ def report(rows: list[dict[str, Any]]) -> None:
     """Print the Table-1-shaped RMSE tables of the saved results.
 
     One table per settings line and scenario with the per-draw (Theorem 2.1)
-    PE estimates, and, for settings whose PE fits all recorded them, a second
+    PE estimates, and, for each whose PE fits all recorded them, a second
     one with the pooled mixture estimates of the same fits
     (``PseudoExtendedFit.expectation(..., estimator="mixture")``).  Under each
     table, every PE row is compared with the paper cell by cell: our RMSE +-
@@ -168,11 +168,11 @@ def report(rows: list[dict[str, Any]]) -> None:
     latest = {_key(r): r for r in rows}  # a fit run twice (two processes) counts once
     _report_table(list(latest.values()), "")
     pe = [r for r in latest.values() if r["sampler"] != "NUTS"]
-    complete = {r["settings"] for r in pe} - {r["settings"] for r in pe
-                                             if "estimates_mixture" not in r}
+    complete = ({(r["settings"], r["scenario"]) for r in pe}
+                - {(r["settings"], r["scenario"]) for r in pe if "estimates_mixture" not in r})
     mixed = [dict(r, estimates=r["estimates_mixture"], mcse=r["mcse_mixture"])
              if r["sampler"] != "NUTS" else r
-             for r in latest.values() if r["settings"] in complete]
+             for r in latest.values() if (r["settings"], r["scenario"]) in complete]
     if mixed:
         _report_table(mixed, ", PE estimator=mixture")
 
