@@ -41,6 +41,7 @@ from pemc_stan import weights as W
 from pemc_stan.base_density import BaseDensity
 from pemc_stan.continuous_tempering import ContinuousTemperingResult
 from pemc_stan.evidence_estimators import EvidenceEstimate
+from pemc_stan.nuts_diagnostics import transition_counts, treedepth_advice
 from pemc_stan.parser import parse
 from pemc_stan.reporting import (
     SAMPLER_COLUMNS,
@@ -364,13 +365,14 @@ class ContinuousTemperingFit:
             ``base_weight_ess`` (of ``w_0``), ``log_z``, ``log_z_se``,
             ``log_z_minus_log_zeta``, ``base_moment_max_abs_z`` (largest
             standardised eq-22 discrepancy, NaN under likelihood tempering),
-            ``divergences``, ``messages`` (advice).
+            ``divergences``, ``max_treedepth_hits`` (transitions stopped at
+            ``max_treedepth``), ``messages`` (advice).
         """
         beta = self.beta()
         n_chains = beta.shape[0]
         lz = self.log_z()
-        div_col = self._col.get("divergent__")
-        divergences = int(np.sum(self._draws[:, :, div_col])) if div_col is not None else 0
+        nuts = transition_counts(self.fit, self._draws, self._col)
+        divergences = nuts.divergences
         base_df = self.base_expectations()
         if len(base_df):
             zs = np.abs(np.concatenate([base_df["mean_z"].to_numpy(),
@@ -393,6 +395,7 @@ class ContinuousTemperingFit:
             "log_z_minus_log_zeta": lz.log_z - self.log_zeta,
             "base_moment_max_abs_z": max_z,
             "divergences": divergences,
+            "max_treedepth_hits": nuts.max_treedepth_hits,
         }
         msgs: list[str] = []
         gap = info["log_z_minus_log_zeta"]
@@ -430,6 +433,9 @@ class ContinuousTemperingFit:
         if divergences:
             msgs.append(f"{divergences} divergent transitions: increase adapt_delta (e.g. "
                         f"0.95){closer}.")
+        deeper = treedepth_advice(nuts)
+        if deeper:
+            msgs.append(deeper)
         info["messages"] = msgs
         if warn:
             for m in msgs:

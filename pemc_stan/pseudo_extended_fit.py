@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from pemc_stan import weights as W
+from pemc_stan.nuts_diagnostics import transition_counts, treedepth_advice
 from pemc_stan.parser import parse
 from pemc_stan.reporting import (
     SAMPLER_COLUMNS,
@@ -388,14 +389,15 @@ class PseudoExtendedFit:
             ``weight_ess_mean`` (mean per-draw ESS, in [1, N]),
             ``weight_ess_overall`` (ESS of all pooled, per-draw normalised
             weights), ``max_weight_share``, ``beta_mean``, ``beta_quantiles``
-            (5%, 50%, 95%), ``divergences``, ``messages`` (advice strings).
+            (5%, 50%, 95%), ``divergences``, ``max_treedepth_hits`` (transitions
+            stopped at ``max_treedepth``), ``messages`` (advice strings).
         """
         lw = self.log_weights()
         per_draw = self.weight_ess()
         pooled = W.log_normalise(lw, axis=-1).reshape(-1)
         beta = self.beta()
-        div_col = self._col.get("divergent__")
-        divergences = int(np.sum(self._draws[:, :, div_col])) if div_col is not None else 0
+        nuts = transition_counts(self.fit, self._draws, self._col)
+        divergences = nuts.divergences
         info: dict[str, Any] = {
             "weight_ess_mean": float(np.mean(per_draw)),
             "weight_ess_overall": float(W.ess(pooled)),
@@ -403,6 +405,7 @@ class PseudoExtendedFit:
             "beta_mean": float(np.mean(beta)),
             "beta_quantiles": tuple(float(q) for q in np.quantile(beta, [0.05, 0.5, 0.95])),
             "divergences": divergences,
+            "max_treedepth_hits": nuts.max_treedepth_hits,
         }
         msgs: list[str] = []
         n = self.n_pseudo
@@ -423,6 +426,9 @@ class PseudoExtendedFit:
         if divergences:
             msgs.append(f"{divergences} divergent transitions: increase adapt_delta or use "
                         "temper='likelihood' (tempered heavy-tailed priors are hard to sample).")
+        deeper = treedepth_advice(nuts)
+        if deeper:
+            msgs.append(deeper)
         info["messages"] = msgs
         if warn:
             for m in msgs:

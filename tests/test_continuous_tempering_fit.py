@@ -72,7 +72,7 @@ def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1
     frame = {"x": x, "pemc_u": logit(beta), "pemc_beta": beta, "pemc_z[1]": x,
              "pemc_log_jacobian": np.zeros(n), "pemc_log_gamma": log_gamma,
              "pemc_log_base": log_base, "pemc_delta": log_zeta + log_base - log_gamma,
-             "divergent__": np.zeros(n)}
+             "divergent__": np.zeros(n), "treedepth__": np.full(n, 3.0)}
     result = transform_continuous_tempering(PROGRAM)
     base = BaseDensity(np.zeros(1), np.eye(1))
     return ContinuousTemperingFit(_FakeFit(frame, chains), result, log_zeta, base=base,
@@ -115,6 +115,19 @@ def test_resampled_parameters_keep_chains_and_follow_w1() -> None:
         assert np.all(np.diff(fit.resample_index()[c]) >= 0)
     assert abs(res["x"].mean() - M) < 5 * S / math.sqrt(1000)
     assert abs(res["x"].std() - S) < 0.05
+
+
+def test_diagnostics_count_transitions_at_max_treedepth() -> None:
+    from types import SimpleNamespace
+
+    fit = _fit(LOG_Z)
+    fit.fit.metadata = SimpleNamespace(cmdstan_config={"max_depth": 10})
+    assert fit.diagnostics(warn=False)["max_treedepth_hits"] == 0
+    fit._draws[:200, :, fit._col["treedepth__"]] = 10  # 800 of 8000 transitions
+    with pytest.warns(ContinuousTemperingDiagnosticWarning, match="800 of 8000 transitions"):
+        info = fit.diagnostics(warn=True)
+    assert info["max_treedepth_hits"] == 800
+    assert any("max_treedepth=12" in m for m in info["messages"])
 
 
 def test_round_trips() -> None:

@@ -29,13 +29,16 @@ class _FakeFit:
         return self._draws
 
 
-def _fake(n_chains: int = 2, n_draws: int = 50, seed: int = 0) -> tuple[PseudoExtendedFit, dict]:
+def _fake(n_chains: int = 2, n_draws: int = 50, seed: int = 0,
+          nuts_columns: bool = False) -> tuple[PseudoExtendedFit, dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
         res = transform_result(CODE, n_pseudo=2, beta_prior=(2, 2))
     cols = ["lp__", "tau[1]", "tau[2]", "pemc_x_1", "pemc_x_2", "v[1,1]", "v[2,1]", "v[1,2]",
             "v[2,2]", "pemc_beta[1]", "pemc_beta[2]", "pemc_log_weight[1]",
             "pemc_log_weight[2]", "pemc_log_gamma[1]", "pemc_log_gamma[2]"]
+    if nuts_columns:
+        cols += ["treedepth__", "divergent__"]
     rng = np.random.default_rng(seed)
     arr = rng.normal(size=(n_draws, n_chains, len(cols)))
     c = {name: i for i, name in enumerate(cols)}
@@ -89,6 +92,28 @@ def test_expectation_is_mean_of_per_draw_weighted_estimates() -> None:
     assert est.mcse > 0 and est.ess > 1
     info = fit.diagnostics(warn=False)
     assert set(info) >= {"weight_ess_mean", "max_weight_share", "beta_quantiles", "messages"}
+
+
+def test_diagnostics_advise_a_deeper_tree_when_trajectories_are_cut() -> None:
+    from types import SimpleNamespace
+
+    from pemc_stan.pseudo_extended_fit import PseudoExtendedDiagnosticWarning
+
+    fit, c = _fake(n_draws=100, nuts_columns=True)
+    fit._draws[:, :, c["treedepth__"]] = 5
+    fit._draws[:, :, c["divergent__"]] = 0
+    info = fit.diagnostics(warn=False)  # no recorded max_depth: nothing counted
+    assert info["max_treedepth_hits"] == 0
+    assert not any("max_treedepth" in m for m in info["messages"])
+    fit.fit.metadata = SimpleNamespace(cmdstan_config={"max_depth": 10})
+    fit._draws[:3, 0, c["treedepth__"]] = 10  # 3 of 200 transitions: 1.5%
+    with pytest.warns(PseudoExtendedDiagnosticWarning, match="max_treedepth=12"):
+        info = fit.diagnostics(warn=True)
+    assert info["max_treedepth_hits"] == 3 and info["divergences"] == 0
+    fit._draws[1:3, 0, c["treedepth__"]] = 9  # 1 of 200: under the 1% threshold
+    info = fit.diagnostics(warn=False)
+    assert info["max_treedepth_hits"] == 1
+    assert not any("max_treedepth" in m for m in info["messages"])
 
 
 def test_mixture_expectation_pools_all_pseudo_samples() -> None:
