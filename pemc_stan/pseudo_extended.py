@@ -231,8 +231,8 @@ class PseudoExtendedOptions:
         arrays of them) with no constraint or ``lower``/``upper`` bounds that
         do not depend on other parameters.  On the 20-Gaussian mixture
         (scenario (a)) ``0.5`` lowered the Monte-Carlo error per iteration by
-        about 18% at N = 2 (pilots, where warm-up succeeded) and 7-15% at
-        N = 10 (eight 50,000-iteration benchmark seeds, none failed), for 1.3
+        about 18% at N = 2 (pilots, where warm-up succeeded) and 8-15% at
+        N = 10 (ten 50,000-iteration benchmark seeds, none failed), for 1.3
         and 1.8 times the gradient evaluations: fewer iterations for the same
         error, but more gradients.  At N = 2 warm-up ended with a too large
         step size (divergences, doubled error) in 4 of 18 runs against 1 of 12
