@@ -9,6 +9,7 @@ and handed to the fit object through a stand-in for cmdstanpy's fit.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -118,8 +119,6 @@ def test_resampled_parameters_keep_chains_and_follow_w1() -> None:
 
 
 def test_diagnostics_count_transitions_at_max_treedepth() -> None:
-    from types import SimpleNamespace
-
     fit = _fit(LOG_Z)
     fit.fit.metadata = SimpleNamespace(cmdstan_config={"max_depth": 10})
     assert fit.diagnostics(warn=False)["max_treedepth_hits"] == 0

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from pemc_stan.pseudo_extended import PseudoExtendedWarning
-from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
+from pemc_stan.pseudo_extended_fit import PseudoExtendedDiagnosticWarning, PseudoExtendedFit
 from pemc_stan.transform import transform_result
 
 CODE = """
@@ -95,10 +96,6 @@ def test_expectation_is_mean_of_per_draw_weighted_estimates() -> None:
 
 
 def test_diagnostics_advise_a_deeper_tree_when_trajectories_are_cut() -> None:
-    from types import SimpleNamespace
-
-    from pemc_stan.pseudo_extended_fit import PseudoExtendedDiagnosticWarning
-
     fit, c = _fake(n_draws=100, nuts_columns=True)
     fit._draws[:, :, c["treedepth__"]] = 5
     fit._draws[:, :, c["divergent__"]] = 0
