@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pemc_stan import runtime
-from pemc_stan.compile import compile_model
-from pemc_stan.sampling import PseudoExtendedModel
+from pemc_stan.backend import runtime
+from pemc_stan.backend.compile import compile_model
+from pemc_stan.pipeline import PseudoExtendedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "models" / "gaussian_mixture_20"

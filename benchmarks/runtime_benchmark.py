@@ -20,7 +20,7 @@ from pathlib import Path
 import cmdstanpy
 import numpy as np
 
-from pemc_stan import runtime
+from pemc_stan.backend import runtime
 
 MODEL = Path(__file__).resolve().parent.parent / "models" / "normal_normal"
 

@@ -15,8 +15,8 @@ from typing import Any
 import cmdstanpy
 import pytest
 
-from pemc_stan import runtime
-from pemc_stan.compile import compile_model
+from pemc_stan.backend import runtime
+from pemc_stan.backend.compile import compile_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,11 +1,11 @@
-"""Unit tests of :mod:`pemc_stan.analysis` (no C++ compilation, no stanc)."""
+"""Unit tests of :mod:`pemc_stan.stan.analysis` (no C++ compilation, no stanc)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pemc_stan import ast
-from pemc_stan.analysis import (
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import (
     ReservedPrefixError,
     analyse,
     build_symbol_table,
@@ -13,7 +13,7 @@ from pemc_stan.analysis import (
     suffix_kind,
 )
 from pemc_stan.errors import UnsupportedConstructError
-from pemc_stan.parser import parse
+from pemc_stan.stan.parser import parse
 
 PROGRAM = """
 functions {
@@ -207,7 +207,7 @@ model {
 
 
 def parse_expr(text: str) -> ast.Expr:
-    from pemc_stan.parser import parse_expression
+    from pemc_stan.stan.parser import parse_expression
 
     return parse_expression(text)
 

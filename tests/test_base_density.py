@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pemc_stan.base_density import (
+from pemc_stan.methods.continuous_tempering.base_density import (
     BaseDensity,
     UnsupportedBaseError,
     base_coordinates,
     extract_variable,
     moment_match,
 )
-from pemc_stan.parser import parse
+from pemc_stan.stan.parser import parse
 
 PROGRAM = """
 data { int K; real lo; }

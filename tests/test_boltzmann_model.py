@@ -204,9 +204,9 @@ def test_shipped_files_are_consistent() -> None:
 def test_stan_density_matches_numpy(
     compiled: Callable[..., cmdstanpy.CmdStanModel], tmp_path: Path,
 ) -> None:
-    from pemc_stan.logdensity import add_log_density_functions, log_density_functions
-    from pemc_stan.parser import parse
-    from pemc_stan.printer import print_program
+    from pemc_stan.stan.logdensity import add_log_density_functions, log_density_functions
+    from pemc_stan.stan.parser import parse
+    from pemc_stan.stan.printer import print_program
 
     text = gen.STAN_FILE.read_text()
     program = parse(text, "boltzmann_machine.stan")

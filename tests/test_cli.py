@@ -108,8 +108,8 @@ def test_runtime_with_bad_cmdstan_path(tmp_path: Path) -> None:
 
 
 def test_transform_prints_readable_pseudo_extended_program() -> None:
-    from pemc_stan.parser import parse
-    from pemc_stan.transform import transform
+    from pemc_stan.stan.parser import parse
+    from pemc_stan.methods.registry import transform
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pseudo-extended", "--n-pseudo", "5")
     assert proc.returncode == ExitCode.OK, proc.stderr
@@ -122,7 +122,7 @@ def test_transform_prints_readable_pseudo_extended_program() -> None:
 
 
 def test_transform_noncentring_flag() -> None:
-    from pemc_stan.transform import transform
+    from pemc_stan.methods.registry import transform
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "3",
                    "--beta-min", "0.01", "--noncentring", "0.5")
@@ -294,7 +294,7 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
 def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installation: object,
                                                                 tmp_path: Path) -> None:
     """CT through the CLI: log Z against the exact evidence, then the evidence command."""
-    pytest.importorskip("pemc_stan.continuous_tempering_fit")
+    pytest.importorskip("pemc_stan.methods.continuous_tempering.fit")
     out = tmp_path / "ct"
     proc = run_cli("sample", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "ct",
                    "--chains", "2", "--iter-warmup", "400", "--iter-sampling", "600",

@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pemc_stan import ast
-from pemc_stan.constraints import (
+from pemc_stan.stan import ast
+from pemc_stan.stan.constraints import (
     ParameterTransform,
     evaluate_data_expression,
     parameter_space,
 )
 from pemc_stan.errors import UnsupportedConstructError
-from pemc_stan.parser import parse
+from pemc_stan.stan.parser import parse
 
 CASES: list[tuple[str, ParameterTransform]] = [
     ("real", ParameterTransform("a", "real", (), ())),

@@ -17,9 +17,9 @@ import pytest
 from scipy.special import logit
 from scipy.stats import norm
 
-from pemc_stan.base_density import BaseDensity
-from pemc_stan.continuous_tempering import transform_continuous_tempering
-from pemc_stan.continuous_tempering_fit import (
+from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
+from pemc_stan.methods.continuous_tempering.transform import transform_continuous_tempering
+from pemc_stan.methods.continuous_tempering.fit import (
     ContinuousTemperingDiagnosticWarning,
     ContinuousTemperingFit,
 )

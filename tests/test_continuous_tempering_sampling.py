@@ -20,9 +20,9 @@ import pytest
 from scipy.special import gammaln
 
 import pemc_stan
-from pemc_stan.base_density import extract_variable
-from pemc_stan.compile import compile_model
-from pemc_stan.continuous_tempering_fit import ContinuousTemperingFit
+from pemc_stan.methods.continuous_tempering.base_density import extract_variable
+from pemc_stan.backend.compile import compile_model
+from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 
 pytestmark = pytest.mark.compiled
 

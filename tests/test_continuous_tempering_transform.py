@@ -15,19 +15,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pemc_stan import sampling, transform
-from pemc_stan.analysis import ReservedPrefixError
-from pemc_stan.base_density import BaseDensity, UnsupportedBaseError
-from pemc_stan.continuous_tempering import (
+from pemc_stan import transform
+
+from pemc_stan import pipeline as sampling
+from pemc_stan.stan.analysis import ReservedPrefixError
+from pemc_stan.methods.continuous_tempering.base_density import BaseDensity, UnsupportedBaseError
+from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingOptions,
     ContinuousTemperingResult,
     ContinuousTemperingWarning,
     transform_continuous_tempering,
 )
 from pemc_stan.errors import StanProgramError
-from pemc_stan.parser import parse
-from pemc_stan.stanc import check_with_stanc
-from pemc_stan.transform import transform_result
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.stanc import check_with_stanc
+from pemc_stan.methods.registry import transform_result
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "stan_corpus"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pemc_stan import ast
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program
-from pemc_stan.stanc import canonical
+from pemc_stan.stan import ast
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program
+from pemc_stan.stan.stanc import canonical
 
 CORPUS = Path(__file__).resolve().parent / "stan_corpus"
 PROGRAMS = sorted(CORPUS.glob("*.stan"))

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pemc_stan.marginal_likelihood import bayes_factor, compare_methods, evidence
-from pemc_stan.evidence_estimators import EvidenceEstimate
+from pemc_stan.evidence.api import bayes_factor, compare_methods, evidence
+from pemc_stan.evidence.estimators import EvidenceEstimate
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -69,7 +69,7 @@ def check_calibration(label: str, estimates: list[EvidenceEstimate], exact: floa
 @cache
 def _nuts_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
     """Bridge and Student-t PSIS on the same 10 independent NUTS runs (one per seed)."""
-    from pemc_stan.compile import compile_model
+    from pemc_stan.backend.compile import compile_model
 
     stan, data, _ = CASES[case]
     model = compile_model(stan, name=case)
@@ -119,7 +119,7 @@ def test_psis_pathfinder_is_exact_for_a_gaussian_posterior(compiled: Any) -> Non
 
 def _ct_available() -> bool:
     try:
-        import pemc_stan.continuous_tempering_fit  # noqa: F401
+        import pemc_stan.methods.continuous_tempering.fit  # noqa: F401
     except ImportError:
         return False
     return True
@@ -159,7 +159,7 @@ def test_bridge_seed_on_fits_is_reproducible_and_not_the_fit_seed() -> None:
     # The fit resamples with default_rng(seed); the bridge must not draw its proposal from a
     # generator with that same seed (dependent streams made the CT-fit estimates spread 0.29
     # times their SE on normal_normal, failing the calibration test above)
-    from pemc_stan.marginal_likelihood import _bridge_seed
+    from pemc_stan.evidence.api import _bridge_seed
 
     assert _bridge_seed(None) is None
     seeds = [_bridge_seed(s) for s in range(1, 11)]

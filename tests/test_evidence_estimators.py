@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from pemc_stan.evidence_estimators import (
+from pemc_stan.evidence.estimators import (
     EvidenceEstimate,
     bayes_factor,
     bridge_sampling,
@@ -308,7 +308,7 @@ def test_bridge_sampling_repeated_runs_calibrated() -> None:
 
 # ------------------------------------------------------------------ pemc_stan.evidence (no compile)
 
-from pemc_stan.marginal_likelihood import (  # noqa: E402
+from pemc_stan.evidence.api import (  # noqa: E402
     EvidenceDisagreementWarning,
     EvidenceOptions,
     _chain_arrays_from_frame,
@@ -328,7 +328,7 @@ generated quantities { real y_rep = normal_rng(mu, sigma); }
 
 
 def test_density_program_outputs_the_full_log_density() -> None:
-    from pemc_stan.parser import parse
+    from pemc_stan.stan.parser import parse
 
     code = density_program(PROGRAM)
     prog = parse(code)  # valid Stan (stanc accepts it)

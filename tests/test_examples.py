@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pemc_stan import examples
-from pemc_stan.parser import parse
+from pemc_stan.stan.parser import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 

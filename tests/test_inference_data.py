@@ -16,10 +16,10 @@ import arviz as az
 import numpy as np
 import pytest
 
-from pemc_stan.inference_data import EXTENDED_GROUP, from_pemc_stan, to_inference_data
-from pemc_stan.pseudo_extended import PseudoExtendedWarning
-from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
-from pemc_stan.transform import transform_result
+from pemc_stan.output.inference_data import EXTENDED_GROUP, from_pemc_stan, to_inference_data
+from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedWarning
+from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
+from pemc_stan.methods.registry import transform_result
 
 CODE = """
 data { int<lower=1> K; vector[K] y; real<lower=0> s; }
@@ -74,8 +74,8 @@ class FakeCTFit:
     def __init__(self, n_chains: int = 2, n_draws: int = 50, seed: int = 0) -> None:
         import pandas as pd
 
-        from pemc_stan.continuous_tempering import ContinuousTemperingOptions
-        from pemc_stan.evidence_estimators import EvidenceEstimate
+        from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingOptions
+        from pemc_stan.evidence.estimators import EvidenceEstimate
 
         rng = np.random.default_rng(seed)
         self.result = type("R", (), {"original_code": CODE,
@@ -178,7 +178,7 @@ def test_sample_stats_hold_nuts_statistics_weights_and_beta() -> None:
 
 
 def test_attributes_record_method_options_and_evidence() -> None:
-    from pemc_stan.evidence_estimators import EvidenceEstimate
+    from pemc_stan.evidence.estimators import EvidenceEstimate
 
     fit = fake_pe_fit()
     estimate = EvidenceEstimate(log_z=-4.25, std_error=0.125, method="bridge")
@@ -339,7 +339,7 @@ def test_posterior_has_transformed_parameters(cmdstan_installation: object) -> N
 @pytest.mark.compiled
 def test_continuous_tempering_fit_to_inference_data(cmdstan_installation: object,
                                                     tmp_path: Path) -> None:
-    ct = pytest.importorskip("pemc_stan.continuous_tempering_fit",
+    ct = pytest.importorskip("pemc_stan.methods.continuous_tempering.fit",
                              reason="continuous tempering fit not available yet")
     import pemc_stan
 

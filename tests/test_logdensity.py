@@ -1,4 +1,4 @@
-"""Unit tests of :mod:`pemc_stan.logdensity` (stanc only, no C++ compilation)."""
+"""Unit tests of :mod:`pemc_stan.stan.logdensity` (stanc only, no C++ compilation)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from pemc_stan import ast
-from pemc_stan.analysis import ReservedPrefixError
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import ReservedPrefixError
 from pemc_stan.errors import UnsupportedConstructError
-from pemc_stan.logdensity import add_log_density_functions, log_density_functions
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program, print_stmt
-from pemc_stan.stanc import check_with_stanc
+from pemc_stan.stan.logdensity import add_log_density_functions, log_density_functions
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program, print_stmt
+from pemc_stan.stan.stanc import check_with_stanc
 
 CORPUS = Path(__file__).resolve().parent / "stan_corpus"
 

@@ -27,10 +27,10 @@ import cmdstanpy
 import numpy as np
 import pytest
 
-from pemc_stan import ast
-from pemc_stan.logdensity import add_log_density_functions, log_density_functions
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program
+from pemc_stan.stan import ast
+from pemc_stan.stan.logdensity import add_log_density_functions, log_density_functions
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program
 
 pytestmark = pytest.mark.compiled
 

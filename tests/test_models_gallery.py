@@ -30,9 +30,9 @@ import numpy as np
 import pytest
 
 import pemc_stan
-from pemc_stan import ast
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program
+from pemc_stan.stan import ast
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

@@ -26,10 +26,10 @@ CELL_TIMEOUT = 900  # seconds; the small settings need far less
 
 def _missing_ct() -> str | None:
     try:
-        from pemc_stan import sampling
-        from pemc_stan.continuous_tempering_fit import ContinuousTemperingFit  # noqa: F401
+        from pemc_stan import pipeline as sampling
+        from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit  # noqa: F401
     except ImportError as exc:
-        return f"pemc_stan.continuous_tempering_fit.ContinuousTemperingFit ({exc})"
+        return f"pemc_stan.methods.continuous_tempering.fit.ContinuousTemperingFit ({exc})"
     params = inspect.signature(sampling.sample).parameters
     if not {"log_zeta", "bootstrap_rounds"} <= set(params):
         return "pemc_stan.sample(..., method='ct', log_zeta=..., bootstrap_rounds=...)"
@@ -37,12 +37,12 @@ def _missing_ct() -> str | None:
 
 
 def _missing_inference_data() -> str | None:
-    from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
+    from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 
     try:
-        import pemc_stan.inference_data  # noqa: F401
+        import pemc_stan.output.inference_data  # noqa: F401
     except ImportError as exc:
-        return f"pemc_stan.inference_data ({exc})"
+        return f"pemc_stan.output.inference_data ({exc})"
     if not hasattr(PseudoExtendedFit, "to_inference_data"):
         return "PseudoExtendedFit.to_inference_data"
     return None

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pemc_stan.nuts_diagnostics import (
+from pemc_stan.output.diagnostics import (
     TREEDEPTH_WARN_SHARE,
     TransitionCounts,
     transition_counts,

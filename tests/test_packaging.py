@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 
-from pemc_stan import runtime
+from pemc_stan.backend import runtime
 
 
 def test_stan_templates_ship_as_a_package() -> None:
@@ -13,15 +13,14 @@ def test_stan_templates_ship_as_a_package() -> None:
 
 
 def test_cpp_sources_and_makefile_ship() -> None:
-    compat = importlib.resources.files("pemc_stan.cmdstan_compat")
+    compat = importlib.resources.files("pemc_stan.backend.cmdstan_compat")
     for name in ("makefile.in", "driver.cpp", "stansummary.cpp", "diagnose.cpp", "csv_tools.hpp"):
         assert compat.joinpath(name).is_file(), name
 
 
 def test_grammar_and_type_marker_ship() -> None:
-    package = importlib.resources.files("pemc_stan")
-    assert package.joinpath("stan.lark").is_file()
-    assert package.joinpath("py.typed").is_file()
+    assert importlib.resources.files("pemc_stan.stan").joinpath("stan.lark").is_file()
+    assert importlib.resources.files("pemc_stan").joinpath("py.typed").is_file()
 
 
 def test_build_ingredients_cover_every_cpp_source() -> None:

@@ -1,4 +1,4 @@
-"""Unit tests of the parser (``pemc_stan.parser``) and the AST helpers."""
+"""Unit tests of the parser (``pemc_stan.stan.parser``) and the AST helpers."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
-from pemc_stan.parser import parse, parse_expression, parse_statement
+from pemc_stan.stan.parser import parse, parse_expression, parse_statement
 
 
 def sx(node: ast.Node | None) -> str:
@@ -428,9 +428,9 @@ def test_include_is_unsupported() -> None:
 
 def test_gap_in_grammar_is_reported_as_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
     """When stanc accepted a program our grammar rejects, the error says so."""
-    import pemc_stan.stanc
+    import pemc_stan.stan.stanc
 
-    monkeypatch.setattr(pemc_stan.stanc, "check_with_stanc", lambda text, filename: None)
+    monkeypatch.setattr(pemc_stan.stan.stanc, "check_with_stanc", lambda text, filename: None)
     with pytest.raises(UnsupportedConstructError) as info:
         parse("model {\n  real x = 1 @ 2;\n}\n", "m.stan")
     assert (info.value.line, info.value.column) == (2, 13)

@@ -1,4 +1,4 @@
-"""pemc_stan.plots on synthetic fits (Agg backend, no compilation).
+"""pemc_stan.output.plots on synthetic fits (Agg backend, no compilation).
 
 Each plot is checked for what it draws: the histogram of beta integrates the
 draws, the scatter of extended draws has one point per (draw, pseudo-sample)
@@ -18,11 +18,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from pemc_stan import plots  # noqa: E402
-from pemc_stan.inference_data import to_inference_data  # noqa: E402
-from pemc_stan.pseudo_extended import PseudoExtendedWarning  # noqa: E402
-from pemc_stan.pseudo_extended_fit import PseudoExtendedFit  # noqa: E402
-from pemc_stan.transform import transform_result  # noqa: E402
+from pemc_stan.output import plots  # noqa: E402
+from pemc_stan.output.inference_data import to_inference_data  # noqa: E402
+from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedWarning  # noqa: E402
+from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit  # noqa: E402
+from pemc_stan.methods.registry import transform_result  # noqa: E402
 
 CODE = """
 parameters { real x; vector[2] v; }

@@ -1,4 +1,4 @@
-"""Unit tests of the printer (``pemc_stan.printer``)."""
+"""Unit tests of the printer (``pemc_stan.stan.printer``)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from pemc_stan import ast
-from pemc_stan.parser import parse, parse_expression, parse_statement
-from pemc_stan.printer import print_expr, print_program, print_stmt, print_type
-from pemc_stan.stanc import canonical
+from pemc_stan.stan import ast
+from pemc_stan.stan.parser import parse, parse_expression, parse_statement
+from pemc_stan.stan.printer import print_expr, print_program, print_stmt, print_type
+from pemc_stan.stan.stanc import canonical
 
 a, b, c, v = (ast.Variable(n) for n in "abcv")
 one, two = ast.IntLit("1"), ast.IntLit("2")

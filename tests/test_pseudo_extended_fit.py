@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pemc_stan.pseudo_extended import PseudoExtendedWarning
-from pemc_stan.pseudo_extended_fit import PseudoExtendedDiagnosticWarning, PseudoExtendedFit
-from pemc_stan.transform import transform_result
+from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedWarning
+from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedDiagnosticWarning, PseudoExtendedFit
+from pemc_stan.methods.registry import transform_result
 
 CODE = """
 parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; vector[2] v; }
@@ -114,7 +114,7 @@ def test_diagnostics_advise_a_deeper_tree_when_trajectories_are_cut() -> None:
 
 
 def test_mixture_expectation_pools_all_pseudo_samples() -> None:
-    from pemc_stan.weights import mixture_mean
+    from pemc_stan.evidence.weights import mixture_mean
 
     fit, _ = _fake()
     est = fit.expectation("tau", estimator="mixture")
@@ -131,7 +131,7 @@ def test_mixture_expectation_pools_all_pseudo_samples() -> None:
 
 
 def test_mode_aware_pilot_combines_paths() -> None:
-    from pemc_stan.sampling import _mode_aware_log_z
+    from pemc_stan.pipeline import _mode_aware_log_z
 
     rng = np.random.default_rng(0)
     names = ["lp_approx__", "lp__", "x"]

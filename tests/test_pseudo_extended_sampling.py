@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pemc_stan.sampling import PseudoExtendedModel
-from pemc_stan.weights import chain_ess
+from pemc_stan.pipeline import PseudoExtendedModel
+from pemc_stan.evidence.weights import chain_ess
 
 pytestmark = pytest.mark.compiled
 

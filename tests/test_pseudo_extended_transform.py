@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 
 from pemc_stan import transform
-from pemc_stan.analysis import ReservedPrefixError
+from pemc_stan.stan.analysis import ReservedPrefixError
 from pemc_stan.errors import StanProgramError
-from pemc_stan.parser import parse
-from pemc_stan.pseudo_extended import (
+from pemc_stan.stan.parser import parse
+from pemc_stan.methods.pseudo_extended.transform import (
     PseudoExtendedOptions,
     PseudoExtendedWarning,
     transform_pseudo_extended,
 )
-from pemc_stan.stanc import check_with_stanc
-from pemc_stan.transform import transform_result
+from pemc_stan.stan.stanc import check_with_stanc
+from pemc_stan.methods.registry import transform_result
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::pemc_stan.pseudo_extended.PseudoExtendedWarning")
+    "ignore::pemc_stan.methods.pseudo_extended.transform.PseudoExtendedWarning")
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "stan_corpus"
@@ -102,7 +102,7 @@ def test_no_parameters_rejected() -> None:
 
 
 def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pemc_stan.sampling as sampling
+    import pemc_stan.pipeline as sampling
 
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("compile_model must not be called")

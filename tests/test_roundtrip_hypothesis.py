@@ -15,9 +15,9 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pemc_stan import ast
-from pemc_stan.parser import parse, parse_expression, parse_statement
-from pemc_stan.printer import print_expr, print_program, print_stmt
+from pemc_stan.stan import ast
+from pemc_stan.stan.parser import parse, parse_expression, parse_statement
+from pemc_stan.stan.printer import print_expr, print_program, print_stmt
 
 SETTINGS = settings(
     max_examples=150,
@@ -217,7 +217,7 @@ simple_statements: st.SearchStrategy[ast.Stmt] = st.one_of(
 
 def _undangle(stmt: ast.If) -> ast.If:
     """Braces an ``if`` without ``else`` under an ``if`` with ``else`` (as the printer does)."""
-    from pemc_stan.printer import _dangles
+    from pemc_stan.stan.printer import _dangles
 
     if stmt.otherwise is not None and _dangles(stmt.then):
         return dataclasses.replace(stmt, then=ast.Block((stmt.then,)))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pemc_stan import runtime
+from pemc_stan.backend import runtime
 
 
 def _fake_cmdstan(path: Path, version: str = "2.36.0") -> Path:

@@ -1,4 +1,4 @@
-"""Tests of ``pemc_stan.stanc``: errors come with stanc's own message and location.
+"""Tests of ``pemc_stan.stan.stanc``: errors come with stanc's own message and location.
 
 Also a differential test of the grammar against stanc's own parser: random
 expressions are printed, parsed by stanc (``--debug-ast``, before type
@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 from pemc_stan.errors import (
     StanProgramError,
     StanSemanticError,
     StanSyntaxError,
 )
-from pemc_stan.parser import parse, parse_expression
-from pemc_stan.printer import print_expr, print_program
-from pemc_stan.stanc import canonical, check_with_stanc, run_stanc, stanc_info
+from pemc_stan.stan.parser import parse, parse_expression
+from pemc_stan.stan.printer import print_expr, print_program
+from pemc_stan.stan.stanc import canonical, check_with_stanc, run_stanc, stanc_info
 
 GOOD = """data {
   int<lower=0> N;

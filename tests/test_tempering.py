@@ -1,4 +1,4 @@
-"""Tests for pemc_stan.tempering (CT eqs 14-22), against mpmath and exact CT draws."""
+"""Tests for pemc_stan.methods.continuous_tempering.tempering (CT eqs 14-22), against mpmath and exact CT draws."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from scipy.integrate import quad
 from scipy.stats import norm
 
-from pemc_stan.tempering import (
+from pemc_stan.methods.continuous_tempering.tempering import (
     as_chains,
     beta_of_u,
     ct_thermodynamic_integration,

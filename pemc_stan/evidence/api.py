@@ -1,7 +1,7 @@
 """Normalising-constant (evidence) estimates for Stan models and fits: ``pemc_stan.evidence()``.
 
 :func:`evidence` runs what an estimator needs and returns an
-:class:`~pemc_stan.evidence_estimators.EvidenceEstimate` of
+:class:`~pemc_stan.evidence.estimators.EvidenceEstimate` of
 ``log Z = log integral gamma(x) dx``, where ``gamma`` is the model's density
 with **all constants** (every ``~`` as its full ``_lpdf``/``_lpmf``), so for a
 proper prior ``Z`` is the marginal likelihood ``p(y)``.
@@ -9,18 +9,18 @@ proper prior ``Z`` is the marginal likelihood ``p(y)``.
 Methods
 -------
 ``"bridge"``
-    Meng & Wong's optimal bridge (:func:`~pemc_stan.evidence_estimators.bridge_sampling`)
+    Meng & Wong's optimal bridge (:func:`~pemc_stan.evidence.estimators.bridge_sampling`)
     between the posterior draws and a multivariate normal fitted to half of
-    them on Stan's unconstrained scale (:mod:`pemc_stan.constraints`), with
+    them on Stan's unconstrained scale (:mod:`pemc_stan.stan.constraints`), with
     Fruehwirth-Schnatter's relative-MSE error.  Draws come from plain NUTS (a
     model, or a ``CmdStanMCMC`` fit of the unchanged program), from a
-    :class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit` (its resampled
+    :class:`~pemc_stan.methods.pseudo_extended.fit.PseudoExtendedFit` (its resampled
     draws) or from a continuously tempered fit (its resampled draws).
 ``"is"``
     Pareto-smoothed importance sampling with i.i.d. draws from the Gaussian
     approximation of a single-path Pathfinder run (``proposal="pathfinder"``);
     CmdStan writes ``lp__`` with every constant and Jacobian and the
-    normalised ``lp_approx__`` (see :mod:`pemc_stan.sampling`), so
+    normalised ``lp_approx__`` (see :mod:`pemc_stan.pipeline`), so
     ``log w = lp__ - lp_approx__``.
 ``"ct"`` / ``"ti"``
     From a continuously tempered fit: the Rao-Blackwellised ratio of eq. 20
@@ -31,7 +31,7 @@ How ``gamma`` is evaluated at arbitrary points
 ----------------------------------------------
 ``CmdStanModel.log_prob`` drops constants, so a *density program* is built
 from the user's program with the front end: its functions block gets the
-generated ``pemc_log_density`` (:mod:`pemc_stan.logdensity`), the
+generated ``pemc_log_density`` (:mod:`pemc_stan.stan.logdensity`), the
 transformed parameters and model blocks are dropped and the generated
 quantities block becomes ``real pemc_log_density = pemc_log_density(...);``.
 Constrained draws are written as a Stan CSV and evaluated by CmdStan's
@@ -62,10 +62,10 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import multivariate_t
 
-from pemc_stan import ast
-from pemc_stan.compile import compile_model
-from pemc_stan.constraints import ParameterSpace, parameter_space
-from pemc_stan.evidence_estimators import (
+from pemc_stan.stan import ast
+from pemc_stan.backend.compile import compile_model
+from pemc_stan.stan.constraints import ParameterSpace, parameter_space
+from pemc_stan.evidence.estimators import (
     Comparison,
     EvidenceEstimate,
     LogBayesFactor,
@@ -73,10 +73,10 @@ from pemc_stan.evidence_estimators import (
     compare,
     importance_sampling,
 )
-from pemc_stan.evidence_estimators import bayes_factor as _bayes_factor
-from pemc_stan.logdensity import log_density_functions
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program
+from pemc_stan.evidence.estimators import bayes_factor as _bayes_factor
+from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program
 
 logger = logging.getLogger(__name__)
 
@@ -189,8 +189,8 @@ def density_program(program: str | ast.Program, filename: str = "<string>") -> s
 
     Raises
     ------
-    pemc_stan.analysis.ReservedPrefixError, UnsupportedConstructError
-        As :func:`pemc_stan.logdensity.log_density_functions`.
+    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
+        As :func:`pemc_stan.stan.logdensity.log_density_functions`.
     """
     prog = parse(program, filename) if isinstance(program, str) else program
     fns = log_density_functions(prog, filename)
@@ -254,7 +254,7 @@ class DensityEvaluator:
 
     Raises
     ------
-    pemc_stan.analysis.ReservedPrefixError, UnsupportedConstructError
+    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
         If the program cannot be rewritten.
     """
 
@@ -459,13 +459,13 @@ def bridge_from_draws(program: str, data: Mapping[str, Any] | None,
     evaluator : DensityEvaluator, optional
         Reuse an existing evaluator (and its compiled model).
     warp : bool
-        Warp-3 bridge (see :func:`~pemc_stan.evidence_estimators.bridge_sampling`).
+        Warp-3 bridge (see :func:`~pemc_stan.evidence.estimators.bridge_sampling`).
 
     Returns
     -------
     EvidenceEstimate
         ``method="bridge_sampling"`` (or ``"bridge_sampling_warp3"``); diagnostics as
-        :func:`~pemc_stan.evidence_estimators.bridge_sampling` plus
+        :func:`~pemc_stan.evidence.estimators.bridge_sampling` plus
         ``n_invalid_proposals``.
 
     Raises
@@ -556,7 +556,7 @@ def importance_from_draws(program: str, data: Mapping[str, Any] | None,
     ``n_draws`` i.i.d. draws from ``g`` are weighted by
     ``gamma(c(u)) |J(u)| / g(u)`` and Pareto-smoothed.  Given the fitted
     proposal the estimate uses only the fresh i.i.d. draws, so its SE is the
-    i.i.d. formula of :func:`~pemc_stan.evidence_estimators.importance_sampling`.
+    i.i.d. formula of :func:`~pemc_stan.evidence.estimators.importance_sampling`.
 
     Parameters
     ----------
@@ -703,7 +703,7 @@ def evidence(
         ``cmdstanpy.CmdStanMCMC`` fit of the unchanged program (give
         ``program`` unless the fit was compiled by pemc-stan, whose cache
         keeps the program next to the executable, and ``data``); a
-        :class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit`; or a
+        :class:`~pemc_stan.methods.pseudo_extended.fit.PseudoExtendedFit`; or a
         continuously tempered fit.
     data : mapping or path, optional
         The model's data (taken from the fit when it has it).
@@ -781,7 +781,7 @@ def evidence(
     prog_text, name = _program_source(model_or_fit)
     d = _load_data(data)
     if m in ("ct", "ti"):
-        from pemc_stan.sampling import sample
+        from pemc_stan.pipeline import sample
 
         ct_fit = sample(model_or_fit, data=d or None, method="ct", chains=chains,
                         iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
@@ -888,7 +888,7 @@ def _from_ct_fit(fit: Any, m: str, opts: EvidenceOptions, out_dir: Path | None
     if m == "ct":
         return _tag(fit.log_z(), "continuous_tempering")
     if m == "ti":
-        from pemc_stan.tempering import ct_thermodynamic_integration
+        from pemc_stan.methods.continuous_tempering.tempering import ct_thermodynamic_integration
 
         return _tag(ct_thermodynamic_integration(fit.delta(), float(fit.log_zeta),
                                                  n_grid=opts.ti_grid), "continuous_tempering")

@@ -6,7 +6,7 @@ pemc-stan never second-guesses stanc: a program is first checked by stanc
 ``--info``.
 
 Every function writes the text to a file in a fresh temporary directory and
-runs the stanc of :func:`pemc_stan.runtime.stanc_path` on it with
+runs the stanc of :func:`pemc_stan.backend.runtime.stanc_path` on it with
 ``--filename-in-msg`` so messages name the caller's ``filename``.
 """
 
@@ -70,10 +70,10 @@ def run_stanc(
     ------
     StancError
         If stanc cannot be started or times out.
-    pemc_stan.runtime.CmdStanNotFoundError
+    pemc_stan.backend.runtime.CmdStanNotFoundError
         If there is no stanc executable.
     """
-    from pemc_stan import runtime  # imported lazily: runtime is heavier
+    from pemc_stan.backend import runtime  # imported lazily: runtime is heavier
 
     stanc = runtime.stanc_path()
     with tempfile.TemporaryDirectory(prefix="pemc-stanc-") as tmp:

@@ -11,7 +11,7 @@ constraint type, plus the log-Jacobian of that map::
 
 so that ``x = c^{-1}(z)`` with ``z ~ N(m, S)`` has exactly the density ``b``.
 The coordinate maps (each mirrored in Stan by
-:mod:`pemc_stan.continuous_tempering`):
+:mod:`pemc_stan.methods.continuous_tempering.transform`):
 
 =====================  ==========================================  ================================
 declared type          base coordinates ``z``                       ``log |det dz/dx|``
@@ -61,9 +61,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logsumexp
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 from pemc_stan.errors import UnsupportedConstructError
-from pemc_stan.printer import print_expr, print_type
+from pemc_stan.stan.printer import print_expr, print_type
 
 logger = logging.getLogger(__name__)
 
@@ -534,7 +534,7 @@ _SCALAR_CALLS = frozenset({
 
 def _is_container(expr: ast.Expr, table: Any) -> bool:
     """Whether a bound expression is a container (else a scalar); from declared types."""
-    from pemc_stan.analysis import dims_of as _dims_of
+    from pemc_stan.stan.analysis import dims_of as _dims_of
 
     if isinstance(expr, (ast.IntLit, ast.RealLit)):
         return False
@@ -674,7 +674,7 @@ def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = N
     param_decls
         The declarations.
     table
-        The program's :class:`~pemc_stan.analysis.SymbolTable` (to tell
+        The program's :class:`~pemc_stan.stan.analysis.SymbolTable` (to tell
         container bounds from scalar ones; without it variables are scalars).
 
     Raises

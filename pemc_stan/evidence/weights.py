@@ -6,7 +6,7 @@ weight; ``NaN`` and ``+inf`` are always errors, as is a row whose weights are
 all zero (nothing to normalise).
 
 These functions serve the pseudo-extended (PE) post-processing and the
-continuously tempered (CT) estimators in :mod:`pemc_stan.tempering`.  For PE
+continuously tempered (CT) estimators in :mod:`pemc_stan.methods.continuous_tempering.tempering`.  For PE
 (eq 2, Theorem 2.1 / eq 3 of the PE paper) the log-weight of pseudo-sample
 ``i`` at iteration ``t`` is ``log gamma(x_i) - log q(x_i)`` (for the tempered
 instrumental of eqs 7-8: ``log gamma(x_i) + log pi(beta_i) - log gamma_beta_i(x_i)

@@ -46,7 +46,7 @@ from pemc_stan.errors import PemcStanError
 
 logger = logging.getLogger(__name__)
 
-#: Files of :mod:`pemc_stan.cmdstan_compat` copied into ``src/`` of the build.
+#: Files of :mod:`pemc_stan.backend.cmdstan_compat` copied into ``src/`` of the build.
 _CPP_SOURCES = ("driver.cpp", "stansummary.cpp", "diagnose.cpp")
 #: Bumped whenever the layout of the compatible installation changes.
 _LAYOUT_VERSION = "1"
@@ -321,7 +321,7 @@ def activate(
 
 def _package_file(name: str) -> bytes:
     try:
-        return importlib.resources.files("pemc_stan.cmdstan_compat").joinpath(name).read_bytes()
+        return importlib.resources.files("pemc_stan.backend.cmdstan_compat").joinpath(name).read_bytes()
     except OSError as exc:
         raise CmdStanNotFoundError(
             f"pemc-stan is installed without its C++ source {name} ({exc}); "
@@ -371,7 +371,7 @@ def build_ingredients() -> dict[str, str]:
 
 
 def _extra_headers() -> list[str]:
-    root = importlib.resources.files("pemc_stan.cmdstan_compat")
+    root = importlib.resources.files("pemc_stan.backend.cmdstan_compat")
     return sorted(p.name for p in root.iterdir() if p.name.endswith(".hpp"))
 
 

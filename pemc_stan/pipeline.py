@@ -1,10 +1,10 @@
 """Run pseudo-extended MCMC or continuous tempering on a Stan program.
 
-:func:`sample` transforms the program (:mod:`pemc_stan.pseudo_extended` or
-:mod:`pemc_stan.continuous_tempering`), compiles it through the content-hash
-cache (:func:`pemc_stan.compile.compile_model`), runs NUTS with cmdstanpy and
-returns a :class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit` or a
-:class:`~pemc_stan.continuous_tempering_fit.ContinuousTemperingFit`.
+:func:`sample` transforms the program (:mod:`pemc_stan.methods.pseudo_extended.transform` or
+:mod:`pemc_stan.methods.continuous_tempering.transform`), compiles it through the content-hash
+cache (:func:`pemc_stan.backend.compile.compile_model`), runs NUTS with cmdstanpy and
+returns a :class:`~pemc_stan.methods.pseudo_extended.fit.PseudoExtendedFit` or a
+:class:`~pemc_stan.methods.continuous_tempering.fit.ContinuousTemperingFit`.
 
 Continuous tempering (:class:`ContinuousTemperingModel`): the base density and
 ``log zeta`` are fitted on the original model (section 6 of Graham & Storkey:
@@ -51,22 +51,22 @@ import cmdstanpy
 import numpy as np
 from scipy.special import logsumexp
 
-from pemc_stan import ast
-from pemc_stan.base_density import BaseDensity, extract_variable, moment_match
-from pemc_stan.compile import compile_model
-from pemc_stan.continuous_tempering import (
+from pemc_stan.stan import ast
+from pemc_stan.methods.continuous_tempering.base_density import BaseDensity, extract_variable, moment_match
+from pemc_stan.backend.compile import compile_model
+from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingOptions,
     ContinuousTemperingResult,
     transform_continuous_tempering,
 )
-from pemc_stan.continuous_tempering_fit import ContinuousTemperingFit
-from pemc_stan.parser import parse
-from pemc_stan.pseudo_extended import (
+from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
+from pemc_stan.stan.parser import parse
+from pemc_stan.methods.pseudo_extended.transform import (
     PseudoExtendedOptions,
     TransformResult,
     transform_pseudo_extended,
 )
-from pemc_stan.pseudo_extended_fit import PseudoExtendedFit
+from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 
 logger = logging.getLogger(__name__)
 
@@ -238,13 +238,13 @@ class PseudoExtendedModel(_TransformedModel):
     data
         The model's data (dict or JSON path).
     options
-        :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`, or pass its
+        :class:`~pemc_stan.methods.pseudo_extended.transform.PseudoExtendedOptions`, or pass its
         fields as keyword arguments.
 
     Raises
     ------
     ValueError, StanProgramError
-        As :func:`~pemc_stan.pseudo_extended.transform_pseudo_extended`
+        As :func:`~pemc_stan.methods.pseudo_extended.transform.transform_pseudo_extended`
         (raised here, before anything is compiled).
     """
 
@@ -368,13 +368,13 @@ class ContinuousTemperingModel(_TransformedModel):
     data
         The model's data (dict or JSON path).
     options
-        :class:`~pemc_stan.continuous_tempering.ContinuousTemperingOptions`, or
+        :class:`~pemc_stan.methods.continuous_tempering.transform.ContinuousTemperingOptions`, or
         pass its fields as keyword arguments.
 
     Raises
     ------
     ValueError, StanProgramError
-        As :func:`~pemc_stan.continuous_tempering.transform_continuous_tempering`
+        As :func:`~pemc_stan.methods.continuous_tempering.transform.transform_continuous_tempering`
         (raised here, before anything is compiled), and when the base
         coordinates' sizes or bounds cannot be evaluated from the data.
     """
@@ -612,12 +612,12 @@ def sample(
     method
         ``"pseudo_extended"`` / ``"pe"`` or ``"continuous_tempering"`` / ``"ct"``.
     n_pseudo, beta, beta_prior, instrumental, log_scale, beta_min, noncentring
-        Pseudo-extended only: :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`.
+        Pseudo-extended only: :class:`~pemc_stan.methods.pseudo_extended.transform.PseudoExtendedOptions`.
     temper
         ``"posterior"`` or ``"likelihood"`` (both methods).
     base, base_covariance, bootstrap_rounds, bootstrap_tol, log_zeta, num_paths, base_draws
         Continuous tempering only:
-        :class:`~pemc_stan.continuous_tempering.ContinuousTemperingOptions`.
+        :class:`~pemc_stan.methods.continuous_tempering.transform.ContinuousTemperingOptions`.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs
         Passed to ``CmdStanModel.sample``.
 
@@ -633,7 +633,7 @@ def sample(
     StanProgramError
         For programs the transformation does not apply to (before compiling).
     """
-    from pemc_stan.transform import _canonical
+    from pemc_stan.methods.registry import _canonical
 
     canonical = _canonical(method)
     pe_given = {k: v for k, v in (("n_pseudo", n_pseudo != 2), ("beta", beta != "estimate"),

@@ -1,4 +1,4 @@
-"""Print :mod:`pemc_stan.ast` trees back to Stan source.
+"""Print :mod:`pemc_stan.stan.ast` trees back to Stan source.
 
 The output is conventionally laid out (two-space indentation, one statement
 per line, like stanc's formatter).  Parentheses are printed where the source
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def print_expr(expr: ast.Expr, min_precedence: int = 0) -> str:
     TypeError
         If ``expr`` is not an expression node.
     KeyError
-        If a :class:`~pemc_stan.ast.BinaryOp` has an unknown operator.
+        If a :class:`~pemc_stan.stan.ast.BinaryOp` has an unknown operator.
     """
     text = _expr_text(expr)
     if expr.parens or _precedence(expr) < min_precedence:

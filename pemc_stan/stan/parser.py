@@ -1,4 +1,4 @@
-"""Parse Stan source text into :mod:`pemc_stan.ast` trees.
+"""Parse Stan source text into :mod:`pemc_stan.stan.ast` trees.
 
 The grammar (``stan.lark``) is compiled once per process into a Lark LALR(1)
 parser with a contextual lexer; :class:`_Builder`, a Lark transformer, turns
@@ -22,7 +22,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from lark.tree import Meta
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def grammar() -> Lark:
     lark.exceptions.GrammarError
         Only if ``stan.lark`` itself is broken.
     """
-    text = importlib.resources.files("pemc_stan").joinpath("stan.lark").read_text("utf-8")
+    text = importlib.resources.files("pemc_stan.stan").joinpath("stan.lark").read_text("utf-8")
     return Lark(
         text,
         parser="lalr",
@@ -75,7 +75,7 @@ def _present(items: list[Any]) -> list[Any]:
 
 @v_args(meta=True)
 class _Builder(Transformer[Token, Any]):
-    """Builds :mod:`pemc_stan.ast` nodes from the Lark parse tree.
+    """Builds :mod:`pemc_stan.stan.ast` nodes from the Lark parse tree.
 
     Each method is named after a rule (or alias) of ``stan.lark`` and receives
     the rule's position and its already-transformed children.
@@ -437,7 +437,7 @@ def parse(text: str, filename: str = "<string>", *, check: bool = True) -> ast.P
         If stanc cannot be run.
     """
     if check:
-        from pemc_stan.stanc import check_with_stanc
+        from pemc_stan.stan.stanc import check_with_stanc
 
         check_with_stanc(text, filename)
     include = _INCLUDE.search(text)

@@ -7,7 +7,7 @@ Notation
 --------
 ``gamma(x)`` is the model's full density (every normalising constant, on the
 constrained space, no Jacobian), obtained from the model block by
-:func:`pemc_stan.logdensity.log_density_functions`.  ``gamma~ = gamma / Z^``
+:func:`pemc_stan.stan.logdensity.log_density_functions`.  ``gamma~ = gamma / Z^``
 with ``log Z^ = pemc_log_scale`` a user-set or pilot-estimated offset.
 
 Whole-posterior tempering (``temper="posterior"``)
@@ -24,7 +24,7 @@ Whole-posterior tempering (``temper="posterior"``)
 
 Likelihood-only tempering (``temper="likelihood"``)
     With ``gamma = p(x) L(x)`` (prior times likelihood, split by
-    :mod:`pemc_stan.analysis`) and ``L~ = L / Z^``, the instrumental is
+    :mod:`pemc_stan.stan.analysis`) and ``L~ = L / Z^``, the instrumental is
     ``q(x, beta) ∝ p(x) L~(x)^beta g(beta)``.  Substituting into eq 2,
     ``pi(x_i) pi(beta_i) / q(x_i, beta_i) ∝ L~(x_i)^(1 - beta_i) pi(beta_i) / g(beta_i)``,
     so::
@@ -87,8 +87,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pemc_stan import ast
-from pemc_stan.analysis import (
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import (
     CONTAINER_BUILDERS,
     analyse,
     build_symbol_table,
@@ -96,9 +96,9 @@ from pemc_stan.analysis import (
     is_scalar_expr,
 )
 from pemc_stan.errors import UnsupportedConstructError
-from pemc_stan.logdensity import log_density_functions
-from pemc_stan.printer import print_expr, print_type
-from pemc_stan.template_context import block_text, functions_text, prepare_program, render
+from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.printer import print_expr, print_type
+from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class PseudoExtendedOptions:
         ``(0.1, 1)`` left too few pseudo-samples cold and raised it.
     log_scale
         ``log Z^``; None means "estimate with a pilot run" (see
-        :mod:`pemc_stan.sampling`); the transformation itself only declares it
+        :mod:`pemc_stan.pipeline`); the transformation itself only declares it
         as data.
     beta_min
         Lower end of the support of ``beta`` (``pi`` and ``g`` live on
@@ -603,7 +603,7 @@ def transform_pseudo_extended(
     ------
     ValueError
         For invalid options (before anything else).
-    pemc_stan.analysis.ReservedPrefixError
+    pemc_stan.stan.analysis.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     StanProgramError
         If the program has no parameters, or cannot be parsed.

@@ -23,7 +23,7 @@ from typing import Any
 
 import cmdstanpy
 
-from pemc_stan import runtime
+from pemc_stan.backend import runtime
 from pemc_stan.errors import PemcStanError
 
 logger = logging.getLogger(__name__)

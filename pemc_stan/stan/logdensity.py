@@ -10,7 +10,7 @@ of a program into three Stan functions::
 taking every parameter (constrained value, unsized type, declaration order)
 and, as ``data`` arguments, the data and transformed-data variables the body
 uses (declaration order).  Prior and likelihood are the split of
-:mod:`pemc_stan.analysis`; ``pemc_log_prior + pemc_log_likelihood ==
+:mod:`pemc_stan.stan.analysis`; ``pemc_log_prior + pemc_log_likelihood ==
 pemc_log_density`` at every point.  The density is on the constrained space
 (no Jacobian) and keeps every normalising constant.
 
@@ -22,7 +22,7 @@ The rewrite
   and a violation returns ``negative_infinity()`` (what Stan's rejection of
   the draw amounts to for a density).
 * ``y ~ dist(args)`` becomes ``pemc_lp += dist_lpdf(y | args)`` (``_lpmf`` for
-  the discrete built-ins of :data:`~pemc_stan.analysis.DISCRETE_DISTRIBUTIONS`
+  the discrete built-ins of :data:`~pemc_stan.stan.analysis.DISCRETE_DISTRIBUTIONS`
   and for user distributions defined with ``_lpmf``).
 * ``_lupdf``/``_lupmf`` calls become ``_lpdf``/``_lpmf`` calls;
   ``target += e`` becomes ``pemc_lp += e`` and ``target()`` becomes ``pemc_lp``.
@@ -71,8 +71,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pemc_stan import ast
-from pemc_stan.analysis import (
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import (
     DATA_BLOCKS,
     DISCRETE_DISTRIBUTIONS,
     Analysis,
@@ -736,7 +736,7 @@ class LogDensityFunctions:
         ValueError
             As :meth:`call_expr`.
         """
-        from pemc_stan.printer import print_expr
+        from pemc_stan.stan.printer import print_expr
 
         return print_expr(self.call_expr(which, parameters, data))
 
@@ -773,7 +773,7 @@ def log_density_functions(program: ast.Program, filename: str = "<string>") -> L
 
     Raises
     ------
-    pemc_stan.analysis.ReservedPrefixError
+    pemc_stan.stan.analysis.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     UnsupportedConstructError
         For the constructs listed in the module docstring.
@@ -883,7 +883,7 @@ def add_log_density_functions(
 
     Raises
     ------
-    pemc_stan.analysis.ReservedPrefixError, UnsupportedConstructError
+    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
         As :func:`log_density_functions`.
     """
     functions = log_density_functions(program, filename)

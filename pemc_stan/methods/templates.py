@@ -1,6 +1,6 @@
 """From a parsed program to the Jinja templates: the steps both transformations share.
 
-Data flows Stan text → AST (:mod:`pemc_stan.parser`) → template context (here
+Data flows Stan text → AST (:mod:`pemc_stan.stan.parser`) → template context (here
 and in each method's module) → Stan text (``stan_templates/*.stan.jinja``).
 This module reads and checks the user's program (:func:`prepare_program`),
 prints the pieces every template embeds unchanged (:func:`functions_text`,
@@ -17,11 +17,11 @@ from typing import Any
 
 import jinja2
 
-from pemc_stan import ast
-from pemc_stan.analysis import check_reserved_prefix
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import check_reserved_prefix
 from pemc_stan.errors import StanProgramError
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program, print_stmt
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program, print_stmt
 
 __all__ = ["PreparedProgram", "block_text", "functions_text", "load_template",
            "prepare_program", "read_program", "render"]
@@ -83,7 +83,7 @@ def prepare_program(program: str | os.PathLike[str] | ast.Program, name: str | N
 
     Raises
     ------
-    pemc_stan.analysis.ReservedPrefixError
+    pemc_stan.stan.analysis.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     StanProgramError
         If the program cannot be parsed or declares no parameters.
@@ -143,7 +143,7 @@ def load_template(name: str) -> str:
     try:
         return importlib.resources.files("pemc_stan.stan_templates").joinpath(name).read_text()
     except (ModuleNotFoundError, FileNotFoundError):  # running from an uninstalled checkout
-        path = Path(__file__).resolve().parent.parent / "stan_templates" / name
+        path = Path(__file__).resolve().parents[2] / "stan_templates" / name
         return path.read_text()
 
 

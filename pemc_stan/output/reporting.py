@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan import ast
-from pemc_stan.compile import compile_model
-from pemc_stan.logdensity import local_type
-from pemc_stan.parser import parse
-from pemc_stan.printer import print_program
+from pemc_stan.stan import ast
+from pemc_stan.backend.compile import compile_model
+from pemc_stan.stan.logdensity import local_type
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_program
 
 logger = logging.getLogger(__name__)
 

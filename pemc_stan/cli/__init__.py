@@ -27,7 +27,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pemc_stan import __version__, ast, runtime
+from pemc_stan import __version__
+
+from pemc_stan.stan import ast
+
+from pemc_stan.backend import runtime
 from pemc_stan.errors import (
     PemcStanError,
     StanProgramError,
@@ -108,7 +112,7 @@ exit codes: 0 ok, 2 usage, 3 missing file, 4 Stan program error, 5 data error,
 
 
 def _canonical_method(method: str) -> str:
-    from pemc_stan.transform import _canonical
+    from pemc_stan.methods.registry import _canonical
 
     return _canonical(method.replace("-", "_"))
 
@@ -289,7 +293,7 @@ def check_data(program: ast.Program, data: dict[str, Any], data_name: str) -> No
     CliError
         With :attr:`ExitCode.DATA`, naming the variable and what was expected.
     """
-    from pemc_stan.printer import print_type
+    from pemc_stan.stan.printer import print_type
 
     if program.data is None:
         return
@@ -358,13 +362,13 @@ def _cmd_runtime(args: argparse.Namespace) -> ExitCode:
 
 
 def _parse_model(path: Path) -> ast.Program:
-    from pemc_stan.parser import parse
+    from pemc_stan.stan.parser import parse
 
     return parse(path.read_text(), filename=path.name)
 
 
 def _cmd_transform(args: argparse.Namespace) -> ExitCode:
-    from pemc_stan.transform import transform
+    from pemc_stan.methods.registry import transform
 
     model, _ = _model_and_data(args)
     method = _canonical_method(args.method)
@@ -453,7 +457,7 @@ def _summary_table(fit: Any, idata: Any) -> Any:
 
 
 def _parse_program_text(text: str) -> ast.Program:
-    from pemc_stan.parser import parse
+    from pemc_stan.stan.parser import parse
 
     return parse(text)
 
@@ -508,7 +512,7 @@ def _cmd_sample(args: argparse.Namespace) -> ExitCode:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         diagnostics = fit.diagnostics(warn=False)
-    from pemc_stan.inference_data import to_inference_data
+    from pemc_stan.output.inference_data import to_inference_data
 
     idata = to_inference_data(fit, output_dir=str(out / "gq"))
     nc = out / f"{model.stem}.nc"
@@ -572,7 +576,7 @@ def _cmd_sample(args: argparse.Namespace) -> ExitCode:
 def _cmd_evidence(args: argparse.Namespace) -> ExitCode:
     _quiet_cmdstanpy(args.debug)
     try:
-        from pemc_stan.marginal_likelihood import evidence
+        from pemc_stan.evidence.api import evidence
     except ImportError as exc:
         raise CliError(f"evidence estimation is not available in this installation ({exc})",
                        "update pemc-stan", ExitCode.UNSUPPORTED) from None
@@ -785,7 +789,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
     ------
     Nothing.
     """
-    from pemc_stan.compile import StanCompileError
+    from pemc_stan.backend.compile import StanCompileError
 
     if isinstance(exc, CliError):
         return exc.cause, exc.remedy, exc.code
@@ -801,7 +805,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
                 "stanc's full report)", ExitCode.STAN_PROGRAM)
     if isinstance(exc, UnsupportedConstructError):
         first = _one_line(exc.message.splitlines()[0]) if exc.message else type(exc).__name__
-        from pemc_stan.analysis import ReservedPrefixError
+        from pemc_stan.stan.analysis import ReservedPrefixError
 
         if isinstance(exc, ReservedPrefixError):
             remedy = "rename the identifiers that start with 'pemc_' (the prefix is reserved)"

@@ -4,9 +4,9 @@
 multimodal-sampling method:
 
 * ``"pseudo_extended"`` / ``"pe"`` -- the pseudo-extended target of Nemeth et
-  al. (2019), eq 8; see :mod:`pemc_stan.pseudo_extended`.
+  al. (2019), eq 8; see :mod:`pemc_stan.methods.pseudo_extended.transform`.
 * ``"continuous_tempering"`` / ``"ct"`` -- joint continuous tempering of
-  Graham & Storkey (2017), eq 15; see :mod:`pemc_stan.continuous_tempering`.
+  Graham & Storkey (2017), eq 15; see :mod:`pemc_stan.methods.continuous_tempering.transform`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import logging
 import os
 from typing import Any
 
-from pemc_stan import ast
-from pemc_stan.continuous_tempering import (
+from pemc_stan.stan import ast
+from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingOptions,
     ContinuousTemperingResult,
     transform_continuous_tempering,
 )
-from pemc_stan.pseudo_extended import (
+from pemc_stan.methods.pseudo_extended.transform import (
     PseudoExtendedOptions,
     TransformResult,
     transform_pseudo_extended,
@@ -62,10 +62,10 @@ def transform_result(
     method
         ``"pseudo_extended"`` (``"pe"``) or ``"continuous_tempering"`` (``"ct"``).
     **options
-        Fields of :class:`~pemc_stan.pseudo_extended.PseudoExtendedOptions`
+        Fields of :class:`~pemc_stan.methods.pseudo_extended.transform.PseudoExtendedOptions`
         (``n_pseudo``, ``beta``, ``temper``, ``beta_prior``, ``instrumental``,
         ``log_scale``) or of
-        :class:`~pemc_stan.continuous_tempering.ContinuousTemperingOptions`
+        :class:`~pemc_stan.methods.continuous_tempering.transform.ContinuousTemperingOptions`
         (``temper``, ``base_covariance``, ``log_zeta``, ...), and ``name``.
 
     Returns
@@ -78,8 +78,8 @@ def transform_result(
         For an unknown method or invalid options.
     StanProgramError
         For programs the transformation does not apply to (see
-        :func:`~pemc_stan.pseudo_extended.transform_pseudo_extended` and
-        :func:`~pemc_stan.continuous_tempering.transform_continuous_tempering`).
+        :func:`~pemc_stan.methods.pseudo_extended.transform.transform_pseudo_extended` and
+        :func:`~pemc_stan.methods.continuous_tempering.transform.transform_continuous_tempering`).
     """
     canonical = _canonical(method)
     name = options.pop("name", None)

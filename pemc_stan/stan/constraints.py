@@ -43,7 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logit
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 from pemc_stan.errors import UnsupportedConstructError
 
 logger = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 :func:`to_inference_data` (alias :func:`from_pemc_stan`, in the style of
 ``az.from_cmdstanpy``) converts a
-:class:`~pemc_stan.pseudo_extended_fit.PseudoExtendedFit` or a
-:class:`~pemc_stan.continuous_tempering_fit.ContinuousTemperingFit` into an
+:class:`~pemc_stan.methods.pseudo_extended.fit.PseudoExtendedFit` or a
+:class:`~pemc_stan.methods.continuous_tempering.fit.ContinuousTemperingFit` into an
 :class:`arviz.InferenceData` with the groups
 
 ``posterior``
@@ -31,7 +31,7 @@
     ``pemc_log_weight`` (``log w1``).
 ``observed_data`` / ``constant_data``
     The user's data: variables that are the variate of a likelihood term
-    (see :mod:`pemc_stan.analysis`) are observed, the rest constant.
+    (see :mod:`pemc_stan.stan.analysis`) are observed, the rest constant.
 
 Dimensions are named after the size expressions of the Stan declarations when
 these are plain variables (``vector[K] mu`` has dim ``K_dim``; the suffix keeps
@@ -58,8 +58,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan import __version__, ast
-from pemc_stan.parser import parse
+from pemc_stan import __version__
+
+from pemc_stan.stan import ast
+from pemc_stan.stan.parser import parse
 
 logger = logging.getLogger(__name__)
 
@@ -445,7 +447,7 @@ class InferenceDataConverter:
 
     def _data_arrays(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(observed, constant) data variables as xarray (dims, values) pairs."""
-        from pemc_stan.analysis import analyse
+        from pemc_stan.stan.analysis import analyse
 
         data = dict(getattr(self.fit, "data", None) or {})
         declared = _declared_types(self.program, ("data",))
@@ -533,7 +535,7 @@ def to_inference_data(fit: Any, evidence: Any = None, include_extended: bool = T
     fit
         A PseudoExtendedFit or ContinuousTemperingFit.
     evidence
-        An :class:`~pemc_stan.evidence_estimators.EvidenceEstimate` to record
+        An :class:`~pemc_stan.evidence.estimators.EvidenceEstimate` to record
         (default ``fit.log_z()`` when the fit has one).
     include_extended
         Include the ``extended_posterior`` group.

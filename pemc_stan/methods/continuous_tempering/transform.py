@@ -7,9 +7,9 @@ Notation
 --------
 ``gamma(x)`` is the model's full density (every normalising constant, on the
 constrained space, no Jacobian) from
-:func:`pemc_stan.logdensity.log_density_functions`, ``Z = int gamma``;
+:func:`pemc_stan.stan.logdensity.log_density_functions`, ``Z = int gamma``;
 ``b(x) = exp(-psi(x))`` a normalised base density on the same space
-(:mod:`pemc_stan.base_density`); ``log zeta`` an approximation of ``log Z``.
+(:mod:`pemc_stan.methods.continuous_tempering.base_density`); ``log zeta`` an approximation of ``log Z``.
 
 Whole-posterior tempering (``temper="posterior"``, the paper's method)
     The temperature control ``u`` has ``beta(u) = logistic(u)`` and the joint
@@ -22,11 +22,11 @@ Whole-posterior tempering (``temper="posterior"``, the paper's method)
     ``z(0) = 1`` and ``z(1) = Z``, uniform on (0, 1) when ``zeta = Z`` and
     ``b`` equals the target.  ``Delta(x) = log zeta + log b(x) - log gamma(x)``
     (eq 17) drives the Rao-Blackwellised estimators of
-    :mod:`pemc_stan.tempering`; the estimate of eq 20 is of ``Z``.
+    :mod:`pemc_stan.methods.continuous_tempering.tempering`; the estimate of eq 20 is of ``Z``.
 
 Likelihood-only tempering (``temper="likelihood"``)
     With ``gamma = p(x) L(x)`` (prior times likelihood, split by
-    :mod:`pemc_stan.analysis`), the family is ``p(x) L(x)^beta``::
+    :mod:`pemc_stan.stan.analysis`), the family is ``p(x) L(x)^beta``::
 
         log p(x, u) = log p(x) + beta(u) [log L(x) - log zeta] + log |dbeta/du|.
 
@@ -68,18 +68,18 @@ from typing import Any
 
 import numpy as np
 
-from pemc_stan import ast
-from pemc_stan.analysis import analyse, build_symbol_table
-from pemc_stan.base_density import (
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import analyse, build_symbol_table
+from pemc_stan.methods.continuous_tempering.base_density import (
     BaseCoordinates,
     BaseDensity,
     ParameterBlock,
     base_coordinates,
 )
-from pemc_stan.logdensity import log_density_functions
-from pemc_stan.printer import print_expr, print_stmt
-from pemc_stan.pseudo_extended import heavy_tailed_priors
-from pemc_stan.template_context import block_text, functions_text, prepare_program, render
+from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.printer import print_expr, print_stmt
+from pemc_stan.methods.pseudo_extended.transform import heavy_tailed_priors
+from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ class ContinuousTemperingOptions:
         combined as the mixture of eq 25, weighted by their importance-sampling
         mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
         draws) or ``"laplace"`` (draws of the Laplace approximation at the
-        mode); or a fixed :class:`~pemc_stan.base_density.BaseDensity`.
+        mode); or a fixed :class:`~pemc_stan.methods.continuous_tempering.base_density.BaseDensity`.
     base_covariance
         ``"diag"`` (independent coordinates) or ``"dense"`` (one multivariate
         normal over all base coordinates).
@@ -171,7 +171,7 @@ class ContinuousTemperingOptions:
                                  "temper='posterior'")
         elif self.base not in BASE_METHODS:
             raise ValueError(f"base={self.base!r} is invalid; expected one of {BASE_METHODS} "
-                             "or a pemc_stan.base_density.BaseDensity")
+                             "or a pemc_stan.methods.continuous_tempering.base_density.BaseDensity")
         if self.base_covariance not in ("diag", "dense"):
             raise ValueError(f"base_covariance={self.base_covariance!r} is invalid; expected "
                              "'diag' or 'dense'")
@@ -261,7 +261,7 @@ class ContinuousTemperingResult:
             base = self.options.base
         if base is None:
             raise ValueError("base=None: the CT program needs a Gaussian base density; pass "
-                             "a pemc_stan.base_density.BaseDensity or let pemc_stan.sample fit "
+                             "a pemc_stan.methods.continuous_tempering.base_density.BaseDensity or let pemc_stan.sample fit "
                              "one")
         base.validate()
         d = self.coordinates.dim(user_data)
@@ -491,13 +491,13 @@ def transform_continuous_tempering(
     ------
     ValueError
         For invalid options (before anything else).
-    pemc_stan.analysis.ReservedPrefixError
+    pemc_stan.stan.analysis.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     StanProgramError
         If the program has no parameters, or cannot be parsed.
     UnsupportedConstructError
         For constructs the log-density rewrite does not support, and
-        (:class:`~pemc_stan.base_density.UnsupportedBaseError`) parameter
+        (:class:`~pemc_stan.methods.continuous_tempering.base_density.UnsupportedBaseError`) parameter
         types without a base density (posterior tempering only).
     """
     if options is None:

@@ -2,7 +2,7 @@
 
 Install with ``pip install "pemc-stan[plots]"``.  Every function takes a fit
 (PseudoExtendedFit / ContinuousTemperingFit) or its
-:func:`~pemc_stan.inference_data.to_inference_data` result, draws on given
+:func:`~pemc_stan.output.inference_data.to_inference_data` result, draws on given
 axes or on a new figure, and returns the matplotlib axes.
 
 * :func:`plot_beta` -- the marginal of the inverse temperature ``beta`` (with
@@ -41,7 +41,7 @@ def _pyplot() -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "pemc_stan.plots needs matplotlib, which is not installed; install the plots "
+            "pemc_stan.output.plots needs matplotlib, which is not installed; install the plots "
             "extra: pip install \"pemc-stan[plots]\" (or pip install matplotlib)") from exc
     return plt
 

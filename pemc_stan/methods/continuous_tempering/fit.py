@@ -4,12 +4,12 @@ A CT run samples ``(x, u)`` from the joint of eq 15 of Graham & Storkey
 (2017), ``beta = logistic(u)``.  With ``Delta(x) = log zeta + log b(x) - log
 gamma(x)`` (eq 17; ``b`` is the prior under likelihood-only tempering) the
 Rao-Blackwellised weights of eq 20 are ``w_0 = p(beta = 0 | x)`` and ``w_1 =
-p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.tempering`:
+p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.continuous_tempering.tempering`:
 
 * ``log Z = log zeta + log mean w_1 - log mean w_0`` (eq 20), with a standard
   error from the delta method and the autocorrelation- and
   between-chain-aware ESS of the influence values
-  (:func:`pemc_stan.tempering.log_z_estimate`);
+  (:func:`pemc_stan.methods.continuous_tempering.tempering.log_z_estimate`);
 * target expectations ``sum w_1 f / sum w_1`` (eq 21) and base expectations
   ``sum w_0 f / sum w_0`` (eq 22), the latter compared with the Gaussian
   base's known moments in base coordinates (a necessary convergence check);
@@ -36,19 +36,19 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan import tempering as T
-from pemc_stan import weights as W
-from pemc_stan.base_density import BaseDensity
-from pemc_stan.continuous_tempering import ContinuousTemperingResult
-from pemc_stan.evidence_estimators import EvidenceEstimate
-from pemc_stan.nuts_diagnostics import transition_counts, treedepth_advice
-from pemc_stan.parser import parse
-from pemc_stan.reporting import (
+from pemc_stan.methods.continuous_tempering import tempering as T
+from pemc_stan.evidence import weights as W
+from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
+from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
+from pemc_stan.evidence.estimators import EvidenceEstimate
+from pemc_stan.output.diagnostics import transition_counts, treedepth_advice
+from pemc_stan.stan.parser import parse
+from pemc_stan.output.reporting import (
     SAMPLER_COLUMNS,
     recompute_quantities,
     write_resampled_csvs,
 )
-from pemc_stan.pseudo_extended_fit import WeightedEstimate
+from pemc_stan.methods.pseudo_extended.fit import WeightedEstimate
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class ContinuousTemperingFit:
     fit
         The cmdstanpy fit of the CT program.
     result
-        The :class:`~pemc_stan.continuous_tempering.ContinuousTemperingResult`.
+        The :class:`~pemc_stan.methods.continuous_tempering.transform.ContinuousTemperingResult`.
     log_zeta
         The ``pemc_log_zeta`` used.
     base
@@ -157,7 +157,7 @@ class ContinuousTemperingFit:
         Returns
         -------
         EvidenceEstimate
-            See :func:`pemc_stan.tempering.log_z_estimate`; under likelihood
+            See :func:`pemc_stan.methods.continuous_tempering.tempering.log_z_estimate`; under likelihood
             tempering this is ``log int p L - log int p`` (the evidence for a
             normalised prior).
         """
@@ -444,14 +444,14 @@ class ContinuousTemperingFit:
         return info
 
     def to_inference_data(self, **kwargs: Any) -> Any:
-        """ArviZ InferenceData of the fit; see :func:`pemc_stan.inference_data.to_inference_data`.
+        """ArviZ InferenceData of the fit; see :func:`pemc_stan.output.inference_data.to_inference_data`.
 
         Raises
         ------
         RuntimeError
             If the original model's generate_quantities fails.
         """
-        from pemc_stan.inference_data import to_inference_data
+        from pemc_stan.output.inference_data import to_inference_data
 
         return to_inference_data(self, **kwargs)
 

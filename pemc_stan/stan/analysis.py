@@ -2,7 +2,7 @@
 
 What it computes
 ----------------
-:func:`analyse` returns an :class:`Analysis` of a parsed :class:`~pemc_stan.ast.Program`:
+:func:`analyse` returns an :class:`Analysis` of a parsed :class:`~pemc_stan.stan.ast.Program`:
 
 * a :class:`SymbolTable`: every variable declared in a program block (its
   block, declared type, size expressions and constraint) and every local
@@ -53,7 +53,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from pemc_stan import ast
+from pemc_stan.stan import ast
 from pemc_stan.errors import UnsupportedConstructError
 
 logger = logging.getLogger(__name__)
@@ -594,8 +594,8 @@ class Contribution:
     Attributes
     ----------
     node
-        The :class:`~pemc_stan.ast.Tilde`, :class:`~pemc_stan.ast.TargetIncrement`
-        or :class:`~pemc_stan.ast.Call` (of a user ``_lp`` function).
+        The :class:`~pemc_stan.stan.ast.Tilde`, :class:`~pemc_stan.stan.ast.TargetIncrement`
+        or :class:`~pemc_stan.stan.ast.Call` (of a user ``_lp`` function).
     kind
         ``"prior"`` or ``"likelihood"``.
     reason
