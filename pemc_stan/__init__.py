@@ -24,7 +24,7 @@ def __getattr__(name: str) -> object:
 
         return ContinuousTemperingFit
     if name in ("evidence", "bayes_factor"):
-        from pemc_stan.evidence import api as marginal_likelihood
+        from pemc_stan.estimators import evidence as marginal_likelihood
 
         return getattr(marginal_likelihood, name)
     if name == "PseudoExtendedFit":

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
 
-from pemc_stan.evidence.estimators import (
+from pemc_stan.estimators.log_z import (
     EvidenceEstimate,
     bayes_factor,
     bridge_sampling,
@@ -308,7 +308,7 @@ def test_bridge_sampling_repeated_runs_calibrated() -> None:
 
 # ------------------------------------------------------------------ pemc_stan.evidence (no compile)
 
-from pemc_stan.evidence.api import (  # noqa: E402
+from pemc_stan.estimators.evidence import (  # noqa: E402
     EvidenceDisagreementWarning,
     EvidenceOptions,
     _chain_arrays_from_frame,

@@ -75,7 +75,7 @@ class FakeCTFit:
         import pandas as pd
 
         from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingOptions
-        from pemc_stan.evidence.estimators import EvidenceEstimate
+        from pemc_stan.estimators.log_z import EvidenceEstimate
 
         rng = np.random.default_rng(seed)
         self.result = type("R", (), {"original_code": CODE,
@@ -178,7 +178,7 @@ def test_sample_stats_hold_nuts_statistics_weights_and_beta() -> None:
 
 
 def test_attributes_record_method_options_and_evidence() -> None:
-    from pemc_stan.evidence.estimators import EvidenceEstimate
+    from pemc_stan.estimators.log_z import EvidenceEstimate
 
     fit = fake_pe_fit()
     estimate = EvidenceEstimate(log_z=-4.25, std_error=0.125, method="bridge")

@@ -114,7 +114,7 @@ def test_diagnostics_advise_a_deeper_tree_when_trajectories_are_cut() -> None:
 
 
 def test_mixture_expectation_pools_all_pseudo_samples() -> None:
-    from pemc_stan.evidence.weights import mixture_mean
+    from pemc_stan.estimators.weights import mixture_mean
 
     fit, _ = _fake()
     est = fit.expectation("tau", estimator="mixture")

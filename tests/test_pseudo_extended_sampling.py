@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from pemc_stan.pipeline import PseudoExtendedModel
-from pemc_stan.evidence.weights import chain_ess
+from pemc_stan.estimators.weights import chain_ess
 
 pytestmark = pytest.mark.compiled
 

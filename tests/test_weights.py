@@ -1,4 +1,4 @@
-"""Known-answer tests for pemc_stan.evidence.weights (pure NumPy, fast)."""
+"""Known-answer tests for pemc_stan.estimators.weights (pure NumPy, fast)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.stats import norm
 
-from pemc_stan.evidence.weights import (
+from pemc_stan.estimators.weights import (
     chain_ess,
     ess,
     log_normalise,

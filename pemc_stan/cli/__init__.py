@@ -576,7 +576,7 @@ def _cmd_sample(args: argparse.Namespace) -> ExitCode:
 def _cmd_evidence(args: argparse.Namespace) -> ExitCode:
     _quiet_cmdstanpy(args.debug)
     try:
-        from pemc_stan.evidence.api import evidence
+        from pemc_stan.estimators.evidence import evidence
     except ImportError as exc:
         raise CliError(f"evidence estimation is not available in this installation ({exc})",
                        "update pemc-stan", ExitCode.UNSUPPORTED) from None

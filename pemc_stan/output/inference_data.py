@@ -535,7 +535,7 @@ def to_inference_data(fit: Any, evidence: Any = None, include_extended: bool = T
     fit
         A PseudoExtendedFit or ContinuousTemperingFit.
     evidence
-        An :class:`~pemc_stan.evidence.estimators.EvidenceEstimate` to record
+        An :class:`~pemc_stan.estimators.log_z.EvidenceEstimate` to record
         (default ``fit.log_z()`` when the fit has one).
     include_extended
         Include the ``extended_posterior`` group.

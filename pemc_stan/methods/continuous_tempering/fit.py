@@ -37,10 +37,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.methods.continuous_tempering import tempering as T
-from pemc_stan.evidence import weights as W
+from pemc_stan.estimators import weights as W
 from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
-from pemc_stan.evidence.estimators import EvidenceEstimate
+from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.output.diagnostics import transition_counts, treedepth_advice
 from pemc_stan.stan.parser import parse
 from pemc_stan.output.reporting import (

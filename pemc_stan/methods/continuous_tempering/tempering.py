@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import bernoulli, expit, factorial, logsumexp
 
-from pemc_stan.evidence.estimators import EvidenceEstimate, quadrature_weights
-from pemc_stan.evidence.weights import WeightedMean, chain_ess
+from pemc_stan.estimators.log_z import EvidenceEstimate, quadrature_weights
+from pemc_stan.estimators.weights import WeightedMean, chain_ess
 
 logger = logging.getLogger(__name__)
 

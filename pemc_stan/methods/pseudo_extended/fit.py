@@ -34,7 +34,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
-from pemc_stan.evidence import weights as W
+from pemc_stan.estimators import weights as W
 from pemc_stan.output.diagnostics import transition_counts, treedepth_advice
 from pemc_stan.stan.parser import parse
 from pemc_stan.output.reporting import (
@@ -231,11 +231,11 @@ class PseudoExtendedFit:
         ``estimator="draw"`` (Theorem 2.1): the estimate is ``mean_t h_t`` with
         ``h_t = sum_i W_ti f(x_ti)`` (``E[h_t] = E_pi[f]``); the MCSE is
         ``sd(h) / sqrt(ESS(h))`` with the autocorrelation-aware multi-chain ESS
-        of :func:`pemc_stan.evidence.weights.chain_ess`.
+        of :func:`pemc_stan.estimators.weights.chain_ess`.
 
         ``estimator="mixture"``: pools every pseudo-sample of every draw,
         each weighted by its probability of being the target component of its
-        marginal mixture (:func:`pemc_stan.evidence.weights.mixture_mean`; one ratio
+        marginal mixture (:func:`pemc_stan.estimators.weights.mixture_mean`; one ratio
         ``Z / Z_q`` for sampled temperatures, one per pseudo-sample for a
         fixed ladder).  Same draws, same cost; on the 20-Gaussian mixture its
         MCSE was 4-14% lower.  The MCSE is that of the per-draw influence series.
@@ -284,7 +284,7 @@ class PseudoExtendedFit:
         return WeightedEstimate(mean=mean, mcse=sd / np.sqrt(ess), ess=ess)
 
     def weighted_mean_iid(self, column: str) -> W.WeightedMean:
-        """Pooled self-normalised IS mean of a column via :func:`pemc_stan.evidence.weights.weighted_mean`.
+        """Pooled self-normalised IS mean of a column via :func:`pemc_stan.estimators.weights.weighted_mean`.
 
         Pools every (draw, pseudo-sample) pair with its weight normalised
         within its draw (so each draw has total weight 1); the standard error

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import simpson
 from scipy.special import logsumexp
 
-from pemc_stan.evidence.weights import chain_ess
+from pemc_stan.estimators.weights import chain_ess
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Normalising-constant (evidence) estimates for Stan models and fits: ``pemc_stan.evidence()``.
 
 :func:`evidence` runs what an estimator needs and returns an
-:class:`~pemc_stan.evidence.estimators.EvidenceEstimate` of
+:class:`~pemc_stan.estimators.log_z.EvidenceEstimate` of
 ``log Z = log integral gamma(x) dx``, where ``gamma`` is the model's density
 with **all constants** (every ``~`` as its full ``_lpdf``/``_lpmf``), so for a
 proper prior ``Z`` is the marginal likelihood ``p(y)``.
@@ -9,7 +9,7 @@ proper prior ``Z`` is the marginal likelihood ``p(y)``.
 Methods
 -------
 ``"bridge"``
-    Meng & Wong's optimal bridge (:func:`~pemc_stan.evidence.estimators.bridge_sampling`)
+    Meng & Wong's optimal bridge (:func:`~pemc_stan.estimators.log_z.bridge_sampling`)
     between the posterior draws and a multivariate normal fitted to half of
     them on Stan's unconstrained scale (:mod:`pemc_stan.stan.constraints`), with
     Fruehwirth-Schnatter's relative-MSE error.  Draws come from plain NUTS (a
@@ -65,7 +65,7 @@ from scipy.stats import multivariate_t
 from pemc_stan.stan import ast
 from pemc_stan.backend.compile import compile_model
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
-from pemc_stan.evidence.estimators import (
+from pemc_stan.estimators.log_z import (
     Comparison,
     EvidenceEstimate,
     LogBayesFactor,
@@ -73,7 +73,7 @@ from pemc_stan.evidence.estimators import (
     compare,
     importance_sampling,
 )
-from pemc_stan.evidence.estimators import bayes_factor as _bayes_factor
+from pemc_stan.estimators.log_z import bayes_factor as _bayes_factor
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program
@@ -459,13 +459,13 @@ def bridge_from_draws(program: str, data: Mapping[str, Any] | None,
     evaluator : DensityEvaluator, optional
         Reuse an existing evaluator (and its compiled model).
     warp : bool
-        Warp-3 bridge (see :func:`~pemc_stan.evidence.estimators.bridge_sampling`).
+        Warp-3 bridge (see :func:`~pemc_stan.estimators.log_z.bridge_sampling`).
 
     Returns
     -------
     EvidenceEstimate
         ``method="bridge_sampling"`` (or ``"bridge_sampling_warp3"``); diagnostics as
-        :func:`~pemc_stan.evidence.estimators.bridge_sampling` plus
+        :func:`~pemc_stan.estimators.log_z.bridge_sampling` plus
         ``n_invalid_proposals``.
 
     Raises
@@ -556,7 +556,7 @@ def importance_from_draws(program: str, data: Mapping[str, Any] | None,
     ``n_draws`` i.i.d. draws from ``g`` are weighted by
     ``gamma(c(u)) |J(u)| / g(u)`` and Pareto-smoothed.  Given the fitted
     proposal the estimate uses only the fresh i.i.d. draws, so its SE is the
-    i.i.d. formula of :func:`~pemc_stan.evidence.estimators.importance_sampling`.
+    i.i.d. formula of :func:`~pemc_stan.estimators.log_z.importance_sampling`.
 
     Parameters
     ----------
