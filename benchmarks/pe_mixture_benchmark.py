@@ -57,9 +57,9 @@ from typing import Any
 import numpy as np
 
 from pemc_stan.backend import runtime
-from pemc_stan.cli import _beta_density as beta_density  # the CLI's 'uniform' / 'A,B' parser
+from pemc_stan.methods.pseudo_extended.options import parse_beta_density as beta_density
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.pipeline import PseudoExtendedModel
+from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_DIR = ROOT / "models" / "gaussian_mixture_20"

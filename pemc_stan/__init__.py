@@ -1,34 +1,27 @@
-"""pemc-stan: pseudo-extended and continuously tempered MCMC for Stan programs."""
+"""pemc-stan: pseudo-extended and continuously tempered MCMC for Stan programs.
+
+The public API: :func:`transform`, :func:`sample`, :func:`evidence`,
+:func:`bayes_factor`, the fit classes and the options classes.  Where the rest
+lives is described in the README ("Where things live").
+"""
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from pemc_stan.errors import OptionsError, PemcStanError  # noqa: E402
+from pemc_stan.estimators.evidence import bayes_factor, evidence  # noqa: E402
+from pemc_stan.methods.continuous_tempering import (  # noqa: E402
+    ContinuousTemperingFit,
+    ContinuousTemperingOptions,
+)
+from pemc_stan.methods.pseudo_extended import (  # noqa: E402
+    PseudoExtendedFit,
+    PseudoExtendedOptions,
+)
+from pemc_stan.pipeline import sample, transform, transform_result  # noqa: E402
 
-# Eager: binds the function over the same-named submodule pemc_stan.methods.registry.
-from pemc_stan.methods.registry import transform  # noqa: E402
-
-__all__ += ["transform", "sample", "ContinuousTemperingFit", "PseudoExtendedFit", "evidence",
-            "bayes_factor"]
-
-
-def __getattr__(name: str) -> object:
-    """Lazily import :func:`sample` and the fit classes (keeps ``import pemc_stan`` light)."""
-    if name == "sample":
-        from pemc_stan.pipeline import sample
-
-        return sample
-    if name == "ContinuousTemperingFit":
-        from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
-
-        return ContinuousTemperingFit
-    if name in ("evidence", "bayes_factor"):
-        from pemc_stan.estimators import evidence as marginal_likelihood
-
-        return getattr(marginal_likelihood, name)
-    if name == "PseudoExtendedFit":
-        from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
-
-        return PseudoExtendedFit
-    raise AttributeError(f"module 'pemc_stan' has no attribute {name!r}")
+__all__ = ["__version__", "transform", "transform_result", "sample", "evidence",
+           "bayes_factor", "PseudoExtendedFit", "ContinuousTemperingFit",
+           "PseudoExtendedOptions", "ContinuousTemperingOptions", "PemcStanError",
+           "OptionsError"]

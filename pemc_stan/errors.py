@@ -1,15 +1,29 @@
-"""Exceptions raised by pemc-stan.
+"""Every exception and warning pemc-stan raises.
 
 Hierarchy::
 
     PemcStanError                  every error pemc-stan raises on purpose
     ├── StancError                 stanc could not be run or answered nonsense
-    └── StanProgramError           something is wrong with a Stan program
-        ├── StanSyntaxError        stanc rejected it: syntax (parsing/lexing) error
-        ├── StanSemanticError      stanc rejected it: semantic (type, scope) error
-        └── UnsupportedConstructError
-                                   stanc accepted it but pemc-stan cannot handle
-                                   a construct in it
+    ├── StanProgramError           something is wrong with a Stan program
+    │   ├── StanSyntaxError        stanc rejected it: syntax (parsing/lexing) error
+    │   ├── StanSemanticError      stanc rejected it: semantic (type, scope) error
+    │   └── UnsupportedConstructError
+    │       │                      stanc accepted it but pemc-stan cannot handle a
+    │       │                      construct in it
+    │       ├── ReservedPrefixError        an identifier uses the prefix pemc_
+    │       ├── UnsupportedBaseError       no CT base density for a parameter
+    │       └── UnevaluableExpressionError a size or bound not computable from data
+    ├── OptionsError (ValueError)  an invalid option, keyword or argument value
+    ├── DataError (ValueError)     data that do not match the data block
+    ├── StanCompileError           stanc or the C++ compiler failed
+    ├── CmdStanNotFoundError       no CmdStan installation could be found or built
+    ├── RuntimeBuildError          building the compatible runtime failed
+    └── CliError                   a command-line error with its exit code
+
+    PemcStanWarning (UserWarning)  every warning: settings likely to work badly
+                                   (PseudoExtendedWarning, ContinuousTemperingWarning),
+                                   fits that look problematic (*DiagnosticWarning),
+                                   disagreeing evidence estimates
 
 A :class:`StanProgramError` knows where the problem is (``filename``, ``line``
 1-based, ``column`` 0-based as stanc counts columns) and carries ``message``;
@@ -17,6 +31,8 @@ for errors reported by stanc, ``message`` is stanc's own report, verbatim.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 class PemcStanError(Exception):
@@ -85,3 +101,150 @@ class UnsupportedConstructError(StanProgramError):
     ):
         super().__init__(message, filename, line, column)
         self.construct = construct
+
+
+class OptionsError(PemcStanError, ValueError):
+    """An invalid option, keyword or argument value (raised before anything is compiled).
+
+    Attributes
+    ----------
+    argument
+        The option's name (``"n_pseudo"``, ``"chains"``, ...).
+    value
+        The value given.
+    expected
+        What was expected, in words.
+    """
+
+    def __init__(self, argument: str, value: object, expected: str, *,
+                 message: str | None = None) -> None:
+        self.argument = argument
+        self.value = value
+        self.expected = expected
+        super().__init__(message or f"{argument}={value!r} is invalid; expected {expected}")
+
+
+class DataError(PemcStanError, ValueError):
+    """The data do not match the program's data block, or cannot be read.
+
+    Attributes
+    ----------
+    variable
+        The data variable concerned ("" when the whole file is unreadable).
+    remedy
+        What to do, one line.
+    """
+
+    def __init__(self, message: str, remedy: str, variable: str = "") -> None:
+        super().__init__(message)
+        self.remedy = remedy
+        self.variable = variable
+
+
+class ReservedPrefixError(UnsupportedConstructError):
+    """An identifier of the user's program starts with the reserved prefix ``pemc_``."""
+
+
+class StanCompileError(PemcStanError):
+    """stanc or the C++ compiler rejected a program.
+
+    Attributes
+    ----------
+    stan_file
+        The file that was compiled.
+    console
+        The command and everything stanc / the compiler printed.
+    """
+
+    def __init__(self, message: str, stan_file: Path, console: str):
+        super().__init__(message)
+        self.stan_file = stan_file
+        self.console = console
+
+
+class CmdStanNotFoundError(PemcStanError):
+    """No usable CmdStan installation and none could be built."""
+
+
+class RuntimeBuildError(PemcStanError):
+    """Building the CmdStan-compatible installation failed.
+
+    Attributes
+    ----------
+    command
+        The command that failed.
+    output
+        What it printed (stdout and stderr).
+    log_file
+        Where the full build log was saved.
+    """
+
+    def __init__(self, message: str, command: list[str], output: str, log_file: Path | None):
+        super().__init__(message)
+        self.command = command
+        self.output = output
+        self.log_file = log_file
+
+
+class UnsupportedBaseError(UnsupportedConstructError):
+    """A parameter type or bound the continuous-tempering base density cannot handle."""
+
+
+class UnevaluableExpressionError(UnsupportedConstructError):
+    """An expression that cannot be computed from the data alone.
+
+    Attributes
+    ----------
+    missing
+        The name of a variable that is not in the data ("" for other reasons).
+    reason
+        Why, in a few words (``"'K' is not in the data"``).
+    """
+
+    def __init__(self, message: str, line: int = 0, column: int = 0, construct: str = "",
+                 missing: str = "", reason: str = "") -> None:
+        super().__init__(message, line=line, column=column, construct=construct)
+        self.missing = missing
+        self.reason = reason
+
+
+class PemcStanWarning(UserWarning):
+    """Base class of every warning pemc-stan issues."""
+
+
+class PseudoExtendedWarning(PemcStanWarning):
+    """A pseudo-extended setting that is likely to work badly."""
+
+
+class PseudoExtendedDiagnosticWarning(PemcStanWarning):
+    """The pseudo-extended weights or temperatures look problematic."""
+
+
+class ContinuousTemperingDiagnosticWarning(PemcStanWarning):
+    """The continuous-tempering run looks problematic."""
+
+
+class ContinuousTemperingWarning(PemcStanWarning):
+    """A continuous-tempering setting that is likely to work badly."""
+
+
+class EvidenceDisagreementWarning(PemcStanWarning):
+    """Two evidence estimates differ by more than their standard errors allow."""
+
+
+class CliError(PemcStanError):
+    """An error the command line reports as cause + remedy with a given exit code.
+
+    Attributes
+    ----------
+    cause, remedy
+        One line each.
+    code
+        The exit code (a :class:`pemc_stan.cli.ExitCode`).
+    """
+
+    def __init__(self, cause: str, remedy: str, code: int) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.remedy = remedy
+        self.code = code

@@ -33,7 +33,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import chi2 as gen_chi2
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 MODEL_DIR = ROOT / "models" / "boltzmann_machine"
 
 

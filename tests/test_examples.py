@@ -12,7 +12,7 @@ import pytest
 from pemc_stan import examples
 from pemc_stan.stan.parser import parse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_gallery_folder_is_an_example() -> None:

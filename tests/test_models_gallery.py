@@ -34,7 +34,7 @@ from pemc_stan.stan import ast
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 FOLDERS = sorted(p for p in MODELS.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 PROGRAMS = sorted(p for folder in FOLDERS for p in folder.glob("*.stan"))

@@ -18,7 +18,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="notebook tests need the test extra (nbformat)")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 900  # seconds; the small settings need far less

@@ -24,28 +24,14 @@ from typing import Any
 import cmdstanpy
 
 from pemc_stan.backend import runtime
-from pemc_stan.errors import PemcStanError
+from pemc_stan.errors import (
+    StanCompileError,
+)
 
 logger = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r"[^A-Za-z0-9_]")
 
-
-class StanCompileError(PemcStanError):
-    """stanc or the C++ compiler rejected a program.
-
-    Attributes
-    ----------
-    stan_file
-        The file that was compiled.
-    console
-        The command and everything stanc / the compiler printed.
-    """
-
-    def __init__(self, message: str, stan_file: Path, console: str):
-        super().__init__(message)
-        self.stan_file = stan_file
-        self.console = console
 
 
 def model_cache_dir() -> Path:
@@ -100,7 +86,8 @@ def program_hash(
     for path in included or []:
         digest.update(str(path).encode())
         digest.update(path.read_bytes())
-    digest.update(json.dumps([stanc_options or {}, cpp_options or {}], sort_keys=True, default=str).encode())
+    options = [stanc_options or {}, cpp_options or {}]
+    digest.update(json.dumps(options, sort_keys=True, default=str).encode())
     if installation is not None:
         digest.update(f"{installation.path}|{installation.version}".encode())
         stamp = installation.path / runtime._STAMP

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from pemc_stan.errors import PemcStanError
+from pemc_stan.errors import CmdStanNotFoundError, RuntimeBuildError
 
 logger = logging.getLogger(__name__)
 
@@ -55,28 +55,6 @@ _STAMP = ".pemc-stan-complete.json"
 Kind = Literal["explicit", "environment", "cmdstanpy", "compatible"]
 
 
-class CmdStanNotFoundError(PemcStanError):
-    """No usable CmdStan installation and none could be built."""
-
-
-class RuntimeBuildError(PemcStanError):
-    """Building the CmdStan-compatible installation failed.
-
-    Attributes
-    ----------
-    command
-        The command that failed.
-    output
-        What it printed (stdout and stderr).
-    log_file
-        Where the full build log was saved.
-    """
-
-    def __init__(self, message: str, command: list[str], output: str, log_file: Path | None):
-        super().__init__(message)
-        self.command = command
-        self.output = output
-        self.log_file = log_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,7 +299,8 @@ def activate(
 
 def _package_file(name: str) -> bytes:
     try:
-        return importlib.resources.files("pemc_stan.backend.cmdstan_compat").joinpath(name).read_bytes()
+        package = importlib.resources.files("pemc_stan.backend.cmdstan_compat")
+        return package.joinpath(name).read_bytes()
     except OSError as exc:
         raise CmdStanNotFoundError(
             f"pemc-stan is installed without its C++ source {name} ({exc}); "
@@ -389,7 +368,9 @@ def _stan_version(hdir: Path) -> str:
             f"httpstan at {hdir} has no Stan headers ({exc}); reinstall httpstan"
         ) from exc
     if len(parts) != 3:
-        raise CmdStanNotFoundError(f"cannot read the Stan version from {header}; reinstall httpstan")
+        raise CmdStanNotFoundError(
+            f"cannot read the Stan version from {header}; reinstall httpstan"
+        )
     return f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"
 
 
@@ -425,7 +406,9 @@ def find_compatible() -> CmdStanInstallation | None:
         return None
     path = _compat_root() / _build_name(ingredients)
     if _complete(path, ingredients):
-        return CmdStanInstallation(path=path, version=ingredients["stan_version"], kind="compatible")
+        return CmdStanInstallation(
+            path=path, version=ingredients["stan_version"], kind="compatible"
+        )
     return None
 
 
@@ -477,7 +460,10 @@ def build_compatible(*, force: bool = False, show_progress: bool = False) -> Pat
     with _file_lock(root / f"{name}.lock"):
         if not force and _complete(final, ingredients):
             return final
-        say(f"building the CmdStan-compatible runtime (Stan {ingredients['stan_version']}) in {final}")
+        say(
+            "building the CmdStan-compatible runtime "
+            f"(Stan {ingredients['stan_version']}) in {final}"
+        )
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.build-", dir=root))
         try:
             _populate(tmp, ingredients)
@@ -517,7 +503,10 @@ def _populate(target: Path, ingredients: dict[str, str]) -> None:
 def _run_make(target: Path, say: Callable[[str], None]) -> None:
     jobs = str(max(1, min(os.cpu_count() or 1, 4)))
     command = ["make", "-j", jobs, "build"]
-    say(f"compiling the driver, the precompiled header and bin/ tools ({' '.join(command)}; a few minutes)")
+    say(
+        "compiling the driver, the precompiled header and bin/ tools "
+        f"({' '.join(command)}; a few minutes)"
+    )
     started = time.monotonic()
     try:
         proc = subprocess.run(

@@ -27,15 +27,8 @@ Methods
     (Graham & Storkey) or thermodynamic integration over ``beta`` from the
     same draws.  Given a model, a CT fit is run first.
 
-How ``gamma`` is evaluated at arbitrary points
-----------------------------------------------
-``CmdStanModel.log_prob`` drops constants, so a *density program* is built
-from the user's program with the front end: its functions block gets the
-generated ``pemc_log_density`` (:mod:`pemc_stan.stan.logdensity`), the
-transformed parameters and model blocks are dropped and the generated
-quantities block becomes ``real pemc_log_density = pemc_log_density(...);``.
-Constrained draws are written as a Stan CSV and evaluated by CmdStan's
-standalone ``generate_quantities`` (one process for a whole batch).
+``gamma`` is evaluated at arbitrary points by a density program
+(:mod:`pemc_stan.estimators.density`).
 
 :func:`compare_methods` runs several methods on the same model and warns when
 two disagree by more than their standard errors allow; :func:`bayes_factor`
@@ -44,12 +37,9 @@ combines two estimates.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,21 +52,21 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import multivariate_t
 
-from pemc_stan.stan import ast
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.stan.constraints import ParameterSpace, parameter_space
+from pemc_stan.errors import EvidenceDisagreementWarning
+from pemc_stan.estimators.density import DENSITY_COLUMN, DensityEvaluator, density_program
 from pemc_stan.estimators.log_z import (
     Comparison,
     EvidenceEstimate,
-    LogBayesFactor,
+    bayes_factor,
     bridge_sampling,
     compare,
     importance_sampling,
 )
-from pemc_stan.estimators.log_z import bayes_factor as _bayes_factor
-from pemc_stan.stan.logdensity import log_density_functions
-from pemc_stan.stan.parser import parse
-from pemc_stan.stan.printer import print_program
+from pemc_stan.inputs import StanProgram, _is_path, load_data, read_program
+from pemc_stan.methods import registry
+from pemc_stan.methods.base import ExtendedFit
+from pemc_stan.stan.constraints import ParameterSpace, parameter_space
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +78,7 @@ __all__ = [
     "bridge_from_draws",
     "compare_methods",
     "density_program",
+    "DENSITY_COLUMN",
     "evidence",
     "importance_from_draws",
     "importance_from_pathfinder",
@@ -95,15 +86,10 @@ __all__ = [
 ]
 
 METHODS = ("bridge", "is", "ct", "ti")
-#: Generated quantity of the density program holding ``log gamma`` (all constants).
-DENSITY_COLUMN = "pemc_log_gamma"
 _METHOD_ALIASES = {"bridge": "bridge", "bridge_sampling": "bridge", "is": "is", "psis": "is",
                    "importance_sampling": "is", "ct": "ct", "continuous_tempering": "ct",
                    "ti": "ti", "thermodynamic_integration": "ti"}
 
-
-class EvidenceDisagreementWarning(UserWarning):
-    """Two evidence estimates differ by more than their standard errors allow."""
 
 
 @dataclass(frozen=True)
@@ -167,219 +153,7 @@ class EvidenceOptions:
             raise ValueError(f"seed={self.seed!r}; expected None or a non-negative integer")
 
 
-# --------------------------------------------------------------------------- density program
-
-
-def density_program(program: str | ast.Program, filename: str = "<string>") -> str:
-    """Stan source of the density program of ``program`` (see module docstring).
-
-    Parameters
-    ----------
-    program : str or ast.Program
-        The user's program (text or parsed).
-    filename : str
-        Name for error messages.
-
-    Returns
-    -------
-    str
-        A program with the user's functions, data, transformed data and
-        parameters blocks, the generated log-density functions and a
-        generated quantities block with ``real pemc_log_gamma``.
-
-    Raises
-    ------
-    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
-        As :func:`pemc_stan.stan.logdensity.log_density_functions`.
-    """
-    prog = parse(program, filename) if isinstance(program, str) else program
-    fns = log_density_functions(prog, filename)
-    existing = prog.functions.functions if prog.functions is not None else ()
-    gq = ast.ProgramBlock("generated quantities", (
-        ast.VarDecl(ast.BasicType("real"),
-                    (ast.Declarator(DENSITY_COLUMN, fns.call_expr("density")),)),
-    ))
-    out = dataclasses.replace(prog, functions=ast.FunctionsBlock(tuple(existing) + fns.functions),
-                              transformed_parameters=None, model=None, generated_quantities=gq)
-    return print_program(out)
-
-
-_CSV_HEADER = """# stan_version_major = 2
-# stan_version_minor = 35
-# stan_version_patch = 0
-# model = {model}
-# method = sample
-#   sample
-#     num_samples = {n}
-#     num_warmup = 1
-#     save_warmup = false
-#     thin = 1
-#     adapt
-#       engaged = false
-#     algorithm = fixed_param
-#     num_chains = 1
-# id = 1
-# random
-#   seed = 1
-# output
-#   sig_figs = 18
-"""
-
-
-def _column_names(name: str, shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
-    """Stan CSV names (``a.1.2``, column-major like CmdStan) and indices of one parameter."""
-    if not shape:
-        return [(name, ())]
-    out = []
-    for rev in np.ndindex(*shape[::-1]):
-        idx = rev[::-1]
-        out.append((name + "".join(f".{i + 1}" for i in idx), idx))
-    return out
-
-
-class DensityEvaluator:
-    """Evaluates ``log gamma(x)`` (all constants) at constrained draws through CmdStan.
-
-    Parameters
-    ----------
-    program : str
-        The user's Stan program text.
-    data : mapping or None
-        Its data.
-    name : str
-        Model name (the density program is compiled as ``<name>_pemc_density``).
-    output_dir : path, optional
-        Where the CSV files of each evaluation are kept (by default they go
-        to a temporary directory removed after each evaluation).
-
-    Raises
-    ------
-    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
-        If the program cannot be rewritten.
-    """
-
-    def __init__(self, program: str, data: Mapping[str, Any] | None, name: str = "model",
-                 output_dir: str | os.PathLike[str] | None = None) -> None:
-        self.program = program
-        self.data = dict(data or {})
-        self.name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-        self.code = density_program(program, f"{name}.stan")
-        self.output_dir = Path(output_dir) if output_dir else None
-        self._model: cmdstanpy.CmdStanModel | None = None
-        self._calls = 0
-
-    @property
-    def model(self) -> cmdstanpy.CmdStanModel:
-        """The compiled density program (content-hash cached)."""
-        if self._model is None:
-            self._model = compile_model(self.code, name=f"{self.name}_pemc_density")
-        return self._model
-
-    def log_density(self, draws: Mapping[str, NDArray[np.float64]]) -> NDArray[np.float64]:
-        """``log gamma`` at each draw.
-
-        Parameters
-        ----------
-        draws : mapping
-            Constrained values per parameter, ``(n, *shape)`` each.
-
-        Returns
-        -------
-        ndarray, shape (n,)
-            NaN where CmdStan could not evaluate the density.
-
-        Raises
-        ------
-        RuntimeError
-            If CmdStan's generate_quantities fails.
-        """
-        names = list(draws)
-        n = int(np.shape(draws[names[0]])[0])
-        cols: list[str] = []
-        values: list[NDArray[np.float64]] = []
-        for nm in names:
-            arr = np.asarray(draws[nm], dtype=float)
-            for col, idx in _column_names(nm, arr.shape[1:]):
-                cols.append(col)
-                values.append(arr[(slice(None), *idx)])
-        mat = np.column_stack(values) if values else np.zeros((n, 0))
-        self._calls += 1
-        if self.output_dir is None:  # nothing to keep: a temporary directory per call
-            with tempfile.TemporaryDirectory(prefix="pemc_evidence_") as tmp:
-                return self._run(Path(tmp), cols, mat)
-        run_dir = self.output_dir / f"density_eval_{self._calls}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        return self._run(run_dir, cols, mat)
-
-    def _run(self, run_dir: Path, cols: list[str], mat: NDArray[np.float64]
-             ) -> NDArray[np.float64]:
-        n = mat.shape[0]
-        path = run_dir / "draws.csv"
-        sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
-        lines = [_CSV_HEADER.format(model=f"{self.name}_model", n=n).rstrip("\n"),
-                 ",".join(sampler + cols)]
-        zeros = ",".join(["0"] * len(sampler))
-        lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
-        lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
-                      "#                0 seconds (Sampling)", "#                0 seconds (Total)",
-                      "# "])
-        path.write_text("\n".join(lines) + "\n")
-        try:
-            gq = self.model.generate_quantities(data=self.data or None, previous_fit=[str(path)],
-                                                seed=1, gq_output_dir=str(run_dir / "gq"),
-                                                sig_figs=18)
-        except RuntimeError as err:
-            raise RuntimeError(f"evaluating the log density with CmdStan's generate_quantities "
-                               f"failed: {err}") from err
-        return _read_column(gq.runset.csv_files[0], DENSITY_COLUMN, n)
-
-
-def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:
-    header: list[str] | None = None
-    rows: list[str] = []
-    for line in Path(csv_file).read_text().splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if header is None:
-            header = line.split(",")
-        else:
-            rows.append(line)
-    if header is None or column not in header:
-        raise RuntimeError(f"{csv_file} has no column {column}")
-    j = header.index(column)
-    out = np.array([float(r.split(",")[j]) for r in rows])
-    if out.size != n:
-        raise RuntimeError(f"generate_quantities returned {out.size} rows for {n} draws")
-    return out
-
-
 # --------------------------------------------------------------------------- inputs
-
-
-def _load_data(data: Any) -> dict[str, Any]:
-    if data is None:
-        return {}
-    if isinstance(data, (str, os.PathLike)):
-        return dict(json.loads(Path(data).read_text()))
-    return dict(data)
-
-
-def _program_source(model: Any) -> tuple[str, str]:
-    """(program text, name) of a path, Stan text or CmdStanModel."""
-    if isinstance(model, cmdstanpy.CmdStanModel):
-        if model.stan_file is None:
-            raise ValueError("the CmdStanModel has no stan_file; pass the program text instead")
-        return Path(model.stan_file).read_text(), model.name
-    if isinstance(model, os.PathLike) or (isinstance(model, str) and "\n" not in model
-                                          and model.strip().endswith(".stan")):
-        path = Path(model)
-        if not path.exists():
-            raise FileNotFoundError(f"Stan file {path} does not exist")
-        return path.read_text(), path.stem
-    if isinstance(model, str):
-        return model, "model"
-    raise TypeError(f"expected a .stan path, Stan program text, CmdStanModel or a fit, got "
-                    f"{type(model).__name__}")
 
 
 def _chain_arrays_from_mcmc(fit: cmdstanpy.CmdStanMCMC, names: Sequence[str]
@@ -432,7 +206,7 @@ def _chain_arrays_from_frame(frame: pd.DataFrame, names: Sequence[str]
 # --------------------------------------------------------------------------- bridge
 
 
-def bridge_from_draws(program: str, data: Mapping[str, Any] | None,
+def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None,
                       draws: Mapping[str, NDArray[np.float64]], *, name: str = "model",
                       seed: int | None = None, n_proposal: int | None = None,
                       output_dir: str | os.PathLike[str] | None = None,
@@ -442,8 +216,8 @@ def bridge_from_draws(program: str, data: Mapping[str, Any] | None,
 
     Parameters
     ----------
-    program : str
-        Stan program text.
+    program : str or StanProgram
+        Stan program text, or the program read once.
     data : mapping or None
         Its data.
     draws : mapping
@@ -476,6 +250,7 @@ def bridge_from_draws(program: str, data: Mapping[str, Any] | None,
         If the draws are malformed or the density is NaN at a posterior draw.
     """
     data = dict(data or {})
+    program = read_program(program, name)
     ev = evaluator or DensityEvaluator(program, data, name, output_dir)
     space, flat, u_post = _posterior_setup(program, data, draws, name)
     n_chains, n_draws = u_post.shape[:2]
@@ -522,10 +297,11 @@ def _log_target_fn(space: ParameterSpace, ev: DensityEvaluator
 
 
 def _posterior_setup(
-    program: str, data: Mapping[str, Any], draws: Mapping[str, NDArray[np.float64]], name: str,
+    program: StanProgram, data: Mapping[str, Any], draws: Mapping[str, NDArray[np.float64]],
+    name: str,
 ) -> tuple[ParameterSpace, dict[str, NDArray[np.float64]], NDArray[np.float64]]:
     """(space, flat constrained draws, unconstrained draws (chains, draws, dim))."""
-    prog = parse(program, f"{name}.stan")
+    prog = program.tree
     first = next(iter(draws.values()))
     n_chains, n_draws = first.shape[:2]
     shapes = {k: tuple(v.shape[2:]) for k, v in draws.items()}
@@ -543,7 +319,7 @@ def _posterior_setup(
 # --------------------------------------------------------------------------- importance sampling
 
 
-def importance_from_draws(program: str, data: Mapping[str, Any] | None,
+def importance_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None,
                           draws: Mapping[str, NDArray[np.float64]], *, name: str = "model",
                           n_draws: int = 4000, df: float = 5.0, seed: int | None = None,
                           output_dir: str | os.PathLike[str] | None = None,
@@ -560,8 +336,8 @@ def importance_from_draws(program: str, data: Mapping[str, Any] | None,
 
     Parameters
     ----------
-    program : str
-        Stan program text.
+    program : str or StanProgram
+        Stan program text, or the program read once.
     data : mapping or None
         Its data.
     draws : mapping
@@ -594,6 +370,7 @@ def importance_from_draws(program: str, data: Mapping[str, Any] | None,
     if not df > 2:
         raise ValueError(f"df={df!r}; expected degrees of freedom > 2 (finite covariance)")
     data = dict(data or {})
+    program = read_program(program, name)
     space, _, u_post = _posterior_setup(program, data, draws, name)
     ev = evaluator or DensityEvaluator(program, data, name, output_dir)
     flat_u = u_post.reshape(-1, u_post.shape[-1])
@@ -658,20 +435,6 @@ def importance_from_pathfinder(model: cmdstanpy.CmdStanModel, data: Mapping[str,
 
 
 # --------------------------------------------------------------------------- public API
-
-
-def _fit_kind(obj: Any) -> str:
-    method = getattr(obj, "method", None)
-    if method in ("pseudo_extended", "continuous_tempering"):
-        return str(method)
-    cls = type(obj).__name__
-    if cls == "PseudoExtendedFit":
-        return "pseudo_extended"
-    if cls == "ContinuousTemperingFit":
-        return "continuous_tempering"
-    if isinstance(obj, cmdstanpy.CmdStanMCMC):
-        return "mcmc"
-    return "model"
 
 
 def evidence(
@@ -752,48 +515,43 @@ def evidence(
                            warp=warp)
     opts.validate()
     m = _METHOD_ALIASES[method]
-    kind = _fit_kind(model_or_fit)
     out_dir = None if output_dir is None else Path(output_dir)
-    if kind == "continuous_tempering":
-        return _from_ct_fit(model_or_fit, m, opts, out_dir)
-    if kind == "pseudo_extended":
-        if m != "bridge":
-            raise ValueError(f"method={method!r} is not available for a PseudoExtendedFit; "
-                             "use method='bridge' (on its resampled draws)")
-        fit = model_or_fit
-        prog_text = fit.result.original_code
-        d = _load_data(data) if data is not None else dict(fit.data)
-        names = parameter_names(prog_text)
-        draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), names)
-        est = bridge_from_draws(prog_text, d, draws, name=_name_of(fit, "pe_model"),
-                                seed=_bridge_seed(seed), n_proposal=n_proposal,
-                                output_dir=out_dir, warp=warp)
-        return _tag(est, "pseudo_extended")
-    if kind == "mcmc":
+    if isinstance(model_or_fit, ExtendedFit):
+        d = load_data(data) if data is not None else dict(model_or_fit.data)
+        return _from_extended_fit(model_or_fit, m, opts, out_dir, d)
+    if isinstance(model_or_fit, cmdstanpy.CmdStanMCMC):
         if m not in ("bridge", "is"):
             raise ValueError(f"method={method!r} is not available for a CmdStanMCMC fit; use "
                              "'bridge' or 'is', or pass the model to run what the method needs")
         fit = model_or_fit
-        prog_text, name = _mcmc_program(fit, program)
-        d = _load_data(data) if data is not None else _mcmc_data(fit)
-        draws = _chain_arrays_from_mcmc(fit, parameter_names(prog_text))
-        return _from_nuts_draws(prog_text, d, draws, name, m, opts, out_dir)
-    prog_text, name = _program_source(model_or_fit)
-    d = _load_data(data)
-    if m in ("ct", "ti"):
+        prog = _mcmc_program(fit, program)
+        d = load_data(data) if data is not None else _mcmc_data(fit)
+        draws = _chain_arrays_from_mcmc(fit, prog.parameter_names)
+        return _from_nuts_draws(prog, d, draws, m, opts, out_dir)
+    if not isinstance(model_or_fit, (str, os.PathLike, cmdstanpy.CmdStanModel, StanProgram)):
+        raise TypeError(f"expected a .stan path, Stan program text, CmdStanModel or a fit, got "
+                        f"{type(model_or_fit).__name__}")
+    if isinstance(model_or_fit, (str, os.PathLike)) and _is_path(model_or_fit) and not Path(
+            model_or_fit).exists():
+        raise FileNotFoundError(f"Stan file {model_or_fit} does not exist")
+    prog = read_program(model_or_fit)
+    d = load_data(data)
+    owner = registry.for_estimator(m)
+    if owner is not None:  # the estimator needs that method's fit: run it
         from pemc_stan.pipeline import sample
 
-        ct_fit = sample(model_or_fit, data=d or None, method="ct", chains=chains,
-                        iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
-                        output_dir=None if out_dir is None else str(out_dir),
-                        show_progress=show_progress, **sampler_kwargs)
-        return _from_ct_fit(ct_fit, m, opts, out_dir)
+        given = model_or_fit if isinstance(model_or_fit, cmdstanpy.CmdStanModel) else prog
+        method_fit = sample(given, data=d or None, method=owner.name, chains=chains,
+                            iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                            output_dir=None if out_dir is None else str(out_dir),
+                            show_progress=show_progress, **sampler_kwargs)
+        return _from_extended_fit(method_fit, m, opts, out_dir, d)
     cmd_model = (model_or_fit if isinstance(model_or_fit, cmdstanpy.CmdStanModel)
-                 else compile_model(prog_text, name=name))
+                 else compile_model(prog.text, name=prog.name))
     if m == "is" and is_proposal == "pathfinder":
         return importance_from_pathfinder(cmd_model, d, draws=is_draws, seed=seed,
                                           output_dir=out_dir)
-    names = parameter_names(prog_text)
+    names = prog.parameter_names
     if not names:
         raise ValueError("the program has no parameters: its log Z is its log density, "
                          "no estimator is needed")
@@ -803,17 +561,17 @@ def evidence(
                            output_dir=None if out_dir is None else str(out_dir / "nuts"),
                            show_progress=show_progress, **sampler_kwargs)
     draws = _chain_arrays_from_mcmc(fit, names)
-    return _from_nuts_draws(prog_text, d, draws, name, m, opts, out_dir)
+    return _from_nuts_draws(prog, d, draws, m, opts, out_dir)
 
 
-def _from_nuts_draws(prog_text: str, data: dict[str, Any], draws: dict[str, NDArray[np.float64]],
-                     name: str, m: str, opts: EvidenceOptions, out_dir: Path | None
-                     ) -> EvidenceEstimate:
+def _from_nuts_draws(prog: StanProgram, data: dict[str, Any],
+                     draws: dict[str, NDArray[np.float64]], m: str, opts: EvidenceOptions,
+                     out_dir: Path | None) -> EvidenceEstimate:
     if m == "is":
-        est = importance_from_draws(prog_text, data, draws, name=name, n_draws=opts.is_draws,
+        est = importance_from_draws(prog, data, draws, name=prog.name, n_draws=opts.is_draws,
                                     seed=opts.seed, output_dir=out_dir)
     else:
-        est = bridge_from_draws(prog_text, data, draws, name=name, seed=opts.seed,
+        est = bridge_from_draws(prog, data, draws, name=prog.name, seed=opts.seed,
                                 n_proposal=opts.n_proposal, output_dir=out_dir, warp=opts.warp)
     return _tag(est, "nuts")
 
@@ -839,18 +597,7 @@ def _tag(est: EvidenceEstimate, source: str) -> EvidenceEstimate:
     return EvidenceEstimate(est.log_z, est.std_error, est.method, diag)
 
 
-def _name_of(fit: Any, default: str) -> str:
-    """Name of the user's model behind a PE/CT fit (only labels the density program)."""
-    name = getattr(getattr(fit, "result", None), "model_name", None)
-    if isinstance(name, str) and name:
-        return name
-    try:
-        return str(fit.fit.metadata.cmdstan_config.get("model", default)).removesuffix("_model")
-    except Exception:  # noqa: BLE001 - only a label
-        return default
-
-
-def parameter_names(program: str) -> list[str]:
+def parameter_names(program: str | StanProgram) -> list[str]:
     """Names of the declared parameters of a program, in order.
 
     Raises
@@ -858,20 +605,16 @@ def parameter_names(program: str) -> list[str]:
     StanProgramError
         If the program does not parse.
     """
-    prog = parse(program)
-    if prog.parameters is None:
-        return []
-    return [d.name for s in prog.parameters.stmts if isinstance(s, ast.VarDecl)
-            for d in s.declarators]
+    return read_program(program).parameter_names
 
 
-def _mcmc_program(fit: cmdstanpy.CmdStanMCMC, program: Any) -> tuple[str, str]:
+def _mcmc_program(fit: cmdstanpy.CmdStanMCMC, program: Any) -> StanProgram:
     if program is not None:
-        return _program_source(program)
+        return read_program(program)
     exe = Path(fit.runset._args.model_exe or "")  # noqa: SLF001 - cmdstanpy keeps no model
     stan = exe.with_suffix(".stan")
     if stan.exists():
-        return stan.read_text(), exe.stem
+        return read_program(stan.read_text(), exe.stem)
     raise ValueError("cannot find the Stan program of this CmdStanMCMC fit; pass program= "
                      "(the .stan path or text of the unchanged model)")
 
@@ -879,51 +622,26 @@ def _mcmc_program(fit: cmdstanpy.CmdStanMCMC, program: Any) -> tuple[str, str]:
 def _mcmc_data(fit: cmdstanpy.CmdStanMCMC) -> dict[str, Any]:
     path = getattr(fit.runset._args, "data", None)  # noqa: SLF001
     if isinstance(path, (str, os.PathLike)) and Path(path).exists():
-        return _load_data(path)
+        return load_data(path)
     return {}
 
 
-def _from_ct_fit(fit: Any, m: str, opts: EvidenceOptions, out_dir: Path | None
-                 ) -> EvidenceEstimate:
-    if m == "ct":
-        return _tag(fit.log_z(), "continuous_tempering")
-    if m == "ti":
-        from pemc_stan.methods.continuous_tempering.tempering import ct_thermodynamic_integration
-
-        return _tag(ct_thermodynamic_integration(fit.delta(), float(fit.log_zeta),
-                                                 n_grid=opts.ti_grid), "continuous_tempering")
-    if m == "bridge":
-        prog_text = fit.result.original_code if hasattr(fit.result, "original_code") else None
-        if prog_text is None:
-            raise ValueError("the continuously tempered fit does not carry its original program")
-        names = parameter_names(prog_text)
-        draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), names)
-        est = bridge_from_draws(prog_text, fit.data, draws, name=_name_of(fit, "ct_model"),
-                                seed=_bridge_seed(opts.seed), n_proposal=opts.n_proposal,
-                                output_dir=out_dir, warp=opts.warp)
-        return _tag(est, "continuous_tempering")
-    raise ValueError(f"method={m!r} is not available for a continuously tempered fit; use "
-                     "'ct', 'ti' or 'bridge'")
-
-
-def bayes_factor(a: EvidenceEstimate, b: EvidenceEstimate) -> LogBayesFactor:
-    """``log BF_ab = log Z_a - log Z_b`` with ``SE = sqrt(SE_a^2 + SE_b^2)``.
-
-    Parameters
-    ----------
-    a, b : EvidenceEstimate
-        Independent estimates (e.g. from :func:`evidence`) of models a and b.
-
-    Returns
-    -------
-    LogBayesFactor
-
-    Raises
-    ------
-    ValueError
-        If a standard error is negative or NaN.
-    """
-    return _bayes_factor(a, b)
+def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir: Path | None,
+                       data: dict[str, Any]) -> EvidenceEstimate:
+    """``log Z`` from a method's fit: the method's own estimators, or bridge sampling on its
+    resampled draws."""
+    spec = registry.for_fit(fit)
+    if m in spec.estimators:
+        return _tag(fit.evidence_estimate(m, ti_grid=opts.ti_grid), spec.name)
+    if m != "bridge":
+        offered = ", ".join(repr(e) for e in ("bridge", *spec.estimators))
+        raise ValueError(f"method={m!r} is not available for a {type(fit).__name__}; use "
+                         f"{offered}")
+    prog = fit.program
+    draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), prog.parameter_names)
+    est = bridge_from_draws(prog, data, draws, name=prog.name, seed=_bridge_seed(opts.seed),
+                            n_proposal=opts.n_proposal, output_dir=out_dir, warp=opts.warp)
+    return _tag(est, spec.name)
 
 
 def compare_methods(estimates: Sequence[EvidenceEstimate] | Mapping[str, EvidenceEstimate],

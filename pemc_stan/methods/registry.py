@@ -1,111 +1,181 @@
-"""Public entry point of the program transformations.
+"""The method registry: the one place that knows which methods exist.
 
-:func:`transform` turns a user's Stan program into the program of a
-multimodal-sampling method:
-
-* ``"pseudo_extended"`` / ``"pe"`` -- the pseudo-extended target of Nemeth et
-  al. (2019), eq 8; see :mod:`pemc_stan.methods.pseudo_extended.transform`.
-* ``"continuous_tempering"`` / ``"ct"`` -- joint continuous tempering of
-  Graham & Storkey (2017), eq 15; see :mod:`pemc_stan.methods.continuous_tempering.transform`.
+A :class:`Method` ties a name and its aliases to the method's options class,
+transformation, model class and fit class.  :func:`pemc_stan.transform`,
+:func:`pemc_stan.sample`, :func:`pemc_stan.evidence`, the InferenceData
+converter and the command line ask the registry (:func:`get`,
+:func:`for_fit`, :func:`methods`); nothing else compares method names.  The
+built-in methods register themselves when :mod:`pemc_stan.methods` is
+imported; a new method is added with :func:`register` and no other edit.
 """
 
 from __future__ import annotations
 
-import logging
-import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.stan import ast
-from pemc_stan.methods.continuous_tempering.transform import (
-    ContinuousTemperingOptions,
-    ContinuousTemperingResult,
-    transform_continuous_tempering,
-)
-from pemc_stan.methods.pseudo_extended.transform import (
-    PseudoExtendedOptions,
-    TransformResult,
-    transform_pseudo_extended,
-)
+from pemc_stan.errors import OptionsError
 
-logger = logging.getLogger(__name__)
-
-__all__ = ["transform", "transform_result", "METHODS"]
-
-#: Accepted method names and their canonical form.
-METHODS = {
-    "pseudo_extended": "pseudo_extended", "pe": "pseudo_extended",
-    "pseudo-extended": "pseudo_extended",
-    "continuous_tempering": "continuous_tempering", "ct": "continuous_tempering",
-    "continuous-tempering": "continuous_tempering",
-}
+__all__ = ["Method", "register", "unregister", "get", "methods", "for_fit", "for_estimator",
+           "owner_of_option"]
 
 
-def _canonical(method: str) -> str:
-    try:
-        return METHODS[method.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"method={method!r} is unknown; expected one of "
-                         f"{sorted(set(METHODS))}") from None
+@dataclass(frozen=True)
+class Method:
+    """A sampling method pemc-stan can transform a program into.
 
-
-def transform_result(
-    program: str | os.PathLike[str] | ast.Program,
-    method: str = "pseudo_extended",
-    **options: Any,
-) -> TransformResult | ContinuousTemperingResult:
-    """Transform a program and return the program with its metadata.
-
-    Parameters
+    Attributes
     ----------
-    program
-        Stan program text, a ``.stan`` path or a parsed program.
-    method
-        ``"pseudo_extended"`` (``"pe"``) or ``"continuous_tempering"`` (``"ct"``).
-    **options
-        Fields of :class:`~pemc_stan.methods.pseudo_extended.transform.PseudoExtendedOptions`
-        (``n_pseudo``, ``beta``, ``temper``, ``beta_prior``, ``instrumental``,
-        ``log_scale``) or of
-        :class:`~pemc_stan.methods.continuous_tempering.transform.ContinuousTemperingOptions`
-        (``temper``, ``base_covariance``, ``log_zeta``, ...), and ``name``.
+    name
+        Canonical name (``"pseudo_extended"``), stored in fits and InferenceData.
+    short
+        Short name (``"pe"``): an alias, the output folder's suffix and the
+        compiled program's name suffix.
+    label
+        Name for messages (``"pseudo-extended"``).
+    summary
+        One line for ``--help``.
+    options
+        The options dataclass (a :class:`~pemc_stan.methods.options.MethodOptions`).
+    transform
+        ``transform(prepared, options) -> result``: a
+        :class:`~pemc_stan.stan.program.StanProgram` and validated options to
+        a :class:`~pemc_stan.methods.base.TransformResult`.
+    model
+        The model class: ``model(program, data, options)`` with ``sample(...)``.
+    fit
+        The fit class the model's ``sample`` returns.
+    aliases
+        Further accepted spellings (``-`` and ``_`` are interchangeable).
+    estimators
+        Evidence estimators that need this method's fit (``("ct", "ti")``):
+        :func:`pemc_stan.evidence` runs the method for them.
+    """
 
-    Returns
-    -------
-    TransformResult or ContinuousTemperingResult
+    name: str
+    short: str
+    label: str
+    summary: str
+    options: type
+    transform: Callable[..., Any]
+    model: type
+    fit: type
+    aliases: tuple[str, ...] = ()
+    estimators: tuple[str, ...] = ()
+
+    def spellings(self) -> tuple[str, ...]:
+        """Every accepted spelling of the method's name.
+
+        Raises
+        ------
+        Nothing.
+        """
+        names = (self.name, self.short, self.label, *self.aliases)
+        out: list[str] = []
+        for n in names:
+            for v in (n, n.replace("_", "-"), n.replace("-", "_")):
+                if v not in out:
+                    out.append(v)
+        return tuple(out)
+
+
+_METHODS: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add a method (replacing one of the same name).
 
     Raises
     ------
     ValueError
-        For an unknown method or invalid options.
-    StanProgramError
-        For programs the transformation does not apply to (see
-        :func:`~pemc_stan.methods.pseudo_extended.transform.transform_pseudo_extended` and
-        :func:`~pemc_stan.methods.continuous_tempering.transform.transform_continuous_tempering`).
+        If one of its spellings already names another method.
     """
-    canonical = _canonical(method)
-    name = options.pop("name", None)
-    if canonical == "continuous_tempering":
-        return transform_continuous_tempering(program, ContinuousTemperingOptions(**options),
-                                              name=name)
-    opts = PseudoExtendedOptions(**options)
-    return transform_pseudo_extended(program, opts, name=name)
+    for other in _METHODS.values():
+        if other.name == method.name:
+            continue
+        clash = set(other.spellings()) & set(method.spellings())
+        if clash:
+            raise ValueError(f"method {method.name!r}: the name(s) {sorted(clash)} already "
+                             f"belong to method {other.name!r}; choose other aliases")
+    _METHODS[method.name] = method
+    return method
 
 
-def transform(
-    program: str | os.PathLike[str] | ast.Program,
-    method: str = "pseudo_extended",
-    **options: Any,
-) -> str:
-    """Return the Stan code of the transformed program.
-
-    Parameters and errors as :func:`transform_result`.
-
-    Returns
-    -------
-    str
+def unregister(name: str) -> None:
+    """Remove a method (no error when it is not registered).
 
     Raises
     ------
-    ValueError, StanProgramError
-        As :func:`transform_result`.
+    Nothing.
     """
-    return transform_result(program, method, **options).stan_code
+    _METHODS.pop(name, None)
+
+
+def methods() -> Iterator[Method]:
+    """The registered methods, in registration order.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return iter(list(_METHODS.values()))
+
+
+def get(method: str | Method) -> Method:
+    """The method called ``method`` (any spelling, case-insensitive).
+
+    Raises
+    ------
+    OptionsError
+        For an unknown name, listing the known ones.
+    """
+    if isinstance(method, Method):
+        return method
+    if isinstance(method, str):
+        key = method.strip().lower()
+        for m in _METHODS.values():
+            if key in m.spellings():
+                return m
+    known = sorted({s for m in _METHODS.values() for s in (m.name, m.short)})
+    raise OptionsError("method", method, f"one of {known}")
+
+
+def for_fit(fit: object) -> Method:
+    """The method whose fit class ``fit`` is an instance of.
+
+    Raises
+    ------
+    TypeError
+        If ``fit`` is not the fit of a registered method.
+    """
+    for m in _METHODS.values():
+        if isinstance(fit, m.fit):
+            return m
+    raise TypeError(f"{type(fit).__name__} is not the fit of a registered method; expected "
+                    f"one of {[m.fit.__name__ for m in _METHODS.values()]}")
+
+
+def for_estimator(estimator: str) -> Method | None:
+    """The method whose fits supply the evidence estimator ``estimator``, if any.
+
+    Raises
+    ------
+    Nothing.
+    """
+    for m in _METHODS.values():
+        if estimator in m.estimators:
+            return m
+    return None
+
+
+def owner_of_option(name: str) -> list[Method]:
+    """The methods that have an option called ``name``.
+
+    Raises
+    ------
+    Nothing.
+    """
+    from pemc_stan.methods.options import field_names
+
+    return [m for m in _METHODS.values() if name in field_names(m.options)]

@@ -10,68 +10,27 @@ prints the pieces every template embeds unchanged (:func:`functions_text`,
 from __future__ import annotations
 
 import importlib.resources
-import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import check_reserved_prefix
-from pemc_stan.errors import StanProgramError
-from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program, print_stmt
 
-__all__ = ["PreparedProgram", "block_text", "functions_text", "load_template",
-           "prepare_program", "read_program", "render"]
+__all__ = ["block_text", "functions_text", "load_template", "prepare_program", "render"]
 
 
-def read_program(program: str | os.PathLike[str]) -> tuple[str, str]:
-    """(text, name) of program text or a ``.stan`` path.
-
-    Raises
-    ------
-    OSError
-        If a path cannot be read.
-    """
-    if isinstance(program, os.PathLike) or (
-            isinstance(program, str) and "\n" not in program and program.endswith(".stan")):
-        path = Path(program)
-        return path.read_text(), path.stem
-    return str(program), "model"
-
-
-@dataclass(frozen=True)
-class PreparedProgram:
-    """A user's program, parsed and checked for a transformation.
-
-    Attributes
-    ----------
-    tree
-        The parsed program.
-    text
-        Its text.
-    model_name
-        The model's name (file stem or the name given).
-    parameters
-        ``(declared type, name)`` of every parameter, in declaration order.
-    """
-
-    tree: ast.Program
-    text: str
-    model_name: str
-    parameters: tuple[tuple[ast.Type, str], ...]
-
-
-def prepare_program(program: str | os.PathLike[str] | ast.Program, name: str | None,
-                    method: str) -> PreparedProgram:
-    """Parse (if needed) and check a program before transforming it.
+def prepare_program(program: ProgramSource, name: str | None, method: str) -> StanProgram:
+    """Read (parsing only what is not parsed yet) and check a program before transforming it.
 
     Parameters
     ----------
     program
-        Stan text, a ``.stan`` path or a parsed program.
+        Stan text, a ``.stan`` path, a parsed program or a
+        :class:`~pemc_stan.inputs.StanProgram` (used as is: not parsed again).
     name
         The model's name (default: the file stem, or ``"model"``).
     method
@@ -79,32 +38,19 @@ def prepare_program(program: str | os.PathLike[str] | ast.Program, name: str | N
 
     Returns
     -------
-    PreparedProgram
+    StanProgram
 
     Raises
     ------
-    pemc_stan.stan.analysis.ReservedPrefixError
+    ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     StanProgramError
         If the program cannot be parsed or declares no parameters.
     """
-    if isinstance(program, ast.Program):
-        tree, text, model_name = program, print_program(program), name or "model"
-    else:
-        text, stem = read_program(program)
-        model_name = name or stem
-        tree = parse(text, filename=model_name)
-    check_reserved_prefix(tree, model_name)
-    params: list[tuple[ast.Type, str]] = []
-    if tree.parameters is not None:
-        for s in tree.parameters.stmts:
-            if isinstance(s, ast.VarDecl):
-                params.extend((s.type, d.name) for d in s.declarators)
-    if not params:
-        raise StanProgramError(
-            f"{model_name} declares no parameters: there is nothing to sample, so the "
-            f"{method} transformation does not apply", model_name)
-    return PreparedProgram(tree, text, model_name, tuple(params))
+    prepared = read_program(program, name)
+    check_reserved_prefix(prepared.tree, prepared.name)
+    prepared.require_parameters(f"{method} transformation")
+    return prepared
 
 
 def functions_text(tree: ast.Program, extra: tuple[ast.FunctionDef, ...]) -> str:

@@ -59,9 +59,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan import __version__
-
 from pemc_stan.stan import ast
-from pemc_stan.stan.parser import parse
 
 logger = logging.getLogger(__name__)
 
@@ -190,19 +188,20 @@ class InferenceDataConverter:
 
     def __init__(self, fit: Any, evidence: Any = None, include_extended: bool = True,
                  output_dir: str | None = None) -> None:
-        method = getattr(fit, "method", None)
-        if method is None and hasattr(fit, "n_pseudo") and hasattr(fit, "pseudo_samples"):
-            method = "pseudo_extended"
-        if method not in ("pseudo_extended", "continuous_tempering"):
+        from pemc_stan.methods import registry
+
+        try:
+            self.method: str = registry.for_fit(fit).name
+        except TypeError:
             raise TypeError(
-                f"to_inference_data expects a PseudoExtendedFit or ContinuousTemperingFit, got "
-                f"{type(fit).__name__}; for a plain cmdstanpy fit use arviz.from_cmdstanpy")
+                f"to_inference_data expects the fit of a pemc-stan method (e.g. a "
+                f"PseudoExtendedFit or ContinuousTemperingFit), got {type(fit).__name__}; for "
+                "a plain cmdstanpy fit use arviz.from_cmdstanpy") from None
         self.fit = fit
-        self.method: str = method
         self.evidence = evidence
         self.include_extended = include_extended
         self.output_dir = output_dir
-        self.program = parse(fit.result.original_code)
+        self.program = fit.program.tree
         self._types = _declared_types(self.program, ("data", "parameters",
                                                      "transformed_parameters",
                                                      "generated_quantities"))
@@ -288,9 +287,9 @@ class InferenceDataConverter:
             coords["draw"] = np.arange(first.shape[1])
         return xr.Dataset(data_vars, coords=coords)
 
-    def _pseudo_coords(self) -> dict[str, NDArray[np.int64]]:
-        self._dim_sizes["pseudo"] = int(self.fit.n_pseudo)
-        return {"pseudo": np.arange(1, int(self.fit.n_pseudo) + 1)}
+    def _particle_coords(self, dim: str, size: int) -> dict[str, NDArray[np.int64]]:
+        self._dim_sizes[dim] = size
+        return {dim: np.arange(1, size + 1)}
 
     # ------------------------------------------------------------------ attributes
     def attributes(self) -> dict[str, Any]:
@@ -312,13 +311,9 @@ class InferenceDataConverter:
             "pemc_method": self.method,
             "pemc_options": options_json(fit.result.options),
         }
-        if self.method == "pseudo_extended":
-            attrs["pemc_n_pseudo"] = int(fit.n_pseudo)
-            attrs["pemc_log_scale"] = float(fit.log_scale)
-        else:
-            attrs["pemc_log_zeta"] = float(fit.log_zeta)
+        attrs.update(fit.inference_attributes())
         estimate = self.evidence
-        if estimate is None and callable(getattr(fit, "log_z", None)):
+        if estimate is None:
             try:
                 estimate = fit.log_z()
             except Exception as exc:  # noqa: BLE001 - attributes must not stop conversion
@@ -364,36 +359,15 @@ class InferenceDataConverter:
         """
         import xarray as xr
 
-        fit = self.fit
         stats = self._dataset(self._sampler_arrays())
-        if self.method == "pseudo_extended":
-            coords = self._pseudo_coords()
-            lw = np.asarray(fit.log_weights(), dtype=float)
-            extra = {
-                "beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta(), dtype=float)),
-                "log_weight": (("chain", "draw", "pseudo"), lw),
-                "weight": (("chain", "draw", "pseudo"), np.asarray(fit.normalised_weights())),
-                "weight_ess": (("chain", "draw"), np.asarray(fit.weight_ess(), dtype=float)),
-                "resample_index": (("chain", "draw"),
-                                   np.asarray(fit.resample_index(), dtype=np.int64) + 1),
-            }
-            return stats.assign(extra).assign_coords(coords)
-        from scipy.special import logsumexp
-
-        lw = np.asarray(fit.log_weights(), dtype=float)
-        finite = np.isfinite(lw)
-        w = np.zeros_like(lw)
-        if np.any(finite):
-            w[finite] = np.exp(lw[finite] - logsumexp(lw[finite]))
-        extra = {
-            "beta": (("chain", "draw"), np.asarray(fit.beta(), dtype=float)),
-            "delta": (("chain", "draw"), np.asarray(fit.delta(), dtype=float)),
-            "log_weight": (("chain", "draw"), lw),
-            "weight": (("chain", "draw"), w),
-        }
-        ess = 1.0 / float(np.sum(w ** 2)) if np.any(finite) else float("nan")
-        out = stats.assign({k: xr.Variable(*v) for k, v in extra.items()})
-        out.attrs["weight_ess"] = ess
+        extra, attrs = self.fit.sample_stats_vars()
+        coords: dict[str, Any] = {}
+        dim = self.fit.particle_dim
+        for dims, values in extra.values():
+            if dim is not None and dim in dims:
+                coords.update(self._particle_coords(dim, values.shape[dims.index(dim)]))
+        out = stats.assign({k: xr.Variable(*v) for k, v in extra.items()}).assign_coords(coords)
+        out.attrs.update(attrs)
         return out
 
     def extended_posterior_to_xarray(self) -> Any:
@@ -404,13 +378,14 @@ class InferenceDataConverter:
         Nothing beyond the fit's own errors.
         """
         fit = self.fit
-        if self.method == "pseudo_extended":
-            coords = self._pseudo_coords()
+        dim = fit.particle_dim
+        extra = fit.extended_vars()
+        if dim is not None:  # every particle of every parameter, along the particle dim
             grouped: dict[str, list[tuple[tuple[int, ...], NDArray[np.float64]]]] = {}
             for col in fit.parameter_columns():
                 split = _split_column(col)
                 var, idx = split if split is not None else (_safe_name(col), ())
-                grouped.setdefault(var, []).append((idx, fit.pseudo_samples(col)))
+                grouped.setdefault(var, []).append((idx, fit.particles(col)))
             arrays: dict[str, NDArray[Any]] = {}
             for var, entries in grouped.items():
                 first = entries[0][1]
@@ -423,12 +398,10 @@ class InferenceDataConverter:
                 for idx, values in entries:
                     arr[(Ellipsis, *(i - 1 for i in idx))] = values
                 arrays[var] = arr
-            ds = self._dataset(arrays, lead=("pseudo",))
-            ds = ds.assign({
-                "pemc_beta": (("chain", "draw", "pseudo"), np.asarray(fit.beta(), dtype=float)),
-                "pemc_log_weight": (("chain", "draw", "pseudo"),
-                                    np.asarray(fit.log_weights(), dtype=float)),
-            })
+            coords = self._particle_coords(dim, int(first.shape[2]))
+            ds = self._dataset(arrays, lead=(dim,))
+            ds = ds.assign({name: (("chain", "draw", dim)[:values.ndim], values)
+                            for name, values in extra.items()})
             return ds.assign_coords(coords)
         df = fit.extended_draws_pd()
         if "chain__" not in df.columns or "iter__" not in df.columns:
@@ -438,22 +411,17 @@ class InferenceDataConverter:
             df["iter__"] = np.tile(np.arange(1, n + 1), self._n_chains)[: len(df)]
         keep = [c for c in df.columns if c in _INDEX_COLUMNS or not c.endswith("__")]
         arrays = self._frame_to_arrays(df[keep])
-        extra = {"pemc_beta": np.asarray(fit.beta(), dtype=float),
-                 "pemc_delta": np.asarray(fit.delta(), dtype=float),
-                 "pemc_log_weight": np.asarray(fit.log_weights(), dtype=float)}
         for name, values in extra.items():
             arrays.setdefault(name, values)
         return self._dataset(arrays)
 
     def _data_arrays(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(observed, constant) data variables as xarray (dims, values) pairs."""
-        from pemc_stan.stan.analysis import analyse
-
         data = dict(getattr(self.fit, "data", None) or {})
         declared = _declared_types(self.program, ("data",))
         observed_names: set[str] = set()
         try:
-            for c in analyse(self.program).contributions:
+            for c in self.fit.program.analysis.contributions:
                 if c.kind == "likelihood" and c.variate is not None:
                     observed_names.update(n.name for n in ast.walk(c.variate)
                                           if isinstance(n, ast.Variable) and n.name in declared)

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan.stan import ast
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.inputs import StanProgram
+from pemc_stan.stan import ast
 from pemc_stan.stan.logdensity import local_type
-from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program
 
 logger = logging.getLogger(__name__)
@@ -166,8 +166,7 @@ def reporting_program(program: ast.Program) -> ast.Program | None:
 
 
 def recompute_quantities(
-    original_code: str,
-    name: str,
+    program: StanProgram,
     data: Mapping[str, Any] | None,
     params: pd.DataFrame,
     write_csvs: Callable[[pd.DataFrame, Path], list[str]],
@@ -179,10 +178,8 @@ def recompute_quantities(
 
     Parameters
     ----------
-    original_code
-        The user's program.
-    name
-        Model name (for the compiled reporting program).
+    program
+        The user's program (its name labels the compiled reporting program).
     data
         The user's data.
     params
@@ -209,10 +206,11 @@ def recompute_quantities(
     RuntimeError
         If CmdStan's generate_quantities fails.
     """
-    program = parse(original_code)
-    report = reporting_program(program)
-    if report is None and not (program.generated_quantities is not None
-                               and program.generated_quantities.stmts):
+    name = program.name
+    tree = program.tree
+    report = reporting_program(tree)
+    if report is None and not (tree.generated_quantities is not None
+                               and tree.generated_quantities.stmts):
         return params
     model = (original_model() if report is None
              else compile_model(print_program(report), name=f"{name}_report"))

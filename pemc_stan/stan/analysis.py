@@ -53,8 +53,8 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from pemc_stan.errors import ReservedPrefixError, UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.errors import UnsupportedConstructError
 
 logger = logging.getLogger(__name__)
 
@@ -105,9 +105,6 @@ DISCRETE_DISTRIBUTIONS = frozenset(
 _SUFFIXES = ("_lpdf", "_lpmf", "_lupdf", "_lupmf", "_lcdf", "_lccdf", "_rng", "_lp")
 _DENSITY_SUFFIXES = ("_lpdf", "_lpmf", "_lupdf", "_lupmf")
 
-
-class ReservedPrefixError(UnsupportedConstructError):
-    """An identifier of the user's program starts with the reserved prefix ``pemc_``."""
 
 
 def suffix_kind(name: str) -> str | None:
@@ -983,7 +980,8 @@ class Analysis:
         if fn is None or fn.body is None:
             return None
         self._in_progress.add(key)
-        arguments = {p.name: a for p, a in zip(fn.params, args)}
+        # Overloads share a name, so the arity may differ: pair what is there.
+        arguments = {p.name: a for p, a in zip(fn.params, args, strict=False)}
         analyser = _BodyAnalyser(self, f"function {name}", arguments, top_level_globals=False)
         body = fn.body.stmts if isinstance(fn.body, ast.Block) else (fn.body,)
         analyser.run(body)
@@ -1086,3 +1084,37 @@ def analyse(program: ast.Program) -> Analysis:
     """
     return Analysis(program)
 
+
+#: Priors whose density decays polynomially: ``p(x)^beta`` is not integrable
+#: for small ``beta`` (e.g. Cauchy: only for ``beta > 1/2``).
+HEAVY_TAILED_DISTRIBUTIONS = frozenset({
+    "cauchy", "student_t", "pareto", "pareto_type_2", "inv_gamma", "inv_chi_square",
+    "scaled_inv_chi_square", "frechet", "loglogistic",
+})
+
+
+def heavy_tailed_priors(program: ast.Program, analysis: Analysis | None = None
+                        ) -> list[tuple[str, int]]:
+    """Heavy-tailed prior statements of a program: ``(distribution, line)`` pairs.
+
+    Raises
+    ------
+    Nothing (programs the analysis cannot handle yield an empty list).
+    """
+    try:
+        contributions = (analysis or analyse(program)).prior_contributions()
+    except Exception:  # pragma: no cover - analysis failures are reported elsewhere
+        return []
+    found: list[tuple[str, int]] = []
+    for c in contributions:
+        for node in ast.walk(c.node):
+            name = None
+            if isinstance(node, ast.Tilde):
+                name = node.distribution
+            elif isinstance(node, ast.Call):
+                for suffix in ("_lpdf", "_lupdf"):
+                    if node.name.endswith(suffix):
+                        name = node.name[: -len(suffix)]
+            if name in HEAVY_TAILED_DISTRIBUTIONS:
+                found.append((name, c.line))
+    return found

@@ -60,7 +60,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar, Union
+from typing import Any, TypeAlias, TypeVar
 
 __all__ = [
     "Node",
@@ -212,16 +212,12 @@ def is_valid_identifier(name: str) -> bool:
     )
 
 
-def _pos() -> int:
-    return field(default=0, compare=False, repr=False, kw_only=True)  # type: ignore[return-value]
-
-
 @dataclass(frozen=True, slots=True)
 class Node:
     """Base class of every node: a source position, excluded from equality."""
 
-    line: int = _pos()
-    column: int = _pos()
+    line: int = field(default=0, compare=False, repr=False, kw_only=True)
+    column: int = field(default=0, compare=False, repr=False, kw_only=True)
 
 
 # --------------------------------------------------------------------------- #
@@ -350,7 +346,7 @@ class Slice(Node):
 
 
 #: One index of :class:`Indexed`: a single (or multi-) index expression or a slice.
-IndexItem = Union[Expr, Slice]
+IndexItem: TypeAlias = Expr | Slice
 
 
 @dataclass(frozen=True, slots=True)
@@ -616,7 +612,7 @@ class Return(Stmt):
 
 
 #: One argument of ``print``/``reject``/``fatal_error``.
-Printable = Union[Expr, StringLit]
+Printable: TypeAlias = Expr | StringLit
 
 
 @dataclass(frozen=True, slots=True)
@@ -768,7 +764,7 @@ def map_children(node: N, fn: Callable[[Node], Node]) -> N:
     ------
     Whatever ``fn`` raises.
     """
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for f in _child_fields(node):
         value = getattr(node, f.name)
         if isinstance(value, Node):
@@ -777,7 +773,7 @@ def map_children(node: N, fn: Callable[[Node], Node]) -> N:
                 changes[f.name] = new
         elif isinstance(value, tuple) and any(isinstance(v, Node) for v in value):
             items = tuple(fn(v) if isinstance(v, Node) else v for v in value)
-            if any(a is not b for a, b in zip(items, value)):
+            if any(a is not b for a, b in zip(items, value, strict=True)):
                 changes[f.name] = items
     return dataclasses.replace(node, **changes) if changes else node
 

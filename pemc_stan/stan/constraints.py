@@ -34,7 +34,6 @@ with Stan's (tested against ``log_prob`` with and without Jacobian).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +42,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logit
 
+from pemc_stan.errors import UnevaluableExpressionError, UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.errors import UnsupportedConstructError
+from pemc_stan.stan.evaluate import evaluate
 
 logger = logging.getLogger(__name__)
 
@@ -70,17 +70,6 @@ def _log_expit(u: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 # --------------------------------------------------------------------------- data expressions
-
-_UNARY_FUNCTIONS: dict[str, Any] = {
-    "log": np.log, "exp": np.exp, "sqrt": np.sqrt, "square": np.square, "inv": lambda v: 1.0 / v,
-    "abs": np.abs, "fabs": np.abs, "log1p": np.log1p, "expm1": np.expm1, "inv_logit": expit,
-    "logit": logit, "minus": np.negative,
-}
-_CONSTANTS: dict[str, float] = {
-    "pi": math.pi, "e": math.e, "sqrt2": math.sqrt(2.0), "log2": math.log(2.0),
-    "log10": math.log(10.0), "positive_infinity": math.inf, "negative_infinity": -math.inf,
-    "machine_precision": float(np.finfo(float).eps), "not_a_number": math.nan,
-}
 
 
 def evaluate_data_expression(expr: ast.Expr, data: Mapping[str, Any], what: str = "expression"
@@ -113,45 +102,14 @@ def evaluate_data_expression(expr: ast.Expr, data: Mapping[str, Any], what: str 
         indexing, other functions): pass such a model through NUTS-only
         methods or rewrite the bound in terms of data.
     """
-
-    def fail(reason: str) -> UnsupportedConstructError:
-        return UnsupportedConstructError(
-            f"cannot evaluate the {what} in Python ({reason}); pemc-stan's evidence estimators "
-            "support bounds, offsets and multipliers that are literals, data variables or "
-            "elementwise arithmetic of them -- move the computation into the data",
-            line=getattr(expr, "line", 0), column=getattr(expr, "column", 0),
-            construct=what)
-
-    def ev(e: ast.Expr) -> NDArray[np.float64]:
-        if isinstance(e, (ast.IntLit, ast.RealLit)):
-            return np.asarray(float(e.text.replace("_", "")))
-        if isinstance(e, ast.Variable):
-            if e.name not in data:
-                raise fail(f"{e.name!r} is not a data variable")
-            return np.asarray(data[e.name], dtype=float)
-        if isinstance(e, ast.UnaryOp):
-            v = ev(e.operand)
-            if e.op == "-":
-                return -v
-            if e.op == "+":
-                return v
-            raise fail(f"operator {e.op!r}")
-        if isinstance(e, ast.BinaryOp):
-            a, b = ev(e.left), ev(e.right)
-            ops = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
-                   ".*": np.multiply, "./": np.divide, "^": np.power, ".^": np.power}
-            if e.op not in ops or (e.op in ("*", "/") and a.ndim > 0 and b.ndim > 0):
-                raise fail(f"operator {e.op!r}")
-            return np.asarray(ops[e.op](a, b), dtype=float)
-        if isinstance(e, ast.Call):
-            if not e.args and e.name in _CONSTANTS:
-                return np.asarray(_CONSTANTS[e.name])
-            if len(e.args) == 1 and e.name in _UNARY_FUNCTIONS:
-                return np.asarray(_UNARY_FUNCTIONS[e.name](ev(e.args[0])), dtype=float)
-            raise fail(f"function {e.name!r}")
-        raise fail(f"{type(e).__name__} expression")
-
-    return ev(expr)
+    try:
+        return np.asarray(evaluate(expr, data), dtype=float)
+    except UnevaluableExpressionError as err:
+        raise UnsupportedConstructError(
+            f"cannot evaluate the {what} in Python ({err.reason}); pemc-stan's evidence "
+            "estimators support bounds, offsets and multipliers that are literals, data "
+            "variables or elementwise arithmetic of them -- move the computation into the data",
+            line=err.line, column=err.column, construct=what) from None
 
 
 # --------------------------------------------------------------------------- per-type maps
@@ -251,7 +209,8 @@ def _cholesky_cov_constrain(y: NDArray[np.float64], rows: int, cols: int
     return x, lp
 
 
-def _cholesky_cov_free(x: NDArray[np.float64], rows: int, cols: int) -> NDArray[np.float64]:
+def _cholesky_cov_free(x: NDArray[np.floating[Any]], rows: int, cols: int
+                       ) -> NDArray[np.float64]:
     out = []
     for r in range(cols):
         for c in range(r):

@@ -71,6 +71,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     DATA_BLOCKS,
@@ -81,7 +82,6 @@ from pemc_stan.stan.analysis import (
     dims_of,
     is_scalar_expr,
 )
-from pemc_stan.errors import UnsupportedConstructError
 
 logger = logging.getLogger(__name__)
 
@@ -472,7 +472,7 @@ class _Rewriter:
             if dest is None:
                 return pre
             sig = self.table.definition(call.name)
-            value: ast.Expr = self._lpacc_call(call, mode)
+            value = self._lpacc_call(call, mode)
             if sig is not None and not sig.is_void:
                 value = ast.TupleProjection(value, 2)
             return [*pre, self._add(dest, value, s)]
@@ -816,7 +816,7 @@ def _build(program: ast.Program, analysis: Analysis, rewriter: _Rewriter) -> Log
             accs = [_ACC]
             result: ast.Expr = _var(_ACC)
         elif not reads_target:
-            mode = _Mode(lambda k, w=which: _ACC if k == w else None, _var(_ACC), True)
+            mode = _Mode(lambda k: _ACC if k == which else None, _var(_ACC), True)
             accs = [_ACC]
             result = _var(_ACC)
         else:
@@ -841,8 +841,8 @@ def _build(program: ast.Program, analysis: Analysis, rewriter: _Rewriter) -> Log
     used = _free_data([bodies["density"]], analysis)
     data_names = tuple(s.name for s in table.globals.values()
                        if s.block in DATA_BLOCKS and s.name in used)
-    data_params = tuple(ast.Param(unsized_type(table.globals[n].type), n, data_only=True)
-                        for n in data_names if table.globals[n].type is not None)
+    data_params = tuple(ast.Param(unsized_type(type_), n, data_only=True)
+                        for n in data_names if (type_ := table.globals[n].type) is not None)
     all_params = tuple(params) + data_params
     real = ast.BasicType("real")
     fns = {w: ast.FunctionDef(real, name, all_params, bodies[w])

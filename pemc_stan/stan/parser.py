@@ -16,14 +16,14 @@ import functools
 import importlib.resources
 import logging
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from lark.tree import Meta
 
-from pemc_stan.stan import ast
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
+from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,14 @@ def grammar() -> Lark:
     )
 
 
-def _pos(meta: Meta | Token) -> dict[str, int]:
+class _Position(TypedDict, total=False):
+    """The keyword arguments ``line``/``column`` of a node."""
+
+    line: int
+    column: int
+
+
+def _pos(meta: Meta | Token) -> _Position:
     """Keyword arguments ``line``/``column`` (0-based) for a node built from ``meta``."""
     if isinstance(meta, Token):
         return {"line": meta.line or 0, "column": max((meta.column or 1) - 1, 0)}
@@ -93,7 +100,7 @@ class _Builder(Transformer[Token, Any]):
 
     def program(self, meta: Meta, items: list[Any]) -> ast.Program:
         fields = [name for name, _ in ast.BLOCK_NAMES]
-        return ast.Program(**dict(zip(fields, items)), **_pos(meta))
+        return ast.Program(**dict(zip(fields, items, strict=True)), **_pos(meta))
 
     def functions_block(self, meta: Meta, items: list[Any]) -> ast.FunctionsBlock:
         return ast.FunctionsBlock(tuple(items), **_pos(meta))

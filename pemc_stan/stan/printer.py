@@ -112,7 +112,8 @@ def _postfix_base(value: ast.Expr) -> str:
     """The indexed or projected expression: stanc rejects ``v'[1]``, wants ``(v')[1]``."""
     text = print_expr(value, _POSTFIX)
     # Also "(1).2": "1.2" would read as a real literal.
-    if isinstance(value, (ast.Transpose, ast.IntLit, ast.RealLit, ast.ImagLit)) and not value.parens:
+    postfix_unsafe = (ast.Transpose, ast.IntLit, ast.RealLit, ast.ImagLit)
+    if isinstance(value, postfix_unsafe) and not value.parens:
         return f"({text})"
     return text
 

@@ -37,7 +37,9 @@ _ERROR_HEADER = re.compile(
     r"^(?P<kind>Syntax|Semantic) error in '(?P<file>.*)', line (?P<line>\d+), column (?P<col>\d+)",
     re.MULTILINE,
 )
-_GENERIC_ERROR = re.compile(r"^Error in '(?P<file>.*)', line (?P<line>\d+), column (?P<col>\d+)", re.M)
+_GENERIC_ERROR = re.compile(
+    r"^Error in '(?P<file>.*)', line (?P<line>\d+), column (?P<col>\d+)", re.M
+)
 
 
 def run_stanc(

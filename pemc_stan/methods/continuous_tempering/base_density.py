@@ -61,8 +61,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logsumexp
 
+from pemc_stan.errors import UnevaluableExpressionError, UnsupportedBaseError
 from pemc_stan.stan import ast
-from pemc_stan.errors import UnsupportedConstructError
+from pemc_stan.stan.evaluate import evaluate as evaluate_expression
 from pemc_stan.stan.printer import print_expr, print_type
 
 logger = logging.getLogger(__name__)
@@ -84,84 +85,35 @@ _SUPPORTED = _ELEMENTWISE_TYPES + (
     "cov_matrix", "column_stochastic_matrix", "row_stochastic_matrix")
 
 
-class UnsupportedBaseError(UnsupportedConstructError):
-    """A parameter type or bound the continuous-tempering base density cannot handle."""
-
 
 # --------------------------------------------------------------------------- #
 # Evaluating size and bound expressions from data
 # --------------------------------------------------------------------------- #
 
-_FUNCS = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "fabs": np.abs, "abs": np.abs,
-          "log1p": np.log1p, "min": np.min, "max": np.max, "sum": np.sum, "mean": np.mean,
-          "pi": lambda: math.pi, "inv_logit": expit,
-          "negative_infinity": lambda: -math.inf, "positive_infinity": lambda: math.inf}
-
-
 def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
-    """Evaluate a size or bound expression from the data.
+    """Evaluate a size or bound expression from the data (:func:`pemc_stan.stan.evaluate.evaluate`).
 
-    Supports literals, data variables (and their integer indexing), unary and
-    binary arithmetic, comparisons, ``?:`` and a few functions (sqrt, exp, log,
-    log1p, abs, min, max, sum, mean, pi).  ``data`` may also hold parameter
-    draws (arrays with the draws first) for parameter-dependent bounds.
+    ``data`` may also hold parameter draws (arrays with the draws first) for
+    parameter-dependent bounds.
 
     Raises
     ------
     UnsupportedBaseError
-        For anything else (e.g. transformed data variables).
+        For expressions that need more than the data (e.g. transformed data
+        variables), naming what is missing.
     """
-    if isinstance(expr, ast.IntLit):
-        return int(expr.text)
-    if isinstance(expr, ast.RealLit):
-        return float(expr.text)
-    if isinstance(expr, ast.Variable):
-        if expr.name not in data:
+    try:
+        return evaluate_expression(expr, data)
+    except UnevaluableExpressionError as err:
+        if err.missing:
             raise UnsupportedBaseError(
-                f"the base density needs the value of {expr.name!r} (in a size or bound), "
+                f"the base density needs the value of {err.missing!r} (in a size or bound), "
                 "which is not in the data; continuous tempering supports sizes and bounds "
-                "computed from data variables and literals only")
-        value = data[expr.name]
-        return np.asarray(value, dtype=float) if isinstance(value, (list, tuple)) else value
-    if isinstance(expr, ast.UnaryOp):
-        v = evaluate(expr.operand, data)
-        if expr.op == "-":
-            return -v
-        if expr.op == "+":
-            return v
-    if isinstance(expr, ast.BinaryOp) and expr.op in ("+", "-", "*", "/", "%/%", "^"):
-        a, b = evaluate(expr.left, data), evaluate(expr.right, data)
-        if expr.op == "+":
-            return a + b
-        if expr.op == "-":
-            return a - b
-        if expr.op == "*":
-            return a * b
-        if expr.op == "^":
-            return float(a) ** float(b)
-        if expr.op == "%/%" or (isinstance(a, int) and isinstance(b, int)
-                                and not isinstance(a, bool)):
-            return int(a) // int(b) if a * b >= 0 else -(-int(a) // int(b))
-        return a / b
-    if isinstance(expr, ast.Indexed) and all(not isinstance(i, ast.Slice)
-                                             for i in expr.indices):
-        v = np.asarray(evaluate(expr.value, data))
-        idx = tuple(int(evaluate(i, data)) - 1 for i in expr.indices)  # type: ignore[arg-type]
-        out = v[idx]
-        return out.item() if np.ndim(out) == 0 else out
-    if isinstance(expr, ast.BinaryOp) and expr.op in ("<", "<=", ">", ">=", "==", "!="):
-        a, b = evaluate(expr.left, data), evaluate(expr.right, data)
-        ops = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-               "==": np.equal, "!=": np.not_equal}
-        return ops[expr.op](a, b)
-    if isinstance(expr, ast.Conditional):
-        return np.where(evaluate(expr.cond, data), evaluate(expr.if_true, data),
-                        evaluate(expr.if_false, data))
-    if isinstance(expr, ast.Call) and expr.name in _FUNCS:
-        return _FUNCS[expr.name](*(evaluate(a, data) for a in expr.args))
-    raise UnsupportedBaseError(
-        f"cannot evaluate {print_expr(expr)!r} for the base density; continuous tempering "
-        "supports sizes and bounds computed from data variables and literals only")
+                "computed from data variables and literals only") from None
+        raise UnsupportedBaseError(
+            f"cannot evaluate {print_expr(expr)!r} for the base density ({err.reason}); "
+            "continuous tempering supports sizes and bounds computed from data variables and "
+            "literals only") from None
 
 
 # --------------------------------------------------------------------------- #

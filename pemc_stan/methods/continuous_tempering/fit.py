@@ -24,11 +24,7 @@ p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.continuous_t
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-import warnings
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import cmdstanpy
@@ -36,34 +32,24 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan.methods.continuous_tempering import tempering as T
+from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
+from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
+from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
-from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.output.diagnostics import transition_counts, treedepth_advice
-from pemc_stan.stan.parser import parse
-from pemc_stan.output.reporting import (
-    SAMPLER_COLUMNS,
-    recompute_quantities,
-    write_resampled_csvs,
-)
-from pemc_stan.methods.pseudo_extended.fit import WeightedEstimate
+from pemc_stan.output.diagnostics import treedepth_advice
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ContinuousTemperingFit", "ContinuousTemperingDiagnosticWarning"]
+__all__ = ["ContinuousTemperingFit", "NEAR_ZERO", "NEAR_ONE"]
 
-#: ``beta`` below / above these counts as "near 0" / "near 1" in the diagnostics.
 NEAR_ZERO = 0.05
 NEAR_ONE = 0.95
 
 
-class ContinuousTemperingDiagnosticWarning(UserWarning):
-    """The continuous-tempering run looks problematic."""
-
-
-class ContinuousTemperingFit:
+class ContinuousTemperingFit(ExtendedFit):
     """A continuously tempered MCMC fit.
 
     Parameters
@@ -91,39 +77,24 @@ class ContinuousTemperingFit:
     method, fit, result, data, log_zeta, base, history
     """
 
-    method = "continuous_tempering"
+    result: ContinuousTemperingResult
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: ContinuousTemperingResult,
                  log_zeta: float, base: BaseDensity | None = None,
-                 data: dict[str, Any] | None = None,
+                 data: Mapping[str, Any] | None = None,
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None,
                  history: list[dict[str, Any]] | None = None) -> None:
-        self.fit = fit
-        self.result = result
+        super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_zeta = float(log_zeta)
         self.base = base
-        self.data = dict(data or {})
-        self._original_model = original_model
-        self.seed = seed
         self.history = list(history or [])
-        self._draws = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (iter, ch, col)
-        self._columns = list(fit.column_names)
-        self._col = {c: i for i, c in enumerate(self._columns)}
-        self._resampled: pd.DataFrame | None = None
-        self._index: NDArray[np.intp] | None = None
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
 
     # ------------------------------------------------------------------ #
     # raw quantities, (chains, draws)
     # ------------------------------------------------------------------ #
-
-    def _column(self, name: str) -> NDArray[np.float64]:
-        try:
-            return self._draws[:, :, self._col[name]].T.copy()
-        except KeyError:
-            raise KeyError(f"{name!r} is not a column of the CT fit") from None
 
     def beta(self) -> NDArray[np.float64]:
         """Inverse temperatures ``beta = logistic(u)``, shape (chains, draws)."""
@@ -163,13 +134,33 @@ class ContinuousTemperingFit:
         """
         return T.log_z_estimate(self.delta(), self.log_zeta)
 
+    def particle_log_weights(self) -> NDArray[np.float64]:
+        """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
+        return self.log_weights()[..., None]
+
+    def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
+        """``log Z`` by eq 20 (``"ct"``) or by thermodynamic integration over the
+        reweighted beta draws (``"ti"``, grid of ``settings["ti_grid"]`` points).
+
+        Raises
+        ------
+        ValueError
+            For another estimator.
+        """
+        if estimator == "ct":
+            return self.log_z()
+        if estimator == "ti":
+            return T.ct_thermodynamic_integration(self.delta(), self.log_zeta,
+                                                  n_grid=int(settings.get("ti_grid", 101)))
+        return super().evidence_estimate(estimator, **settings)
+
     # ------------------------------------------------------------------ #
     # expectations
     # ------------------------------------------------------------------ #
 
-    def parameter_columns(self) -> list[str]:
-        """Columns (CmdStan names) of the original parameters, in output order."""
-        return list(self._param_columns)
+    def particle_columns(self) -> dict[str, list[str]]:
+        """Each original parameter column is its own (single) particle."""
+        return {c: [c] for c in self._param_columns}
 
     def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
         """Target expectation ``E[f(x)]`` by eq 21, with its Monte-Carlo standard error.
@@ -197,7 +188,7 @@ class ContinuousTemperingFit:
                 raise KeyError(f"{f!r} is not a parameter column of the original model")
             values = self._column(f)
         else:
-            values = np.asarray(f(_ColumnView(self)), dtype=float)
+            values = np.asarray(f(_DrawView(self)), dtype=float)
         d = self.delta()
         est = T.weighted_expectations(values, d, "target")
         lw = self.log_weights()
@@ -239,21 +230,9 @@ class ContinuousTemperingFit:
             }, index=pd.Index(names[:dim], name="coordinate"))
         return df
 
-    def summary(self) -> pd.DataFrame:
-        """Eq 21 weighted mean, MCSE and ESS of every original parameter column."""
-        rows = []
-        for c in self._param_columns:
-            est = self.expectation(c)
-            rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
-        return pd.DataFrame(rows).set_index("name")
-
     # ------------------------------------------------------------------ #
     # draws
     # ------------------------------------------------------------------ #
-
-    def extended_draws_pd(self) -> pd.DataFrame:
-        """All draws of the CT program (x, u, beta, base coordinates, Delta, sampler columns)."""
-        return self.fit.draws_pd()
 
     def resample_index(self) -> NDArray[np.intp]:
         """Indices of the kept draws within each chain (systematic, by ``w_1``), (chains, draws)."""
@@ -265,68 +244,11 @@ class ContinuousTemperingFit:
                 for c in range(lw.shape[0])])
         return self._index
 
-    def resampled_parameters_pd(self) -> pd.DataFrame:
-        """Resampled draws of the original parameters (by ``w_1``, chains kept as chains).
+    def _resampled_values(self, column: str) -> NDArray[np.float64]:
+        return np.take_along_axis(self._column(column), self.resample_index(), axis=1)
 
-        Returns
-        -------
-        pandas.DataFrame
-            ``chain__``, ``iter__``, ``draw__``, then the parameter columns.
-        """
-        idx = self.resample_index()
-        n_chains, n_draws = idx.shape
-        frame: dict[str, Any] = {
-            "chain__": np.repeat(np.arange(1, n_chains + 1), n_draws),
-            "iter__": np.tile(np.arange(1, n_draws + 1), n_chains),
-            "draw__": np.arange(1, n_chains * n_draws + 1),
-        }
-        for c in self._param_columns:
-            vals = self._column(c)
-            frame[c] = np.take_along_axis(vals, idx, axis=1).reshape(-1)
-        return pd.DataFrame(frame)
-
-    def _original(self) -> cmdstanpy.CmdStanModel:
-        m = self._original_model
-        if m is None:
-            raise ValueError("no original model available for generated quantities; pass "
-                             "original_model= when building the fit")
-        if not isinstance(m, cmdstanpy.CmdStanModel):
-            m = m()
-            self._original_model = m
-        return m
-
-    def resampled_draws_pd(self, output_dir: str | os.PathLike[str] | None = None
-                           ) -> pd.DataFrame:
-        """Resampled draws with the original model's transformed parameters and GQs.
-
-        Writes the resampled parameter draws as Stan CSV files (one per chain,
-        keeping the CT run's configuration comments) and runs cmdstanpy's
-        standalone ``generate_quantities`` of the ORIGINAL model on them.
-
-        Returns
-        -------
-        pandas.DataFrame
-
-        Raises
-        ------
-        RuntimeError
-            If CmdStan's generate_quantities fails.
-        """
-        if self._resampled is not None:
-            return self._resampled
-        out_dir = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="pemc_ct_gq_"))
-        self._resampled = recompute_quantities(
-            self.result.original_code, getattr(self.result, "model_name", "model"), self.data,
-            self.resampled_parameters_pd(), self._write_csvs, self._original, self.seed,
-            out_dir)
-        return self._resampled
-
-    def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
-        sampler = [c for c in SAMPLER_COLUMNS if c in self._col]
-        cols = [self._col[c] for c in sampler]
-        idx = self.resample_index()
-        values = [self._draws[idx[chain], chain][:, cols] for chain in range(idx.shape[0])]
-        return write_resampled_csvs(self.fit.runset.csv_files, params, sampler, values, out_dir)
+    def _sampler_rows(self, chain: int) -> NDArray[np.intp]:
+        return self.resample_index()[chain]
 
     # ------------------------------------------------------------------ #
     # diagnostics
@@ -371,7 +293,7 @@ class ContinuousTemperingFit:
         beta = self.beta()
         n_chains = beta.shape[0]
         lz = self.log_z()
-        nuts = transition_counts(self.fit, self._draws, self._col)
+        nuts = self.nuts_counts()
         divergences = nuts.divergences
         base_df = self.base_expectations()
         if len(base_df):
@@ -436,27 +358,53 @@ class ContinuousTemperingFit:
         deeper = treedepth_advice(nuts)
         if deeper:
             msgs.append(deeper)
-        info["messages"] = msgs
-        if warn:
-            for m in msgs:
-                warnings.warn(m, ContinuousTemperingDiagnosticWarning, stacklevel=2)
-                logger.warning(m)
-        return info
+        return self._report(info, msgs, warn, ContinuousTemperingDiagnosticWarning)
 
-    def to_inference_data(self, **kwargs: Any) -> Any:
-        """ArviZ InferenceData of the fit; see :func:`pemc_stan.output.inference_data.to_inference_data`.
+    # ------------------------------------------------------------------ #
+    # output
+    # ------------------------------------------------------------------ #
 
-        Raises
-        ------
-        RuntimeError
-            If the original model's generate_quantities fails.
-        """
-        from pemc_stan.output.inference_data import to_inference_data
+    def inference_attributes(self) -> dict[str, Any]:
+        """``pemc_log_zeta``."""
+        return {"pemc_log_zeta": float(self.log_zeta)}
 
-        return to_inference_data(self, **kwargs)
+    def run_settings(self) -> dict[str, Any]:
+        """The ``log_zeta`` of the last round."""
+        return {"log_zeta": float(self.log_zeta)}
+
+    def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
+                                         dict[str, Any]]:
+        """``beta``, ``delta``, ``log_weight`` (``log w1``), ``weight`` (normalised over all
+        draws), and the attribute ``weight_ess``."""
+        lw = np.asarray(self.log_weights(), dtype=float)
+        finite = np.isfinite(lw)
+        w = np.zeros_like(lw)
+        if np.any(finite):
+            w[finite] = np.exp(W.log_normalise(lw[finite]))
+        both = ("chain", "draw")
+        ess = 1.0 / float(np.sum(w ** 2)) if np.any(finite) else float("nan")
+        return {"beta": (both, np.asarray(self.beta(), dtype=float)),
+                "delta": (both, np.asarray(self.delta(), dtype=float)),
+                "log_weight": (both, lw), "weight": (both, w)}, {"weight_ess": ess}
+
+    def extended_vars(self) -> dict[str, NDArray[Any]]:
+        """``pemc_beta``, ``pemc_delta`` and ``pemc_log_weight`` (``log w1``)."""
+        return {"pemc_beta": np.asarray(self.beta(), dtype=float),
+                "pemc_delta": np.asarray(self.delta(), dtype=float),
+                "pemc_log_weight": np.asarray(self.log_weights(), dtype=float)}
+
+    def weights_frame(self) -> pd.DataFrame:
+        """Per draw: chain, draw, ``beta``, ``delta`` and ``log_weight`` (``log w1``)."""
+        lw = np.asarray(self.log_weights())
+        n_chains, n_draws = lw.shape
+        return pd.DataFrame({"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
+                             "draw": np.tile(np.arange(1, n_draws + 1), n_chains),
+                             "beta": np.asarray(self.beta()).reshape(-1),
+                             "delta": np.asarray(self.delta()).reshape(-1),
+                             "log_weight": lw.reshape(-1)})
 
 
-class _ColumnView:
+class _DrawView:
     """``view["x"]`` -> draws of column ``x``, shape (chains, draws)."""
 
     def __init__(self, fit: ContinuousTemperingFit) -> None:

@@ -63,174 +63,51 @@ import logging
 import math
 import os
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import analyse, build_symbol_table
+from pemc_stan.errors import ContinuousTemperingWarning
+from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.continuous_tempering.base_density import (
     BaseCoordinates,
     BaseDensity,
     ParameterBlock,
     base_coordinates,
 )
+from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_expr, print_stmt
-from pemc_stan.methods.pseudo_extended.transform import heavy_tailed_priors
-from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "ContinuousTemperingOptions",
-    "ContinuousTemperingResult",
-    "ContinuousTemperingWarning",
-    "transform_continuous_tempering",
-    "BASE_METHODS",
-]
+__all__ = ["ContinuousTemperingResult", "transform_continuous_tempering",
+           "log_zeta_from_importance_weights"]
 
 _TEMPLATE = "continuous_tempering.stan.jinja"
 
-#: Ways of fitting the initial base density and log zeta (section 6).
-BASE_METHODS = ("pathfinder", "advi", "laplace")
-
-
-class ContinuousTemperingWarning(UserWarning):
-    """A continuous-tempering setting that is likely to work badly."""
-
-
-@dataclass
-class ContinuousTemperingOptions:
-    """Settings of continuous tempering.
-
-    Attributes
-    ----------
-    temper
-        ``"posterior"`` (bridge ``b`` to ``gamma``, the paper's eq 15) or
-        ``"likelihood"`` (the family ``prior * likelihood^beta``; the base is
-        the prior).
-    base
-        How the initial Gaussian base and ``log zeta`` are fitted on the
-        ORIGINAL model: ``"pathfinder"`` (multi-path; the paths' Gaussians are
-        combined as the mixture of eq 25, weighted by their importance-sampling
-        mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
-        draws) or ``"laplace"`` (draws of the Laplace approximation at the
-        mode); or a fixed :class:`~pemc_stan.methods.continuous_tempering.base_density.BaseDensity`.
-    base_covariance
-        ``"diag"`` (independent coordinates) or ``"dense"`` (one multivariate
-        normal over all base coordinates).
-    log_zeta
-        ``log zeta``; None means "estimate" (importance sampling on the base
-        fit's draws, then the bootstrap).
-    bootstrap_rounds
-        Number of extra CT runs of the section-6 bootstrap: after each run,
-        the base is re-fitted to the eq-21 weighted moments of the target in
-        base coordinates and ``log zeta`` set to the eq-20 estimate.  0 runs
-        CT once.
-    bootstrap_tol
-        The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
-        bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
-    num_paths
-        Pathfinder paths for ``base="pathfinder"``.
-    base_draws
-        Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
-    """
-
-    temper: str = "posterior"
-    base: Any = "pathfinder"
-    base_covariance: str = "diag"
-    log_zeta: float | None = None
-    bootstrap_rounds: int = 1
-    bootstrap_tol: float = 1.0
-    num_paths: int = 4
-    base_draws: int = 1000
-
-    def validate(self) -> ContinuousTemperingOptions:
-        """Check the options.
-
-        Returns
-        -------
-        ContinuousTemperingOptions
-            ``self``, for chaining.
-
-        Raises
-        ------
-        ValueError
-            Naming the argument, the value and what was expected.
-        """
-        if self.temper not in ("posterior", "likelihood"):
-            raise ValueError(f"temper={self.temper!r} is invalid; expected 'posterior' or "
-                             "'likelihood'")
-        if isinstance(self.base, BaseDensity):
-            self.base.validate()
-            if self.temper == "likelihood":
-                raise ValueError("base is a BaseDensity but temper='likelihood' uses the prior "
-                                 "as base; pass base='pathfinder' (only log zeta is fitted) or "
-                                 "temper='posterior'")
-        elif self.base not in BASE_METHODS:
-            raise ValueError(f"base={self.base!r} is invalid; expected one of {BASE_METHODS} "
-                             "or a pemc_stan.methods.continuous_tempering.base_density.BaseDensity")
-        if self.base_covariance not in ("diag", "dense"):
-            raise ValueError(f"base_covariance={self.base_covariance!r} is invalid; expected "
-                             "'diag' or 'dense'")
-        if isinstance(self.base, BaseDensity) and self.base.covariance != self.base_covariance:
-            raise ValueError(f"base has covariance={self.base.covariance!r} but "
-                             f"base_covariance={self.base_covariance!r}; make them agree")
-        if self.log_zeta is not None and (isinstance(self.log_zeta, bool) or not isinstance(
-                self.log_zeta, (int, float)) or not math.isfinite(float(self.log_zeta))):
-            raise ValueError(f"log_zeta={self.log_zeta!r} is invalid; expected a finite number "
-                             "or None (estimate it)")
-        for arg, low in (("bootstrap_rounds", 0), ("num_paths", 1), ("base_draws", 10)):
-            v = getattr(self, arg)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{arg}={v!r} is invalid; expected an integer >= {low}")
-        t = self.bootstrap_tol
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (
-                math.isfinite(t) and t > 0):
-            raise ValueError(f"bootstrap_tol={t!r} is invalid; expected a number > 0 (in "
-                             "standard errors)")
-        return self
-
-
-@dataclass(frozen=True)
-class ContinuousTemperingResult:
+@dataclass(frozen=True, kw_only=True)
+class ContinuousTemperingResult(TransformResult):
     """A continuously tempered program and what is needed to run and post-process it.
 
     Attributes
     ----------
-    stan_code
-        The CT Stan program.
-    options
-        The (validated) options used.
+    stan_code, options, program, warnings
+        As :class:`~pemc_stan.methods.base.TransformResult`.
     coordinates
         The base coordinate map of the parameters (Python mirror of the Stan code).
-    parameter_names
-        The user's parameters, in declaration order.
-    original_code
-        The user's program text.
-    model_name
-        Name used in the header comment and for compiled models.
-    warnings
-        Messages of the warnings issued.
     """
 
-    stan_code: str
     options: ContinuousTemperingOptions
     coordinates: BaseCoordinates
-    parameter_names: tuple[str, ...]
-    original_code: str
-    model_name: str = "model"
-    warnings: tuple[str, ...] = field(default=())
 
-    @property
-    def method(self) -> str:
-        """``"continuous_tempering"``."""
-        return "continuous_tempering"
-
-    def data(self, user_data: dict[str, Any] | None, log_zeta: float | None = None,
-             base: BaseDensity | None = None) -> dict[str, Any]:
+    def data(self, user_data: Mapping[str, Any] | None, log_zeta: float | None = None,
+             base: BaseDensity | None = None, **values: Any) -> dict[str, Any]:
         """The CT program's data: ``user_data`` plus ``pemc_log_zeta`` and the base.
 
         Parameters
@@ -489,7 +366,7 @@ def transform_continuous_tempering(
 
     Raises
     ------
-    ValueError
+    OptionsError
         For invalid options (before anything else).
     pemc_stan.stan.analysis.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
@@ -506,7 +383,7 @@ def transform_continuous_tempering(
         options = dataclasses.replace(options, **option_kwargs)
     options.validate()
     prepared = prepare_program(program, name, "continuous-tempering")
-    tree, text, model_name = prepared.tree, prepared.text, prepared.model_name
+    tree, model_name = prepared.tree, prepared.name
     param_decls = list(prepared.parameters)
 
     temper = options.temper
@@ -542,24 +419,22 @@ def transform_continuous_tempering(
 
     if temper == "likelihood":
         try:
-            a = analyse(tree)
-            no_likelihood = not a.likelihood_contributions()
+            no_likelihood = not prepared.analysis.likelihood_contributions()
         except Exception:  # pragma: no cover - analysis failures are reported elsewhere
             no_likelihood = False
         if no_likelihood:
             warn(f"{model_name}: temper='likelihood' but no statement of the model is "
                  "classified as likelihood (no data-dependent density terms), so nothing is "
                  "tempered; use temper='posterior'.")
-        heavy = heavy_tailed_priors(tree)
+        heavy = heavy_tailed_priors(tree, prepared.analysis)
         if heavy:
             where = ", ".join(f"{d} (line {line})" for d, line in heavy)
             warn(f"{model_name}: heavy-tailed prior(s) {where} with temper='likelihood': the "
                  "base is the prior, so at beta = 0 the chain explores the prior's heavy tails "
                  "(slow mixing, large Delta); consider temper='posterior'.")
     return ContinuousTemperingResult(
-        stan_code=stan_code, options=options, coordinates=coords,
-        parameter_names=tuple(n for _, n in param_decls), original_code=text,
-        model_name=model_name, warnings=tuple(issued))
+        stan_code=stan_code, options=options, program=prepared, coordinates=coords,
+        warnings=tuple(issued))
 
 
 def log_zeta_from_importance_weights(log_weights: np.ndarray) -> float:

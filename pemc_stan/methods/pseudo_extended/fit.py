@@ -21,45 +21,28 @@ cmdstanpy's standalone ``generate_quantities``.
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-import warnings
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import cmdstanpy
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
+from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
-from pemc_stan.output.diagnostics import transition_counts, treedepth_advice
-from pemc_stan.stan.parser import parse
-from pemc_stan.output.reporting import (
-    SAMPLER_COLUMNS,
-    recompute_quantities,
-    write_resampled_csvs,
-)
-from pemc_stan.methods.pseudo_extended.transform import TransformResult, _as_beta
+from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
+from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
+from pemc_stan.methods.pseudo_extended.options import as_beta
+from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
+from pemc_stan.output.diagnostics import treedepth_advice
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PseudoExtendedFit", "PseudoExtendedDiagnosticWarning", "WeightedEstimate"]
+__all__ = ["PseudoExtendedFit"]
 
 
-class PseudoExtendedDiagnosticWarning(UserWarning):
-    """The pseudo-extended weights or temperatures look problematic."""
-
-
-class WeightedEstimate(dict):  # type: ignore[type-arg]
-    """``{"mean", "mcse", "ess"}`` of a weighted expectation (a dict with attribute access)."""
-
-    __getattr__ = dict.__getitem__
-
-
-class PseudoExtendedFit:
+class PseudoExtendedFit(ExtendedFit):
     """A pseudo-extended MCMC fit.
 
     Parameters
@@ -67,7 +50,8 @@ class PseudoExtendedFit:
     fit
         The cmdstanpy fit of the PE program.
     result
-        The :class:`~pemc_stan.methods.pseudo_extended.transform.TransformResult` it was built from.
+        The :class:`~pemc_stan.methods.pseudo_extended.transform.PseudoExtendedResult`
+        it was built from.
     log_scale
         The ``pemc_log_scale`` used.
     data
@@ -83,33 +67,27 @@ class PseudoExtendedFit:
     fit, result, log_scale, n_pseudo
     """
 
-    method = "pseudo_extended"
+    particle_dim: ClassVar[str | None] = "pseudo"
+    result: PseudoExtendedResult
 
-    def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: TransformResult, log_scale: float,
-                 data: dict[str, Any] | None = None,
+    def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: PseudoExtendedResult,
+                 log_scale: float, data: Mapping[str, Any] | None = None,
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None) -> None:
-        self.fit = fit
-        self.result = result
+        super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_scale = float(log_scale)
-        self.data = dict(data or {})
-        self._original_model = original_model
-        self.seed = seed
         self.n_pseudo = result.options.n_pseudo
-        self._draws = fit.draws(concat_chains=False)  # (iter, chains, cols)
-        self._columns = list(fit.column_names)
-        self._col = {c: i for i, c in enumerate(self._columns)}
-        self._resampled: pd.DataFrame | None = None
-        self._index: NDArray[np.intp] | None = None
-        self._param_cols: dict[str, list[tuple[str, list[str]]]] | None = None
+        self._particle_cols: dict[str, list[str]] | None = None
 
     # ------------------------------------------------------------------ #
     # raw quantities, arrays shaped (chains, draws, N)
     # ------------------------------------------------------------------ #
 
-    def _stack(self, names: list[str]) -> NDArray[np.float64]:
-        idx = [self._col[n] for n in names]
-        return np.transpose(self._draws[:, :, idx], (1, 0, 2)).astype(float)
+    def _gq(self, base: str) -> NDArray[np.float64]:
+        names = []
+        for k in range(1, self.n_pseudo + 1):
+            names.append(f"{base}[{k}]" if f"{base}[{k}]" in self._col else f"{base}.{k}")
+        return self._stack(names)
 
     def beta(self) -> NDArray[np.float64]:
         """Inverse temperatures, shape (chains, draws, N)."""
@@ -117,14 +95,7 @@ class PseudoExtendedFit:
         if ladder is not None:
             shape = (self._draws.shape[1], self._draws.shape[0], self.n_pseudo)
             return np.broadcast_to(np.asarray(ladder, dtype=float), shape).copy()
-        return self._stack([f"pemc_beta[{k}]" if f"pemc_beta[{k}]" in self._col
-                            else f"pemc_beta.{k}" for k in range(1, self.n_pseudo + 1)])
-
-    def _gq(self, base: str) -> NDArray[np.float64]:
-        names = []
-        for k in range(1, self.n_pseudo + 1):
-            names.append(f"{base}[{k}]" if f"{base}[{k}]" in self._col else f"{base}.{k}")
-        return self._stack(names)
+        return self._gq("pemc_beta")
 
     def log_gamma(self) -> NDArray[np.float64]:
         """``log gamma(x_i)`` (full log density, no offset), shape (chains, draws, N)."""
@@ -147,13 +118,17 @@ class PseudoExtendedFit:
         with np.errstate(invalid="ignore"):
             lw = (1.0 - beta) * tau
         if opts.fixed_ladder is None:
-            pi_b, g_b = _as_beta(opts.beta_prior, "beta_prior"), _as_beta(opts.instrumental,
-                                                                          "instrumental")
+            pi_b, g_b = as_beta(opts.beta_prior, "beta_prior"), as_beta(opts.instrumental,
+                                                                        "instrumental")
             if not pi_b.is_uniform:
                 lw = lw + stats.beta.logpdf(beta, pi_b.a, pi_b.b)
             if not g_b.is_uniform:
                 lw = lw - stats.beta.logpdf(beta, g_b.a, g_b.b)
-        return lw
+        return np.asarray(lw, dtype=float)
+
+    def particle_log_weights(self) -> NDArray[np.float64]:
+        """The pseudo-samples' log weights (:meth:`log_weights`)."""
+        return self.log_weights()
 
     def normalised_weights(self) -> NDArray[np.float64]:
         """Within-draw normalised weights ``W_ti``, shape (chains, draws, N)."""
@@ -171,15 +146,12 @@ class PseudoExtendedFit:
     # parameters
     # ------------------------------------------------------------------ #
 
-    def _param_columns(self) -> dict[str, list[tuple[str, list[str]]]]:
-        """For each user parameter: (original column, [PE column of copy k, k=1..N]) pairs.
-
-        Column names are cmdstanpy's bracket form: copy ``k`` of ``mu[2]`` is
-        ``mu[k,2]`` (arrayed) or ``pemc_mu_k[2]`` (unrolled).
-        """
-        if self._param_cols is not None:
-            return self._param_cols
-        out: dict[str, list[tuple[str, list[str]]]] = {}
+    def particle_columns(self) -> dict[str, list[str]]:
+        """Original column -> its N copies' PE columns (copy ``k`` of ``mu[2]`` is
+        ``mu[k,2]`` when arrayed, ``pemc_mu_k[2]`` when unrolled)."""
+        if self._particle_cols is not None:
+            return self._particle_cols
+        out: dict[str, list[str]] = {}
         for p in self.result.parameters:
             per_copy: list[list[tuple[str, str]]] = []
             for k in range(1, self.n_pseudo + 1):
@@ -197,9 +169,9 @@ class PseudoExtendedFit:
                         elif c.startswith(head):
                             pairs.append((f"{p.name}[{c[len(head):]}", c))
                 per_copy.append(pairs)
-            out[p.name] = [(o, [pc[j][1] for pc in per_copy])
-                           for j, (o, _) in enumerate(per_copy[0])]
-        self._param_cols = out
+            for j, (orig, _) in enumerate(per_copy[0]):
+                out[orig] = [pc[j][1] for pc in per_copy]
+        self._particle_cols = out
         return out
 
     def pseudo_samples(self, column: str) -> NDArray[np.float64]:
@@ -214,17 +186,9 @@ class PseudoExtendedFit:
         KeyError
             If ``column`` is not a column of an original parameter.
         """
-        for pairs in self._param_columns().values():
-            for orig, cols in pairs:
-                if orig == column:
-                    return self._stack(cols)
-        raise KeyError(f"{column!r} is not a parameter column of the original model")
+        return self.particles(column)
 
-    def parameter_columns(self) -> list[str]:
-        """Columns (CmdStan names) of the original parameters, in output order."""
-        return [o for pairs in self._param_columns().values() for o, _ in pairs]
-
-    def expectation(self, f: Callable[[NDArray[np.float64]], NDArray[np.float64]] | str,
+    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
                     estimator: str = "draw") -> WeightedEstimate:
         """Weighted expectation ``E_pi[f(x)]`` with its Monte-Carlo standard error.
 
@@ -235,10 +199,11 @@ class PseudoExtendedFit:
 
         ``estimator="mixture"``: pools every pseudo-sample of every draw,
         each weighted by its probability of being the target component of its
-        marginal mixture (:func:`pemc_stan.estimators.weights.mixture_mean`; one ratio
-        ``Z / Z_q`` for sampled temperatures, one per pseudo-sample for a
-        fixed ladder).  Same draws, same cost; on the 20-Gaussian mixture its
-        MCSE was 4-14% lower.  The MCSE is that of the per-draw influence series.
+        marginal mixture (:func:`pemc_stan.methods.pseudo_extended.estimators.mixture_mean`;
+        one ratio ``Z / Z_q`` for sampled temperatures, one per pseudo-sample
+        for a fixed ladder).  Same draws, same cost; on the 20-Gaussian mixture
+        its MCSE was 4-14% lower.  The MCSE is that of the per-draw influence
+        series.
 
         Parameters
         ----------
@@ -264,24 +229,15 @@ class PseudoExtendedFit:
         if estimator not in ("draw", "mixture"):
             raise ValueError(f"estimator={estimator!r}: expected 'draw' (Theorem 2.1, "
                              "per-draw weights) or 'mixture' (pooled over all draws)")
-        if isinstance(f, str):
-            values = self.pseudo_samples(f)
-        else:
-            values = np.asarray(f(_ColumnView(self)), dtype=float)
+        if estimator == "draw":
+            return super().expectation(f)
+        values = self._values(f)
         lw = self.log_weights()
         if values.shape != lw.shape:
             raise ValueError(f"f returned shape {values.shape}; expected (chains, draws, N) = "
                              f"{lw.shape}")
-        if estimator == "mixture":
-            est = W.mixture_mean(values, lw, pooled=self.result.options.fixed_ladder is None)
-            mean, h = est.mean, est.influence  # (chains, draws)
-        else:
-            wn = np.exp(W.log_normalise(lw, axis=-1))
-            h = np.sum(np.where(wn > 0, wn * values, 0.0), axis=-1)  # (chains, draws)
-            mean = float(np.mean(h))
-        ess = W.chain_ess(h)
-        sd = float(np.std(h, ddof=1)) if h.size > 1 else 0.0
-        return WeightedEstimate(mean=mean, mcse=sd / np.sqrt(ess), ess=ess)
+        est = mixture_mean(values, lw, pooled=self.result.options.fixed_ladder is None)
+        return self._estimate(est.influence, mean=est.mean)
 
     def weighted_mean_iid(self, column: str) -> W.WeightedMean:
         """Pooled self-normalised IS mean of a column via :func:`pemc_stan.estimators.weights.weighted_mean`.
@@ -300,81 +256,20 @@ class PseudoExtendedFit:
         lw = W.log_normalise(self.log_weights(), axis=-1).reshape(-1)
         return W.weighted_mean(values, lw)
 
-    # ------------------------------------------------------------------ #
-    # resampling
-    # ------------------------------------------------------------------ #
+    def summary(self, estimator: str = "draw") -> Any:
+        """Weighted mean, MCSE and ESS of every original parameter column.
 
-    def resample_index(self) -> NDArray[np.intp]:
-        """The pseudo-sample kept at each iteration (0-based), shape (chains, draws)."""
-        if self._index is None:
-            rng = np.random.default_rng(self.seed)
-            self._index = W.resample_indices(self.log_weights(), rng, axis=-1)
-        return self._index
-
-    def resampled_parameters_pd(self) -> pd.DataFrame:
-        """Resampled draws of the original parameters (one pseudo-sample per iteration).
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``chain__``, ``iter__``, ``draw__``, then the original
-            parameter columns (CmdStan bracket names).
-        """
-        idx = self.resample_index()
-        n_chains, n_draws = idx.shape
-        frame: dict[str, Any] = {
-            "chain__": np.repeat(np.arange(1, n_chains + 1), n_draws),
-            "iter__": np.tile(np.arange(1, n_draws + 1), n_chains),
-        }
-        frame["draw__"] = np.arange(1, n_chains * n_draws + 1)
-        for pairs in self._param_columns().values():
-            for orig, cols in pairs:
-                vals = self._stack(cols)
-                frame[orig] = np.take_along_axis(vals, idx[..., None], axis=-1)[..., 0].reshape(-1)
-        return pd.DataFrame(frame)
-
-    def _original(self) -> cmdstanpy.CmdStanModel:
-        m = self._original_model
-        if m is None:
-            raise ValueError("no original model available for generated quantities")
-        if not isinstance(m, cmdstanpy.CmdStanModel):
-            m = m()
-            self._original_model = m
-        return m
-
-    def resampled_draws_pd(self, output_dir: str | os.PathLike[str] | None = None
-                           ) -> pd.DataFrame:
-        """Resampled draws with the original model's transformed parameters and GQs.
-
-        Writes the resampled parameter draws as Stan CSV files (one per chain,
-        keeping the PE run's configuration comments) and runs cmdstanpy's
-        standalone ``generate_quantities`` of the ORIGINAL model on them.
-
-        Returns
-        -------
-        pandas.DataFrame
-            ``chain__``, ``iter__``, ``draw__``, parameters, transformed
-            parameters, generated quantities.
+        Parameters
+        ----------
+        estimator
+            As in :meth:`expectation`.
 
         Raises
         ------
-        RuntimeError
-            If CmdStan's generate_quantities fails.
+        ValueError
+            For an unknown ``estimator``.
         """
-        if self._resampled is not None:
-            return self._resampled
-        out_dir = Path(output_dir) if output_dir else Path(tempfile.mkdtemp(prefix="pemc_pe_gq_"))
-        self._resampled = recompute_quantities(
-            self.result.original_code, getattr(self.result, "model_name", "model"), self.data,
-            self.resampled_parameters_pd(), self._write_csvs, self._original, self.seed,
-            out_dir)
-        return self._resampled
-
-    def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
-        sampler = [c for c in SAMPLER_COLUMNS if c in self._col]
-        cols = [self._col[c] for c in sampler]
-        values = [self._draws[:, chain][:, cols] for chain in range(self._draws.shape[1])]
-        return write_resampled_csvs(self.fit.runset.csv_files, params, sampler, values, out_dir)
+        return super().summary(estimator=estimator)
 
     # ------------------------------------------------------------------ #
     # diagnostics
@@ -396,7 +291,7 @@ class PseudoExtendedFit:
         per_draw = self.weight_ess()
         pooled = W.log_normalise(lw, axis=-1).reshape(-1)
         beta = self.beta()
-        nuts = transition_counts(self.fit, self._draws, self._col)
+        nuts = self.nuts_counts()
         divergences = nuts.divergences
         info: dict[str, Any] = {
             "weight_ess_mean": float(np.mean(per_draw)),
@@ -429,50 +324,48 @@ class PseudoExtendedFit:
         deeper = treedepth_advice(nuts)
         if deeper:
             msgs.append(deeper)
-        info["messages"] = msgs
-        if warn:
-            for m in msgs:
-                warnings.warn(m, PseudoExtendedDiagnosticWarning, stacklevel=2)
-                logger.warning(m)
-        return info
+        return self._report(info, msgs, warn, PseudoExtendedDiagnosticWarning)
 
-    def to_inference_data(self, **kwargs: Any) -> Any:
-        """ArviZ InferenceData of this fit; see :func:`pemc_stan.output.inference_data.to_inference_data`.
+    # ------------------------------------------------------------------ #
+    # output
+    # ------------------------------------------------------------------ #
 
-        Raises
-        ------
-        RuntimeError
-            If the original model's generate_quantities fails.
-        """
-        from pemc_stan.output.inference_data import to_inference_data
+    def inference_attributes(self) -> dict[str, Any]:
+        """``pemc_n_pseudo`` and ``pemc_log_scale``."""
+        return {"pemc_n_pseudo": int(self.n_pseudo), "pemc_log_scale": float(self.log_scale)}
 
-        return to_inference_data(self, **kwargs)
+    def run_settings(self) -> dict[str, Any]:
+        """The offset ``log_scale`` the run used."""
+        return {"log_scale": float(self.log_scale)}
 
-    def summary(self, estimator: str = "draw") -> pd.DataFrame:
-        """Weighted mean, MCSE and ESS of every original parameter column.
+    def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
+                                         dict[str, Any]]:
+        """``beta``, ``log_weight``, ``weight`` (dim ``pseudo``), ``weight_ess``, ``resample_index``."""
+        per = ("chain", "draw", "pseudo")
+        return {
+            "beta": (per, np.asarray(self.beta(), dtype=float)),
+            "log_weight": (per, np.asarray(self.log_weights(), dtype=float)),
+            "weight": (per, np.asarray(self.normalised_weights())),
+            "weight_ess": (("chain", "draw"), np.asarray(self.weight_ess(), dtype=float)),
+            "resample_index": (("chain", "draw"),
+                               np.asarray(self.resample_index(), dtype=np.int64) + 1),
+        }, {}
 
-        Parameters
-        ----------
-        estimator
-            As in :meth:`expectation`.
+    def extended_vars(self) -> dict[str, NDArray[Any]]:
+        """``pemc_beta`` and ``pemc_log_weight`` per pseudo-sample."""
+        return {"pemc_beta": np.asarray(self.beta(), dtype=float),
+                "pemc_log_weight": np.asarray(self.log_weights(), dtype=float)}
 
-        Raises
-        ------
-        ValueError
-            For an unknown ``estimator``.
-        """
-        rows = []
-        for c in self.parameter_columns():
-            est = self.expectation(c, estimator=estimator)
-            rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
-        return pd.DataFrame(rows).set_index("name")
+    def weights_frame(self) -> Any:
+        """Per draw: chain, draw, ``beta_k`` and ``log_weight_k`` of every pseudo-sample."""
+        import pandas as pd
 
-
-class _ColumnView:
-    """``view["x"]`` -> copies of column ``x``, shape (chains, draws, N)."""
-
-    def __init__(self, fit: PseudoExtendedFit) -> None:
-        self._fit = fit
-
-    def __getitem__(self, column: str) -> NDArray[np.float64]:
-        return self._fit.pseudo_samples(column)
+        beta, lw = np.asarray(self.beta()), np.asarray(self.log_weights())
+        n_chains, n_draws, n = lw.shape
+        frame: dict[str, Any] = {"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
+                                 "draw": np.tile(np.arange(1, n_draws + 1), n_chains)}
+        for k in range(n):
+            frame[f"beta_{k + 1}"] = beta[:, :, k].reshape(-1)
+        for k in range(n):
+            frame[f"log_weight_{k + 1}"] = lw[:, :, k].reshape(-1)
+        return pd.DataFrame(frame)

@@ -79,232 +79,34 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
 import re
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
+from pemc_stan.methods.base import TransformResult
+from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions, as_beta, stan_number
+from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     CONTAINER_BUILDERS,
-    analyse,
     build_symbol_table,
     dims_of,
+    heavy_tailed_priors,
     is_scalar_expr,
 )
-from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_expr, print_type
-from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "BetaDensity",
-    "PseudoExtendedOptions",
-    "PseudoExtendedWarning",
-    "ParameterCopies",
-    "TransformResult",
-    "transform_pseudo_extended",
-    "HEAVY_TAILED_DISTRIBUTIONS",
-]
+__all__ = ["ParameterCopies", "PseudoExtendedResult", "transform_pseudo_extended"]
 
-#: Priors whose density decays polynomially: ``p(x)^beta`` is not integrable
-#: for small ``beta`` (e.g. Cauchy: only for ``beta > 1/2``).
-HEAVY_TAILED_DISTRIBUTIONS = frozenset({
-    "cauchy", "student_t", "pareto", "pareto_type_2", "inv_gamma", "inv_chi_square",
-    "scaled_inv_chi_square", "frechet", "loglogistic",
-})
 
 _TEMPLATE = "pseudo_extended.stan.jinja"
-
-
-class PseudoExtendedWarning(UserWarning):
-    """A pseudo-extended setting that is likely to work badly."""
-
-
-@dataclass(frozen=True)
-class BetaDensity:
-    """A Beta(a, b) density on (0, 1) for ``pi(beta)`` or ``g(beta)``; Beta(1, 1) is uniform."""
-
-    a: float = 1.0
-    b: float = 1.0
-
-    @property
-    def is_uniform(self) -> bool:
-        """True for Beta(1, 1)."""
-        return self.a == 1.0 and self.b == 1.0
-
-    def stan(self, arg: str) -> str:
-        """Stan expression of the log density at ``arg`` (``""`` when uniform)."""
-        if self.is_uniform:
-            return ""
-        return f"beta_lpdf({arg} | {_num(self.a)}, {_num(self.b)})"
-
-
-def _num(x: float) -> str:
-    text = repr(float(x))
-    return text if ("." in text or "e" in text) else text + ".0"
-
-
-def _as_beta(value: Any, argument: str) -> BetaDensity:
-    if value is None or value == "uniform":
-        return BetaDensity()
-    if isinstance(value, BetaDensity):
-        out = value
-    elif isinstance(value, (tuple, list)) and len(value) == 3 and value[0] == "beta":
-        out = BetaDensity(float(value[1]), float(value[2]))
-    elif isinstance(value, (tuple, list)) and len(value) == 2:
-        out = BetaDensity(float(value[0]), float(value[1]))
-    else:
-        raise ValueError(
-            f"{argument}={value!r} is not understood; expected 'uniform', a BetaDensity, "
-            "(a, b) or ('beta', a, b) with a, b > 0")
-    if not (math.isfinite(out.a) and math.isfinite(out.b) and out.a > 0 and out.b > 0):
-        raise ValueError(f"{argument}={value!r}: Beta shape parameters must be finite and > 0")
-    return out
-
-
-@dataclass
-class PseudoExtendedOptions:
-    """Settings of the pseudo-extended transformation.
-
-    Attributes
-    ----------
-    n_pseudo
-        Number of pseudo-samples ``N >= 1``.
-    beta
-        ``"estimate"`` (sample ``beta_i`` with prior ``pi`` and instrumental
-        ``g``) or a fixed ladder: a sequence of ``N`` values in (0, 1].
-    temper
-        ``"posterior"`` (eq 7, temper the whole density) or ``"likelihood"``
-        (temper only the likelihood; the prior enters fully).
-    beta_prior
-        ``pi(beta)``: ``"uniform"``, ``(a, b)`` or ``BetaDensity`` (Beta(a, b)).
-        It is the law of ``beta_i`` of the pseudo-sample that carries the
-        weight (whose ``x_i`` follows the target); choosing ``pi = g`` makes
-        the weight ``gamma~(x_i)^(1 - beta_i)`` and, with ``g = (a, 1)``,
-        ``a < 1``, keeps that pseudo-sample often hot, so it leaves its mode
-        soon after another one takes the weight over.
-    instrumental
-        ``g(beta)`` on (0, 1), same forms as ``beta_prior``.  ``(a, 1)`` with
-        ``a < 1`` gives each pseudo-sample more time at small ``beta``, where
-        it leaves its mode.  On the 20-Gaussian mixture
-        (``models/gaussian_mixture_20``) ``(0.7, 1)`` lowered the Monte-Carlo
-        error of the moments, ``pi = g = (0.5, 1)`` lowered it further, and
-        ``(0.1, 1)`` left too few pseudo-samples cold and raised it.
-    log_scale
-        ``log Z^``; None means "estimate with a pilot run" (see
-        :mod:`pemc_stan.pipeline`); the transformation itself only declares it
-        as data.
-    beta_min
-        Lower end of the support of ``beta`` (``pi`` and ``g`` live on
-        ``(beta_min, 1)``; default 0, the paper's ``(0, 1)``).  Under
-        whole-posterior tempering ``C = int Z~(beta) g(beta) dbeta`` of eq 7
-        must be finite, but ``Z~(beta) = int gamma~(x)^beta dx`` grows like
-        ``beta^(-d/2)`` (Gaussian tails, ``d`` unconstrained dimensions) or
-        ``beta^(-d)`` (exponential tails) as ``beta -> 0``: with a uniform
-        ``g`` the instrumental is improper for ``d >= 2`` and ``beta`` drifts
-        to 0.  Remedies: ``beta_min > 0``, ``instrumental=(a, 1)`` with
-        ``a`` above that exponent, a fixed ladder, or
-        ``temper="likelihood"`` (then ``Z~(beta) <= 1`` for a proper
-        prior).  ``beta_min`` also sets how far the hottest pseudo-samples
-        roam: around a mode of width ``s``, ``gamma^beta`` has width
-        ``s / sqrt(beta)``.  Choose it so that ``s / sqrt(beta_min)`` is one
-        to a few times the distance between modes; a much smaller value makes
-        the hot pseudo-samples spend their time far away from every mode
-        (measured in ``models/gaussian_mixture_20/README.md``: 0.001 suits
-        its scenario (a), 0.01 its scenario (b)).
-    noncentring
-        Partial non-centring exponent ``alpha`` in [0, 1] (default 0: off).
-        With ``alpha > 0`` NUTS moves ``v_i`` and the unconstrained coordinates
-        of pseudo-sample ``i`` are ``u_i = v_i * beta_i^(-alpha/2)`` (Stan's
-        own constraining transforms then give ``x_i``, and the log-Jacobian
-        ``-(alpha/2) dim(u) log beta_i`` is added), so a hot pseudo-sample,
-        ``s / sqrt(beta)`` wide around a mode of width ``s``, is no longer
-        that much wider than a cold one in the coordinates NUTS moves.  The
-        target is unchanged; only the sampler's geometry is.  Supported for
-        ``real``, ``vector``, ``row_vector`` and ``matrix`` parameters (not
-        arrays of them) with no constraint or ``lower``/``upper`` bounds that
-        do not depend on other parameters.  On the 20-Gaussian mixture
-        (scenario (a)) ``0.5`` lowered the Monte-Carlo error per iteration by
-        about 18% at N = 2 (pilots, where warm-up succeeded) and 8-15% at
-        N = 10 (ten 50,000-iteration benchmark seeds, none failed), for 1.3
-        and 1.8 times the gradient evaluations: fewer iterations for the same
-        error, but more gradients.  At N = 2 warm-up ended with a too large
-        step size (divergences, doubled error) in 4 of 18 runs against 1 of 12
-        without it, so check the divergences.  ``1`` was worse than ``0``.
-    """
-
-    n_pseudo: int = 2
-    beta: str | Sequence[float] = "estimate"
-    temper: str = "posterior"
-    beta_prior: Any = "uniform"
-    instrumental: Any = "uniform"
-    log_scale: float | None = None
-    beta_min: float = 0.0
-    noncentring: float = 0.0
-
-    def validate(self) -> PseudoExtendedOptions:
-        """Check the options.
-
-        Returns
-        -------
-        PseudoExtendedOptions
-            ``self``, for chaining.
-
-        Raises
-        ------
-        ValueError
-            Naming the argument, the value and what was expected.
-        """
-        n = self.n_pseudo
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n_pseudo={n!r} is invalid; expected an integer >= 1 "
-                             "(the number of pseudo-samples)")
-        if isinstance(self.beta, str):
-            if self.beta != "estimate":
-                raise ValueError(f"beta={self.beta!r} is invalid; expected 'estimate' or a "
-                                 f"ladder of {n} values in (0, 1]")
-        else:
-            ladder = list(self.beta)
-            if len(ladder) != n:
-                raise ValueError(f"beta has {len(ladder)} values but n_pseudo={n}; expected "
-                                 "one inverse temperature per pseudo-sample")
-            for b in ladder:
-                if not isinstance(b, (int, float)) or not (0.0 < float(b) <= 1.0):
-                    raise ValueError(f"beta={ladder!r} is invalid: {b!r} is outside (0, 1]; "
-                                     "expected inverse temperatures in (0, 1]")
-            if not (_as_beta(self.beta_prior, "beta_prior").is_uniform
-                    and _as_beta(self.instrumental, "instrumental").is_uniform):
-                raise ValueError("beta_prior/instrumental are only used when beta='estimate'; "
-                                 "a fixed ladder has no beta densities")
-        if self.temper not in ("posterior", "likelihood"):
-            raise ValueError(f"temper={self.temper!r} is invalid; expected 'posterior' or "
-                             "'likelihood'")
-        _as_beta(self.beta_prior, "beta_prior")
-        _as_beta(self.instrumental, "instrumental")
-        bm = self.beta_min
-        if isinstance(bm, bool) or not isinstance(bm, (int, float)) or not 0.0 <= bm < 1.0:
-            raise ValueError(f"beta_min={bm!r} is invalid; expected a number in [0, 1)")
-        if self.fixed_ladder is not None and bm != 0.0:
-            raise ValueError("beta_min is only used when beta='estimate'")
-        a = self.noncentring
-        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0.0 <= a <= 1.0:
-            raise ValueError(f"noncentring={a!r} is invalid; expected a number in [0, 1] "
-                             "(0: off, 1: fully non-centred)")
-        if self.log_scale is not None and not math.isfinite(float(self.log_scale)):
-            raise ValueError(f"log_scale={self.log_scale!r} is invalid; expected a finite "
-                             "number or None (pilot estimate)")
-        return self
-
-    @property
-    def fixed_ladder(self) -> tuple[float, ...] | None:
-        """The ladder as a tuple, or None when ``beta="estimate"``."""
-        return None if isinstance(self.beta, str) else tuple(float(b) for b in self.beta)
 
 
 @dataclass(frozen=True)
@@ -336,16 +138,14 @@ class ParameterCopies:
         return f"pemc_{self.name}_{k}" if self.unrolled else f"{self.name}.{k}"
 
 
-@dataclass(frozen=True)
-class TransformResult:
+@dataclass(frozen=True, kw_only=True)
+class PseudoExtendedResult(TransformResult):
     """A pseudo-extended program and what is needed to run and post-process it.
 
     Attributes
     ----------
-    stan_code
-        The PE Stan program.
-    options
-        The (validated) options used.
+    stan_code, options, program, warnings
+        As :class:`~pemc_stan.methods.base.TransformResult`.
     parameters
         The user's parameters, in declaration order, with where their copies live.
     data_additions
@@ -354,25 +154,15 @@ class TransformResult:
         estimated).
     n_in_data
         True when ``pemc_N`` is data (False: baked in).
-    original_code
-        The user's program text.
-    warnings
-        Messages of the warnings issued (e.g. a heavy-tailed prior).
-    model_name
-        The user's model name.
     """
 
-    stan_code: str
     options: PseudoExtendedOptions
     parameters: tuple[ParameterCopies, ...]
     data_additions: dict[str, Any]
     n_in_data: bool
-    original_code: str
-    warnings: tuple[str, ...] = field(default=())
-    model_name: str = "model"
 
-    def data(self, user_data: dict[str, Any] | None, log_scale: float | None = None
-             ) -> dict[str, Any]:
+    def data(self, user_data: Mapping[str, Any] | None, log_scale: float | None = None,
+             **values: Any) -> dict[str, Any]:
         """The PE program's data: ``user_data`` plus :attr:`data_additions`.
 
         Raises
@@ -386,6 +176,7 @@ class TransformResult:
             extra["pemc_log_scale"] = float(log_scale)
         if extra.get("pemc_log_scale") is None:
             raise ValueError("pemc_log_scale is unknown: pass log_scale= or run the pilot")
+        out.update(values)
         out.update(extra)
         return out
 
@@ -463,7 +254,7 @@ def _noncentred_blocks(param_decls: Sequence[tuple[ast.Type, str]], alpha: float
         For a parameter type or constraint the option does not cover.
     """
     raw: list[str] = []
-    body: list[str] = [f"real pemc_scale = pow(pemc_beta[pemc_k], {_num(-alpha / 2)});"]
+    body: list[str] = [f"real pemc_scale = pow(pemc_beta[pemc_k], {stan_number(-alpha / 2)});"]
     for type_, pname in param_decls:
         ok = isinstance(type_, ast.BasicType) and type_.name in _NONCENTRING_TYPES and (
             type_.constraint is None or isinstance(type_.constraint, ast.Bounds))
@@ -545,32 +336,6 @@ def _compact_support(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
     return all(compact(t) for t, _ in param_decls)
 
 
-def heavy_tailed_priors(program: ast.Program) -> list[tuple[str, int]]:
-    """Heavy-tailed prior statements of a program: ``(distribution, line)`` pairs.
-
-    Raises
-    ------
-    Nothing (programs the analysis cannot handle yield an empty list).
-    """
-    try:
-        contributions = analyse(program).prior_contributions()
-    except Exception:  # pragma: no cover - analysis failures are reported elsewhere
-        return []
-    found: list[tuple[str, int]] = []
-    for c in contributions:
-        for node in ast.walk(c.node):
-            name = None
-            if isinstance(node, ast.Tilde):
-                name = node.distribution
-            elif isinstance(node, ast.Call):
-                for suffix in ("_lpdf", "_lupdf"):
-                    if node.name.endswith(suffix):
-                        name = node.name[: -len(suffix)]
-            if name in HEAVY_TAILED_DISTRIBUTIONS:
-                found.append((name, c.line))
-    return found
-
-
 # --------------------------------------------------------------------------- #
 # The transformation
 # --------------------------------------------------------------------------- #
@@ -582,13 +347,14 @@ def transform_pseudo_extended(
     *,
     name: str | None = None,
     **option_kwargs: Any,
-) -> TransformResult:
+) -> PseudoExtendedResult:
     """Build the pseudo-extended version of a Stan program.
 
     Parameters
     ----------
     program
-        Stan program text, a ``.stan`` path or a parsed program.
+        Stan program text, a ``.stan`` path, a parsed program or a
+        :class:`~pemc_stan.inputs.StanProgram` (not parsed again).
     options
         :class:`PseudoExtendedOptions`; alternatively pass its fields as
         keyword arguments.
@@ -597,11 +363,11 @@ def transform_pseudo_extended(
 
     Returns
     -------
-    TransformResult
+    PseudoExtendedResult
 
     Raises
     ------
-    ValueError
+    OptionsError
         For invalid options (before anything else).
     pemc_stan.stan.analysis.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
@@ -616,7 +382,7 @@ def transform_pseudo_extended(
         options = dataclasses.replace(options, **option_kwargs)
     options.validate()
     prepared = prepare_program(program, name, "pseudo-extended")
-    tree, text, model_name = prepared.tree, prepared.text, prepared.model_name
+    tree, model_name = prepared.tree, prepared.name
     param_decls = list(prepared.parameters)
 
     functions = log_density_functions(tree, model_name)
@@ -674,8 +440,8 @@ def transform_pseudo_extended(
 
     temper = options.temper
     ladder = options.fixed_ladder
-    pi_beta = _as_beta(options.beta_prior, "beta_prior")
-    g_beta = _as_beta(options.instrumental, "instrumental")
+    pi_beta = as_beta(options.beta_prior, "beta_prior")
+    g_beta = as_beta(options.instrumental, "instrumental")
 
     def call(which: str, k: str | int) -> str:
         mapping = {}
@@ -734,12 +500,12 @@ def transform_pseudo_extended(
         compute=_indent("\n".join(compute), 1), compute_gq=_indent("\n".join(compute), 2),
         gamma_tilde=gamma_tilde, n_size="pemc_N" if n_in_data else str(n),
         g_density=g_beta.stan("pemc_beta[pemc_k]") if ladder is None else "",
-        beta_min=_num(options.beta_min) if options.beta_min > 0 else "0",
+        beta_min=stan_number(options.beta_min) if options.beta_min > 0 else "0",
     )
 
     issued: list[str] = []
     if temper == "posterior":
-        heavy = heavy_tailed_priors(tree)
+        heavy = heavy_tailed_priors(tree, prepared.analysis)
         if heavy:
             where = ", ".join(f"{d} (line {line})" for d, line in heavy)
             msg = (f"{model_name}: heavy-tailed prior(s) {where} with whole-posterior "
@@ -765,7 +531,7 @@ def transform_pseudo_extended(
 
     if temper == "likelihood":
         try:
-            no_likelihood = not analyse(tree).likelihood_contributions()
+            no_likelihood = not prepared.analysis.likelihood_contributions()
         except Exception:  # pragma: no cover - analysis failures are reported elsewhere
             no_likelihood = False
         if no_likelihood:
@@ -781,8 +547,7 @@ def transform_pseudo_extended(
         additions["pemc_N"] = n
     if ladder is not None:
         additions["pemc_beta"] = list(ladder)
-    return TransformResult(
-        stan_code=stan_code, options=options, parameters=tuple(copies.values()),
-        data_additions=additions, n_in_data=n_in_data, original_code=text,
-        warnings=tuple(issued), model_name=model_name,
-    )
+    return PseudoExtendedResult(
+        stan_code=stan_code, options=options, program=prepared,
+        parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
+        warnings=tuple(issued))

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import ReservedPrefixError
+from pemc_stan.errors import ReservedPrefixError
 from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan.logdensity import add_log_density_functions, log_density_functions
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program, print_stmt
 from pemc_stan.stan.stanc import check_with_stanc
 
-CORPUS = Path(__file__).resolve().parent / "stan_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "stan_corpus"
 
 
 def _has_parameters_and_model(program: ast.Program) -> bool:

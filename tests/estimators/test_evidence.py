@@ -21,7 +21,7 @@ import pytest
 from pemc_stan.estimators.evidence import bayes_factor, compare_methods, evidence
 from pemc_stan.estimators.log_z import EvidenceEstimate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 SEEDS = range(1, 11)
 

@@ -308,13 +308,12 @@ def test_bridge_sampling_repeated_runs_calibrated() -> None:
 
 # ------------------------------------------------------------------ pemc_stan.evidence (no compile)
 
+from pemc_stan.estimators.density import _column_names, density_program  # noqa: E402
 from pemc_stan.estimators.evidence import (  # noqa: E402
     EvidenceDisagreementWarning,
     EvidenceOptions,
     _chain_arrays_from_frame,
-    _column_names,
     compare_methods,
-    density_program,
     evidence,
     parameter_names,
 )

@@ -19,7 +19,7 @@ import pytest
 
 from pemc_stan.cli import ExitCode, main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 BIMODAL = MODELS / "bimodal_1d" / "bimodal_1d.stan"
 BIMODAL_DATA = MODELS / "bimodal_1d" / "bimodal_1d.data.json"
@@ -109,7 +109,7 @@ def test_runtime_with_bad_cmdstan_path(tmp_path: Path) -> None:
 
 def test_transform_prints_readable_pseudo_extended_program() -> None:
     from pemc_stan.stan.parser import parse
-    from pemc_stan.methods.registry import transform
+    from pemc_stan.pipeline import transform
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pseudo-extended", "--n-pseudo", "5")
     assert proc.returncode == ExitCode.OK, proc.stderr
@@ -122,7 +122,7 @@ def test_transform_prints_readable_pseudo_extended_program() -> None:
 
 
 def test_transform_noncentring_flag() -> None:
-    from pemc_stan.methods.registry import transform
+    from pemc_stan.pipeline import transform
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "3",
                    "--beta-min", "0.01", "--noncentring", "0.5")

@@ -22,7 +22,7 @@ from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program
 from pemc_stan.stan.stanc import canonical
 
-CORPUS = Path(__file__).resolve().parent / "stan_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "stan_corpus"
 PROGRAMS = sorted(CORPUS.glob("*.stan"))
 
 

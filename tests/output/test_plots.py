@@ -20,9 +20,9 @@ import pytest  # noqa: E402
 
 from pemc_stan.output import plots  # noqa: E402
 from pemc_stan.output.inference_data import to_inference_data  # noqa: E402
-from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedWarning  # noqa: E402
+from pemc_stan.errors import PseudoExtendedWarning  # noqa: E402
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit  # noqa: E402
-from pemc_stan.methods.registry import transform_result  # noqa: E402
+from pemc_stan.pipeline import transform_result  # noqa: E402
 
 CODE = """
 parameters { real x; vector[2] v; }
@@ -109,7 +109,7 @@ def test_missing_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_plots_of_a_continuous_tempering_fit() -> None:
-    from test_inference_data import FakeCTFit  # the synthetic CT fit of the converter tests
+    from fakes import FakeCTFit  # the synthetic CT fit of the converter tests
 
     fit = FakeCTFit()
     idata = to_inference_data(fit)
@@ -130,7 +130,7 @@ def test_plots_of_a_continuous_tempering_fit() -> None:
 def test_arviz_trace_and_pair_plots_work_on_the_inference_data() -> None:
     import arviz as az
 
-    from test_inference_data import fake_pe_fit
+    from fakes import fake_pe_fit
 
     idata = to_inference_data(fake_pe_fit())
     axes = az.plot_trace(idata, var_names=["tau", "v"])

@@ -26,7 +26,7 @@ from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 
 pytestmark = pytest.mark.compiled
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 MODELS = ROOT / "models"
 
 # normal_normal.stan plus generated quantities (for resampled_draws_pd)

@@ -34,7 +34,7 @@ from pemc_stan.stan.printer import print_program
 
 pytestmark = pytest.mark.compiled
 
-CORPUS = Path(__file__).resolve().parent / "stan_corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "stan_corpus"
 RTOL = 1e-8
 N_DRAWS = 8
 

@@ -8,9 +8,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedWarning
-from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedDiagnosticWarning, PseudoExtendedFit
-from pemc_stan.methods.registry import transform_result
+from pemc_stan.errors import PseudoExtendedWarning
+from pemc_stan.errors import PseudoExtendedDiagnosticWarning
+from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
+from pemc_stan.pipeline import transform_result
 
 CODE = """
 parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; vector[2] v; }
@@ -114,7 +115,7 @@ def test_diagnostics_advise_a_deeper_tree_when_trajectories_are_cut() -> None:
 
 
 def test_mixture_expectation_pools_all_pseudo_samples() -> None:
-    from pemc_stan.estimators.weights import mixture_mean
+    from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 
     fit, _ = _fake()
     est = fit.expectation("tau", estimator="mixture")
@@ -128,20 +129,3 @@ def test_mixture_expectation_pools_all_pseudo_samples() -> None:
         fit.expectation("tau", estimator="pooled")
     with pytest.raises(ValueError, match="shape"):
         fit.expectation(lambda v: v["tau"][..., 0])
-
-
-def test_mode_aware_pilot_combines_paths() -> None:
-    from pemc_stan.pipeline import _mode_aware_log_z
-
-    rng = np.random.default_rng(0)
-    names = ["lp_approx__", "lp__", "x"]
-    blocks = []
-    # paths 1 and 2 in the same mode (estimates log 0.3 and log 0.2), path 3 elsewhere (log 0.5)
-    for centre, log_z in ((-3.0, np.log(0.3)), (-3.0, np.log(0.2)), (3.0, np.log(0.5))):
-        x = rng.normal(centre, 0.5, size=200)
-        lq = rng.normal(size=200)
-        blocks.append(np.column_stack([lq, lq + log_z, x]))
-    arr = np.vstack(blocks)
-    assert _mode_aware_log_z(arr, names, 3) == pytest.approx(np.log(0.3 + 0.5))
-    # draws that cannot be split by path: pooled mean
-    assert _mode_aware_log_z(arr, names, 7) == pytest.approx(np.log((0.3 + 0.2 + 0.5) / 3))

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pemc_stan.pipeline import PseudoExtendedModel
+from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
 from pemc_stan.estimators.weights import chain_ess
 
 pytestmark = pytest.mark.compiled
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 BIMODAL = ROOT / "models" / "bimodal_1d" / "bimodal_1d.stan"
 BIMODAL_DATA = json.loads((ROOT / "models" / "bimodal_1d" / "bimodal_1d.data.json").read_text())
 

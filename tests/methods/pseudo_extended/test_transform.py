@@ -14,21 +14,19 @@ from pathlib import Path
 import pytest
 
 from pemc_stan import transform
-from pemc_stan.stan.analysis import ReservedPrefixError
+from pemc_stan.errors import ReservedPrefixError
 from pemc_stan.errors import StanProgramError
 from pemc_stan.stan.parser import parse
-from pemc_stan.methods.pseudo_extended.transform import (
-    PseudoExtendedOptions,
-    PseudoExtendedWarning,
-    transform_pseudo_extended,
-)
+from pemc_stan.errors import PseudoExtendedWarning
+from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
+from pemc_stan.methods.pseudo_extended.transform import transform_pseudo_extended
 from pemc_stan.stan.stanc import check_with_stanc
-from pemc_stan.methods.registry import transform_result
+from pemc_stan.pipeline import transform_result
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pemc_stan.methods.pseudo_extended.transform.PseudoExtendedWarning")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "stan_corpus"
 GOLDEN = ROOT / "tests" / "golden" / "pseudo_extended"
 
@@ -107,7 +105,7 @@ def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPat
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("compile_model must not be called")
 
-    monkeypatch.setattr(sampling, "compile_model", boom)
+    monkeypatch.setattr("pemc_stan.methods.base.compile_model", boom)
     with pytest.raises(ValueError, match="n_pseudo=0"):
         sampling.sample(SIMPLE, {"n": 0, "y": []}, n_pseudo=0)
     with pytest.raises(ReservedPrefixError):

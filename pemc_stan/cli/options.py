@@ -1,0 +1,122 @@
+"""Command-line flags derived from the registered methods' options dataclasses.
+
+Every field of a method's options class (declared with
+:func:`pemc_stan.methods.options.option`) becomes a flag: ``n_pseudo`` is
+``--n-pseudo``, with the field's help text, parser, metavar and choices, and
+its default shown from the dataclass.  A flag shared by several methods
+(``--temper``) is added once.  Flags default to None ("not given"), so the
+options' own defaults apply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from pemc_stan.cli.errors import ExitCode
+from pemc_stan.errors import CliError
+from pemc_stan.methods import registry
+from pemc_stan.methods.options import cli_fields
+
+__all__ = ["flag_of", "add_method_options", "add_sampler_options", "method_options",
+           "method_spellings"]
+
+
+def flag_of(name: str) -> str:
+    """``n_pseudo`` -> ``--n-pseudo``."""
+    return "--" + name.replace("_", "-")
+
+
+def method_spellings() -> tuple[str, ...]:
+    """Every accepted ``--method`` value."""
+    return tuple(s for m in registry.methods() for s in m.spellings())
+
+
+def _owners() -> dict[str, list[registry.Method]]:
+    owners: dict[str, list[registry.Method]] = {}
+    for m in registry.methods():
+        for f in cli_fields(m.options):
+            owners.setdefault(f.name, []).append(m)
+    return owners
+
+
+def add_method_options(p: argparse.ArgumentParser, required: bool = False,
+                       default: str | None = None) -> None:
+    """``--method`` and one flag per option field of every registered method.
+
+    Raises
+    ------
+    Nothing.
+    """
+    names = ", ".join(f"{m.label} ({m.short})" for m in registry.methods())
+    p.add_argument("--method", choices=method_spellings(), default=None if required else default,
+                   required=required, metavar="METHOD",
+                   help=f"one of: {names}" + (f"; default {default}" if default else ""))
+    owners = _owners()
+    groups: dict[str, Any] = {}
+    added: set[str] = set()
+    for m in registry.methods():
+        for f in cli_fields(m.options):
+            if f.name in added:
+                continue
+            added.add(f.name)
+            shared = len(owners[f.name]) > 1
+            title = "options of several methods" if shared else f"{m.label} options"
+            if title not in groups:
+                groups[title] = p.add_argument_group(title)
+            meta = f.metadata
+            parse = meta.get("parse") or (type(f.default) if f.default is not None else str)
+            default_text = "" if f.default is None else f" (default {_show(f.default)})"
+            kwargs: dict[str, Any] = {"default": None, "dest": f.name,
+                                      "help": str(meta.get("help", "")) + default_text}
+            if meta.get("choices"):
+                kwargs["choices"] = meta["choices"]
+            else:
+                kwargs["type"] = parse
+                kwargs["metavar"] = meta.get("metavar") or f.name.upper()
+            groups[title].add_argument(flag_of(f.name), **kwargs)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def method_options(args: argparse.Namespace, method: registry.Method) -> dict[str, Any]:
+    """The options given on the command line for ``method``.
+
+    Raises
+    ------
+    CliError
+        With exit code 2 for a flag of another method.
+    """
+    mine = {f.name for f in dataclasses.fields(method.options)}
+    out: dict[str, Any] = {}
+    for name in _owners():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        if name not in mine:
+            flag = flag_of(name)
+            raise CliError(f"{flag} is not an option of --method {method.label}",
+                           f"drop {flag}, or choose the method it belongs to", ExitCode.USAGE)
+        out[name] = value
+    return out
+
+
+def add_sampler_options(p: argparse.ArgumentParser) -> None:
+    """``--chains``, ``--iter-warmup``, ``--iter-sampling``, ``--seed`` (as cmdstanpy).
+
+    Raises
+    ------
+    Nothing.
+    """
+    g = p.add_argument_group("sampler (as cmdstanpy)")
+    g.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
+    g.add_argument("--iter-warmup", type=int, default=1000, metavar="N",
+                   help="warm-up iterations per chain (default 1000)")
+    g.add_argument("--iter-sampling", type=int, default=1000, metavar="N",
+                   help="sampling iterations per chain (default 1000)")
+    g.add_argument("--seed", type=int, default=None, help="random seed")

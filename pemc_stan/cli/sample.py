@@ -1,0 +1,130 @@
+"""``pemc-stan sample``: run a method; print a summary; write InferenceData, CSVs, estimates."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pemc_stan
+from pemc_stan.cli.console import quiet_cmdstanpy
+from pemc_stan.cli.errors import ExitCode, cmdstan_error
+from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
+from pemc_stan.cli.options import add_method_options, add_sampler_options, method_options
+from pemc_stan.methods import registry
+from pemc_stan.methods.base import build_options
+from pemc_stan.output.writers import save_fit
+
+__all__ = ["add_parser", "run", "EPILOG"]
+
+EPILOG = """\
+output directory (--output-dir, default ./<model>_<method>_output):
+  <model>.nc       ArviZ InferenceData (NetCDF): posterior = resampled draws of the
+                   original parameters, transformed parameters and generated
+                   quantities; sample_stats = NUTS statistics, beta, weights, weight
+                   ESS; extended_posterior = the extended-space draws with log weights;
+                   observed_data / constant_data; attributes = method, options, log Z
+  cmdstan/         the raw CmdStan CSV files of the extended run
+  gq/              the original model's generated quantities on the resampled draws
+                   (when it has transformed parameters or generated quantities)
+  weights.csv      per draw: chain, draw, beta and log weights
+                   (PE: one beta_k / log_weight_k per pseudo-sample k;
+                    CT: beta, delta, log_weight = log w1)
+  estimates.json   method, options, weighted expectations with MCSE, log Z when
+                   available, diagnostics
+
+exit codes: 0 ok, 2 usage, 3 missing file, 4 Stan program error, 5 data error,
+6 unsupported construct, 7 CmdStan runtime, 130 interrupted
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``sample`` subcommand."""
+    p = sub.add_parser(
+        "sample", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="sample with a method; write InferenceData, CSVs, weights and estimates",
+        description=textwrap.fill(
+            "Transform MODEL.stan, compile it (cached), run CmdStan's NUTS on the extended "
+            "target (progress bars when standard error is a terminal, or with --progress), "
+            "print a summary of the original parameters with R-hat/ESS and the method's "
+            "diagnostics, and write the results to the output directory.", 79),
+        epilog=EPILOG)
+    p.add_argument("model", metavar="MODEL.stan", help=MODEL_HELP)
+    p.add_argument("--data", metavar="DATA.json", help="data file (CmdStan JSON)")
+    add_method_options(p, default="pe")
+    add_sampler_options(p)
+    p.add_argument("--adapt-delta", type=float, default=None, metavar="D",
+                   help="NUTS target acceptance rate (default 0.8)")
+    p.add_argument("--output-dir", metavar="DIR",
+                   help="output directory (default ./<model>_<method>_output)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bars (default: when standard error is a terminal)")
+    p.set_defaults(handler=run)
+
+
+def _print_report(label: str, model: Path, args: argparse.Namespace, saved: Any) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.width", 120, "display.max_columns", 20,
+                           "display.float_format", "{:.4g}".format):
+        print(f"{label} fit of {model.name}: {args.chains} chains x {args.iter_sampling} draws")
+        print("weighted means (mean, mcse) and resampled draws (sd, 90% interval, ESS, R-hat):")
+        print(saved.table.to_string())
+    print("diagnostics:")
+    for key, value in saved.diagnostics.items():
+        if key == "messages":
+            continue
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        elif isinstance(value, tuple):
+            value = "(" + ", ".join(f"{v:.3g}" if isinstance(v, float) else str(v)
+                                    for v in value) + ")"
+        print(f"  {key}: {value}")
+    for message in saved.diagnostics.get("messages", []):
+        print(f"  advice: {message}")
+    log_z = saved.log_z
+    if log_z is not None:
+        print(f"log Z = {log_z['log_z']:.4f} +/- {log_z['std_error']:.4f} ({log_z['method']})")
+    print(f"wrote {', '.join(saved.files)} in {saved.folder}")
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    """Sample, summarise and save.
+
+    Raises
+    ------
+    OptionsError, StanProgramError, DataError, CliError, RuntimeError
+        For bad options, programs, data, files, or a CmdStan failure.
+    """
+    quiet_cmdstanpy(args.debug)
+    model, data_path = model_and_data(args)
+    spec = registry.get(args.method)
+    options = build_options(spec, **method_options(args, spec))  # checked before compiling
+    program = read_model(model)  # syntax errors before anything else
+    data = read_data(program, model, data_path)
+    out = (Path(args.output_dir) if args.output_dir
+           else Path.cwd() / f"{model.stem}_{spec.short}_output")
+    out.mkdir(parents=True, exist_ok=True)
+    show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    cmdstan_kwargs: dict[str, Any] = {}
+    if args.adapt_delta is not None:
+        cmdstan_kwargs["adapt_delta"] = args.adapt_delta
+    try:
+        fit = pemc_stan.sample(program, data=data, method=spec.name, options=options,
+                               chains=args.chains, iter_warmup=args.iter_warmup,
+                               iter_sampling=args.iter_sampling, seed=args.seed,
+                               output_dir=str(out / "cmdstan"), show_progress=show_progress,
+                               **cmdstan_kwargs)
+    except RuntimeError as exc:
+        mapped = cmdstan_error(exc, data_path)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+    saved = save_fit(fit, out, name=model.stem, model_label=str(model),
+                     data_label=str(data_path) if data_path is not None else None,
+                     sampler={"chains": args.chains, "iter_warmup": args.iter_warmup,
+                              "iter_sampling": args.iter_sampling, "seed": args.seed})
+    _print_report(spec.label, model, args, saved)
+    return ExitCode.OK

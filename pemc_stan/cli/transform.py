@@ -1,0 +1,58 @@
+"""``pemc-stan transform``: print (or write) the transformed program; nothing is compiled."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from pemc_stan.cli.errors import ExitCode
+from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_model
+from pemc_stan.cli.options import add_method_options, method_options
+from pemc_stan.methods import registry
+from pemc_stan.pipeline import transform
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``transform`` subcommand."""
+    p = sub.add_parser(
+        "transform", formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print the transformed Stan program (no compilation)",
+        description=textwrap.fill(
+            "Rewrite MODEL.stan into the program of a method (pseudo-extended, continuously "
+            "tempered, ...) and print it (readable Stan; nothing is compiled).", 79),
+        epilog="example: pemc-stan transform model.stan --method pe --n-pseudo 5 -o model_pe.stan")
+    p.add_argument("model", metavar="MODEL.stan", help=MODEL_HELP)
+    add_method_options(p, required=True)
+    p.add_argument("-o", "--output", metavar="OUT.stan",
+                   help="write the program here instead of standard output")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    """Transform and print or write the program.
+
+    Raises
+    ------
+    OptionsError, StanProgramError, CliError
+        For bad options, programs or files.
+    """
+    model, _ = model_and_data(args)
+    spec = registry.get(args.method)
+    options = method_options(args, spec)
+    code = transform(read_model(model), method=spec.name, name=model.stem, **options)
+    if args.output:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(code)
+        logger.info("wrote %s", out)
+    else:
+        sys.stdout.write(code if code.endswith("\n") else code + "\n")
+    return ExitCode.OK

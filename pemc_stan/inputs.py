@@ -1,0 +1,251 @@
+"""Reading a user's program and data: the one reader of each.
+
+:func:`read_program` turns Stan text, a ``.stan`` path, a
+``cmdstanpy.CmdStanModel`` or a parsed :class:`~pemc_stan.stan.ast.Program`
+into a :class:`StanProgram` -- the text, the name and the tree, parsed once --
+which every later stage (transformation, compilation, reporting,
+InferenceData, evidence) takes instead of parsing again.
+:func:`load_data` reads data (a mapping or a CmdStan JSON file) and
+:func:`check_data` checks it against the data block before anything is
+compiled.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pemc_stan.errors import DataError, StanProgramError
+from pemc_stan.stan import ast
+
+if TYPE_CHECKING:
+    from pemc_stan.stan.analysis import Analysis
+
+__all__ = ["StanProgram", "read_program", "load_data", "check_data", "ProgramSource"]
+
+#: What a program may be given as.
+ProgramSource = Any  # str | os.PathLike[str] | cmdstanpy.CmdStanModel | ast.Program | StanProgram
+
+
+@dataclass(frozen=True)
+class StanProgram:
+    """A user's Stan program, read and parsed once.
+
+    Attributes
+    ----------
+    text
+        The program text (what is compiled as the original model).
+    name
+        The model's name (file stem, the CmdStanModel's name, or ``"model"``).
+    tree
+        The parsed program.
+    path
+        The ``.stan`` file it was read from, if any.
+    """
+
+    text: str
+    name: str
+    tree: ast.Program
+    path: Path | None = None
+
+    @functools.cached_property
+    def analysis(self) -> Analysis:
+        """Symbol table, dependencies and prior/likelihood classification (computed once).
+
+        Raises
+        ------
+        UnsupportedConstructError
+            For constructs the analysis does not support.
+        """
+        from pemc_stan.stan.analysis import analyse
+
+        return analyse(self.tree)
+
+    @property
+    def parameters(self) -> tuple[tuple[ast.Type, str], ...]:
+        """``(declared type, name)`` of every parameter, in declaration order."""
+        if self.tree.parameters is None:
+            return ()
+        return tuple((s.type, d.name) for s in self.tree.parameters.stmts
+                     if isinstance(s, ast.VarDecl) for d in s.declarators)
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """Names of the declared parameters, in order."""
+        return [name for _, name in self.parameters]
+
+    def require_parameters(self, purpose: str) -> None:
+        """Raise unless the program declares parameters.
+
+        Raises
+        ------
+        StanProgramError
+            Naming the program and ``purpose``.
+        """
+        if not self.parameters:
+            raise StanProgramError(
+                f"{self.name} declares no parameters: there is nothing to sample, so the "
+                f"{purpose} does not apply", self.name)
+
+
+def _is_path(source: object) -> bool:
+    return isinstance(source, os.PathLike) or (
+        isinstance(source, str) and "\n" not in source and source.strip().endswith(".stan"))
+
+
+def read_program(source: ProgramSource, name: str | None = None) -> StanProgram:
+    """Read and parse a program once.
+
+    Parameters
+    ----------
+    source
+        Stan text, a ``.stan`` path, a ``cmdstanpy.CmdStanModel`` (its
+        ``stan_file``), a parsed ``ast.Program`` (printed back to text) or a
+        :class:`StanProgram` (returned as is, renamed when ``name`` is given).
+    name
+        The model's name (default: the file stem, or ``"model"``).
+
+    Returns
+    -------
+    StanProgram
+
+    Raises
+    ------
+    OSError
+        If a path cannot be read.
+    ValueError
+        For a CmdStanModel without a Stan file.
+    StanProgramError
+        If stanc or pemc-stan's parser rejects the program.
+    """
+    from pemc_stan.stan.parser import parse
+
+    if isinstance(source, StanProgram):
+        if name is None or name == source.name:
+            return source
+        return StanProgram(source.text, name, source.tree, source.path)
+    if isinstance(source, ast.Program):
+        from pemc_stan.stan.printer import print_program
+
+        return StanProgram(print_program(source), name or "model", source)
+    import cmdstanpy
+
+    path: Path | None = None
+    if isinstance(source, cmdstanpy.CmdStanModel):
+        if source.stan_file is None:
+            raise ValueError("the CmdStanModel has no stan_file; pass the program text")
+        path = Path(source.stan_file)
+        text, default = path.read_text(), source.name
+    elif _is_path(source):
+        path = Path(source)
+        text, default = path.read_text(), path.stem
+    else:
+        text, default = str(source), "model"
+    name = name or default
+    filename = path.name if path is not None else name
+    return StanProgram(text, name, parse(text, filename=filename), path)
+
+
+def load_data(data: Mapping[str, Any] | str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The data as a dict: a mapping is copied, a path read as CmdStan JSON, None is ``{}``.
+
+    Raises
+    ------
+    DataError
+        If a file is not valid JSON or does not hold a JSON object.
+    OSError
+        If a file cannot be read.
+    """
+    if data is None:
+        return {}
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        try:
+            loaded = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"data file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, "
+                f"column {exc.colno}",
+                "write the data as a JSON object {\"name\": value, ...} (CmdStan's JSON data "
+                "format)") from None
+        if not isinstance(loaded, dict):
+            raise DataError(f"data file {path} holds a JSON {type(loaded).__name__}, not an "
+                            "object", "write the data as a JSON object {\"name\": value, ...}")
+        return loaded
+    return dict(data)
+
+
+def _expected_shape(type_: ast.Type, data: Mapping[str, Any]) -> list[int] | None:
+    """Shape a data variable must have, when every size can be evaluated from ``data``."""
+    from pemc_stan.stan.evaluate import size_of
+
+    if isinstance(type_, ast.ArrayType):
+        inner = _expected_shape(type_.element, data)
+        dims = [size_of(d, data) for d in type_.dims]
+        if inner is None or any(d is None for d in dims):
+            return None
+        return [int(d) for d in dims if d is not None] + inner
+    if not isinstance(type_, ast.BasicType) or "complex" in type_.name:
+        return None
+    sizes = [size_of(s, data) for s in type_.sizes]
+    if any(s is None for s in sizes):
+        return None
+    out = [int(s) for s in sizes if s is not None]
+    if type_.name in ("cov_matrix", "corr_matrix", "cholesky_factor_corr") or (
+            type_.name == "cholesky_factor_cov" and len(out) == 1):
+        out = out * 2
+    return out
+
+
+def _json_shape(value: Any) -> list[int] | None:
+    shape: list[int] = []
+    while isinstance(value, list):
+        shape.append(len(value))
+        if not value:
+            return shape
+        value = value[0]
+    return shape if isinstance(value, (int, float)) else None
+
+
+def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],
+               data_name: str = "the data") -> None:
+    """Check that ``data`` has every data-block variable with the declared shape.
+
+    Sizes are checked where they can be evaluated from the data; CmdStan
+    checks the rest (and the constraints) when it reads the data.
+
+    Raises
+    ------
+    DataError
+        Naming the variable and what was expected.
+    """
+    from pemc_stan.stan.printer import print_type
+
+    tree = program.tree if isinstance(program, StanProgram) else program
+    if tree.data is None:
+        return
+    for stmt in tree.data.stmts:
+        if not isinstance(stmt, ast.VarDecl):
+            continue
+        declared = print_type(stmt.type)
+        for name in stmt.names:
+            if name not in data:
+                raise DataError(
+                    f"{data_name} has no value for '{name}', declared as '{declared} {name}' "
+                    f"in the data block (line {stmt.line})",
+                    f"add \"{name}\" to {data_name}", name)
+            expected = _expected_shape(stmt.type, data)
+            got = _json_shape(data[name])
+            if expected is None or got is None or 0 in expected:
+                continue
+            if got != expected:
+                raise DataError(
+                    f"'{name}' in {data_name} has shape {tuple(got)} but '{declared} {name}' "
+                    f"needs shape {tuple(expected)}",
+                    f"give \"{name}\" {'x'.join(map(str, expected)) or 'a single'} "
+                    "value(s), or fix the sizes it is declared with", name)

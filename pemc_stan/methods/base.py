@@ -1,0 +1,670 @@
+"""What every method shares: the transform result, the model and the fit.
+
+A method (see :mod:`pemc_stan.methods.registry`) transforms the user's
+program into an *extended* program whose draws carry, at each iteration,
+``K`` weighted *particles* of the original parameters (``K = N``
+pseudo-samples for pseudo-extended MCMC, one draw with its ``beta = 1``
+weight for continuous tempering, one unweighted draw for a method that only
+changes the target).  :class:`ExtendedFit` holds everything that is the
+same for all of them: columns, self-normalised expectations with their
+Monte-Carlo standard errors, resampled draws of the original parameters,
+the original model's transformed parameters and generated quantities on
+them, NUTS diagnostics, ``summary()`` and ``to_inference_data()``.  A method
+overrides only what differs: where its particles live
+(:meth:`ExtendedFit.particle_columns`), their log weights
+(:meth:`ExtendedFit.particle_log_weights`) and its own diagnostics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import cmdstanpy
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from pemc_stan.backend.compile import compile_model
+from pemc_stan.errors import OptionsError
+from pemc_stan.estimators import weights as W
+from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.inputs import StanProgram, load_data, read_program
+from pemc_stan.methods import registry
+from pemc_stan.output.diagnostics import TransitionCounts, transition_counts
+from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TransformResult", "MethodModel", "ExtendedFit", "WeightedEstimate",
+           "build_options"]
+
+
+class WeightedEstimate(dict):  # type: ignore[type-arg]
+    """``{"mean", "mcse", "ess"}`` of a weighted expectation (a dict with attribute access)."""
+
+    __getattr__ = dict.__getitem__
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformResult:
+    """A transformed program and what is needed to run and post-process it.
+
+    Attributes
+    ----------
+    stan_code
+        The transformed Stan program.
+    options
+        The validated options used.
+    program
+        The user's program (text, name and parsed tree), carried downstream so
+        that nothing parses it again.
+    warnings
+        Messages of the warnings issued.
+    """
+
+    stan_code: str
+    options: Any
+    program: StanProgram
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def method(self) -> str:
+        """The canonical name of the method whose options these are (from the registry)."""
+        for m in registry.methods():
+            if isinstance(self.options, m.options):
+                return m.name
+        raise TypeError(f"{type(self.options).__name__} is not a registered method's options")
+
+    @property
+    def original_code(self) -> str:
+        """The user's program text."""
+        return self.program.text
+
+    @property
+    def model_name(self) -> str:
+        """The user's model name."""
+        return self.program.name
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        """The user's parameters, in declaration order."""
+        return tuple(self.program.parameter_names)
+
+    def data(self, user_data: Mapping[str, Any] | None, **values: Any) -> dict[str, Any]:
+        """The transformed program's data: the user's data plus the method's entries.
+
+        Raises
+        ------
+        ValueError
+            If a value the program needs is unknown (methods override this).
+        """
+        return dict(user_data or {})
+
+
+def build_options(method: registry.Method, options: Any = None, **kwargs: Any) -> Any:
+    """Validated options of ``method`` from an options object and/or keywords.
+
+    Keywords override fields of ``options``.  A keyword that is an option of
+    another method only, or of no method, is an :class:`OptionsError`.
+
+    Raises
+    ------
+    OptionsError
+        For options of another method, unknown keywords or invalid values.
+    """
+    from pemc_stan.methods.options import field_names
+
+    if options is not None and not isinstance(options, method.options):
+        raise OptionsError("options", options, f"a {method.options.__name__} for "
+                           f"method={method.short!r}")
+    mine = set(field_names(method.options))
+    foreign = sorted(k for k in kwargs if k not in mine)
+    if foreign:
+        owners = [m for m in registry.methods() if m.name != method.name
+                  and set(foreign) <= set(field_names(m.options))]
+        if owners:
+            raise OptionsError(
+                foreign[0], kwargs[foreign[0]], f"an option of method={method.short!r}",
+                message=f"{foreign} are {owners[0].label} options but method="
+                        f"{method.short!r}; remove them or use method={owners[0].short!r}")
+        raise OptionsError(foreign[0], kwargs[foreign[0]],
+                           f"an option of method={method.short!r}: one of "
+                           f"{', '.join(sorted(mine))}")
+    if options is None:
+        options = method.options(**kwargs)
+    elif kwargs:
+        options = dataclasses.replace(options, **kwargs)
+    return options.validate()
+
+
+class MethodModel:
+    """A user's model prepared for one method: program, data, transform, compiled programs.
+
+    Parameters
+    ----------
+    model
+        Stan text, a ``.stan`` path, a ``cmdstanpy.CmdStanModel``, a parsed
+        program or a :class:`~pemc_stan.inputs.StanProgram` (read once, here).
+    data
+        The model's data (dict or JSON path).
+    options
+        The method's options object, or pass its fields as keyword arguments.
+
+    Raises
+    ------
+    OptionsError, StanProgramError
+        As the method's transformation (raised here, before anything is compiled).
+    """
+
+    def __init__(self, model: Any, data: Any = None, options: Any = None,
+                 **option_kwargs: Any) -> None:
+        spec = self.spec()
+        opts = build_options(spec, options, **option_kwargs)
+        self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
+        self.program: StanProgram = read_program(model)
+        self.data: dict[str, Any] = load_data(data)
+        self.result = spec.transform(self.program, opts)
+        self._method_model: cmdstanpy.CmdStanModel | None = None
+        self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
+
+    @classmethod
+    def spec(cls) -> registry.Method:
+        """The registry entry of this model class's method.
+
+        Raises
+        ------
+        TypeError
+            If no registered method uses this class.
+        """
+        for m in registry.methods():
+            if m.model is cls:
+                return m
+        raise TypeError(f"{cls.__name__} is not the model class of a registered method")
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return self.program.name
+
+    @property
+    def code(self) -> str:
+        """The user's program text."""
+        return self.program.text
+
+    @property
+    def options(self) -> Any:
+        """The validated options."""
+        return self.result.options
+
+    @property
+    def stan_code(self) -> str:
+        """The transformed Stan program."""
+        return str(self.result.stan_code)
+
+    def method_model(self) -> cmdstanpy.CmdStanModel:
+        """The compiled transformed program (cached by content hash).
+
+        Raises
+        ------
+        StanCompileError
+            If the program does not compile.
+        """
+        if self._method_model is None:
+            self._method_model = compile_model(self.result.stan_code,
+                                               name=f"{self.name}_{self.spec().short}")
+        return self._method_model
+
+    def original_model(self) -> cmdstanpy.CmdStanModel:
+        """The compiled original program (cached by content hash).
+
+        Raises
+        ------
+        StanCompileError
+            If the program does not compile.
+        """
+        if self._orig_model is None:
+            self._orig_model = compile_model(self.code, name=self.name)
+        return self._orig_model
+
+    def run_nuts(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
+                 iter_sampling: int, seed: int | None,
+                 output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                 **cmdstanpy_kwargs: Any) -> cmdstanpy.CmdStanMCMC:
+        """Run CmdStan's NUTS on the transformed program.
+
+        Resampled draws are written back as CSV for generate_quantities, so
+        12 significant digits are kept by default (CmdStan checks simplexes and
+        correlation matrices to 1e-8).
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan fails.
+        """
+        cmdstanpy_kwargs.setdefault("sig_figs", 12)
+        return self.method_model().sample(
+            data=dict(data), chains=chains, iter_warmup=iter_warmup,
+            iter_sampling=iter_sampling, seed=seed,
+            output_dir=None if output_dir is None else str(output_dir),
+            show_progress=show_progress, **cmdstanpy_kwargs)
+
+    def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
+               seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
+               show_progress: bool = False, **cmdstanpy_kwargs: Any) -> ExtendedFit:
+        """Run NUTS on the transformed program and wrap the draws in the method's fit.
+
+        The default runs the program once with the user's data plus
+        ``result.data(...)``; methods with pilots override it.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan fails.
+        """
+        run = self.run_nuts(self.result.data(self.data), chains, iter_warmup, iter_sampling,
+                            seed, output_dir, show_progress, **cmdstanpy_kwargs)
+        fit: ExtendedFit = self.spec().fit(run, self.result, data=self.data,
+                                           original_model=self.original_model, seed=seed)
+        return fit
+
+
+class _ColumnView:
+    """``view["x"]`` -> the particles of original column ``x``, shape (chains, draws, K)."""
+
+    def __init__(self, fit: ExtendedFit) -> None:
+        self._fit = fit
+
+    def __getitem__(self, column: str) -> NDArray[np.float64]:
+        return self._fit.particles(column)
+
+
+class ExtendedFit:
+    """A fit of a method's extended program (see the module docstring).
+
+    Parameters
+    ----------
+    fit
+        The cmdstanpy fit of the transformed program.
+    result
+        The :class:`TransformResult` it was built from.
+    data
+        The user's data (for generated quantities of the original model).
+    original_model
+        The compiled original model, or a callable returning it (compiled
+        lazily, for :meth:`resampled_draws_pd` with generated quantities).
+    seed
+        Seed of the resampling.
+
+    Attributes
+    ----------
+    fit, result, data, seed
+    """
+
+    #: Name of the particle dimension in InferenceData (None: one particle per draw).
+    particle_dim: ClassVar[str | None] = None
+
+    def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: TransformResult,
+                 data: Mapping[str, Any] | None = None,
+                 original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
+                 | None = None, seed: int | None = None) -> None:
+        self.fit = fit
+        self.result = result
+        self.data = dict(data or {})
+        self._original_model = original_model
+        self.seed = seed
+        self._draws = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (iter, ch, col)
+        self._columns = list(fit.column_names)
+        self._col = {c: i for i, c in enumerate(self._columns)}
+        self._resampled: pd.DataFrame | None = None
+        self._index: NDArray[np.intp] | None = None
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def method(self) -> str:
+        """The method's canonical name (from the registry)."""
+        return registry.for_fit(self).name
+
+    @property
+    def program(self) -> StanProgram:
+        """The user's program."""
+        return self.result.program
+
+    # ------------------------------------------------------------------ columns
+    def _column(self, name: str) -> NDArray[np.float64]:
+        """One column of the extended draws, shape (chains, draws)."""
+        try:
+            return self._draws[:, :, self._col[name]].T.copy()
+        except KeyError:
+            raise KeyError(f"{name!r} is not a column of the {self.method} fit") from None
+
+    def _stack(self, names: list[str]) -> NDArray[np.float64]:
+        """Columns stacked last, shape (chains, draws, len(names))."""
+        idx = [self._col[n] for n in names]
+        return np.transpose(self._draws[:, :, idx], (1, 0, 2)).astype(float)
+
+    def particle_columns(self) -> dict[str, list[str]]:
+        """Original parameter column -> the extended columns of its ``K`` particles.
+
+        The default: the original columns themselves, one particle each.
+
+        Raises
+        ------
+        Nothing.
+        """
+        names = set(self.program.parameter_names)
+        return {c: [c] for c in self._columns if c.split("[")[0].split(".")[0] in names}
+
+    def parameter_columns(self) -> list[str]:
+        """Columns (CmdStan names) of the original parameters, in output order."""
+        return list(self.particle_columns())
+
+    def particles(self, column: str) -> NDArray[np.float64]:
+        """The particles of one original column, shape (chains, draws, K).
+
+        Raises
+        ------
+        KeyError
+            If ``column`` is not a column of an original parameter.
+        """
+        cols = self.particle_columns().get(column)
+        if cols is None:
+            raise KeyError(f"{column!r} is not a parameter column of the original model")
+        return self._stack(cols)
+
+    def particle_log_weights(self) -> NDArray[np.float64]:
+        """Unnormalised log weights of the particles, shape (chains, draws, K).
+
+        The default: equal weights (a method that only changes the target).
+
+        Raises
+        ------
+        Nothing.
+        """
+        n_iter, n_chains = self._draws.shape[:2]
+        k = len(next(iter(self.particle_columns().values()), [None]))
+        return np.zeros((n_chains, n_iter, k))
+
+    # ------------------------------------------------------------------ estimates
+    def _estimate(self, h: NDArray[np.float64], mean: float | None = None) -> WeightedEstimate:
+        """Mean of per-draw estimates ``h`` (chains, draws), MCSE from their multi-chain ESS."""
+        ess = W.chain_ess(h)
+        sd = float(np.std(h, ddof=1)) if h.size > 1 else 0.0
+        return WeightedEstimate(mean=float(np.mean(h)) if mean is None else mean,
+                                mcse=sd / np.sqrt(ess), ess=ess)
+
+    def _values(self, f: Callable[[Any], NDArray[np.float64]] | str) -> NDArray[np.float64]:
+        """Values of ``f`` at every particle, shape (chains, draws, K)."""
+        if isinstance(f, str):
+            return self.particles(f)
+        return np.asarray(f(_ColumnView(self)), dtype=float)
+
+    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
+        """``E[f(x)]`` with within-draw self-normalised weights, and its MCSE.
+
+        The estimate is ``mean_t h_t`` with ``h_t = sum_i W_ti f(x_ti)``; the
+        MCSE is ``sd(h) / sqrt(ESS(h))`` with the autocorrelation-aware
+        multi-chain ESS of :func:`pemc_stan.estimators.weights.chain_ess`.
+
+        Parameters
+        ----------
+        f
+            A column of an original parameter (``"x"``, ``"theta[2]"``) for its
+            mean, or a callable taking a view ``column -> particles`` and
+            returning an array of the particles' shape.
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        ValueError
+            For a callable returning the wrong shape.
+        """
+        values = self._values(f)
+        lw = self.particle_log_weights()
+        if values.shape != lw.shape:
+            raise ValueError(f"f returned shape {values.shape}; expected (chains, draws, "
+                             f"particles) = {lw.shape}")
+        wn = np.exp(W.log_normalise(lw, axis=-1))
+        h = np.sum(np.where(wn > 0, wn * values, 0.0), axis=-1)
+        return self._estimate(h)
+
+    def summary(self, **kwargs: Any) -> pd.DataFrame:
+        """Weighted mean, MCSE and ESS of every original parameter column.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to :meth:`expectation` (e.g. ``estimator=`` of PE fits).
+
+        Raises
+        ------
+        ValueError
+            For an invalid keyword value.
+        """
+        rows = []
+        for c in self.parameter_columns():
+            est = self.expectation(c, **kwargs)
+            rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
+        return pd.DataFrame(rows, columns=["name", "mean", "mcse", "ess"]).set_index("name")
+
+    def log_z(self) -> EvidenceEstimate | None:
+        """The method's own ``log Z`` estimate, or None when it has none.
+
+        Raises
+        ------
+        Nothing in the default.
+        """
+        return None
+
+    def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
+        """``log Z`` by one of the method's own estimators (its registry entry's ``estimators``).
+
+        Raises
+        ------
+        ValueError
+            For an estimator the method does not have.
+        """
+        raise ValueError(f"{type(self).__name__} has no estimator {estimator!r} of its own; "
+                         "use method='bridge'")
+
+    # ------------------------------------------------------------------ resampling
+    def resample_index(self) -> NDArray[np.intp]:
+        """The particle kept at each iteration (0-based), shape (chains, draws).
+
+        Multinomial within each draw, by the normalised particle weights.
+        """
+        if self._index is None:
+            rng = np.random.default_rng(self.seed)
+            self._index = W.resample_indices(self.particle_log_weights(), rng, axis=-1)
+        return self._index
+
+    def _resampled_values(self, column: str) -> NDArray[np.float64]:
+        """The kept particle's value of ``column`` at every iteration, (chains, draws)."""
+        idx = self.resample_index()
+        return np.take_along_axis(self.particles(column), idx[..., None], axis=-1)[..., 0]
+
+    def _sampler_rows(self, chain: int) -> NDArray[np.intp] | slice:
+        """Rows of the extended run whose sampler columns go with the resampled draws."""
+        return slice(None)
+
+    def resampled_parameters_pd(self) -> pd.DataFrame:
+        """Resampled draws of the original parameters (chains kept as chains).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``chain__``, ``iter__``, ``draw__``, then the original parameter
+            columns (CmdStan bracket names).
+        """
+        n_iter, n_chains = self._draws.shape[:2]
+        frame: dict[str, Any] = {
+            "chain__": np.repeat(np.arange(1, n_chains + 1), n_iter),
+            "iter__": np.tile(np.arange(1, n_iter + 1), n_chains),
+            "draw__": np.arange(1, n_chains * n_iter + 1),
+        }
+        for c in self.parameter_columns():
+            frame[c] = self._resampled_values(c).reshape(-1)
+        return pd.DataFrame(frame)
+
+    def _original(self) -> cmdstanpy.CmdStanModel:
+        m = self._original_model
+        if m is None:
+            raise ValueError("no original model available for generated quantities; pass "
+                             "original_model= when building the fit")
+        if not isinstance(m, cmdstanpy.CmdStanModel):
+            m = m()
+            self._original_model = m
+        return m
+
+    def resampled_draws_pd(self, output_dir: str | os.PathLike[str] | None = None
+                           ) -> pd.DataFrame:
+        """Resampled draws with the original model's transformed parameters and GQs.
+
+        Writes the resampled parameter draws as Stan CSV files (one per chain,
+        keeping the extended run's configuration comments) and runs cmdstanpy's
+        standalone ``generate_quantities`` of the ORIGINAL model on them.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``chain__``, ``iter__``, ``draw__``, parameters, transformed
+            parameters, generated quantities.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan's generate_quantities fails.
+        """
+        if self._resampled is not None:
+            return self._resampled
+        out_dir = (Path(output_dir) if output_dir
+                   else Path(tempfile.mkdtemp(prefix="pemc_gq_")))
+        self._resampled = recompute_quantities(
+            self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
+            self._original, self.seed, out_dir)
+        return self._resampled
+
+    def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
+        sampler = [c for c in SAMPLER_COLUMNS if c in self._col]
+        cols = [self._col[c] for c in sampler]
+        values = [self._draws[self._sampler_rows(chain), chain][:, cols]
+                  for chain in range(self._draws.shape[1])]
+        return write_resampled_csvs(self.fit.runset.csv_files, params, sampler, values, out_dir)
+
+    def extended_draws_pd(self) -> pd.DataFrame:
+        """All draws of the extended program, as cmdstanpy gives them."""
+        return self.fit.draws_pd()
+
+    # ------------------------------------------------------------------ diagnostics
+    def nuts_counts(self) -> TransitionCounts:
+        """Divergences and max-treedepth hits of the extended run.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return transition_counts(self.fit, self._draws, self._col)
+
+    def diagnostics(self, warn: bool = True) -> dict[str, Any]:
+        """NUTS diagnostics with advice (methods add their own).
+
+        Returns
+        -------
+        dict
+            ``divergences``, ``max_treedepth_hits``, ``messages``.
+        """
+        from pemc_stan.output.diagnostics import treedepth_advice
+
+        nuts = self.nuts_counts()
+        msgs = [f"{nuts.divergences} divergent transitions: increase adapt_delta."] \
+            if nuts.divergences else []
+        deeper = treedepth_advice(nuts)
+        if deeper:
+            msgs.append(deeper)
+        return self._report({"divergences": nuts.divergences,
+                             "max_treedepth_hits": nuts.max_treedepth_hits}, msgs, warn,
+                            UserWarning)
+
+    @staticmethod
+    def _report(info: dict[str, Any], msgs: list[str], warn: bool,
+                category: type[Warning]) -> dict[str, Any]:
+        """Attach the advice to ``info`` and, with ``warn``, warn and log each message."""
+        info["messages"] = msgs
+        if warn:
+            for m in msgs:
+                warnings.warn(m, category, stacklevel=3)
+                logger.warning(m)
+        return info
+
+    # ------------------------------------------------------------------ output
+    def inference_attributes(self) -> dict[str, Any]:
+        """Method-specific attributes of the InferenceData (numbers and strings).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return {}
+
+    def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
+                                         dict[str, Any]]:
+        """Method-specific ``sample_stats`` variables ``name -> (dims, values)`` and attributes.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return {}, {}
+
+    def extended_vars(self) -> dict[str, NDArray[Any]]:
+        """Method-specific variables of the ``extended_posterior`` group, (chain, draw[, K]).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return {}
+
+    def weights_frame(self) -> pd.DataFrame:
+        """Per draw: chain, draw and the particles' log weights (``weights.csv``).
+
+        Raises
+        ------
+        Nothing.
+        """
+        lw = self.particle_log_weights()
+        n_chains, n_draws, k = lw.shape
+        frame: dict[str, Any] = {"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
+                                 "draw": np.tile(np.arange(1, n_draws + 1), n_chains)}
+        for j in range(k):
+            frame["log_weight" if k == 1 else f"log_weight_{j + 1}"] = lw[:, :, j].reshape(-1)
+        return pd.DataFrame(frame)
+
+    def run_settings(self) -> dict[str, Any]:
+        """Values the run used besides its options (e.g. an estimated offset).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return {}
+
+    def to_inference_data(self, **kwargs: Any) -> Any:
+        """ArviZ InferenceData of this fit; see :func:`pemc_stan.output.inference_data.to_inference_data`.
+
+        Raises
+        ------
+        RuntimeError
+            If the original model's generate_quantities fails.
+        """
+        from pemc_stan.output.inference_data import to_inference_data
+
+        return to_inference_data(self, **kwargs)

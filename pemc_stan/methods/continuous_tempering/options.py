@@ -1,0 +1,119 @@
+"""Options of continuous tempering (Graham & Storkey 2017): the base density and log zeta."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pemc_stan.errors import OptionsError
+from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
+from pemc_stan.methods.options import (
+    MethodOptions,
+    check_choice,
+    check_int,
+    check_number,
+    option,
+)
+
+__all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "COVARIANCES", "TEMPER_CHOICES"]
+
+#: What can be tempered.
+TEMPER_CHOICES = ("posterior", "likelihood")
+#: Covariance forms of the Gaussian base.
+COVARIANCES = ("diag", "dense")
+
+#: Ways of fitting the initial base density and log zeta (section 6).
+BASE_METHODS = ("pathfinder", "advi", "laplace")
+
+
+
+@dataclass
+class ContinuousTemperingOptions(MethodOptions):
+    """Settings of continuous tempering.
+
+    Attributes
+    ----------
+    temper
+        ``"posterior"`` (bridge ``b`` to ``gamma``, the paper's eq 15) or
+        ``"likelihood"`` (the family ``prior * likelihood^beta``; the base is
+        the prior).
+    base
+        How the initial Gaussian base and ``log zeta`` are fitted on the
+        ORIGINAL model: ``"pathfinder"`` (multi-path; the paths' Gaussians are
+        combined as the mixture of eq 25, weighted by their importance-sampling
+        mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
+        draws) or ``"laplace"`` (draws of the Laplace approximation at the
+        mode); or a fixed :class:`~pemc_stan.methods.continuous_tempering.base_density.BaseDensity`.
+    base_covariance
+        ``"diag"`` (independent coordinates) or ``"dense"`` (one multivariate
+        normal over all base coordinates).
+    log_zeta
+        ``log zeta``; None means "estimate" (importance sampling on the base
+        fit's draws, then the bootstrap).
+    bootstrap_rounds
+        Number of extra CT runs of the section-6 bootstrap: after each run,
+        the base is re-fitted to the eq-21 weighted moments of the target in
+        base coordinates and ``log zeta`` set to the eq-20 estimate.  0 runs
+        CT once.
+    bootstrap_tol
+        The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
+        bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
+    num_paths
+        Pathfinder paths for ``base="pathfinder"``.
+    base_draws
+        Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
+    """
+
+    temper: str = option("posterior", "temper the whole density or only the likelihood",
+                         choices=TEMPER_CHOICES)
+    base: Any = option("pathfinder", "how the base density is fitted", choices=BASE_METHODS)
+    base_covariance: str = option("diag", "covariance of the base density",
+                                  choices=COVARIANCES)
+    log_zeta: float | None = option(None, "fixed log zeta (default: estimated)", parse=float,
+                                    metavar="X")
+    bootstrap_rounds: int = option(1, "rounds of the section-6 bootstrap of base and log zeta",
+                                   metavar="R")
+    bootstrap_tol: float = option(1.0, "the bootstrap stops when log Z moves by less than this "
+                                  "many combined standard errors", metavar="T")
+    num_paths: int = option(4, "Pathfinder paths of the base fit", metavar="P")
+    base_draws: int = option(1000, "draws per path (Pathfinder) or in total (ADVI, Laplace) "
+                             "of the base fit", metavar="D")
+
+    def validate(self) -> ContinuousTemperingOptions:
+        """Check the options.
+
+        Returns
+        -------
+        ContinuousTemperingOptions
+            ``self``, for chaining.
+
+        Raises
+        ------
+        OptionsError
+            Naming the argument, the value and what was expected.
+        """
+        check_choice("temper", self.temper, TEMPER_CHOICES)
+        if isinstance(self.base, BaseDensity):
+            self.base.validate()
+            if self.temper == "likelihood":
+                raise OptionsError(
+                    "base", self.base, "'pathfinder' with temper='likelihood'",
+                    message="base is a BaseDensity but temper='likelihood' uses the prior as "
+                            "base; pass base='pathfinder' (only log zeta is fitted) or "
+                            "temper='posterior'")
+        elif self.base not in BASE_METHODS:
+            raise OptionsError("base", self.base, f"one of {BASE_METHODS} or a BaseDensity")
+        check_choice("base_covariance", self.base_covariance, COVARIANCES)
+        if isinstance(self.base, BaseDensity) and self.base.covariance != self.base_covariance:
+            raise OptionsError(
+                "base_covariance", self.base_covariance, "the base's own covariance form",
+                message=f"base has covariance={self.base.covariance!r} but "
+                        f"base_covariance={self.base_covariance!r}; make them agree")
+        if self.log_zeta is not None:
+            check_number("log_zeta", self.log_zeta,
+                         expected="a finite number or None (estimate it)")
+        for arg, low in (("bootstrap_rounds", 0), ("num_paths", 1), ("base_draws", 10)):
+            check_int(arg, getattr(self, arg), low)
+        check_number("bootstrap_tol", self.bootstrap_tol, 0.0, low_open=True,
+                     expected="a number > 0 (in standard errors)")
+        return self

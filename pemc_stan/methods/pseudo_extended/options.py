@@ -1,0 +1,247 @@
+"""Options of pseudo-extended MCMC (Nemeth et al. 2019): N, the beta densities, tempering."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pemc_stan.errors import OptionsError
+from pemc_stan.methods.options import MethodOptions, option
+
+__all__ = ["BetaDensity", "PseudoExtendedOptions", "as_beta", "parse_beta_density",
+           "parse_ladder", "stan_number", "TEMPER_CHOICES"]
+
+#: What can be tempered.
+TEMPER_CHOICES = ("posterior", "likelihood")
+
+
+def parse_beta_density(text: str) -> Any:
+    """Command-line form of a Beta density: ``uniform`` or ``A,B``.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For anything else.
+    """
+    if text.strip().lower() == "uniform":
+        return "uniform"
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not 'uniform' or 'A,B' (Beta shape parameters, e.g. 2,2)") from None
+    return (a, b)
+
+
+def parse_ladder(text: str) -> Any:
+    """Command-line form of ``beta``: ``estimate`` or a comma-separated ladder.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For anything else.
+    """
+    if text.strip().lower() == "estimate":
+        return "estimate"
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not 'estimate' or a comma-separated ladder such as 0.1,0.5,1") from None
+
+
+@dataclass(frozen=True)
+class BetaDensity:
+    """A Beta(a, b) density on (0, 1) for ``pi(beta)`` or ``g(beta)``; Beta(1, 1) is uniform."""
+
+    a: float = 1.0
+    b: float = 1.0
+
+    @property
+    def is_uniform(self) -> bool:
+        """True for Beta(1, 1)."""
+        return self.a == 1.0 and self.b == 1.0
+
+    def stan(self, arg: str) -> str:
+        """Stan expression of the log density at ``arg`` (``""`` when uniform)."""
+        if self.is_uniform:
+            return ""
+        return f"beta_lpdf({arg} | {stan_number(self.a)}, {stan_number(self.b)})"
+
+
+def stan_number(x: float) -> str:
+    text = repr(float(x))
+    return text if ("." in text or "e" in text) else text + ".0"
+
+
+def as_beta(value: Any, argument: str) -> BetaDensity:
+    if value is None or value == "uniform":
+        return BetaDensity()
+    if isinstance(value, BetaDensity):
+        out = value
+    elif isinstance(value, (tuple, list)) and len(value) == 3 and value[0] == "beta":
+        out = BetaDensity(float(value[1]), float(value[2]))
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        out = BetaDensity(float(value[0]), float(value[1]))
+    else:
+        raise OptionsError(argument, value, "'uniform', a BetaDensity, (a, b) or ('beta', a, "
+                           "b) with a, b > 0", message=f"{argument}={value!r} is not "
+                           "understood; expected 'uniform', a BetaDensity, (a, b) or "
+                           "('beta', a, b) with a, b > 0")
+    if not (math.isfinite(out.a) and math.isfinite(out.b) and out.a > 0 and out.b > 0):
+        raise OptionsError(argument, value, "finite Beta shape parameters > 0",
+                           message=f"{argument}={value!r}: Beta shape parameters must be "
+                           "finite and > 0")
+    return out
+
+
+@dataclass
+class PseudoExtendedOptions(MethodOptions):
+    """Settings of the pseudo-extended transformation.
+
+    Attributes
+    ----------
+    n_pseudo
+        Number of pseudo-samples ``N >= 1``.
+    beta
+        ``"estimate"`` (sample ``beta_i`` with prior ``pi`` and instrumental
+        ``g``) or a fixed ladder: a sequence of ``N`` values in (0, 1].
+    temper
+        ``"posterior"`` (eq 7, temper the whole density) or ``"likelihood"``
+        (temper only the likelihood; the prior enters fully).
+    beta_prior
+        ``pi(beta)``: ``"uniform"``, ``(a, b)`` or ``BetaDensity`` (Beta(a, b)).
+        It is the law of ``beta_i`` of the pseudo-sample that carries the
+        weight (whose ``x_i`` follows the target); choosing ``pi = g`` makes
+        the weight ``gamma~(x_i)^(1 - beta_i)`` and, with ``g = (a, 1)``,
+        ``a < 1``, keeps that pseudo-sample often hot, so it leaves its mode
+        soon after another one takes the weight over.
+    instrumental
+        ``g(beta)`` on (0, 1), same forms as ``beta_prior``.  ``(a, 1)`` with
+        ``a < 1`` gives each pseudo-sample more time at small ``beta``, where
+        it leaves its mode.  On the 20-Gaussian mixture
+        (``models/gaussian_mixture_20``) ``(0.7, 1)`` lowered the Monte-Carlo
+        error of the moments, ``pi = g = (0.5, 1)`` lowered it further, and
+        ``(0.1, 1)`` left too few pseudo-samples cold and raised it.
+    log_scale
+        ``log Z^``; None means "estimate with a pilot run" (see
+        :mod:`pemc_stan.pipeline`); the transformation itself only declares it
+        as data.
+    beta_min
+        Lower end of the support of ``beta`` (``pi`` and ``g`` live on
+        ``(beta_min, 1)``; default 0, the paper's ``(0, 1)``).  Under
+        whole-posterior tempering ``C = int Z~(beta) g(beta) dbeta`` of eq 7
+        must be finite, but ``Z~(beta) = int gamma~(x)^beta dx`` grows like
+        ``beta^(-d/2)`` (Gaussian tails, ``d`` unconstrained dimensions) or
+        ``beta^(-d)`` (exponential tails) as ``beta -> 0``: with a uniform
+        ``g`` the instrumental is improper for ``d >= 2`` and ``beta`` drifts
+        to 0.  Remedies: ``beta_min > 0``, ``instrumental=(a, 1)`` with
+        ``a`` above that exponent, a fixed ladder, or
+        ``temper="likelihood"`` (then ``Z~(beta) <= 1`` for a proper
+        prior).  ``beta_min`` also sets how far the hottest pseudo-samples
+        roam: around a mode of width ``s``, ``gamma^beta`` has width
+        ``s / sqrt(beta)``.  Choose it so that ``s / sqrt(beta_min)`` is one
+        to a few times the distance between modes; a much smaller value makes
+        the hot pseudo-samples spend their time far away from every mode
+        (measured in ``models/gaussian_mixture_20/README.md``: 0.001 suits
+        its scenario (a), 0.01 its scenario (b)).
+    noncentring
+        Partial non-centring exponent ``alpha`` in [0, 1] (default 0: off).
+        With ``alpha > 0`` NUTS moves ``v_i`` and the unconstrained coordinates
+        of pseudo-sample ``i`` are ``u_i = v_i * beta_i^(-alpha/2)`` (Stan's
+        own constraining transforms then give ``x_i``, and the log-Jacobian
+        ``-(alpha/2) dim(u) log beta_i`` is added), so a hot pseudo-sample,
+        ``s / sqrt(beta)`` wide around a mode of width ``s``, is no longer
+        that much wider than a cold one in the coordinates NUTS moves.  The
+        target is unchanged; only the sampler's geometry is.  Supported for
+        ``real``, ``vector``, ``row_vector`` and ``matrix`` parameters (not
+        arrays of them) with no constraint or ``lower``/``upper`` bounds that
+        do not depend on other parameters.  On the 20-Gaussian mixture
+        (scenario (a)) ``0.5`` lowered the Monte-Carlo error per iteration by
+        about 18% at N = 2 (pilots, where warm-up succeeded) and 8-15% at
+        N = 10 (ten 50,000-iteration benchmark seeds, none failed), for 1.3
+        and 1.8 times the gradient evaluations: fewer iterations for the same
+        error, but more gradients.  At N = 2 warm-up ended with a too large
+        step size (divergences, doubled error) in 4 of 18 runs against 1 of 12
+        without it, so check the divergences.  ``1`` was worse than ``0``.
+    """
+
+    n_pseudo: int = option(2, "number of pseudo-samples N", metavar="N")
+    beta: str | Sequence[float] = option(
+        "estimate", "'estimate' or a fixed ladder of N inverse temperatures, e.g. 0.1,0.5,1",
+        parse=parse_ladder, metavar="LADDER")
+    temper: str = option("posterior", "temper the whole density or only the likelihood",
+                         choices=TEMPER_CHOICES)
+    beta_prior: Any = option("uniform", "Beta prior pi(beta): 'uniform' or A,B",
+                             parse=parse_beta_density, metavar="A,B")
+    instrumental: Any = option("uniform", "instrumental density g(beta): 'uniform' or A,B",
+                               parse=parse_beta_density, metavar="A,B")
+    log_scale: float | None = option(None, "offset log Z^ (default: Pathfinder pilot "
+                                     "estimate)", parse=float, metavar="X")
+    beta_min: float = option(0.0, "lower end of beta's support", metavar="B")
+    noncentring: float = option(0.0, "partial non-centring of the pseudo-samples' "
+                                "unconstrained coordinates by beta^(-ALPHA/2), ALPHA in [0, 1] "
+                                "(0: off)", metavar="ALPHA")
+
+    def validate(self) -> PseudoExtendedOptions:
+        """Check the options.
+
+        Returns
+        -------
+        PseudoExtendedOptions
+            ``self``, for chaining.
+
+        Raises
+        ------
+        OptionsError
+            Naming the argument, the value and what was expected.
+        """
+        n = self.n_pseudo
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise OptionsError("n_pseudo", n, "an integer >= 1 (the number of pseudo-samples)")
+        if isinstance(self.beta, str):
+            if self.beta != "estimate":
+                raise OptionsError("beta", self.beta, f"'estimate' or a ladder of {n} values in "
+                                   "(0, 1]")
+        else:
+            ladder = list(self.beta)
+            if len(ladder) != n:
+                raise OptionsError("beta", ladder, "one inverse temperature per pseudo-sample",
+                                   message=f"beta has {len(ladder)} values but n_pseudo={n}; "
+                                   "expected one inverse temperature per pseudo-sample")
+            for b in ladder:
+                if not isinstance(b, (int, float)) or not (0.0 < float(b) <= 1.0):
+                    raise OptionsError("beta", ladder, "inverse temperatures in (0, 1]",
+                                       message=f"beta={ladder!r} is invalid: {b!r} is outside "
+                                       "(0, 1]; expected inverse temperatures in (0, 1]")
+            if not (as_beta(self.beta_prior, "beta_prior").is_uniform
+                    and as_beta(self.instrumental, "instrumental").is_uniform):
+                raise OptionsError("beta_prior", self.beta_prior, "'uniform' with a fixed ladder",
+                                   message="beta_prior/instrumental are only used when "
+                                   "beta='estimate'; a fixed ladder has no beta densities")
+        if self.temper not in TEMPER_CHOICES:
+            raise OptionsError("temper", self.temper, "'posterior' or 'likelihood'")
+        as_beta(self.beta_prior, "beta_prior")
+        as_beta(self.instrumental, "instrumental")
+        bm = self.beta_min
+        if isinstance(bm, bool) or not isinstance(bm, (int, float)) or not 0.0 <= bm < 1.0:
+            raise OptionsError("beta_min", bm, "a number in [0, 1)")
+        if self.fixed_ladder is not None and bm != 0.0:
+            raise OptionsError("beta_min", bm, "0 with a fixed ladder",
+                               message="beta_min is only used when beta='estimate'")
+        a = self.noncentring
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0.0 <= a <= 1.0:
+            raise OptionsError("noncentring", a, "a number in [0, 1] (0: off, 1: fully "
+                               "non-centred)")
+        if self.log_scale is not None and not math.isfinite(float(self.log_scale)):
+            raise OptionsError("log_scale", self.log_scale, "a finite number or None (pilot "
+                               "estimate)")
+        return self
+
+    @property
+    def fixed_ladder(self) -> tuple[float, ...] | None:
+        """The ladder as a tuple, or None when ``beta="estimate"``."""
+        return None if isinstance(self.beta, str) else tuple(float(b) for b in self.beta)

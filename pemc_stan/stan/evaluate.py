@@ -1,0 +1,163 @@
+"""The one evaluator of data expressions (sizes, bounds, offsets, multipliers) in Python.
+
+:func:`evaluate` computes a Stan expression from the values of data
+variables (or parameter draws, arrays with the draws first, for bounds that
+depend on parameters), with Stan's semantics where they differ from
+Python's: ``int / int`` and ``%/%`` divide integers towards zero, ``*`` and
+``/`` of two containers (matrix products) are refused rather than taken
+elementwise.  It is used by the data checker (sizes), the evidence
+estimators' parameter transforms (bounds) and the continuous-tempering base
+coordinates (sizes and bounds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from pemc_stan.errors import UnevaluableExpressionError
+from pemc_stan.stan import ast
+from pemc_stan.stan.printer import print_expr
+
+__all__ = ["evaluate", "size_of", "UnevaluableExpressionError"]
+
+
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log1p": np.log1p, "log2": np.log2,
+    "log10": np.log10, "fabs": np.abs, "abs": np.abs, "square": np.square, "inv": np.reciprocal,
+    "floor": np.floor, "ceil": np.ceil, "sum": np.sum, "mean": np.mean, "size": np.size,
+    "expm1": np.expm1, "minus": np.negative, "min": np.min, "max": np.max,
+    "num_elements": np.size, "logit": lambda x: np.log(x) - np.log1p(-np.asarray(x)),
+    "inv_logit": lambda x: 1.0 / (1.0 + np.exp(-np.asarray(x))),
+}
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {"min": np.minimum, "max": np.maximum,
+                                                  "fmin": np.minimum, "fmax": np.maximum,
+                                                  "pow": np.power}
+_CONSTANTS = {"pi": math.pi, "e": math.e, "sqrt2": math.sqrt(2.0), "log2": math.log(2.0),
+              "log10": math.log(10.0), "not_a_number": math.nan,
+              "positive_infinity": math.inf, "negative_infinity": -math.inf,
+              "machine_precision": float(np.finfo(float).eps)}
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+    "==": np.equal, "!=": np.not_equal}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _int_div(a: int, b: int) -> int:
+    q = abs(int(a)) // abs(int(b))
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
+    """Evaluate ``expr`` from ``data``: an int, a float or a NumPy array.
+
+    Supports literals, variables of ``data`` (lists become arrays), integer
+    indexing, unary ``-``/``+``/``!``, ``+ - * / %/% % ^ .* ./ .^``, comparisons,
+    ``&&``/``||``, ``?:``, elementwise functions (``sqrt``, ``exp``, ``log``,
+    ``abs``, ``min``, ``max``, ``sum``, ``mean``, ...) and constants (``pi()``,
+    ``negative_infinity()``, ...).
+
+    Raises
+    ------
+    UnevaluableExpressionError
+        For anything else, e.g. a variable not in ``data`` (a transformed
+        data variable or a parameter; :attr:`~UnevaluableExpressionError.missing`
+        names it), a matrix product or an unknown function.
+    """
+    def fail(reason: str, node: ast.Node = expr, missing: str = "") -> UnevaluableExpressionError:
+        return UnevaluableExpressionError(
+            f"cannot evaluate {print_expr(expr)!r} from the data ({reason})",
+            line=node.line, column=node.column, construct=print_expr(expr), missing=missing,
+            reason=reason)
+
+    def ev(e: ast.Expr) -> Any:
+        if isinstance(e, ast.IntLit):
+            return int(e.text.replace("_", ""))
+        if isinstance(e, ast.RealLit):
+            return float(e.text.replace("_", ""))
+        if isinstance(e, ast.Variable):
+            if e.name not in data:
+                raise fail(f"{e.name!r} is not in the data", e, e.name)
+            value = data[e.name]
+            if isinstance(value, (list, tuple)):
+                return np.asarray(value, dtype=float)
+            return value
+        if isinstance(e, ast.UnaryOp):
+            v = ev(e.operand)
+            if e.op == "-":
+                return -v
+            if e.op == "+":
+                return v
+            return np.logical_not(v)
+        if isinstance(e, ast.BinaryOp):
+            a, b = ev(e.left), ev(e.right)
+            if e.op in _COMPARE:
+                return _COMPARE[e.op](a, b)
+            if e.op == "&&":
+                return np.logical_and(a, b)
+            if e.op == "||":
+                return np.logical_or(a, b)
+            if e.op in ("*", "/") and np.ndim(a) > 0 and np.ndim(b) > 0:
+                raise fail(f"operator {e.op!r} of two containers", e)
+            if e.op in ("+", ".+"):
+                return a + b
+            if e.op in ("-", ".-"):
+                return a - b
+            if e.op in ("*", ".*"):
+                return a * b
+            if e.op in ("^", ".^"):
+                return np.power(np.asarray(a, dtype=float), b) if np.ndim(a) else float(a) ** b
+            if e.op in ("/", "./", "%/%"):
+                if _is_int(a) and _is_int(b):
+                    return _int_div(a, b)
+                if e.op == "%/%":
+                    raise fail("%/% of non-integers", e)
+                return np.divide(a, b) if np.ndim(a) or np.ndim(b) else a / b
+            if e.op == "%" and _is_int(a) and _is_int(b):
+                return int(math.fmod(a, b))
+            raise fail(f"operator {e.op!r}", e)
+        if isinstance(e, ast.Indexed):
+            if any(isinstance(i, ast.Slice) for i in e.indices):
+                raise fail("a slice", e)
+            v = np.asarray(ev(e.value))
+            idx = tuple(int(ev(i)) - 1 for i in e.indices)  # type: ignore[arg-type]
+            out = v[idx]
+            return out.item() if np.ndim(out) == 0 else out
+        if isinstance(e, ast.Conditional):
+            return np.where(ev(e.cond), ev(e.if_true), ev(e.if_false))
+        if isinstance(e, ast.Call):
+            if not e.args and e.name in _CONSTANTS:
+                return _CONSTANTS[e.name]
+            if len(e.args) == 1 and e.name in _UNARY:
+                return _UNARY[e.name](ev(e.args[0]))
+            if len(e.args) == 2 and e.name in _BINARY:
+                return _BINARY[e.name](ev(e.args[0]), ev(e.args[1]))
+            raise fail(f"function {e.name!r}", e)
+        raise fail(f"a {type(e).__name__} expression", e)
+
+    return ev(expr)
+
+
+def size_of(expr: ast.Expr, data: Mapping[str, Any]) -> int | None:
+    """A size expression's value, or None when it cannot be evaluated or is not an integer.
+
+    Raises
+    ------
+    Nothing.
+    """
+    try:
+        value = evaluate(expr, data)
+    except UnevaluableExpressionError:
+        return None
+    except (TypeError, ValueError, IndexError, ArithmeticError):
+        return None
+    if _is_int(value):
+        return int(value)
+    return None

@@ -1,0 +1,37 @@
+"""Pathfinder pilots: paths grouped by mode, their masses combined."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pemc_stan.backend.pathfinder import group_paths, mode_aware_log_z
+
+
+def test_mode_aware_pilot_combines_paths() -> None:
+    rng = np.random.default_rng(0)
+    names = ["lp_approx__", "lp__", "x"]
+    blocks = []
+    # paths 1 and 2 in the same mode (estimates log 0.3 and log 0.2), path 3 elsewhere (log 0.5)
+    for centre, log_z in ((-3.0, np.log(0.3)), (-3.0, np.log(0.2)), (3.0, np.log(0.5))):
+        x = rng.normal(centre, 0.5, size=200)
+        lq = rng.normal(size=200)
+        blocks.append(np.column_stack([lq, lq + log_z, x]))
+    arr = np.vstack(blocks)
+    assert mode_aware_log_z(arr, names, 3) == pytest.approx(np.log(0.3 + 0.5))
+    # draws that cannot be split by path: pooled mean
+    assert mode_aware_log_z(arr, names, 7) == pytest.approx(np.log((0.3 + 0.2 + 0.5) / 3))
+
+
+def test_group_paths_returns_each_modes_draws_and_skips_thin_paths() -> None:
+    rng = np.random.default_rng(1)
+    z = np.concatenate([rng.normal(-5, 1, (50, 2)), rng.normal(5, 1, (50, 2)),
+                        rng.normal(-5, 1, (50, 2))])
+    lw = np.zeros(150)
+    lw[100:] = np.log(0.5)
+    lw[101:] = np.nan  # the third path keeps one finite draw
+    groups, log_z = group_paths(z, lw, 3, min_draws=2)
+    assert [g[0].size for g in groups] == [50, 50]
+    assert log_z == pytest.approx(np.log(2.0))
+    groups, _ = group_paths(z, lw, 3, min_draws=1)
+    assert [g[0].size for g in groups] == [51, 50]  # the one-draw path joins its mode
