@@ -45,7 +45,7 @@ def split_options(method: registry.Method, kwargs: dict[str, Any]
     return options, rest
 
 
-def transform_result(program: ProgramSource, method: str = "pseudo_extended",
+def transform_result(program: ProgramSource, method: str = registry.DEFAULT_METHOD,
                      options: Any = None, *, name: str | None = None,
                      **option_kwargs: Any) -> TransformResult:
     """Transform a program and return the program with its metadata.
@@ -56,7 +56,7 @@ def transform_result(program: ProgramSource, method: str = "pseudo_extended",
         Stan program text, a ``.stan`` path, a parsed program or a
         :class:`~pemc_stan.inputs.StanProgram`.
     method
-        A registered method's name or alias (``"pe"``, ``"ct"``, ...).
+        A registered method's name or alias (pe, ct, ...).
     options
         The method's options object; keywords override its fields.
     name
@@ -82,7 +82,7 @@ def transform_result(program: ProgramSource, method: str = "pseudo_extended",
     return result
 
 
-def transform(program: ProgramSource, method: str = "pseudo_extended", options: Any = None,
+def transform(program: ProgramSource, method: str = registry.DEFAULT_METHOD, options: Any = None,
               *, name: str | None = None, **option_kwargs: Any) -> str:
     """Return the Stan code of the transformed program.
 
@@ -103,7 +103,7 @@ def transform(program: ProgramSource, method: str = "pseudo_extended", options: 
 def sample(
     model: ProgramSource,
     data: Any = None,
-    method: str = "pseudo_extended",
+    method: str = registry.DEFAULT_METHOD,
     options: Any = None,
     *,
     chains: int = 4,
@@ -124,8 +124,8 @@ def sample(
     data
         Data dict or JSON path.
     method
-        ``"pseudo_extended"`` / ``"pe"``, ``"continuous_tempering"`` / ``"ct"``,
-        or another registered method.
+        pseudo_extended / pe, continuous_tempering / ct, or another registered
+        method (default :data:`~pemc_stan.methods.registry.DEFAULT_METHOD`).
     options
         The method's options object
         (:class:`~pemc_stan.methods.pseudo_extended.options.PseudoExtendedOptions`,

@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG)
     p.add_argument("model", metavar="MODEL.stan", help=MODEL_HELP)
     p.add_argument("--data", metavar="DATA.json", help="data file (CmdStan JSON)")
-    add_method_options(p, default="pe")
+    add_method_options(p, default=registry.get(registry.DEFAULT_METHOD).short)
     add_sampler_options(p)
     p.add_argument("--adapt-delta", type=float, default=None, metavar="D",
                    help="NUTS target acceptance rate (default 0.8)")

@@ -171,7 +171,8 @@ class DensityEvaluator:
             arr = np.asarray(draws[nm], dtype=float)
             for col, idx in _column_names(nm, arr.shape[1:]):
                 cols.append(col)
-                values.append(arr[(slice(None), *idx)])
+                key: tuple[Any, ...] = (slice(None), *idx)
+                values.append(arr[key])
         mat = np.column_stack(values) if values else np.zeros((n, 0))
         self._calls += 1
         if self.output_dir is None:  # nothing to keep: a temporary directory per call

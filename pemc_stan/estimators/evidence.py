@@ -85,10 +85,40 @@ __all__ = [
     "parameter_names",
 ]
 
-METHODS = ("bridge", "is", "ct", "ti")
-_METHOD_ALIASES = {"bridge": "bridge", "bridge_sampling": "bridge", "is": "is", "psis": "is",
-                   "importance_sampling": "is", "ct": "ct", "continuous_tempering": "ct",
-                   "ti": "ti", "thermodynamic_integration": "ti"}
+#: The estimators of this module; methods add their own (registry entries' ``estimators``).
+OWN_ESTIMATORS = ("bridge", "is")
+_ALIASES = {"bridge_sampling": "bridge", "psis": "is", "importance_sampling": "is",
+            "thermodynamic_integration": "ti"}
+
+
+def estimators() -> tuple[str, ...]:
+    """Every estimator :func:`evidence` accepts: its own and the registered methods'.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return (*OWN_ESTIMATORS, *(e for m in registry.methods() for e in m.estimators))
+
+
+def canonical_estimator(name: str) -> str | None:
+    """The estimator called ``name``: an estimator, an alias, or a method name (its first
+    estimator); None when there is none.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if not isinstance(name, str):
+        return None
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key in estimators():
+        return key
+    try:
+        method = registry.get(key)
+    except ValueError:
+        return None
+    return method.estimators[0] if method.estimators else None
 
 
 
@@ -135,8 +165,8 @@ class EvidenceOptions:
         ValueError
             Naming the argument, its value and what was expected.
         """
-        if self.method not in _METHOD_ALIASES:
-            raise ValueError(f"method={self.method!r}; expected one of {', '.join(METHODS)}")
+        if canonical_estimator(self.method) is None:
+            raise ValueError(f"method={self.method!r}; expected one of {', '.join(estimators())}")
         for name, low in (("chains", 1), ("iter_warmup", 0), ("iter_sampling", 8),
                           ("is_draws", 10), ("ti_grid", 3)):
             v = getattr(self, name)
@@ -198,7 +228,8 @@ def _chain_arrays_from_frame(frame: pd.DataFrame, names: Sequence[str]
         for idx, c in entries:
             vals = frame[c].to_numpy(dtype=float)
             for ci, lab in enumerate(labels):
-                arr[(ci, slice(None), *idx)] = vals[chain_ids == lab]
+                key: tuple[Any, ...] = (ci, slice(None), *idx)
+                arr[key] = vals[chain_ids == lab]
         out[nm] = arr
     return out
 
@@ -514,7 +545,8 @@ def evidence(
                            is_draws=is_draws, is_proposal=is_proposal, ti_grid=ti_grid,
                            warp=warp)
     opts.validate()
-    m = _METHOD_ALIASES[method]
+    m = canonical_estimator(method)
+    assert m is not None  # validated above
     out_dir = None if output_dir is None else Path(output_dir)
     if isinstance(model_or_fit, ExtendedFit):
         d = load_data(data) if data is not None else dict(model_or_fit.data)

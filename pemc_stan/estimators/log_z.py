@@ -519,7 +519,7 @@ def thermodynamic_integration(
     b = _finite_1d("beta", beta).ravel()
     if b.size < 2 or b[0] != 0.0 or b[-1] != 1.0 or np.any(np.diff(b) <= 0):
         raise ValueError("beta must be strictly increasing from 0 to 1 (inclusive)")
-    rungs = list(log_likelihood)
+    rungs = [np.asarray(r, dtype=float) for r in log_likelihood]  # type: ignore[union-attr]
     if len(rungs) != b.size:
         raise ValueError(f"{len(rungs)} rungs of draws for {b.size} beta values")
     stats = np.array([_rung_mean_se(r) for r in rungs])

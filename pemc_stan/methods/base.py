@@ -47,10 +47,23 @@ __all__ = ["TransformResult", "MethodModel", "ExtendedFit", "WeightedEstimate",
            "build_options"]
 
 
-class WeightedEstimate(dict):  # type: ignore[type-arg]
+class WeightedEstimate(dict[str, float]):
     """``{"mean", "mcse", "ess"}`` of a weighted expectation (a dict with attribute access)."""
 
-    __getattr__ = dict.__getitem__
+    @property
+    def mean(self) -> float:
+        """The estimate."""
+        return self["mean"]
+
+    @property
+    def mcse(self) -> float:
+        """Its Monte-Carlo standard error."""
+        return self["mcse"]
+
+    @property
+    def ess(self) -> float:
+        """The effective sample size behind it."""
+        return self["ess"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,11 +151,12 @@ def build_options(method: registry.Method, options: Any = None, **kwargs: Any) -
         raise OptionsError(foreign[0], kwargs[foreign[0]],
                            f"an option of method={method.short!r}: one of "
                            f"{', '.join(sorted(mine))}")
-    if options is None:
-        options = method.options(**kwargs)
+    built: Any = options
+    if built is None:
+        built = method.options(**kwargs)
     elif kwargs:
-        options = dataclasses.replace(options, **kwargs)
-    return options.validate()
+        built = dataclasses.replace(built, **kwargs)
+    return built.validate()
 
 
 class MethodModel:
@@ -658,7 +672,7 @@ class ExtendedFit:
         return {}
 
     def to_inference_data(self, **kwargs: Any) -> Any:
-        """ArviZ InferenceData of this fit; see :func:`pemc_stan.output.inference_data.to_inference_data`.
+        """ArviZ InferenceData of this fit (see :mod:`pemc_stan.output.inference_data`).
 
         Raises
         ------

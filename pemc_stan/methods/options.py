@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from pemc_stan.errors import OptionsError
 
 __all__ = ["MethodOptions", "option", "cli_fields", "field_names", "check_int", "check_number",
-           "check_choice"]
+           "check_choice", "resolve"]
+
+OptionsT = TypeVar("OptionsT", bound="MethodOptions")
 
 
 def option(default: Any, help: str, *, parse: Callable[[str], Any] | None = None,
@@ -120,6 +122,26 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     """
     if not isinstance(value, str) or value not in choices:
         raise OptionsError(name, value, " or ".join(repr(c) for c in choices))
+
+
+def resolve(options_cls: type[OptionsT], options: OptionsT | None, kwargs: dict[str, Any]
+            ) -> OptionsT:
+    """``options`` (or the defaults) with the fields in ``kwargs`` replaced, validated.
+
+    Raises
+    ------
+    OptionsError
+        For an unknown field or an invalid value.
+    """
+    base = options if options is not None else options_cls()
+    names = field_names(options_cls)
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise OptionsError(unknown[0], kwargs[unknown[0]],
+                           f"one of the options {', '.join(names)}")
+    out = dataclasses.replace(base, **kwargs) if kwargs else base  # type: ignore[type-var]
+    out.validate()
+    return out
 
 
 class MethodOptions:

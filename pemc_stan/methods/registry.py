@@ -17,7 +17,8 @@ from typing import Any
 
 from pemc_stan.errors import OptionsError
 
-__all__ = ["Method", "register", "unregister", "get", "methods", "for_fit", "for_estimator",
+__all__ = ["DEFAULT_METHOD", "Method", "register", "unregister", "get", "methods", "for_fit",
+           "for_estimator",
            "owner_of_option"]
 
 
@@ -81,6 +82,9 @@ class Method:
 
 
 _METHODS: dict[str, Method] = {}
+
+#: The method used when none is named (pemc_stan.sample, pemc-stan sample).
+DEFAULT_METHOD = "pseudo_extended"
 
 
 def register(method: Method) -> Method:

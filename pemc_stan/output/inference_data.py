@@ -129,8 +129,8 @@ def _size_names(type_: ast.Type) -> list[str | None] | None:
     """Dimension names of a declared type in output order (None: unnamed); None if unknown.
 
     ``array[N] vector[K]`` gives ``["N_dim", "K_dim"]``; ``cov_matrix[K]`` gives
-    ``["K_dim", "K_dim"]`` (made unique by the caller); literal or compound sizes give None entries.  Tuples and
-    complex types give None (the shape is taken from the draws).
+    ``["K_dim", "K_dim"]`` (made unique by the caller); literal or compound sizes give None
+    entries.  Tuples and complex types give None (the shape is taken from the draws).
     """
     def name(expr: ast.Expr) -> str | None:
         return f"{expr.name}_dim" if isinstance(expr, ast.Variable) else None
@@ -219,7 +219,7 @@ class InferenceDataConverter:
         if declared is None or len(declared) != len(shape):
             declared = [None] * len(shape)
         dims: list[str] = []
-        for i, (dim, size) in enumerate(zip(declared, shape)):
+        for i, (dim, size) in enumerate(zip(declared, shape, strict=True)):
             if dim is None or dim in dims or self._dim_sizes.get(dim, size) != size:
                 dim = f"{var}_dim_{i}"
             self._dim_sizes[dim] = size
@@ -230,7 +230,8 @@ class InferenceDataConverter:
         return {d: np.arange(1, self._dim_sizes[d] + 1) for d in dims if d in self._dim_sizes}
 
     def _frame_to_arrays(self, df: pd.DataFrame) -> dict[str, NDArray[Any]]:
-        """Columns of a draws frame (``chain__``, ``iter__``, bracket names) -> (chain, draw, ...)."""
+        """Columns of a draws frame (``chain__``, ``iter__``, bracket names) -> (chain, draw,
+        ...)."""
         df = df.sort_values(["chain__", "iter__"], kind="stable")
         chains = sorted(df["chain__"].unique())
         counts = df.groupby("chain__").size()
@@ -262,8 +263,8 @@ class InferenceDataConverter:
             arr = np.full((len(blocks), n_draws, *shape), np.nan)
             for idx, col in entries:
                 pos = tuple(i - 1 for i in idx)
-                arr[(slice(None), slice(None), *pos)] = np.stack([b[col].to_numpy()
-                                                                   for b in blocks])
+                key: tuple[Any, ...] = (slice(None), slice(None), *pos)
+                arr[key] = np.stack([b[col].to_numpy() for b in blocks])
             out[var] = arr
         return out
 
@@ -396,7 +397,8 @@ class InferenceDataConverter:
                               for k in range(len(entries[0][0])))
                 arr = np.full((*first.shape, *shape), np.nan)
                 for idx, values in entries:
-                    arr[(Ellipsis, *(i - 1 for i in idx))] = values
+                    where: tuple[Any, ...] = (Ellipsis, *(i - 1 for i in idx))
+                    arr[where] = values
                 arrays[var] = arr
             coords = self._particle_coords(dim, int(first.shape[2]))
             ds = self._dataset(arrays, lead=(dim,))
@@ -448,7 +450,7 @@ class InferenceDataConverter:
         """
         import xarray as xr
 
-        out = []
+        out: list[Any] = []
         for arrays in self._data_arrays():
             if not arrays:
                 out.append(None)

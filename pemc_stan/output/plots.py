@@ -56,8 +56,9 @@ def _idata(fit_or_idata: Any) -> Any:
                     f"{type(fit_or_idata).__name__}")
 
 
-def _method(idata: Any) -> str:
-    return str(idata.sample_stats.attrs.get("pemc_method", "pseudo_extended"))
+def _particle_dims(idata: Any) -> tuple[str, ...]:
+    """Dims of the weights beyond (chain, draw): several weighted particles per draw."""
+    return tuple(d for d in idata.sample_stats["weight"].dims if d not in ("chain", "draw"))
 
 
 def _axes(ax: Any, n: int = 1, figsize: tuple[float, float] = (6.0, 4.0)) -> Any:
@@ -69,7 +70,7 @@ def _axes(ax: Any, n: int = 1, figsize: tuple[float, float] = (6.0, 4.0)) -> Any
 
 
 def _normalised_weights(idata: Any) -> NDArray[np.float64]:
-    """PE: within-draw weights (chain, draw, pseudo); CT: over all draws (chain, draw)."""
+    """Within-draw weights (chain, draw, particle) or over all draws (chain, draw)."""
     return np.asarray(idata.sample_stats["weight"].values, dtype=float)
 
 
@@ -100,7 +101,7 @@ def plot_beta(fit_or_idata: Any, axes: Any = None, bins: int = 40) -> Any:
     hist, trace = axs[0], axs[1]
     hist.hist(beta.reshape(-1), bins=bins, range=(0.0, 1.0), density=True, color="C0",
               alpha=0.7, label="draws")
-    if _method(idata) == "continuous_tempering":
+    if beta.ndim == 2:  # one temperature per draw: uniform when log zeta = log Z
         hist.axhline(1.0, color="k", ls="--", lw=1, label="uniform (zeta = Z)")
     hist.set_xlabel(r"$\beta$")
     hist.set_ylabel("density")
@@ -144,10 +145,11 @@ def plot_weights(fit_or_idata: Any, axes: Any = None, bins: int = 50) -> Any:
     axs[0].hist(np.log10(positive), bins=bins, color="C1", alpha=0.8)
     axs[0].set_xlabel(r"$\log_{10}$ normalised weight")
     axs[0].set_ylabel("count")
-    if _method(idata) == "pseudo_extended":
+    particles = _particle_dims(idata)
+    if particles:
         axs[0].set_title("weights within each draw")
         ess = np.asarray(idata.sample_stats["weight_ess"].values, dtype=float).reshape(-1)
-        n = int(idata.sample_stats.sizes.get("pseudo", 1))
+        n = int(idata.sample_stats.sizes.get(particles[0], 1))
         axs[1].hist(ess, bins=bins, range=(1.0, max(n, 1.0 + 1e-9)), color="C2", alpha=0.8)
         axs[1].set_xlabel("weight ESS per draw (1 to N)")
         axs[1].set_ylabel("count")
@@ -166,7 +168,7 @@ def plot_weights(fit_or_idata: Any, axes: Any = None, bins: int = 50) -> Any:
     return axs
 
 
-def _select(ds: Any, column: str) -> NDArray[np.float64]:
+def _select(ds: Any, column: str, lead: tuple[str, ...] = ()) -> NDArray[np.float64]:
     """Values of ``name`` or ``name[i,j]`` (Stan's 1-based indices) from a dataset.
 
     Raises
@@ -180,11 +182,11 @@ def _select(ds: Any, column: str) -> NDArray[np.float64]:
                        f"{sorted(ds.data_vars)}")
     da = ds[m.group(1)]
     idx = [int(i) - 1 for i in m.group(2).split(",")] if m.group(2) else []
-    own = [d for d in da.dims if d not in ("chain", "draw", "pseudo")]
+    own = [d for d in da.dims if d not in ("chain", "draw", *lead)]
     if len(idx) != len(own):
         raise KeyError(f"{column!r} needs {len(own)} indices (dims {own})")
     if idx:
-        da = da.isel({d: i for d, i in zip(own, idx)})
+        da = da.isel({d: i for d, i in zip(own, idx, strict=True)})
     return np.asarray(da.values, dtype=float)
 
 
@@ -230,18 +232,20 @@ def plot_extended_draws(fit_or_idata: Any, x: str | None = None, y: str = "beta"
         raise ValueError("the InferenceData has no extended_posterior group; convert the fit "
                          "with to_inference_data(fit, include_extended=True)")
     ext = idata.extended_posterior
+    particles = _particle_dims(idata)
     if x is None:
         names = [v for v in ext.data_vars if not v.startswith("pemc_")]
         if not names:
             raise KeyError("the extended draws hold no parameter to plot")
         x = names[0]
-        own = [d for d in ext[x].dims if d not in ("chain", "draw", "pseudo")]
+        own = [d for d in ext[x].dims if d not in ("chain", "draw", *particles)]
         if own:
             x = x + "[" + ",".join("1" for _ in own) + "]"
-    xs = _select(ext, x)
-    ys = np.asarray(ext["pemc_beta"].values if y == "beta" else _select(ext, y), dtype=float)
+    xs = _select(ext, x, particles)
+    ys = np.asarray(ext["pemc_beta"].values if y == "beta" else _select(ext, y, particles),
+                    dtype=float)
     w = _normalised_weights(idata)
-    if _method(idata) == "pseudo_extended":
+    if particles:
         # weights normalised within each draw: every draw carries total weight 1
         w = w / w.shape[0] / w.shape[1]
     ys = np.broadcast_to(ys, xs.shape) if ys.shape != xs.shape else ys

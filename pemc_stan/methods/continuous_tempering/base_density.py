@@ -13,21 +13,26 @@ so that ``x = c^{-1}(z)`` with ``z ~ N(m, S)`` has exactly the density ``b``.
 The coordinate maps (each mirrored in Stan by
 :mod:`pemc_stan.methods.continuous_tempering.transform`):
 
-=====================  ==========================================  ================================
-declared type          base coordinates ``z``                       ``log |det dz/dx|``
-=====================  ==========================================  ================================
-unbounded (any shape)  ``x`` (offset/multiplier ignored)           0
-``<lower=L>``          ``log(x - L)``                               ``-sum log(x - L)``
-``<upper=U>``          ``log(U - x)``                               ``-sum log(U - x)``
-``<lower=L,upper=U>``  ``logit((x - L) / (U - L))``                 ``sum [log(U-L) - log(x-L) - log(U-x)]``
-``simplex[K]``         additive log-ratios ``log(x_k / x_K)``, k<K  ``-sum_{k<=K} log x_k``
-``sum_to_zero_vector`` ``x_{1:K-1}``                                0
-``ordered[K]``         ``x_1, log(x_k - x_{k-1})``                  ``-sum_{k>=2} log(x_k - x_{k-1})``
-``positive_ordered``   ``log x_1, log(x_k - x_{k-1})``              ``-log x_1 - sum_{k>=2} log(...)``
-``cholesky_factor_cov`` free entries of ``L``, log of the diagonal  ``-sum_j log L_jj``
-``cov_matrix[K]``      as ``cholesky_factor_cov`` of ``chol(x)``    ``-K log 2 - sum_i (K - i + 2) log L_ii``
-column/row stochastic  additive log-ratios of each column/row       as ``simplex``, summed
-=====================  ==========================================  ================================
+=====================  ===================================  ==================================
+declared type          base coordinates ``z``                ``log |det dz/dx|``
+=====================  ===================================  ==================================
+unbounded (any shape)  ``x`` (offset/multiplier ignored)    0
+``<lower=L>``          ``log(x - L)``                        ``-sum log(x - L)``
+``<upper=U>``          ``log(U - x)``                        ``-sum log(U - x)``
+``<lower=L,upper=U>``  ``logit((x - L) / (U - L))``          ``sum [log(U-L) - log(x-L)``
+                                                             ``- log(U-x)]``
+``simplex[K]``         additive log-ratios                   ``-sum_{k<=K} log x_k``
+                       ``log(x_k / x_K)``, k<K
+``sum_to_zero_vector`` ``x_{1:K-1}``                         0
+``ordered[K]``         ``x_1, log(x_k - x_{k-1})``           ``-sum_{k>=2} log(x_k - x_{k-1})``
+``positive_ordered``   ``log x_1, log(x_k - x_{k-1})``       ``-log x_1 - sum_{k>=2} log(...)``
+``cholesky_factor_cov`` free entries of ``L``, log of the   ``-sum_j log L_jj``
+                       diagonal
+``cov_matrix[K]``      as ``cholesky_factor_cov`` of         ``-K log 2``
+                       ``chol(x)``                           ``- sum_i (K - i + 2) log L_ii``
+column/row stochastic  additive log-ratios of each           as ``simplex``, summed
+                       column/row
+=====================  ===================================  ==================================
 
 Bounds may be data expressions (scalars or containers of the parameter's
 type) or depend on parameters declared earlier: the map of all parameters is
@@ -287,7 +292,7 @@ class ParameterBlock:
                 chol = np.linalg.cholesky(x)
             else:
                 chol = x
-            m, n = chol.shape[1], chol.shape[2]
+            n = chol.shape[2]
             cols = []
             for j in range(n):
                 cols.append(np.log(chol[:, j, j])[:, None])
@@ -796,8 +801,9 @@ def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
         covs.append((w[:, None] * dz).T @ dz)
         masses.append(log_mass)
     pm = np.exp(np.asarray(masses) - logsumexp(masses))
-    mean = sum(p * m for p, m in zip(pm, means))
-    cov = sum(p * (c + np.outer(m - mean, m - mean)) for p, c, m in zip(pm, covs, means))
+    mean = sum(p * m for p, m in zip(pm, means, strict=True))
+    cov = sum(p * (c + np.outer(m - mean, m - mean))
+              for p, c, m in zip(pm, covs, means, strict=True))
     cov = 0.5 * (cov + cov.T)
     if covariance == "diag":
         cov = np.diag(np.maximum(np.diag(cov), min_sd**2))
@@ -851,7 +857,8 @@ def extract_variable(values: NDArray[np.float64], columns: Sequence[str], name: 
         idx = () if m.group(2) is None else tuple(int(i) - 1 for i in m.group(2).split(","))
         if len(idx) != len(shape):
             continue
-        out[(slice(None), *idx)] = values[:, j]
+        key: tuple[Any, ...] = (slice(None), *idx)
+        out[key] = values[:, j]
         found += 1
     expected = int(np.prod(shape)) if shape else 1
     if found != expected:

@@ -128,8 +128,8 @@ class ContinuousTemperingFit(ExtendedFit):
         Returns
         -------
         EvidenceEstimate
-            See :func:`pemc_stan.methods.continuous_tempering.tempering.log_z_estimate`; under likelihood
-            tempering this is ``log int p L - log int p`` (the evidence for a
+            See :func:`pemc_stan.methods.continuous_tempering.tempering.log_z_estimate`;
+            under likelihood tempering this is ``log int p L - log int p`` (the evidence for a
             normalised prior).
         """
         return T.log_z_estimate(self.delta(), self.log_zeta)

@@ -134,6 +134,7 @@ class ContinuousTemperingModel(MethodModel):
                 base = moment_match(z, None, pf_groups, opts.base_covariance)
                 base.info.update({"method": "pathfinder", "modes": len(pf_groups)})
         if base is None and opts.temper == "posterior":
+            fit: Any
             if opts.base == "advi":
                 fit = model.variational(data=self.data or None, seed=seed, draws=opts.base_draws,
                                         algorithm="meanfield", show_console=False,

@@ -212,9 +212,13 @@ def log_w1(delta_values: ArrayLike) -> NDArray[np.float64]:
     ValueError
         If ``Delta`` is NaN or infinite.
     """
+    return _log_w(delta_values, 1)
+
+
+def _log_w(delta_values: ArrayLike, which: int) -> NDArray[np.float64]:
+    """``log w_which`` of :func:`_log_w_pair`, shaped like ``delta_values``."""
     d = np.asarray(delta_values, dtype=float)
-    out = _log_w_pair(np.atleast_1d(d))[1]
-    return out.reshape(d.shape)
+    return _log_w_pair(np.atleast_1d(d))[which].reshape(d.shape)
 
 
 def log_w0(delta_values: ArrayLike) -> NDArray[np.float64]:
@@ -226,23 +230,14 @@ def log_w0(delta_values: ArrayLike) -> NDArray[np.float64]:
     * ``Delta >= 1``: ``log w_0 = log Delta - log(-expm1(-Delta))``;
     * ``Delta <= -1``: ``log w_0 = log|Delta| - |Delta| - log(-expm1(-|Delta|))``.
 
-    Parameters
-    ----------
-    delta_values : array_like
-        ``Delta(x)`` values (eq 17).
-
-    Returns
-    -------
-    ndarray
+    Takes and returns arrays as :func:`log_w1`, with the same errors.
 
     Raises
     ------
     ValueError
         If ``Delta`` is NaN or infinite.
     """
-    d = np.asarray(delta_values, dtype=float)
-    out = _log_w_pair(np.atleast_1d(d))[0]
-    return out.reshape(d.shape)
+    return _log_w(delta_values, 0)
 
 
 def log_conditional_beta(beta: ArrayLike, delta_values: ArrayLike) -> NDArray[np.float64]:

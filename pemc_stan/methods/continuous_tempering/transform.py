@@ -9,7 +9,8 @@ Notation
 constrained space, no Jacobian) from
 :func:`pemc_stan.stan.logdensity.log_density_functions`, ``Z = int gamma``;
 ``b(x) = exp(-psi(x))`` a normalised base density on the same space
-(:mod:`pemc_stan.methods.continuous_tempering.base_density`); ``log zeta`` an approximation of ``log Z``.
+(:mod:`pemc_stan.methods.continuous_tempering.base_density`); ``log zeta`` an
+approximation of ``log Z``.
 
 Whole-posterior tempering (``temper="posterior"``, the paper's method)
     The temperature control ``u`` has ``beta(u) = logistic(u)`` and the joint
@@ -58,10 +59,8 @@ densities on the constrained space, as eq 15 requires.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
-import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,6 +69,7 @@ from typing import Any
 import numpy as np
 
 from pemc_stan.errors import ContinuousTemperingWarning
+from pemc_stan.inputs import ProgramSource
 from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.continuous_tempering.base_density import (
     BaseCoordinates,
@@ -78,8 +78,8 @@ from pemc_stan.methods.continuous_tempering.base_density import (
     base_coordinates,
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+from pemc_stan.methods.options import resolve
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
-from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_expr, print_stmt
@@ -138,8 +138,8 @@ class ContinuousTemperingResult(TransformResult):
             base = self.options.base
         if base is None:
             raise ValueError("base=None: the CT program needs a Gaussian base density; pass "
-                             "a pemc_stan.methods.continuous_tempering.base_density.BaseDensity or let pemc_stan.sample fit "
-                             "one")
+                             "a pemc_stan.methods.continuous_tempering.BaseDensity or let "
+                             "pemc_stan.sample fit one")
         base.validate()
         d = self.coordinates.dim(user_data)
         if base.dim != d:
@@ -319,7 +319,7 @@ def _coordinate_code(blocks: tuple[ParameterBlock, ...]) -> str:
             lines.append("  " * depth + f"for ({idx[j]} in 1:{print_expr(d)}) {{")
             depth += 1
         lines.extend("  " * depth + s for s in body)
-        for j in range(len(b.array_dims)):
+        for _ in range(len(b.array_dims)):
             depth -= 1
             lines.append("  " * depth + "}")
     return "\n".join("    " + s for s in lines)
@@ -342,23 +342,18 @@ def _dim_expr(blocks: tuple[ParameterBlock, ...]) -> str:
 
 
 def transform_continuous_tempering(
-    program: str | os.PathLike[str] | ast.Program,
+    program: ProgramSource,
     options: ContinuousTemperingOptions | None = None,
     *,
     name: str | None = None,
     **option_kwargs: Any,
 ) -> ContinuousTemperingResult:
-    """Build the continuously tempered version of a Stan program.
+    """Build the continuously tempered program (eq 15) of a Stan program.
 
-    Parameters
-    ----------
-    program
-        Stan program text, a ``.stan`` path or a parsed program.
-    options
-        :class:`ContinuousTemperingOptions`; alternatively pass its fields as
-        keyword arguments.
-    name
-        Model name used in the header comment.
+    The program may be given as text, a ``.stan`` path, a parsed program or a
+    :class:`~pemc_stan.inputs.StanProgram` (used without parsing again); the
+    options as a :class:`ContinuousTemperingOptions` and/or its fields as
+    keywords; ``name`` labels the header comment.
 
     Returns
     -------
@@ -367,21 +362,17 @@ def transform_continuous_tempering(
     Raises
     ------
     OptionsError
-        For invalid options (before anything else).
-    pemc_stan.stan.analysis.ReservedPrefixError
-        If the program uses an identifier starting with ``pemc_``.
+        For invalid options, before the program is read.
+    ReservedPrefixError
+        For identifiers starting with ``pemc_``.
     StanProgramError
-        If the program has no parameters, or cannot be parsed.
+        For a program that does not parse or declares no parameters.
     UnsupportedConstructError
         For constructs the log-density rewrite does not support, and
-        (:class:`~pemc_stan.methods.continuous_tempering.base_density.UnsupportedBaseError`) parameter
+        (:class:`~pemc_stan.errors.UnsupportedBaseError`) for parameter
         types without a base density (posterior tempering only).
     """
-    if options is None:
-        options = ContinuousTemperingOptions(**option_kwargs)
-    elif option_kwargs:
-        options = dataclasses.replace(options, **option_kwargs)
-    options.validate()
+    options = resolve(ContinuousTemperingOptions, options, option_kwargs)
     prepared = prepare_program(program, name, "continuous-tempering")
     tree, model_name = prepared.tree, prepared.name
     param_decls = list(prepared.parameters)

@@ -240,7 +240,7 @@ class PseudoExtendedFit(ExtendedFit):
         return self._estimate(est.influence, mean=est.mean)
 
     def weighted_mean_iid(self, column: str) -> W.WeightedMean:
-        """Pooled self-normalised IS mean of a column via :func:`pemc_stan.estimators.weights.weighted_mean`.
+        """Pooled self-normalised IS mean of a column (``estimators.weights.weighted_mean``).
 
         Pools every (draw, pseudo-sample) pair with its weight normalised
         within its draw (so each draw has total weight 1); the standard error
@@ -256,7 +256,7 @@ class PseudoExtendedFit(ExtendedFit):
         lw = W.log_normalise(self.log_weights(), axis=-1).reshape(-1)
         return W.weighted_mean(values, lw)
 
-    def summary(self, estimator: str = "draw") -> Any:
+    def summary(self, estimator: str = "draw", **kwargs: Any) -> Any:
         """Weighted mean, MCSE and ESS of every original parameter column.
 
         Parameters
@@ -269,7 +269,7 @@ class PseudoExtendedFit(ExtendedFit):
         ValueError
             For an unknown ``estimator``.
         """
-        return super().summary(estimator=estimator)
+        return super().summary(estimator=estimator, **kwargs)
 
     # ------------------------------------------------------------------ #
     # diagnostics
@@ -340,7 +340,8 @@ class PseudoExtendedFit(ExtendedFit):
 
     def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
                                          dict[str, Any]]:
-        """``beta``, ``log_weight``, ``weight`` (dim ``pseudo``), ``weight_ess``, ``resample_index``."""
+        """``beta``, ``log_weight``, ``weight`` (dim ``pseudo``), ``weight_ess``,
+        ``resample_index``."""
         per = ("chain", "draw", "pseudo")
         return {
             "beta": (per, np.asarray(self.beta(), dtype=float)),

@@ -77,7 +77,6 @@ standalone generated quantities of the original model).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import re
@@ -87,7 +86,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
+from pemc_stan.inputs import ProgramSource
 from pemc_stan.methods.base import TransformResult
+from pemc_stan.methods.options import resolve
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions, as_beta, stan_number
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 from pemc_stan.stan import ast
@@ -273,6 +274,7 @@ def _noncentred_blocks(param_decls: Sequence[tuple[ast.Type, str]], alpha: float
         size = "1" if scalar else f"num_elements(pemc_raw_{pname}[pemc_k])"
         total = (lambda e: e) if scalar else (lambda e: f"sum({e})")
         c = type_.constraint
+        assert c is None or isinstance(c, ast.Bounds)  # checked by the caller
         lb = None if c is None or c.lower is None else _atom(print_expr(c.lower))
         ub = None if c is None or c.upper is None else _atom(print_expr(c.upper))
         body.append(f"{{  // {pname}")
@@ -342,24 +344,18 @@ def _compact_support(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
 
 
 def transform_pseudo_extended(
-    program: str | os.PathLike[str] | ast.Program,
+    program: ProgramSource,
     options: PseudoExtendedOptions | None = None,
     *,
     name: str | None = None,
     **option_kwargs: Any,
 ) -> PseudoExtendedResult:
-    """Build the pseudo-extended version of a Stan program.
+    """Build the pseudo-extended program (eq 8) of a Stan program.
 
-    Parameters
-    ----------
-    program
-        Stan program text, a ``.stan`` path, a parsed program or a
-        :class:`~pemc_stan.inputs.StanProgram` (not parsed again).
-    options
-        :class:`PseudoExtendedOptions`; alternatively pass its fields as
-        keyword arguments.
-    name
-        Model name used in the header comment.
+    ``program`` is Stan text, a ``.stan`` path, a parsed program or a
+    :class:`~pemc_stan.inputs.StanProgram` (not parsed again); ``options`` a
+    :class:`PseudoExtendedOptions`, whose fields ``option_kwargs`` replace;
+    ``name`` the model name of the header comment.
 
     Returns
     -------
@@ -369,18 +365,14 @@ def transform_pseudo_extended(
     ------
     OptionsError
         For invalid options (before anything else).
-    pemc_stan.stan.analysis.ReservedPrefixError
+    ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     StanProgramError
         If the program has no parameters, or cannot be parsed.
     UnsupportedConstructError
         For constructs the log-density rewrite does not support.
     """
-    if options is None:
-        options = PseudoExtendedOptions(**option_kwargs)
-    elif option_kwargs:
-        options = dataclasses.replace(options, **option_kwargs)
-    options.validate()
+    options = resolve(PseudoExtendedOptions, options, option_kwargs)
     prepared = prepare_program(program, name, "pseudo-extended")
     tree, model_name = prepared.tree, prepared.name
     param_decls = list(prepared.parameters)
@@ -435,6 +427,7 @@ def transform_pseudo_extended(
                          "on other parameters or are containers)")
             for k in range(1, n + 1):
                 renamed = _rename_params(type_, copies, k)
+                assert isinstance(renamed, ast.Type)
                 lines.append(f"  {print_type(renamed)} {c.stan_variable(k)};")
     parameters_text = "\n".join(lines)
 
