@@ -10,13 +10,11 @@ committed notebooks carry no outputs and read the settings variable.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from pathlib import Path
 
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat", reason="notebook tests need the test extra (nbformat)")
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -24,59 +22,13 @@ NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 900  # seconds; the small settings need far less
 
 
-def _missing_ct() -> str | None:
-    try:
-        from pemc_stan import pipeline as sampling
-        from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit  # noqa: F401
-    except ImportError as exc:
-        return f"pemc_stan.methods.continuous_tempering.fit.ContinuousTemperingFit ({exc})"
-    params = inspect.signature(sampling.sample).parameters
-    if not {"log_zeta", "bootstrap_rounds"} <= set(params):
-        return "pemc_stan.sample(..., method='ct', log_zeta=..., bootstrap_rounds=...)"
-    return None
-
-
-def _missing_inference_data() -> str | None:
-    from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
-
-    try:
-        import pemc_stan.output.inference_data  # noqa: F401
-    except ImportError as exc:
-        return f"pemc_stan.output.inference_data ({exc})"
-    if not hasattr(PseudoExtendedFit, "to_inference_data"):
-        return "PseudoExtendedFit.to_inference_data"
-    return None
-
-
-def _missing_evidence() -> str | None:
-    import pemc_stan
-
-    for name in ("evidence", "bayes_factor"):
-        try:
-            obj = getattr(pemc_stan, name)
-        except AttributeError:
-            return f"pemc_stan.{name}"
-        if not callable(obj):
-            return f"pemc_stan.{name} (not exported as a function)"
-    return _missing_ct()  # the notebook also estimates evidence with method="ct"
-
-
-def _missing_ct_notebook() -> str | None:
-    return _missing_ct() or _missing_inference_data()
-
-
-#: The APIs each notebook needs beyond pseudo-extended sampling; a check returns the
-#: name of a missing API (the test is skipped naming it) or None.
-REQUIREMENTS: dict[str, Callable[[], str | None]] = {
-    "01_quick_start": _missing_inference_data,
-    "02_pseudo_extended_mixture": lambda: None,
-    "03_continuous_tempering": _missing_ct_notebook,
-    "04_model_comparison": _missing_evidence,
-}
+#: The notebooks, in order.
+EXPECTED = ["01_quick_start", "02_pseudo_extended_mixture", "03_continuous_tempering",
+            "04_model_comparison"]
 
 
 def test_expected_notebooks_exist() -> None:
-    assert [p.stem for p in NOTEBOOKS] == sorted(REQUIREMENTS)
+    assert [p.stem for p in NOTEBOOKS] == EXPECTED
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -102,10 +54,6 @@ def test_notebook_reads_small_settings(path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path: Path, cmdstan_installation: object,
                        monkeypatch: pytest.MonkeyPatch) -> None:
-    nbclient = pytest.importorskip("nbclient", reason="notebook tests need nbclient")
-    missing = REQUIREMENTS[path.stem]()
-    if missing is not None:
-        pytest.skip(f"{path.name} needs {missing}, which does not exist yet")
     # the kernel inherits the environment: small settings, the same CmdStan; figures are
     # rendered by the kernel's inline backend (headless)
     monkeypatch.setenv("PEMC_NOTEBOOK_SMALL", "1")

@@ -294,7 +294,6 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
 def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installation: object,
                                                                 tmp_path: Path) -> None:
     """CT through the CLI: log Z against the exact evidence, then the evidence command."""
-    pytest.importorskip("pemc_stan.methods.continuous_tempering.fit")
     out = tmp_path / "ct"
     proc = run_cli("sample", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "ct",
                    "--chains", "2", "--iter-warmup", "400", "--iter-sampling", "600",

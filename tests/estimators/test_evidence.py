@@ -117,14 +117,6 @@ def test_psis_pathfinder_is_exact_for_a_gaussian_posterior(compiled: Any) -> Non
         assert est.std_error < 1e-12
 
 
-def _ct_available() -> bool:
-    try:
-        import pemc_stan.methods.continuous_tempering.fit  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @cache
 def _ct_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
     import pemc_stan
@@ -139,7 +131,6 @@ def _ct_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
 
 
 @pytest.mark.compiled
-@pytest.mark.skipif(not _ct_available(), reason="continuous tempering not available")
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("method", ["ct", "bridge"])
 def test_calibration_on_continuously_tempered_fits(compiled: Any, case: str, method: str
@@ -215,7 +206,6 @@ def test_bridge_on_pseudo_extended_resampled_draws(compiled: Any) -> None:
 
 
 @pytest.mark.compiled
-@pytest.mark.skipif(not _ct_available(), reason="continuous tempering not available")
 def test_evidence_runs_continuous_tempering_from_a_model(compiled: Any) -> None:
     stan, data, exact = CASES["normal_normal"]
     ct = evidence(stan, data, method="ct", seed=4, **CT)

@@ -1,0 +1,324 @@
+"""Validation benchmark: plain NUTS, pseudo-extended MCMC and continuous tempering, defaults only.
+
+Runs every case of ``../shared/validation/`` as a user with an unchanged model would
+(``pemc_stan.sample(model, data, method=...)`` with no option set; plain NUTS through
+cmdstanpy) and prints one table: per case and method, the error against the reference,
+the wall time relative to NUTS on the same case, and the fit's own verdict
+(``fit.check()``; for plain NUTS: R-hat > 1.01 or divergences).
+
+Errors
+------
+posteriordb (20 models with reference posteriors)
+    ``max |mean - ref mean| / ref sd`` over the reference's parameters, the means
+    taken from the draws (resampled draws for PE and CT, which carry transformed
+    parameters too).  Within 0.3 counts as a match.
+multimodal (exact answers; ``make_cases.py`` writes them first)
+    ``bimodal_4d``: P(x1 < 0) (mode mass, exact 0.2486) in its own standard errors;
+    ``label_switching_2``: E[mu1] and E[mu2] (equal by symmetry) in their standard
+    errors; ``funnel_5d``: E[v] = 0 and sd(v) = 3 in standard errors;
+    ``half_normal_scale``: log Z of the model as written.  Every multimodal case also
+    reports ``log Z`` in its own standard errors where the method gives one (CT: eq 20;
+    NUTS and PE: bridge sampling on the draws).  Within 4 standard errors counts as a
+    match.
+
+A run that misses its bound with an ``ok`` verdict is a *silent failure*, the worst
+outcome; the table marks it ``SILENT``.
+
+Every run is appended to ``--results`` (JSON lines) as it finishes; finished runs are
+skipped on a rerun, and ``--report`` prints the table from the file.
+
+Usage::
+
+    python benchmarks/validation.py                         # everything, seed 1
+    python benchmarks/validation.py --cases funnel_5d arK-arK --methods ct
+    python benchmarks/validation.py --report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+VALIDATION = ROOT.parent / "shared" / "validation"
+RESULTS = ROOT / "benchmarks" / "results" / "validation.jsonl"
+METHODS = ("nuts", "pe", "ct")
+MATCH_SD = 0.3  # posteriordb: max |mean - ref| / ref sd
+MATCH_SE = 4.0  # multimodal: standard errors
+
+
+def cases(root: Path) -> dict[str, dict[str, Any]]:
+    """Every validation case: kind, program, data, reference or truth."""
+    out: dict[str, dict[str, Any]] = {}
+    for folder in sorted((root / "posteriordb").iterdir()):
+        if (folder / "model.stan").is_file():
+            out[folder.name] = {"kind": "posteriordb", "folder": folder,
+                                "reference": json.loads((folder / "reference.json").read_text())}
+    multi = root / "multimodal"
+    if not (multi / "bimodal_4d" / "truth.json").is_file():
+        subprocess.run([sys.executable, str(multi / "make_cases.py")], check=True,
+                       cwd=str(multi), capture_output=True)
+    for folder in sorted(multi.iterdir()):
+        if (folder / "truth.json").is_file():
+            out[folder.name] = {"kind": "multimodal", "folder": folder,
+                                "truth": json.loads((folder / "truth.json").read_text())}
+    return out
+
+
+def _data(folder: Path) -> dict[str, Any]:
+    path = folder / "data.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _z(value: float, truth: float, se: float) -> float:
+    if not (math.isfinite(value) and math.isfinite(se)) or se <= 0:
+        return math.inf
+    return (value - truth) / se
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    """Mean of draws shaped (chains, draws) and its MCSE (ArviZ bulk ESS)."""
+    import arviz as az
+
+    ess = float(az.ess(np.asarray(x, dtype=float), method="mean"))
+    return float(np.mean(x)), float(np.std(x, ddof=1) / math.sqrt(max(ess, 1.0)))
+
+
+def _by_chain(frame: Any, column: str) -> np.ndarray:
+    chains = sorted(frame["chain__"].unique())
+    return np.stack([frame.loc[frame["chain__"] == c, column].to_numpy() for c in chains])
+
+
+def measure(case: dict[str, Any], frame: Any, log_z: Any) -> dict[str, Any]:
+    """Errors of one run against the case's reference (see the module docstring).
+
+    ``frame``: draws with ``chain__`` and bracket-named columns (resampled for PE/CT);
+    ``log_z``: an EvidenceEstimate or None.
+    """
+    out: dict[str, Any] = {}
+    if case["kind"] == "posteriordb":
+        worst, worst_name = 0.0, ""
+        for name, ref in case["reference"]["parameters"].items():
+            if name not in frame.columns:
+                continue
+            err = abs(float(frame[name].mean()) - ref["mean"]) / ref["sd"]
+            if err > worst:
+                worst, worst_name = err, name
+        out.update(error=worst, worst=worst_name, match=bool(worst <= MATCH_SD))
+        return out
+    truth, name = case["truth"], case["folder"].name
+    zs: dict[str, float] = {}
+    if name == "bimodal_4d":
+        m, se = _mean_se((_by_chain(frame, "x[1]") < 0).astype(float))
+        out["p_x1_negative"] = m
+        zs["p_x1_negative"] = _z(m, truth["p_x1_negative"], se)
+    elif name == "label_switching_2":
+        for j in (1, 2):
+            m, se = _mean_se(_by_chain(frame, f"mu[{j}]"))
+            out[f"mean_mu{j}"] = m
+            zs[f"mean_mu{j}"] = _z(m, truth["mean"][j - 1], se)
+    elif name == "funnel_5d":
+        v = _by_chain(frame, "v")
+        m, se = _mean_se(v)
+        out["mean_v"] = m
+        zs["mean_v"] = _z(m, 0.0, se)
+        sd = float(np.std(v))
+        m2, se2 = _mean_se(v ** 2)
+        out["sd_v"] = sd
+        zs["sd_v"] = _z(m2, 9.0, se2)  # E[v^2] = 9
+    if log_z is not None:
+        out["log_z"] = float(log_z.log_z)
+        out["log_z_se"] = float(log_z.std_error)
+        zs["log_z"] = _z(float(log_z.log_z), truth["log_z"], float(log_z.std_error))
+    out["z"] = zs
+    worst = max((abs(z) for z in zs.values()), default=math.inf)
+    out.update(error=worst, match=bool(worst <= MATCH_SE))
+    return out
+
+
+def run_nuts(case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    from pemc_stan.backend.compile import compile_model
+
+    folder = case["folder"]
+    model = compile_model(folder / "model.stan")
+    data = _data(folder)
+    start = time.perf_counter()
+    fit = model.sample(data=data or None, chains=args.chains, iter_warmup=args.iter_warmup,
+                       iter_sampling=args.iter_sampling, seed=args.seed, show_progress=False,
+                       show_console=False)
+    seconds = time.perf_counter() - start
+    frame = fit.draws_pd()
+    frame["chain__"] = frame["chain__"].astype(int)
+    log_z = None
+    if case["kind"] == "multimodal":
+        import pemc_stan
+
+        log_z = pemc_stan.evidence(fit, data=data, program=str(folder / "model.stan"),
+                                   method="bridge", seed=args.seed)
+    summary = fit.summary()
+    rhat = float(np.nanmax(summary["R_hat"].to_numpy())) if "R_hat" in summary else math.nan
+    divergences = int(np.sum(fit.method_variables()["divergent__"]))
+    reasons = []
+    if rhat > 1.01:
+        reasons.append(f"R-hat {rhat:.3f} > 1.01")
+    if divergences:
+        reasons.append(f"{divergences} divergent transitions")
+    return {"seconds": seconds, "verdict": "suspect" if reasons else "ok",
+            "reasons": reasons, **measure(case, frame, log_z)}
+
+
+def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> dict[str, Any]:
+    import pemc_stan
+    from pemc_stan.inputs import read_program
+    from pemc_stan.methods import registry
+
+    folder = case["folder"]
+    data = _data(folder)
+    program = read_program(folder / "model.stan")
+    spec = registry.get(method)
+    warm = spec.model(program, data)  # compile outside the timed run
+    warm.method_model()
+    warm.original_model()
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = pemc_stan.sample(program, data=data, method=method, chains=args.chains,
+                               iter_warmup=args.iter_warmup, iter_sampling=args.iter_sampling,
+                               seed=args.seed)
+    seconds = time.perf_counter() - start
+    frame = fit.resampled_draws_pd()
+    log_z = None
+    if case["kind"] == "multimodal":
+        log_z = fit.log_z() or pemc_stan.evidence(fit, method="bridge", seed=args.seed)
+    verdict = fit.check()
+    return {"seconds": seconds, "verdict": "ok" if verdict.ok else "suspect",
+            "reasons": [str(r) for r in verdict.reasons], **measure(case, frame, log_z)}
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def report(records: list[dict[str, Any]], seed: int) -> str:
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        if r.get("seed") == seed:
+            latest[(r["case"], r["method"])] = r
+    lines = []
+    header = f"{'case':44s} " + " ".join(f"{m:>30s}" for m in METHODS)
+    lines.append(header)
+    counts = {m: {"match": 0, "suspect": 0, "silent": 0, "false_alarm": 0, "runs": 0,
+                  "ratio": []} for m in METHODS}
+    names = sorted({c for c, _ in latest}, key=lambda c: (not c[0].islower(), c))
+    for kind in ("posteriordb", "multimodal"):
+        for case in names:
+            rows = [latest.get((case, m)) for m in METHODS]
+            if not any(r and r.get("kind") == kind for r in rows):
+                continue
+            nuts = latest.get((case, "nuts"))
+            cells = []
+            for m, r in zip(METHODS, rows, strict=True):
+                if r is None:
+                    cells.append(f"{'-':>30s}")
+                    continue
+                c = counts[m]
+                c["runs"] += 1
+                if "failure" in r:
+                    cells.append(f"{'ERROR ' + r['failure'][:23]:>30s}")
+                    c["suspect"] += 1
+                    continue
+                match, suspect = r["match"], r["verdict"] != "ok"
+                c["match"] += match
+                c["suspect"] += suspect
+                c["silent"] += (not match) and not suspect
+                c["false_alarm"] += match and suspect
+                ratio = (r["seconds"] / nuts["seconds"]) if nuts and "seconds" in nuts \
+                    and nuts.get("seconds") else math.nan
+                if m != "nuts" and math.isfinite(ratio):
+                    c["ratio"].append(ratio)
+                err = r["error"]
+                unit = "sd" if kind == "posteriordb" else "se"
+                flag = "" if match else (" SILENT" if not suspect else " miss")
+                verdict = "ok" if not suspect else "susp"
+                cells.append(f"{err:7.2f}{unit} {ratio:5.1f}x {verdict:>4s}{flag:>7s}")
+            lines.append(f"{case:44s} " + " ".join(cells))
+    lines.append("")
+    for m in METHODS:
+        c = counts[m]
+        med = float(np.median(c["ratio"])) if c["ratio"] else math.nan
+        lines.append(f"{m}: {c['match']}/{c['runs']} within bounds, {c['suspect']} suspect, "
+                     f"{c['silent']} silent failures, {c['false_alarm']} suspect within bounds, "
+                     f"median wall time {med:.2f}x NUTS")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", nargs="*", default=None, help="case names (default: all)")
+    p.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--iter-warmup", type=int, default=1000)
+    p.add_argument("--iter-sampling", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--validation", type=Path, default=VALIDATION)
+    p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--rerun", action="store_true", help="run finished cases again")
+    p.add_argument("--report", action="store_true", help="print the table and stop")
+    args = p.parse_args(argv)
+    if args.report:
+        print(report(load(args.results), args.seed))
+        return 0
+    logging.getLogger("cmdstanpy").setLevel(logging.ERROR)
+    from pemc_stan.backend import runtime
+
+    runtime.activate(show_progress=True)
+    all_cases = cases(args.validation)
+    chosen = args.cases or list(all_cases)
+    done = {(r["case"], r["method"]) for r in load(args.results) if r.get("seed") == args.seed
+            and r.get("chains") == args.chains and r.get("iter_sampling") == args.iter_sampling}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    for name in chosen:
+        case = all_cases[name]
+        for method in ("nuts", *[m for m in args.methods if m != "nuts"]):
+            if method not in args.methods and (name, "nuts") in done:
+                continue
+            if (name, method) in done and not args.rerun:
+                continue
+            record: dict[str, Any] = {"case": name, "kind": case["kind"], "method": method,
+                                      "seed": args.seed, "chains": args.chains,
+                                      "iter_warmup": args.iter_warmup,
+                                      "iter_sampling": args.iter_sampling}
+            try:
+                result = (run_nuts(case, args) if method == "nuts"
+                          else run_method(case, method, args))
+                record.update(result)
+            except Exception as exc:  # noqa: BLE001 - a failed run is a result
+                record["failure"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                record["traceback"] = traceback.format_exc()[-2000:]
+            with args.results.open("a") as fh:
+                fh.write(json.dumps(record, default=str) + "\n")
+            done.add((name, method))
+            shown = record.get("failure") or (
+                f"error {record['error']:.3f} verdict {record['verdict']} "
+                f"{record['seconds']:.1f}s")
+            print(f"{name:44s} {method:5s} {shown}", flush=True)
+    print(report(load(args.results), args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
