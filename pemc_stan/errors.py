@@ -13,6 +13,7 @@ Hierarchy::
     │       ├── ReservedPrefixError        an identifier uses the prefix pemc_
     │       ├── UnsupportedBaseError       no CT base density for a parameter
     │       └── UnevaluableExpressionError a size or bound not computable from data
+    │   └── ImproperPriorError     evidence of a program with a flat, improper prior
     ├── OptionsError (ValueError)  an invalid option, keyword or argument value
     ├── DataError (ValueError)     data that do not match the data block
     ├── StanCompileError           stanc or the C++ compiler failed
@@ -101,6 +102,21 @@ class UnsupportedConstructError(StanProgramError):
     ):
         super().__init__(message, filename, line, column)
         self.construct = construct
+
+
+class ImproperPriorError(StanProgramError):
+    """The evidence of a program whose prior is improper (a parameter with none) is undefined.
+
+    Attributes
+    ----------
+    parameters
+        The parameters without a prior.
+    """
+
+    def __init__(self, message: str, parameters: tuple[str, ...], filename: str = "<string>",
+                 line: int = 0) -> None:
+        super().__init__(message, filename, line)
+        self.parameters = parameters
 
 
 class OptionsError(PemcStanError, ValueError):
@@ -210,6 +226,15 @@ class UnevaluableExpressionError(UnsupportedConstructError):
 
 class PemcStanWarning(UserWarning):
     """Base class of every warning pemc-stan issues."""
+
+
+class FitSuspectWarning(PemcStanWarning):
+    """A fit's verdict is suspect: its estimates may be wrong (the reasons are in the message)."""
+
+
+class PriorNormalisationWarning(PemcStanWarning):
+    """The prior as written does not integrate to one on the support: log Z is of the model
+    as written, off the evidence with the normalised prior by the stated amount."""
 
 
 class PseudoExtendedWarning(PemcStanWarning):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import cmdstanpy
 import numpy as np
@@ -34,8 +34,8 @@ from scipy.special import logsumexp
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ModeGroup", "group_paths", "log_importance_weights", "mode_aware_log_z",
-           "estimate_log_scale"]
+__all__ = ["ModeGroup", "PilotEstimate", "group_paths", "log_importance_weights",
+           "mode_aware_log_z", "estimate_log_scale"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
 ModeGroup = tuple[NDArray[np.intp], float]
@@ -124,9 +124,16 @@ def mode_aware_log_z(draws: NDArray[np.float64], names: list[str], num_paths: in
     return group_paths(params, lw, num_paths)[1]
 
 
+class PilotEstimate(NamedTuple):
+    """A pilot's ``log Z`` and, when it failed (and 0 was used), why."""
+
+    log_z: float
+    failure: str | None = None
+
+
 def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
                        seed: int | None = None, num_paths: int = 4, draws: int = 1000
-                       ) -> float:
+                       ) -> PilotEstimate:
     """Pilot estimate of ``log Z`` by Pathfinder importance sampling (see the module docstring).
 
     Parameters
@@ -142,11 +149,13 @@ def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | 
 
     Returns
     -------
-    float
+    PilotEstimate
+        The estimate, or 0.0 with the reason when Pathfinder failed (a warning
+        is logged; the fit's verdict names it).
 
     Raises
     ------
-    Nothing (falls back to 0.0 with a warning).
+    Nothing.
     """
     try:
         pf = model.pathfinder(data=dict(data) if data else None, seed=seed,
@@ -156,8 +165,9 @@ def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | 
         arr = np.asarray(pf.draws(), dtype=float)
         est = mode_aware_log_z(arr, names, num_paths)
         logger.info("pilot log-scale (Pathfinder IS estimate of log Z): %.4g", est)
-        return est
+        return PilotEstimate(est)
     except Exception as exc:  # noqa: BLE001 - a pilot failure must not stop sampling
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         logger.warning("Pathfinder pilot failed (%s); using log_scale = 0. Pass log_scale= "
-                       "to set it.", exc)
-        return 0.0
+                       "to set it.", reason)
+        return PilotEstimate(0.0, reason)

@@ -35,6 +35,7 @@ class ExitCode(enum.IntEnum):
     DATA = 5
     UNSUPPORTED = 6
     RUNTIME = 7
+    SUSPECT = 8
     INTERRUPTED = 130
 
 

@@ -66,9 +66,15 @@ def run(args: argparse.Namespace) -> ExitCode:
     print(f"log Z = {estimate.log_z:.6g} +/- {estimate.std_error:.3g} ({estimate.method})")
     for key, value in (estimate.diagnostics or {}).items():
         if isinstance(value, (int, float, str)):
-            print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
+            if key != "verdict":
+                print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
+    verdict = (estimate.diagnostics or {}).get("verdict", "ok")
+    reasons = (estimate.diagnostics or {}).get("reasons", [])
+    print(f"verdict: {verdict}" if not reasons else "verdict: SUSPECT")
+    for reason in reasons:
+        print(f"  - {reason}")
     if args.json:
         Path(args.json).write_text(json.dumps(json_safe(
             {"log_z": estimate.log_z, "std_error": estimate.std_error,
              "method": estimate.method, "diagnostics": estimate.diagnostics}), indent=2) + "\n")
-    return ExitCode.OK
+    return ExitCode.SUSPECT if reasons else ExitCode.OK

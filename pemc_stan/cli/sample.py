@@ -36,7 +36,8 @@ output directory (--output-dir, default ./<model>_<method>_output):
                    available, diagnostics
 
 exit codes: 0 ok, 2 usage, 3 missing file, 4 Stan program error, 5 data error,
-6 unsupported construct, 7 CmdStan runtime, 130 interrupted
+6 unsupported construct, 7 CmdStan runtime, 8 the fit's verdict is suspect,
+130 interrupted
 """
 
 
@@ -87,6 +88,7 @@ def _print_report(label: str, model: Path, args: argparse.Namespace, saved: Any)
     log_z = saved.log_z
     if log_z is not None:
         print(f"log Z = {log_z['log_z']:.4f} +/- {log_z['std_error']:.4f} ({log_z['method']})")
+    print(saved.verdict)
     print(f"wrote {', '.join(saved.files)} in {saved.folder}")
 
 
@@ -127,4 +129,4 @@ def run(args: argparse.Namespace) -> ExitCode:
                      sampler={"chains": args.chains, "iter_warmup": args.iter_warmup,
                               "iter_sampling": args.iter_sampling, "seed": args.seed})
     _print_report(spec.label, model, args, saved)
-    return ExitCode.OK
+    return ExitCode.OK if saved.verdict.ok else ExitCode.SUSPECT

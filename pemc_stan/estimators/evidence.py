@@ -53,7 +53,12 @@ from numpy.typing import NDArray
 from scipy.stats import multivariate_t
 
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.errors import EvidenceDisagreementWarning
+from pemc_stan.errors import (
+    EvidenceDisagreementWarning,
+    FitSuspectWarning,
+    ImproperPriorError,
+    PriorNormalisationWarning,
+)
 from pemc_stan.estimators.density import DENSITY_COLUMN, DensityEvaluator, density_program
 from pemc_stan.estimators.log_z import (
     Comparison,
@@ -63,6 +68,7 @@ from pemc_stan.estimators.log_z import (
     compare,
     importance_sampling,
 )
+from pemc_stan.estimators.normalisation import PriorReport, prior_report
 from pemc_stan.inputs import StanProgram, _is_path, load_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit
@@ -550,7 +556,8 @@ def evidence(
     out_dir = None if output_dir is None else Path(output_dir)
     if isinstance(model_or_fit, ExtendedFit):
         d = load_data(data) if data is not None else dict(model_or_fit.data)
-        return _from_extended_fit(model_or_fit, m, opts, out_dir, d)
+        gaps = check_prior(model_or_fit.program, d)
+        return _with_gaps(_from_extended_fit(model_or_fit, m, opts, out_dir, d), gaps)
     if isinstance(model_or_fit, cmdstanpy.CmdStanMCMC):
         if m not in ("bridge", "is"):
             raise ValueError(f"method={method!r} is not available for a CmdStanMCMC fit; use "
@@ -558,8 +565,10 @@ def evidence(
         fit = model_or_fit
         prog = _mcmc_program(fit, program)
         d = load_data(data) if data is not None else _mcmc_data(fit)
+        gaps = check_prior(prog, d)
         draws = _chain_arrays_from_mcmc(fit, prog.parameter_names)
-        return _from_nuts_draws(prog, d, draws, m, opts, out_dir)
+        return _with_gaps(_judged(_from_nuts_draws(prog, d, draws, m, opts, out_dir),
+                                  nuts_reasons(fit)), gaps)
     if not isinstance(model_or_fit, (str, os.PathLike, cmdstanpy.CmdStanModel, StanProgram)):
         raise TypeError(f"expected a .stan path, Stan program text, CmdStanModel or a fit, got "
                         f"{type(model_or_fit).__name__}")
@@ -568,6 +577,7 @@ def evidence(
         raise FileNotFoundError(f"Stan file {model_or_fit} does not exist")
     prog = read_program(model_or_fit)
     d = load_data(data)
+    gaps = check_prior(prog, d)  # before anything is compiled
     owner = registry.for_estimator(m)
     if owner is not None:  # the estimator needs that method's fit: run it
         from pemc_stan.pipeline import sample
@@ -577,12 +587,17 @@ def evidence(
                             iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
                             output_dir=None if out_dir is None else str(out_dir),
                             show_progress=show_progress, **sampler_kwargs)
-        return _from_extended_fit(method_fit, m, opts, out_dir, d)
+        return _with_gaps(_from_extended_fit(method_fit, m, opts, out_dir, d), gaps)
     cmd_model = (model_or_fit if isinstance(model_or_fit, cmdstanpy.CmdStanModel)
                  else compile_model(prog.text, name=prog.name))
+    modes = pathfinder_modes(cmd_model, d, seed)
+    mode_reasons = [] if modes <= 1 else [
+        f"modes: multi-path Pathfinder finds {modes} separate modes; the {m} estimate covers "
+        "only the modes its draws visit (plain NUTS rarely moves between modes), so it can "
+        "miss their mass; use method='ct'"]
     if m == "is" and is_proposal == "pathfinder":
-        return importance_from_pathfinder(cmd_model, d, draws=is_draws, seed=seed,
-                                          output_dir=out_dir)
+        return _with_gaps(_judged(importance_from_pathfinder(
+            cmd_model, d, draws=is_draws, seed=seed, output_dir=out_dir), mode_reasons), gaps)
     names = prog.parameter_names
     if not names:
         raise ValueError("the program has no parameters: its log Z is its log density, "
@@ -593,7 +608,8 @@ def evidence(
                            output_dir=None if out_dir is None else str(out_dir / "nuts"),
                            show_progress=show_progress, **sampler_kwargs)
     draws = _chain_arrays_from_mcmc(fit, names)
-    return _from_nuts_draws(prog, d, draws, m, opts, out_dir)
+    return _with_gaps(_judged(_from_nuts_draws(prog, d, draws, m, opts, out_dir),
+                              mode_reasons + nuts_reasons(fit)), gaps)
 
 
 def _from_nuts_draws(prog: StanProgram, data: dict[str, Any],
@@ -663,8 +679,9 @@ def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir:
     """``log Z`` from a method's fit: the method's own estimators, or bridge sampling on its
     resampled draws."""
     spec = registry.for_fit(fit)
+    reasons = [str(r) for r in fit.check().reasons]
     if m in spec.estimators:
-        return _tag(fit.evidence_estimate(m, ti_grid=opts.ti_grid), spec.name)
+        return _judged(_tag(fit.evidence_estimate(m, ti_grid=opts.ti_grid), spec.name), reasons)
     if m != "bridge":
         offered = ", ".join(repr(e) for e in ("bridge", *spec.estimators))
         raise ValueError(f"method={m!r} is not available for a {type(fit).__name__}; use "
@@ -673,7 +690,109 @@ def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir:
     draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), prog.parameter_names)
     est = bridge_from_draws(prog, data, draws, name=prog.name, seed=_bridge_seed(opts.seed),
                             n_proposal=opts.n_proposal, output_dir=out_dir, warp=opts.warp)
-    return _tag(est, spec.name)
+    return _judged(_tag(est, spec.name), reasons)
+
+
+def check_prior(program: StanProgram, data: Mapping[str, Any]) -> PriorReport:
+    """Refuse an improper prior; warn about a prior of the wrong mass (see
+    :mod:`pemc_stan.estimators.normalisation`).
+
+    Raises
+    ------
+    ImproperPriorError
+        Naming every parameter with a flat, improper prior.
+    """
+    report = prior_report(program, data)
+    if report.flat:
+        names = ", ".join(f"'{n}' (line {line})" for n, line in report.flat)
+        raise ImproperPriorError(
+            f"{program.name}: log Z needs a proper prior, but {names} "
+            f"{'has' if len(report.flat) == 1 else 'have'} no prior statement and an unbounded "
+            "support, i.e. a flat, improper prior, so the evidence is undefined (its scale is "
+            "arbitrary); give each a proper prior, e.g. '"
+            f"{report.flat[0][0]} ~ normal(0, 10);'. Sampling works as the model is.",
+            tuple(n for n, _ in report.flat), program.name, report.flat[0][1])
+    for gap in report.gaps:
+        logger.warning(gap.message)
+        warnings.warn(gap.message, PriorNormalisationWarning, stacklevel=3)
+    return report
+
+
+def _with_gaps(est: EvidenceEstimate, report: PriorReport) -> EvidenceEstimate:
+    """``est`` with the prior's normalisation gap recorded in its diagnostics."""
+    if not report.gaps:
+        return est
+    diag = dict(est.diagnostics)
+    diag["prior_log_gap"] = report.log_gap
+    diag["prior_gaps"] = [g.message for g in report.gaps]
+    return EvidenceEstimate(est.log_z, est.std_error, est.method, diag)
+
+
+def _judged(est: EvidenceEstimate, reasons: list[str]) -> EvidenceEstimate:
+    """``est`` with ``diagnostics["verdict"]`` (``"ok"``/``"suspect"``) and its reasons; a
+    suspect estimate is also warned about."""
+    diag = dict(est.diagnostics)
+    diag["verdict"] = "suspect" if reasons else "ok"
+    diag["reasons"] = list(reasons)
+    if reasons:
+        message = (f"the log Z estimate ({est.method}) is suspect: " + "; ".join(reasons))
+        logger.warning(message)
+        warnings.warn(message, FitSuspectWarning, stacklevel=3)
+    return EvidenceEstimate(est.log_z, est.std_error, est.method, diag)
+
+
+def nuts_reasons(fit: cmdstanpy.CmdStanMCMC) -> list[str]:
+    """Why plain NUTS draws are suspect: R-hat, divergences.
+
+    Raises
+    ------
+    Nothing.
+    """
+    from pemc_stan.output.diagnostics import DIVERGENT_SHARE_MAX, RHAT_MAX, rhat_and_ess
+
+    reasons = []
+    draws = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (iter, chains, cols)
+    worst = (0.0, "")
+    for j, name in enumerate(fit.column_names):
+        if name.endswith("__"):
+            continue
+        rhat, _ = rhat_and_ess(draws[:, :, j].T)
+        if np.isfinite(rhat) and rhat > worst[0]:
+            worst = (rhat, name)
+    if worst[0] > RHAT_MAX:
+        reasons.append(f"rhat: R-hat of {worst[1]} is {worst[0]:.3f} (> {RHAT_MAX}): the NUTS "
+                       "chains disagree, perhaps in different modes; use method='ct'")
+    try:
+        divergent = int(np.sum(fit.method_variables()["divergent__"]))
+    except (KeyError, AttributeError):
+        divergent = 0
+    share = divergent / max(draws.shape[0] * draws.shape[1], 1)
+    if share > DIVERGENT_SHARE_MAX:
+        reasons.append(f"divergences: {divergent} divergent transitions; increase adapt_delta")
+    return reasons
+
+
+def pathfinder_modes(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
+                     seed: int | None) -> int:
+    """How many distinct modes multi-path Pathfinder finds (0 when it fails).
+
+    Raises
+    ------
+    Nothing.
+    """
+    from pemc_stan.backend.pathfinder import group_paths, log_importance_weights
+
+    try:
+        pf = model.pathfinder(data=dict(data) if data else None, seed=seed, num_paths=8,
+                              draws=200, psis_resample=False, show_console=False)
+        cols = list(pf.column_names)
+        arr = np.asarray(pf.draws(), dtype=float)
+        params = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
+        groups, _ = group_paths(params, log_importance_weights(arr, cols), 8, min_draws=2)
+        return len(groups)
+    except Exception as exc:  # noqa: BLE001 - only a check
+        logger.debug("Pathfinder mode check failed: %s", exc)
+        return 0
 
 
 def compare_methods(estimates: Sequence[EvidenceEstimate] | Mapping[str, EvidenceEstimate],

@@ -22,7 +22,7 @@ import logging
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,12 +33,23 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.errors import OptionsError
+from pemc_stan.errors import FitSuspectWarning, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.inputs import StanProgram, load_data, read_program
 from pemc_stan.methods import registry
-from pemc_stan.output.diagnostics import TransitionCounts, transition_counts
+from pemc_stan.output.diagnostics import (
+    CHAIN_Z_MAX,
+    DIVERGENT_SHARE_MAX,
+    ESS_MIN,
+    RHAT_MAX,
+    Reason,
+    TransitionCounts,
+    Verdict,
+    chains_disagree,
+    rhat_and_ess,
+    transition_counts,
+)
 from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
 
 logger = logging.getLogger(__name__)
@@ -467,7 +478,15 @@ class ExtendedFit:
         for c in self.parameter_columns():
             est = self.expectation(c, **kwargs)
             rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
-        return pd.DataFrame(rows, columns=["name", "mean", "mcse", "ess"]).set_index("name")
+        table = pd.DataFrame(rows, columns=["name", "mean", "mcse", "ess"]).set_index("name")
+        verdict = self.check()
+        table.attrs["verdict"] = verdict.status
+        table.attrs["reasons"] = [str(r) for r in verdict.reasons]
+        if not verdict.ok:
+            message = f"these estimates are suspect: {verdict}"
+            warnings.warn(message, FitSuspectWarning, stacklevel=2)
+            logger.warning(message)
+        return table
 
     def log_z(self) -> EvidenceEstimate | None:
         """The method's own ``log Z`` estimate, or None when it has none.
@@ -606,6 +625,75 @@ class ExtendedFit:
         return self._report({"divergences": nuts.divergences,
                              "max_treedepth_hits": nuts.max_treedepth_hits}, msgs, warn,
                             UserWarning)
+
+    def check(self) -> Verdict:
+        """The fit's verdict: ``ok``, or ``suspect`` with named reasons and what to do.
+
+        Made from evidence the fit already has (no new run): divergences, R-hat
+        and bulk ESS of the resampled draws of every original parameter, whether
+        the chains agree on the weighted means, and each method's own checks
+        (temperatures, weights, pilots; see the method's fit class).  Thresholds
+        are the constants of :mod:`pemc_stan.output.diagnostics`.
+
+        Raises
+        ------
+        Nothing beyond the fit's own errors.
+        """
+        reasons: list[Reason] = []
+        names: list[str] = []
+        for name, found in self._checks():
+            names.append(name)
+            if found is not None:
+                reasons.append(found)
+        return Verdict(tuple(reasons), tuple(names))
+
+    def _chain_expectation(self, column: str) -> tuple[NDArray[np.float64],
+                                                       NDArray[np.float64]]:
+        """Each chain's weighted mean of ``column`` and its Monte-Carlo standard error."""
+        lw = self.particle_log_weights()
+        wn = np.exp(W.log_normalise(lw, axis=-1))
+        h = np.sum(np.where(wn > 0, wn * self.particles(column), 0.0), axis=-1)
+        means, ses = [], []
+        for chain in h:
+            ess = W.chain_ess(chain[None, :]) if chain.size > 3 and np.ptp(chain) > 0 else 1.0
+            means.append(float(np.mean(chain)))
+            ses.append(float(np.std(chain, ddof=1) / np.sqrt(max(ess, 1.0))))
+        return np.asarray(means), np.asarray(ses)
+
+    def _checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """``(check name, Reason or None)`` pairs; methods extend this with their own."""
+        nuts = self.nuts_counts()
+        share = nuts.divergences / max(nuts.transitions, 1)
+        yield "divergences", None if share <= DIVERGENT_SHARE_MAX else Reason(
+            "divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
+            f"({100 * share:.1f}%) diverged, so the extended target was not explored "
+            "faithfully", "increase adapt_delta (e.g. 0.95)")
+        worst_rhat, worst_ess = (float("nan"), ""), (float("inf"), "")
+        worst_chain = (0.0, "")
+        n_chains = self._draws.shape[1]
+        for column in self.parameter_columns():
+            rhat, ess = rhat_and_ess(self._resampled_values(column))
+            if np.isfinite(rhat) and not rhat <= worst_rhat[0]:
+                worst_rhat = (rhat, column)
+            if np.isfinite(ess) and ess < worst_ess[0]:
+                worst_ess = (ess, column)
+            if n_chains > 1:
+                z = chains_disagree(*self._chain_expectation(column))
+                if np.isfinite(z) and z > worst_chain[0]:
+                    worst_chain = (z, column)
+        yield "rhat", None if not worst_rhat[0] > RHAT_MAX else Reason(
+            "rhat", f"R-hat of the resampled draws of {worst_rhat[1]} is {worst_rhat[0]:.3f} "
+            f"(> {RHAT_MAX}): the chains disagree", "run longer (iter_sampling) or more "
+            "chains, and check whether the chains sit in different modes")
+        yield "ess", None if not worst_ess[0] < ESS_MIN else Reason(
+            "ess", f"the bulk ESS of the resampled draws of {worst_ess[1]} is "
+            f"{worst_ess[0]:.0f} (< {ESS_MIN:.0f})", "run longer (iter_sampling)")
+        if n_chains > 1:
+            yield "chains_agree", None if worst_chain[0] <= CHAIN_Z_MAX else Reason(
+                "chains_agree", f"one chain's weighted mean of {worst_chain[1]} is "
+                f"{worst_chain[0]:.1f} standard errors from the other chains': the chains saw "
+                "different distributions (modes)", "run longer, or change the method's "
+                "options so that it moves between modes (see the diagnostics' advice)")
 
     @staticmethod
     def _report(info: dict[str, Any], msgs: list[str], warn: bool,

@@ -1,4 +1,11 @@
-"""NUTS transition problems shared by the pseudo-extended and tempered fits.
+"""Diagnostics shared by every fit: NUTS transition problems, and the fit's verdict.
+
+Every fit judges itself (:meth:`pemc_stan.methods.base.ExtendedFit.check`): a
+:class:`Verdict` is ``ok`` or ``suspect`` with named :class:`Reason` s, each saying
+what is wrong (with the numbers) and what to do.  The checks use only evidence the
+fit already has; their thresholds are the constants below.
+
+NUTS transition problems shared by the pseudo-extended and tempered fits:
 
 Both fit classes run CmdStan's NUTS on an extended target and report, besides
 their method-specific diagnostics, the two things Stan itself flags about the
@@ -17,7 +24,143 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice"]
+__all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
+           "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX", "PARETO_K_MAX",
+           "rhat_and_ess", "pareto_k", "chains_disagree"]
+
+#: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
+RHAT_MAX = 1.05
+#: Smallest bulk ESS of the resampled draws (and Kish ESS of the weights) of an ``ok`` fit.
+ESS_MIN = 100.0
+#: Largest share of divergent transitions of an ``ok`` fit.
+DIVERGENT_SHARE_MAX = 0.01
+#: Largest Pareto k-hat of the importance weights of an ``ok`` fit.
+PARETO_K_MAX = 0.7
+#: Per-chain estimates that differ by more than this many combined standard errors disagree.
+CHAIN_Z_MAX = 5.0
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a fit is suspect.
+
+    Attributes
+    ----------
+    name
+        A short identifier (``"rhat"``, ``"beta_round_trips"``, ...).
+    message
+        What is wrong, with the numbers.
+    remedy
+        What to do.
+    """
+
+    name: str
+    message: str
+    remedy: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}; {self.remedy}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A fit's judgement of itself: ``ok`` when no check found a problem.
+
+    Attributes
+    ----------
+    reasons
+        The problems found (empty when ``ok``).
+    checks
+        The names of the checks that were made.
+    """
+
+    reasons: tuple[Reason, ...] = ()
+    checks: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when no check found a problem."""
+        return not self.reasons
+
+    @property
+    def status(self) -> str:
+        """``"ok"`` or ``"suspect"``."""
+        return "ok" if self.ok else "suspect"
+
+    def names(self) -> list[str]:
+        """The names of the reasons."""
+        return [r.name for r in self.reasons]
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"verdict: ok ({len(self.checks)} checks: {', '.join(self.checks)})"
+        lines = [f"verdict: SUSPECT ({len(self.reasons)} of {len(self.checks)} checks failed)"]
+        lines += [f"  - {r}" for r in self.reasons]
+        return "\n".join(lines)
+
+
+def rhat_and_ess(draws: NDArray[np.float64]) -> tuple[float, float]:
+    """Rank-normalised split R-hat and bulk ESS of draws shaped (chains, draws).
+
+    Returns (nan, nan) for constant draws.
+
+    Raises
+    ------
+    Nothing.
+    """
+    import arviz as az
+
+    x = np.asarray(draws, dtype=float)
+    if x.ndim != 2 or not np.all(np.isfinite(x)) or np.ptp(x) == 0:
+        return float("nan"), float("nan")
+    return float(az.rhat(x)), float(az.ess(x, method="bulk"))
+
+
+def pareto_k(log_weights: NDArray[np.float64]) -> float:
+    """Pareto k-hat of the tail of importance weights (``-inf`` when they are all equal).
+
+    Raises
+    ------
+    Nothing.
+    """
+    import arviz as az
+
+    lw = np.asarray(log_weights, dtype=float).reshape(-1)
+    lw = lw[np.isfinite(lw)]
+    if lw.size < 10 or np.ptp(lw) == 0:
+        return float("-inf")
+    with np.errstate(all="ignore"):
+        _, k = az.psislw(lw - np.max(lw), reff=1.0, normalize=False)
+    return float(k)
+
+
+def chains_disagree(estimates: NDArray[np.float64], std_errors: NDArray[np.float64]
+                    ) -> float:
+    """Largest standardised distance of a chain's estimate from the others' pooled one.
+
+    For chain ``c`` with estimate ``m_c`` and standard error ``s_c`` and the
+    inverse-variance mean ``m`` of the other chains with standard error ``s``,
+    ``|m_c - m| / sqrt(s_c^2 + s^2)``; large values mean the chains saw
+    different distributions (e.g. different modes).
+
+    Raises
+    ------
+    Nothing (nan with fewer than two usable chains).
+    """
+    m = np.asarray(estimates, dtype=float)
+    s = np.asarray(std_errors, dtype=float)
+    ok = np.isfinite(m) & np.isfinite(s) & (s > 0)
+    m, s = m[ok], s[ok]
+    if m.size < 2:
+        return float("nan")
+    worst = 0.0
+    for c in range(m.size):
+        others = np.arange(m.size) != c
+        w = 1.0 / s[others] ** 2
+        pooled = float(np.sum(w * m[others]) / np.sum(w))
+        se = float(np.sqrt(1.0 / np.sum(w)))
+        worst = max(worst, abs(m[c] - pooled) / float(np.hypot(s[c], se)))
+    return worst
 
 #: Share of transitions at ``max_treedepth`` above which the fits advise a deeper tree.
 TREEDEPTH_WARN_SHARE = 0.01

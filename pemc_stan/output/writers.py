@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pemc_stan.output.diagnostics import Verdict
+
 __all__ = ["SavedFit", "save_fit", "summary_table", "json_safe"]
 
 
@@ -72,7 +74,9 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     params = [p for p in fit.program.parameter_names if p in idata.posterior.data_vars]
     stats = az.summary(idata, var_names=params or None, kind="all", stat_focus="mean",
                        hdi_prob=0.9)
-    weighted = fit.summary()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the verdict is reported by the caller
+        weighted = fit.summary()
     table = pd.DataFrame(index=stats.index)
     if {"mean", "mcse"} <= set(weighted.columns):
         table["mean"] = weighted["mean"].reindex(stats.index)
@@ -99,6 +103,8 @@ class SavedFit:
         The fit's diagnostics (without warnings issued).
     log_z
         ``{"log_z", "std_error", "method"}`` when the fit has an estimate, else None.
+    verdict
+        The fit's :class:`~pemc_stan.output.diagnostics.Verdict`.
     estimates
         The content of ``estimates.json``.
     """
@@ -108,6 +114,7 @@ class SavedFit:
     table: pd.DataFrame
     diagnostics: dict[str, Any]
     log_z: dict[str, Any] | None
+    verdict: Verdict
     estimates: dict[str, Any]
 
 
@@ -151,6 +158,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     weights_csv = out / "weights.csv"
     fit.weights_frame().to_csv(weights_csv, index=False)
     table, weighted = summary_table(fit, idata)
+    verdict = fit.check()
     attrs = idata.posterior.attrs
     log_z = None
     if "pemc_log_z" in attrs:
@@ -167,10 +175,12 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
                          for n, row in weighted.iterrows()},
         "log_z": log_z,
         "diagnostics": json_safe(diagnostics),
+        "verdict": {"status": verdict.status, "checks": list(verdict.checks),
+                    "reasons": [dataclasses.asdict(r) for r in verdict.reasons]},
     }
     estimates.update(json_safe(fit.run_settings()))
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]
     files += [f"{d}/" for d in ("cmdstan", "gq") if (out / d).is_dir()]
-    return SavedFit(out, tuple(files), table, diagnostics, log_z, estimates)
+    return SavedFit(out, tuple(files), table, diagnostics, log_z, verdict, estimates)

@@ -24,7 +24,7 @@ p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.continuous_t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import cmdstanpy
@@ -39,7 +39,15 @@ from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
 from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
-from pemc_stan.output.diagnostics import treedepth_advice
+from pemc_stan.output.diagnostics import (
+    CHAIN_Z_MAX,
+    ESS_MIN,
+    PARETO_K_MAX,
+    Reason,
+    chains_disagree,
+    pareto_k,
+    treedepth_advice,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +55,8 @@ __all__ = ["ContinuousTemperingFit", "NEAR_ZERO", "NEAR_ONE"]
 
 NEAR_ZERO = 0.05
 NEAR_ONE = 0.95
+#: Largest standardised eq-22 discrepancy of the base moments of an ``ok`` fit.
+BASE_Z_MAX = 4.5
 
 
 class ContinuousTemperingFit(ExtendedFit):
@@ -89,6 +99,8 @@ class ContinuousTemperingFit(ExtendedFit):
         self.log_zeta = float(log_zeta)
         self.base = base
         self.history = list(history or [])
+        #: ``(name, message, remedy)`` of pilots that failed or fell back (set by the model).
+        self.pilot_notes: list[tuple[str, str, str]] = []
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
 
@@ -261,7 +273,11 @@ class ContinuousTemperingFit(ExtendedFit):
         each change of the end last visited is a crossing and two crossings
         make a round trip.
         """
-        total = 0
+        return int(sum(self.round_trips_per_chain()))
+
+    def round_trips_per_chain(self) -> list[int]:
+        """Round trips of each chain (see :meth:`round_trips`)."""
+        out = []
         for chain in self.beta():
             last = None
             crossings = 0
@@ -272,8 +288,68 @@ class ContinuousTemperingFit(ExtendedFit):
                 if last is not None and end != last:
                     crossings += 1
                 last = end
-            total += crossings // 2
-        return total
+            out.append(crossings // 2)
+        return out
+
+    def _chain_expectation(self, column: str) -> tuple[NDArray[np.float64],
+                                                       NDArray[np.float64]]:
+        """Each chain's eq-21 estimate of the mean of ``column`` and its standard error."""
+        values, d = self._column(column), self.delta()
+        means, ses = [], []
+        for c in range(values.shape[0]):
+            est = T.weighted_expectations(values[c:c + 1], d[c:c + 1], "target")
+            means.append(float(est.mean))
+            ses.append(float(est.std_error))
+        return np.asarray(means), np.asarray(ses)
+
+    def _checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The shared checks, then the temperature, weights, eq-22 and log Z checks."""
+        yield from super()._checks()
+        for name, message, remedy in self.pilot_notes:
+            if name == "pilot":  # a failed fit of the base that another one replaced is no fault
+                yield name, Reason(name, message, remedy)
+        trips = self.round_trips_per_chain()
+        yield "beta_round_trips", None if min(trips) >= 1 else Reason(
+            "beta_round_trips", f"round trips of beta between {NEAR_ZERO} and {NEAR_ONE} per "
+            f"chain: {trips}; a chain without one cannot have moved between modes through the "
+            "base", "run longer (iter_sampling) or more bootstrap rounds (bootstrap_rounds), "
+            "or use base_covariance='dense'")
+        beta = self.beta()
+        near = (float(np.mean(beta < NEAR_ZERO)), float(np.mean(beta > NEAR_ONE)))
+        yield "beta_ends", None if min(near) >= 0.01 else Reason(
+            "beta_ends", f"{100 * near[0]:.1f}% of the draws have beta < {NEAR_ZERO} and "
+            f"{100 * near[1]:.1f}% beta > {NEAR_ONE}: one end of the bridge is rarely "
+            "visited, so log zeta is far from log Z or the base far from the target",
+            "run more bootstrap rounds, or pass log_zeta close to log Z")
+        lw = self.log_weights()
+        kish = float(W.ess(lw.reshape(-1)))
+        yield "weight_ess", None if kish >= ESS_MIN else Reason(
+            "weight_ess", f"the Kish ESS of the target weights w_1 is {kish:.0f} "
+            f"(< {ESS_MIN:.0f})", "run longer (iter_sampling) or improve log zeta")
+        k = pareto_k(lw)
+        yield "pareto_k", None if k <= PARETO_K_MAX else Reason(
+            "pareto_k", f"the Pareto k-hat of the target weights w_1 is {k:.2f} "
+            f"(> {PARETO_K_MAX}): a few draws carry the estimates", "run longer or "
+            "improve the base density (base_covariance='dense', more bootstrap rounds)")
+        base_df = self.base_expectations()
+        if len(base_df):
+            zs = np.abs(np.concatenate([base_df["mean_z"].to_numpy(),
+                                        base_df["var_z"].to_numpy()]))
+            zs = zs[np.isfinite(zs)]
+            worst = float(np.max(zs)) if zs.size else 0.0
+            yield "base_moments", None if worst <= BASE_Z_MAX else Reason(
+                "base_moments", f"the eq-22 estimates of the base's moments are {worst:.1f} "
+                "standard errors from the known ones: the joint (x, beta) chains have not "
+                "converged", "increase iter_warmup / iter_sampling or adapt_delta")
+        if beta.shape[0] > 1:
+            d = self.delta()
+            per = [T.log_z_estimate(d[c:c + 1], self.log_zeta) for c in range(beta.shape[0])]
+            z = chains_disagree(np.array([e.log_z for e in per]),
+                                np.array([e.std_error for e in per]))
+            yield "log_z_chains", None if not z > CHAIN_Z_MAX else Reason(
+                "log_z_chains", f"the chains' eq-20 estimates of log Z differ by up to {z:.1f} "
+                "standard errors: the chains saw different parts of the target",
+                "run longer or more bootstrap rounds")
 
     def diagnostics(self, warn: bool = True) -> dict[str, Any]:
         """Temperature, weight and convergence diagnostics, with advice.
@@ -343,7 +419,7 @@ class ContinuousTemperingFit(ExtendedFit):
                 f"{trips} round trips between beta < {NEAR_ZERO} and beta > {NEAR_ONE} over "
                 f"{n_chains} chains: the temperature does not mix, so estimates may miss "
                 f"modes. Increase iter_sampling or run more bootstrap rounds{closer}.")
-        if np.isfinite(max_z) and max_z > 4.5:
+        if np.isfinite(max_z) and max_z > BASE_Z_MAX:
             msgs.append(
                 f"the eq-22 base moments disagree with the base's known moments (largest "
                 f"standardised difference {max_z:.1f}): the chains have not converged on the "
@@ -355,6 +431,7 @@ class ContinuousTemperingFit(ExtendedFit):
         if divergences:
             msgs.append(f"{divergences} divergent transitions: increase adapt_delta (e.g. "
                         f"0.95){closer}.")
+        msgs += [f"{message} ({remedy})" for _, message, remedy in self.pilot_notes]
         deeper = treedepth_advice(nuts)
         if deeper:
             msgs.append(deeper)

@@ -21,7 +21,7 @@ from typing import Any
 import cmdstanpy
 import numpy as np
 
-from pemc_stan.backend.pathfinder import group_paths, log_importance_weights
+from pemc_stan.backend.pathfinder import ModeGroup, group_paths, log_importance_weights
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.continuous_tempering.base_density import (
     BaseDensity,
@@ -30,7 +30,10 @@ from pemc_stan.methods.continuous_tempering.base_density import (
 )
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
+from pemc_stan.methods.continuous_tempering.transform import (
+    ContinuousTemperingResult,
+    log_zeta_from_importance_weights,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ class ContinuousTemperingModel(MethodModel):
     """
 
     result: ContinuousTemperingResult
+    #: ``(name, message, remedy)`` of the base fits that failed in the last ``fit_base``.
+    pilot_notes: list[tuple[str, str, str]] = []
 
     def __init__(self, model: Any, data: Any = None,
                  options: ContinuousTemperingOptions | None = None,
@@ -78,8 +83,66 @@ class ContinuousTemperingModel(MethodModel):
             out[b.name] = extract_variable(values, columns, b.name, (*arr, *el))
         return out
 
+    def _pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any]:
+        """Multi-path Pathfinder on the original model: (modes, log Z, base coordinates)."""
+        opts: ContinuousTemperingOptions = self.result.options
+        pf = self.original_model().pathfinder(
+            data=self.data or None, seed=seed, num_paths=opts.num_paths, draws=opts.base_draws,
+            psis_resample=False, show_console=False)
+        cols = list(pf.column_names)
+        arr = np.asarray(pf.draws(), dtype=float)
+        lw = log_importance_weights(arr, cols)
+        if opts.temper == "posterior":
+            z, _ = self.result.coordinates.forward(self._param_draws(arr, cols), self.data)
+        else:  # group by the raw parameter columns
+            z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
+        groups, log_z = group_paths(z, lw, opts.num_paths, min_draws=2)
+        return groups, log_z, z
+
+    def _approximation(self, how: str, seed: int | None) -> Any:
+        """Draws in base coordinates of an approximation of the posterior (``how``:
+        ``"advi"``, ``"laplace"`` or ``"nuts"``, a short plain-NUTS pilot)."""
+        opts: ContinuousTemperingOptions = self.result.options
+        model, data = self.original_model(), self.data or None
+        fit: Any
+        if how == "advi":
+            fit = model.variational(data=data, seed=seed, draws=opts.base_draws,
+                                    algorithm="meanfield", show_console=False,
+                                    require_converged=False)
+            arr = np.asarray(fit.variational_sample, dtype=float)
+        elif how == "laplace":
+            # the mode is written with 12 significant digits: CmdStan re-reads it and
+            # checks simplexes / correlation matrices to 1e-8
+            mode = model.optimize(data=data, seed=seed, jacobian=True, sig_figs=12,
+                                  show_console=False)
+            fit = model.laplace_sample(data=data, mode=mode, seed=seed, draws=opts.base_draws,
+                                       sig_figs=12)
+            arr = np.asarray(fit.draws(), dtype=float)
+        else:
+            fit = model.sample(data=data, seed=seed, chains=2, iter_warmup=500,
+                               iter_sampling=max(opts.base_draws // 2, 100), show_progress=False,
+                               show_console=False)
+            arr = np.asarray(fit.draws(concat_chains=True), dtype=float)
+        z, _ = self.result.coordinates.forward(self._param_draws(arr, list(fit.column_names)),
+                                               self.data)
+        return z
+
+    def _importance_log_zeta(self, base: BaseDensity, seed: int | None, n: int = 2000
+                             ) -> float:
+        """``log Z`` by importance sampling from the base, ``log gamma`` evaluated with every
+        constant by the density program (used when Pathfinder gave no estimate)."""
+        from pemc_stan.estimators.density import DensityEvaluator
+
+        coords = self.result.coordinates
+        z = base.sample_z(n, np.random.default_rng(seed))
+        draws = coords.inverse(z, self.data)
+        log_b = base.log_density(coords, draws, self.data)
+        log_gamma = DensityEvaluator(self.program, self.data, self.name).log_density(draws)
+        return log_zeta_from_importance_weights(np.where(np.isnan(log_gamma), -np.inf,
+                                                         log_gamma) - log_b)
+
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity | None, float]:
-        """Initial base density and ``log zeta`` (section 6).
+        """Initial base density and ``log zeta`` (section 6), with fallbacks.
 
         ``base="pathfinder"``: multi-path Pathfinder (no PSIS resampling) on
         the original model; paths are grouped by mode, each mode's draws
@@ -92,6 +155,12 @@ class ContinuousTemperingModel(MethodModel):
         ``BaseDensity`` is used as is.  ``options.log_zeta`` overrides the
         estimate.
 
+        When an approximation fails, the next one is tried: Pathfinder, ADVI,
+        Laplace, then a short plain-NUTS pilot (which works wherever NUTS does);
+        without a Pathfinder estimate, ``log zeta`` is an importance-sampling
+        estimate from the base with the density program.  Each failure is
+        recorded in :attr:`pilot_notes` and shown by the fit's diagnostics.
+
         Returns
         -------
         (BaseDensity or None, float)
@@ -100,63 +169,59 @@ class ContinuousTemperingModel(MethodModel):
         Raises
         ------
         RuntimeError
-            If the approximation fails (the message says what to pass instead).
+            If every approximation fails (then NUTS itself cannot run the model).
         """
         opts: ContinuousTemperingOptions = self.result.options
-        model = self.original_model()
-        coords = self.result.coordinates
-        need_pf = opts.log_zeta is None or (opts.temper == "posterior" and opts.base ==
-                                            "pathfinder")
+        posterior = opts.temper == "posterior"
         base: BaseDensity | None = opts.base if isinstance(opts.base, BaseDensity) else None
         log_zeta = opts.log_zeta
-        pf_groups = None
-        if need_pf:
+        self.pilot_notes = []
+        wants_pf = log_zeta is None or (posterior and base is None
+                                        and opts.base == "pathfinder")
+        if wants_pf:
             try:
-                pf = model.pathfinder(data=self.data or None, seed=seed, num_paths=opts.num_paths,
-                                      draws=opts.base_draws, psis_resample=False,
-                                      show_console=False)
-            except Exception as exc:  # noqa: BLE001
+                groups, pf_log_zeta, z = self._pathfinder(seed)
+                if log_zeta is None:
+                    log_zeta = pf_log_zeta
+                if posterior and base is None and opts.base == "pathfinder":
+                    base = moment_match(z, None, groups, opts.base_covariance)
+                    base.info.update({"method": "pathfinder", "modes": len(groups)})
+            except Exception as exc:  # noqa: BLE001 - fall back to the next approximation
+                self._note("pathfinder", exc)
+        if posterior and base is None:
+            order = [opts.base] if opts.base != "pathfinder" else []
+            order += [m for m in ("advi", "laplace", "nuts") if m not in order]
+            for how in order:
+                try:
+                    base = moment_match(self._approximation(how, seed), None, None,
+                                        opts.base_covariance)
+                    base.info.update({"method": how})
+                    break
+                except Exception as exc:  # noqa: BLE001 - fall back to the next one
+                    self._note(how, exc)
+            if base is None:
                 raise RuntimeError(
-                    f"Pathfinder on {self.name} failed ({exc}); pass log_zeta= and a "
-                    "BaseDensity as base=, or base='advi'/'laplace' with log_zeta=") from exc
-            cols = list(pf.column_names)
-            arr = np.asarray(pf.draws(), dtype=float)
-            lw = log_importance_weights(arr, cols)
-            if opts.temper == "posterior":
-                z, _ = coords.forward(self._param_draws(arr, cols), self.data)
-            else:  # group by the raw parameter columns
-                pcols = [i for i, c in enumerate(cols) if not c.endswith("__")]
-                z = arr[:, pcols]
-            pf_groups, pf_log_zeta = group_paths(z, lw, opts.num_paths, min_draws=2)
-            if log_zeta is None:
-                log_zeta = pf_log_zeta
-            if base is None and opts.temper == "posterior" and opts.base == "pathfinder":
-                base = moment_match(z, None, pf_groups, opts.base_covariance)
-                base.info.update({"method": "pathfinder", "modes": len(pf_groups)})
-        if base is None and opts.temper == "posterior":
-            fit: Any
-            if opts.base == "advi":
-                fit = model.variational(data=self.data or None, seed=seed, draws=opts.base_draws,
-                                        algorithm="meanfield", show_console=False,
-                                        require_converged=False)
-                cols = list(fit.column_names)
-                arr = np.asarray(fit.variational_sample, dtype=float)
-            else:  # laplace
-                # the mode is written with 12 significant digits: CmdStan re-reads it and
-                # checks simplexes / correlation matrices to 1e-8
-                mode = model.optimize(data=self.data or None, seed=seed, jacobian=True, sig_figs=12,
-                                      show_console=False)
-                fit = model.laplace_sample(data=self.data or None, mode=mode, seed=seed,
-                                           draws=opts.base_draws, sig_figs=12)
-                cols = list(fit.column_names)
-                arr = np.asarray(fit.draws(), dtype=float)
-            z, _ = coords.forward(self._param_draws(arr, cols), self.data)
-            base = moment_match(z, None, None, opts.base_covariance)
-            base.info.update({"method": opts.base})
-        assert log_zeta is not None
+                    f"no base density could be fitted for {self.name}: "
+                    + "; ".join(n[1] for n in self.pilot_notes)
+                    + "; pass a BaseDensity as base= and log_zeta=")
+        if log_zeta is None:
+            if base is not None:
+                log_zeta = self._importance_log_zeta(base, seed)
+            else:  # likelihood tempering without a Pathfinder estimate: the bootstrap starts at 0
+                log_zeta = 0.0
+                self.pilot_notes.append(("pilot", "no estimate of log zeta (Pathfinder failed), "
+                                         "so the first round started at log zeta = 0",
+                                         "pass log_zeta= or run more bootstrap rounds"))
         logger.info("initial log zeta = %.6g (base %s)", log_zeta,
                     "prior" if base is None else base.info.get("method", "given"))
         return base, float(log_zeta)
+
+    def _note(self, how: str, exc: BaseException) -> None:
+        reason = " ".join(str(exc).split())[:240] or type(exc).__name__
+        logger.warning("the %s fit of the base density failed (%s); trying the next one", how,
+                       reason)
+        self.pilot_notes.append((f"{how}_failed", f"the {how} fit of the base failed ({reason})",
+                                 "nothing to do when the next approximation worked"))
 
     def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
              iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
@@ -165,9 +230,11 @@ class ContinuousTemperingModel(MethodModel):
         data = self.result.data(self.data, log_zeta=log_zeta, base=base)
         fit = self.run_nuts(data, chains, iter_warmup, iter_sampling, seed, output_dir,
                             show_progress, **kw)
-        return ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
-                                      original_model=self.original_model, seed=seed,
-                                      history=history)
+        out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
+                                     original_model=self.original_model, seed=seed,
+                                     history=history)
+        out.pilot_notes = list(self.pilot_notes)
+        return out
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,

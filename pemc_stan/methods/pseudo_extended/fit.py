@@ -21,7 +21,7 @@ cmdstanpy's standalone ``generate_quantities``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import cmdstanpy
@@ -35,7 +35,7 @@ from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
 from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 from pemc_stan.methods.pseudo_extended.options import as_beta
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
-from pemc_stan.output.diagnostics import treedepth_advice
+from pemc_stan.output.diagnostics import Reason, treedepth_advice
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,8 @@ class PseudoExtendedFit(ExtendedFit):
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_scale = float(log_scale)
         self.n_pseudo = result.options.n_pseudo
+        #: ``(name, message, remedy)`` of pilots that failed (set by the model).
+        self.pilot_notes: list[tuple[str, str, str]] = []
         self._particle_cols: dict[str, list[str]] | None = None
 
     # ------------------------------------------------------------------ #
@@ -325,6 +327,29 @@ class PseudoExtendedFit(ExtendedFit):
         if deeper:
             msgs.append(deeper)
         return self._report(info, msgs, warn, PseudoExtendedDiagnosticWarning)
+
+    def _checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The shared checks, then the pilot, the weights and the temperatures."""
+        yield from super()._checks()
+        for name, message, remedy in self.pilot_notes:
+            yield name, Reason(name, message, remedy)
+        n = self.n_pseudo
+        if n < 2:
+            return
+        share = self.max_weight_share()
+        yield "weights_idle", None if share <= 0.9 else Reason(
+            "weights_idle", f"one pseudo-sample carries >= 99% of the weight in "
+            f"{100 * share:.0f}% of the draws: the tempered copies rarely matter, so the fit "
+            "moves between modes no better than plain NUTS", "increase n_pseudo, or use "
+            "temper='likelihood' or a fixed ladder")
+        if self.result.options.fixed_ladder is None:
+            beta = self.beta()
+            low = float(np.mean(beta < 0.05))
+            high = float(np.mean(beta > 0.95))
+            yield "beta_ends", None if min(low, high) > 0.0 or max(low, high) < 0.9 else Reason(
+                "beta_ends", f"{100 * low:.0f}% of the temperatures are below 0.05 and "
+                f"{100 * high:.0f}% above 0.95: they pile up at one end (an improper or badly "
+                "scaled instrumental)", "set beta_min or instrumental=(a, 1), or pass log_scale")
 
     # ------------------------------------------------------------------ #
     # output

@@ -48,17 +48,21 @@ class PseudoExtendedModel(MethodModel):
     """
 
     result: PseudoExtendedResult
+    #: Why the last pilot of ``log_scale`` failed, if it did.
+    pilot_failure: str | None = None
 
     def pe_model(self) -> Any:
         """The compiled PE program (cached by content hash)."""
         return self.method_model()
 
     def log_scale(self, seed: int | None = None) -> float:
-        """``options.log_scale`` or the Pathfinder pilot estimate."""
+        """``options.log_scale`` or the Pathfinder pilot estimate (0 when the pilot fails)."""
         options: PseudoExtendedOptions = self.result.options
         if options.log_scale is not None:
             return float(options.log_scale)
-        return estimate_log_scale(self.original_model(), self.data, seed=seed)
+        pilot = estimate_log_scale(self.original_model(), self.data, seed=seed)
+        self.pilot_failure = pilot.failure
+        return pilot.log_z
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
@@ -84,5 +88,11 @@ class PseudoExtendedModel(MethodModel):
         scale = self.log_scale(seed)
         run = self.run_nuts(self.result.data(self.data, log_scale=scale), chains, iter_warmup,
                             iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs)
-        return PseudoExtendedFit(run, self.result, scale, data=self.data,
-                                 original_model=self.original_model, seed=seed)
+        fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
+                                original_model=self.original_model, seed=seed)
+        if self.pilot_failure is not None:
+            fit.pilot_notes.append((
+                "pilot", f"the Pathfinder pilot of log_scale failed ({self.pilot_failure}), "
+                "so log_scale = 0 was used: the temperatures may be badly scaled",
+                "pass log_scale= (an estimate of log Z)"))
+        return fit
