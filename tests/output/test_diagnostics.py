@@ -72,3 +72,49 @@ def test_advice_above_the_threshold_names_the_setting() -> None:
 def test_rejects_draws_of_the_wrong_rank() -> None:
     with pytest.raises(ValueError, match="iterations, chains, columns"):
         transition_counts(_run(10), np.zeros((10, 3)), COLUMNS)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def test_verdict_ok_and_suspect_text() -> None:
+    from pemc_stan.output.diagnostics import Reason, Verdict
+
+    ok = Verdict((), ("rhat", "ess"))
+    assert ok.ok and ok.status == "ok" and "2 checks" in str(ok)
+    bad = Verdict((Reason("rhat", "R-hat 1.4", "run longer"),), ("rhat", "ess"))
+    assert not bad.ok and bad.status == "suspect" and bad.names() == ["rhat"]
+    assert "SUSPECT" in str(bad) and "rhat: R-hat 1.4; run longer" in str(bad)
+
+
+def test_chains_disagree_known_answers() -> None:
+    from pemc_stan.output.diagnostics import chains_disagree
+
+    # three chains agree within their errors, the fourth is 10 combined SEs away
+    z = chains_disagree(np.array([0.0, 0.1, -0.1, 0.0]), np.full(4, 0.1))
+    assert z < 2
+    z = chains_disagree(np.array([0.0, 0.0, 0.0, 10 * np.hypot(0.1, 0.1 / np.sqrt(3))]),
+                        np.full(4, 0.1))
+    assert z == pytest.approx(10.0, rel=1e-9)
+    assert np.isnan(chains_disagree(np.array([1.0]), np.array([0.1])))
+
+
+def test_rhat_flags_chains_in_different_modes() -> None:
+    from pemc_stan.output.diagnostics import rhat_and_ess
+
+    rng = np.random.default_rng(0)
+    mixed = rng.normal(size=(4, 500))
+    stuck = mixed + np.array([[-3.0], [-3.0], [3.0], [3.0]])
+    assert rhat_and_ess(mixed)[0] < 1.01 and rhat_and_ess(mixed)[1] > 1000
+    assert rhat_and_ess(stuck)[0] > 1.5
+    assert np.isnan(rhat_and_ess(np.ones((4, 10)))[0])  # constant draws: no statement
+
+
+def test_pareto_k_of_light_and_heavy_weights() -> None:
+    from pemc_stan.output.diagnostics import pareto_k
+
+    rng = np.random.default_rng(1)
+    assert pareto_k(np.zeros(1000)) == float("-inf")
+    assert pareto_k(rng.normal(scale=0.1, size=4000)) < 0.5
+    # log weights of a Pareto(alpha = 1.1) tail: k = 1 / alpha ~ 0.9
+    assert pareto_k(np.log(rng.pareto(1.1, size=4000) + 1.0)) > 0.7
