@@ -277,7 +277,9 @@ class ContinuousTemperingModel(MethodModel):
             fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
                             round_dir, show_progress, history, **cmdstanpy_kwargs)
             est = fit.log_z()
-            history.append({"round": r, "log_zeta": log_zeta, "log_z": est.log_z,
+            history.append({"round": r, "base": "prior" if base is None
+                            else str(base.info.get("method", "given")),
+                            "log_zeta": log_zeta, "log_z": est.log_z,
                             "std_error": est.std_error,
                             "share_near_1": float(np.mean(fit.beta() > 0.95)),
                             "share_near_0": float(np.mean(fit.beta() < 0.05))})

@@ -1,0 +1,104 @@
+"""Every fit judges itself: forced failures are flagged, good fits are not, failed pilots show.
+
+Compiled; small models with exact answers (``models/``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import cmdstanpy
+import numpy as np
+import pytest
+
+import pemc_stan
+from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
+
+pytestmark = pytest.mark.compiled
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+BIMODAL = MODELS / "bimodal_1d" / "bimodal_1d.stan"
+BIMODAL_DATA = json.loads((MODELS / "bimodal_1d" / "bimodal_1d.data.json").read_text())
+NORMAL = MODELS / "normal_normal" / "normal_normal.stan"
+NORMAL_DATA = json.loads((MODELS / "normal_normal" / "data.json").read_text())
+MIXING = {"rhat", "chains_agree", "beta_round_trips", "beta_ends", "log_z_chains", "ess",
+          "base_moments"}
+
+
+def _normal_log_z() -> float:
+    y = np.asarray(NORMAL_DATA["y"], dtype=float)
+    n, mu0, tau0, sigma = len(y), NORMAL_DATA["mu0"], NORMAL_DATA["tau0"], NORMAL_DATA["sigma"]
+    cov = sigma**2 * np.eye(n) + tau0**2
+    r = y - mu0
+    return float(-0.5 * (n * math.log(2 * math.pi) + np.linalg.slogdet(cov)[1]
+                         + r @ np.linalg.solve(cov, r)))
+
+
+def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any) -> None:
+    """A base 0.1 wide on the right mode cannot carry chains between the modes 12 sd apart:
+    the chains that start near the left mode never reach beta = 0, and the verdict says so."""
+    narrow = BaseDensity(np.array([3.0]), np.array([[0.01]]))
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", base=narrow, log_zeta=0.0,
+                           bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
+                           seed=7)
+    verdict = fit.check()
+    assert not verdict.ok, verdict
+    assert set(verdict.names()) & MIXING, verdict
+    with pytest.warns(pemc_stan.errors.FitSuspectWarning):
+        fit.summary()
+
+
+def test_a_good_ct_fit_is_ok(cmdstan_installation: Any) -> None:
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=3)
+    verdict = fit.check()
+    assert verdict.ok, verdict
+    assert {"rhat", "beta_round_trips", "base_moments", "log_z_chains"} <= set(verdict.checks)
+
+
+def test_ct_base_falls_back_when_pathfinder_fails(monkeypatch: pytest.MonkeyPatch,
+                                                  cmdstan_installation: Any) -> None:
+    """Without Pathfinder the base comes from the next approximation and log zeta from
+    importance sampling with the density program; log Z stays right."""
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("Pathfinder is broken for this test")
+
+    monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", broken)
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=5)
+    assert [n for n, _, _ in fit.pilot_notes] == ["pathfinder_failed"]
+    assert fit.history[0]["base"] == "advi" and fit.history[-1]["base"] == "bootstrap"
+    est = fit.log_z()
+    assert 0 < est.std_error < 0.2
+    assert abs(est.log_z - _normal_log_z()) < 4 * est.std_error, est
+    assert any("pathfinder fit of the base failed" in m
+               for m in fit.diagnostics(warn=False)["messages"])
+
+
+def test_a_failed_pe_pilot_is_in_the_verdict(monkeypatch: pytest.MonkeyPatch,
+                                             cmdstan_installation: Any) -> None:
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("Pathfinder is broken for this test")
+
+    monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", broken)
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", chains=2, iter_warmup=300,
+                           iter_sampling=300, seed=5)
+    assert fit.log_scale == 0.0
+    verdict = fit.check()
+    assert "pilot" in verdict.names()
+    assert "Pathfinder is broken for this test" in str(verdict)
+
+
+def test_evidence_on_nuts_draws_of_a_bimodal_model_is_suspect(cmdstan_installation: Any
+                                                              ) -> None:
+    """Bridge sampling on plain NUTS draws of the 0.3 / 0.7 mixture sees one mode (log Z near
+    log 0.7 or log 0.3, not 0): multi-path Pathfinder finds both modes, so the estimate is
+    marked suspect instead of printed as if it were right."""
+    with pytest.warns(pemc_stan.errors.FitSuspectWarning, match="modes"):
+        est = pemc_stan.evidence(BIMODAL, BIMODAL_DATA, method="bridge", chains=2,
+                                 iter_sampling=500, seed=1)
+    assert est.diagnostics["verdict"] == "suspect"
+    assert any(r.startswith("modes:") for r in est.diagnostics["reasons"])
