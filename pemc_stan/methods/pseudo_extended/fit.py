@@ -33,7 +33,7 @@ from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
 from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
-from pemc_stan.methods.pseudo_extended.options import as_beta
+from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.output.diagnostics import Reason, treedepth_advice
 
@@ -73,9 +73,11 @@ class PseudoExtendedFit(ExtendedFit):
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: PseudoExtendedResult,
                  log_scale: float, data: Mapping[str, Any] | None = None,
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
-                 | None = None, seed: int | None = None) -> None:
+                 | None = None, seed: int | None = None, g_shape: float | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_scale = float(log_scale)
+        #: The shape ``a`` of the 'auto' instrumental ``g = Beta(a, 1)`` (None otherwise).
+        self.g_shape = g_shape
         self.n_pseudo = result.options.n_pseudo
         #: ``(name, message, remedy)`` of pilots that failed (set by the model).
         self.pilot_notes: list[tuple[str, str, str]] = []
@@ -113,15 +115,17 @@ class PseudoExtendedFit(ExtendedFit):
         ``(1 - beta) * tau + log pi(beta) - log g(beta)`` with ``tau = log gamma - log_scale``
         (posterior tempering) or ``log L - log_scale`` (likelihood tempering).
         """
-        opts = self.result.options
+        opts, result = self.result.options, self.result
         beta = self.beta()
-        tau = (self._gq("pemc_log_lik") if opts.temper == "likelihood"
+        tau = (self._gq("pemc_log_lik") if result.temper == "likelihood"
                else self.log_gamma()) - self.log_scale
         with np.errstate(invalid="ignore"):
             lw = (1.0 - beta) * tau
-        if opts.fixed_ladder is None:
-            pi_b, g_b = as_beta(opts.beta_prior, "beta_prior"), as_beta(opts.instrumental,
-                                                                        "instrumental")
+        if opts.fixed_ladder is None and not result.pi_equals_g:
+            pi_b = as_beta(opts.beta_prior, "beta_prior")
+            g_b = (BetaDensity(float(self.g_shape or 1.0), 1.0) if result.g_shape_from_data
+                   else BetaDensity() if is_auto(opts.instrumental)
+                   else as_beta(opts.instrumental, "instrumental"))
             if not pi_b.is_uniform:
                 lw = lw + stats.beta.logpdf(beta, pi_b.a, pi_b.b)
             if not g_b.is_uniform:

@@ -50,6 +50,27 @@ class PseudoExtendedModel(MethodModel):
     result: PseudoExtendedResult
     #: Why the last pilot of ``log_scale`` failed, if it did.
     pilot_failure: str | None = None
+    _g_shape: float | None = None
+
+    def g_shape(self) -> float | None:
+        """``1 + d/2`` for the 'auto' instrumental ``g = Beta(1 + d/2, 1)`` (None when the
+        instrumental is not taken from the data); ``d`` is the number of unconstrained
+        parameters, from the declarations and the data (or, when a size is not a data
+        expression, counted from one iteration of the original model)."""
+        if not self.result.g_shape_from_data:
+            return None
+        if self._g_shape is None:
+            from pemc_stan.stan.constraints import parameter_space
+
+            try:
+                d = parameter_space(self.program.tree, self.data, filename=self.name).dim
+            except Exception:  # noqa: BLE001 - sizes from transformed data: count the draws
+                run = self.original_model().sample(
+                    data=self.data or None, chains=1, iter_warmup=1, iter_sampling=1, seed=1,
+                    show_progress=False, show_console=False)
+                d = sum(1 for c in run.column_names if not c.endswith("__"))
+            self._g_shape = 1.0 + d / 2.0
+        return self._g_shape
 
     def pe_model(self) -> Any:
         """The compiled PE program (cached by content hash)."""
@@ -86,10 +107,12 @@ class PseudoExtendedModel(MethodModel):
             If CmdStan fails.
         """
         scale = self.log_scale(seed)
-        run = self.run_nuts(self.result.data(self.data, log_scale=scale), chains, iter_warmup,
-                            iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs)
+        g_shape = self.g_shape()
+        run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape),
+                            chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,
+                            **cmdstanpy_kwargs)
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
-                                original_model=self.original_model, seed=seed)
+                                original_model=self.original_model, seed=seed, g_shape=g_shape)
         if self.pilot_failure is not None:
             fit.pilot_notes.append((
                 "pilot", f"the Pathfinder pilot of log_scale failed ({self.pilot_failure}), "

@@ -11,11 +11,19 @@ from typing import Any
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods.options import MethodOptions, option
 
-__all__ = ["BetaDensity", "PseudoExtendedOptions", "as_beta", "parse_beta_density",
+__all__ = ["AUTO", "BetaDensity", "PseudoExtendedOptions", "as_beta", "is_auto",
+           "parse_beta_density",
            "parse_ladder", "stan_number", "TEMPER_CHOICES"]
 
-#: What can be tempered.
-TEMPER_CHOICES = ("posterior", "likelihood")
+#: What can be tempered ("auto": the likelihood when every parameter has a proper prior).
+TEMPER_CHOICES = ("auto", "posterior", "likelihood")
+#: The default of ``beta_prior`` and ``instrumental``: chosen so that the target is proper.
+AUTO = "auto"
+
+
+def is_auto(value: Any) -> bool:
+    """True for the value ``"auto"`` of ``temper``, ``beta_prior`` or ``instrumental``."""
+    return isinstance(value, str) and value == AUTO
 
 
 def parse_beta_density(text: str) -> Any:
@@ -26,13 +34,14 @@ def parse_beta_density(text: str) -> Any:
     argparse.ArgumentTypeError
         For anything else.
     """
-    if text.strip().lower() == "uniform":
-        return "uniform"
+    if text.strip().lower() in ("uniform", AUTO):
+        return text.strip().lower()
     try:
         a, b = (float(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not 'uniform' or 'A,B' (Beta shape parameters, e.g. 2,2)") from None
+            f"{text!r} is not 'auto', 'uniform' or 'A,B' (Beta shape parameters, e.g. 2,2)"
+        ) from None
     return (a, b)
 
 
@@ -110,17 +119,30 @@ class PseudoExtendedOptions(MethodOptions):
         ``"estimate"`` (sample ``beta_i`` with prior ``pi`` and instrumental
         ``g``) or a fixed ladder: a sequence of ``N`` values in (0, 1].
     temper
-        ``"posterior"`` (eq 7, temper the whole density) or ``"likelihood"``
-        (temper only the likelihood; the prior enters fully).
+        ``"posterior"`` (eq 7, temper the whole density), ``"likelihood"``
+        (temper only the likelihood; the prior enters fully) or ``"auto"``
+        (the default): ``"likelihood"`` when the model has likelihood terms and
+        every parameter has a proper prior (then ``Z~(beta) = int p L~^beta <=
+        Z~^beta`` is finite for every ``beta``: the extended target is proper
+        by construction and the hot pseudo-samples roam the prior), otherwise
+        ``"posterior"`` with the ``"auto"`` instrumental below.
     beta_prior
-        ``pi(beta)``: ``"uniform"``, ``(a, b)`` or ``BetaDensity`` (Beta(a, b)).
+        ``pi(beta)``: ``"auto"`` (the default: ``pi = g``, so the weight is
+        ``gamma~(x_i)^(1 - beta_i)``), ``"uniform"``, ``(a, b)`` or
+        ``BetaDensity`` (Beta(a, b)).
         It is the law of ``beta_i`` of the pseudo-sample that carries the
         weight (whose ``x_i`` follows the target); choosing ``pi = g`` makes
         the weight ``gamma~(x_i)^(1 - beta_i)`` and, with ``g = (a, 1)``,
         ``a < 1``, keeps that pseudo-sample often hot, so it leaves its mode
         soon after another one takes the weight over.
     instrumental
-        ``g(beta)`` on (0, 1), same forms as ``beta_prior``.  ``(a, 1)`` with
+        ``g(beta)`` on (0, 1), same forms as ``beta_prior``.  ``"auto"`` (the
+        default): uniform under likelihood tempering; under whole-posterior
+        tempering ``Beta(1 + d/2, 1)`` with ``d`` the number of unconstrained
+        parameters (computed from the data), because ``Z~(beta)`` grows like
+        ``beta^(-d/2)`` as ``beta -> 0`` for a target with Gaussian tails: then
+        ``Z~(beta) g(beta)`` stays bounded, the instrumental is proper and the
+        temperatures spread over (0, 1) instead of drifting to 0.  ``(a, 1)`` with
         ``a < 1`` gives each pseudo-sample more time at small ``beta``, where
         it leaves its mode.  On the 20-Gaussian mixture
         (``models/gaussian_mixture_20``) ``(0.7, 1)`` lowered the Monte-Carlo
@@ -173,11 +195,13 @@ class PseudoExtendedOptions(MethodOptions):
     beta: str | Sequence[float] = option(
         "estimate", "'estimate' or a fixed ladder of N inverse temperatures, e.g. 0.1,0.5,1",
         parse=parse_ladder, metavar="LADDER")
-    temper: str = option("posterior", "temper the whole density or only the likelihood",
+    temper: str = option(AUTO, "temper the whole density, only the likelihood, or auto (the "
+                         "likelihood when every parameter has a proper prior)",
                          choices=TEMPER_CHOICES)
-    beta_prior: Any = option("uniform", "Beta prior pi(beta): 'uniform' or A,B",
+    beta_prior: Any = option(AUTO, "Beta prior pi(beta): 'auto' (= g), 'uniform' or A,B",
                              parse=parse_beta_density, metavar="A,B")
-    instrumental: Any = option("uniform", "instrumental density g(beta): 'uniform' or A,B",
+    instrumental: Any = option(AUTO, "instrumental density g(beta): 'auto' (proper for the "
+                               "model's dimension), 'uniform' or A,B",
                                parse=parse_beta_density, metavar="A,B")
     log_scale: float | None = option(None, "offset log Z^ (default: Pathfinder pilot "
                                      "estimate)", parse=float, metavar="X")
@@ -217,15 +241,16 @@ class PseudoExtendedOptions(MethodOptions):
                     raise OptionsError("beta", ladder, "inverse temperatures in (0, 1]",
                                        message=f"beta={ladder!r} is invalid: {b!r} is outside "
                                        "(0, 1]; expected inverse temperatures in (0, 1]")
-            if not (as_beta(self.beta_prior, "beta_prior").is_uniform
-                    and as_beta(self.instrumental, "instrumental").is_uniform):
+            if not all(is_auto(v) or as_beta(v, name).is_uniform for name, v in
+                       (("beta_prior", self.beta_prior), ("instrumental", self.instrumental))):
                 raise OptionsError("beta_prior", self.beta_prior, "'uniform' with a fixed ladder",
                                    message="beta_prior/instrumental are only used when "
                                    "beta='estimate'; a fixed ladder has no beta densities")
         if self.temper not in TEMPER_CHOICES:
-            raise OptionsError("temper", self.temper, "'posterior' or 'likelihood'")
-        as_beta(self.beta_prior, "beta_prior")
-        as_beta(self.instrumental, "instrumental")
+            raise OptionsError("temper", self.temper, "'auto', 'posterior' or 'likelihood'")
+        for name in ("beta_prior", "instrumental"):
+            if not is_auto(getattr(self, name)):
+                as_beta(getattr(self, name), name)
         bm = self.beta_min
         if isinstance(bm, bool) or not isinstance(bm, (int, float)) or not 0.0 <= bm < 1.0:
             raise OptionsError("beta_min", bm, "a number in [0, 1)")

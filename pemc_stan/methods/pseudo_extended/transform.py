@@ -86,10 +86,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
-from pemc_stan.inputs import ProgramSource
+from pemc_stan.inputs import ProgramSource, StanProgram
 from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.options import resolve
-from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions, as_beta, stan_number
+from pemc_stan.methods.pseudo_extended.options import (
+    BetaDensity,
+    PseudoExtendedOptions,
+    as_beta,
+    is_auto,
+    stan_number,
+)
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
@@ -155,15 +161,26 @@ class PseudoExtendedResult(TransformResult):
         estimated).
     n_in_data
         True when ``pemc_N`` is data (False: baked in).
+    temper
+        The tempering used (``options.temper`` with ``"auto"`` resolved).
+    g_shape_from_data
+        True when ``g = Beta(pemc_g_a, 1)`` with ``pemc_g_a = 1 + d/2`` given as
+        data (the ``"auto"`` instrumental under whole-posterior tempering).
+    pi_equals_g
+        True when ``pi(beta) = g(beta)`` (``beta_prior="auto"``): their terms
+        cancel in the weights.
     """
 
     options: PseudoExtendedOptions
     parameters: tuple[ParameterCopies, ...]
     data_additions: dict[str, Any]
     n_in_data: bool
+    temper: str = "posterior"
+    g_shape_from_data: bool = False
+    pi_equals_g: bool = False
 
     def data(self, user_data: Mapping[str, Any] | None, log_scale: float | None = None,
-             **values: Any) -> dict[str, Any]:
+             g_shape: float | None = None, **values: Any) -> dict[str, Any]:
         """The PE program's data: ``user_data`` plus :attr:`data_additions`.
 
         Raises
@@ -177,6 +194,11 @@ class PseudoExtendedResult(TransformResult):
             extra["pemc_log_scale"] = float(log_scale)
         if extra.get("pemc_log_scale") is None:
             raise ValueError("pemc_log_scale is unknown: pass log_scale= or run the pilot")
+        if self.g_shape_from_data:
+            if g_shape is None:
+                raise ValueError("pemc_g_a (the shape of the 'auto' instrumental) is unknown: "
+                                 "pass g_shape= (1 + d/2 for d unconstrained parameters)")
+            extra["pemc_g_a"] = float(g_shape)
         out.update(values)
         out.update(extra)
         return out
@@ -302,6 +324,20 @@ def _noncentred_blocks(param_decls: Sequence[tuple[ast.Type, str]], alpha: float
 def _indent(text: str, depth: int) -> str:
     pad = "  " * depth
     return "\n".join(pad + line if line else line for line in text.splitlines())
+
+
+def resolve_temper(temper: str, program: StanProgram) -> str:
+    """``temper`` with ``"auto"`` resolved: ``"likelihood"`` when the model has likelihood
+    terms and every parameter has a proper prior, else ``"posterior"``."""
+    if not is_auto(temper):
+        return temper
+    from pemc_stan.estimators.normalisation import prior_report
+
+    try:
+        has_likelihood = bool(program.analysis.likelihood_contributions())
+    except Exception:  # noqa: BLE001 - analysis failures are reported by the rewrite
+        return "posterior"
+    return "likelihood" if has_likelihood and not prior_report(program).flat else "posterior"
 
 
 def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
@@ -431,10 +467,17 @@ def transform_pseudo_extended(
                 lines.append(f"  {print_type(renamed)} {c.stan_variable(k)};")
     parameters_text = "\n".join(lines)
 
-    temper = options.temper
     ladder = options.fixed_ladder
-    pi_beta = as_beta(options.beta_prior, "beta_prior")
-    g_beta = as_beta(options.instrumental, "instrumental")
+    temper = resolve_temper(options.temper, prepared)
+    g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
+    g_beta = (BetaDensity() if is_auto(options.instrumental) and not g_from_data
+              else BetaDensity(1.0, 1.0) if g_from_data
+              else as_beta(options.instrumental, "instrumental"))
+    pi_equals_g = is_auto(options.beta_prior)
+    pi_beta = g_beta if pi_equals_g else as_beta(options.beta_prior, "beta_prior")
+
+    def g_stan(arg: str) -> str:
+        return f"beta_lpdf({arg} | pemc_g_a, 1)" if g_from_data else g_beta.stan(arg)
 
     def call(which: str, k: str | int) -> str:
         mapping = {}
@@ -445,11 +488,11 @@ def transform_pseudo_extended(
     def weight_stmt(k: str) -> str:
         beta = f"pemc_beta[{k}]"
         expr = f"(1 - {beta}) * pemc_log_tempered[{k}]"
-        if ladder is None:
+        if ladder is None and not pi_equals_g:  # pi = g: their terms cancel
             if not pi_beta.is_uniform:
                 expr += f" + {pi_beta.stan(beta)}"
-            if not g_beta.is_uniform:
-                expr += f" - {g_beta.stan(beta)}"
+            if g_stan(beta):
+                expr += f" - {g_stan(beta)}"
         return f"pemc_log_weight[{k}] = {expr};"
 
     def body(k: str | int) -> list[str]:
@@ -492,7 +535,8 @@ def transform_pseudo_extended(
         locals_gq=_indent("\n".join(local_lines), 2),
         compute=_indent("\n".join(compute), 1), compute_gq=_indent("\n".join(compute), 2),
         gamma_tilde=gamma_tilde, n_size="pemc_N" if n_in_data else str(n),
-        g_density=g_beta.stan("pemc_beta[pemc_k]") if ladder is None else "",
+        g_density=g_stan("pemc_beta[pemc_k]") if ladder is None else "", g_from_data=g_from_data,
+        pi_equals_g=pi_equals_g,
         beta_min=stan_number(options.beta_min) if options.beta_min > 0 else "0",
     )
 
@@ -511,7 +555,8 @@ def transform_pseudo_extended(
             issued.append(msg)
 
     if (temper == "posterior" and ladder is None and options.beta_min == 0.0
-            and g_beta.is_uniform and n > 1 and _probably_multidimensional(param_decls)
+            and g_beta.is_uniform and not g_from_data and n > 1
+            and _probably_multidimensional(param_decls)
             and not _compact_support(param_decls)):
         msg = (f"{model_name}: whole-posterior tempering with beta sampled uniformly on (0, 1): "
                "int gamma(x)^beta dx grows like beta^(-d/2) or faster as beta -> 0, so for "
@@ -543,4 +588,5 @@ def transform_pseudo_extended(
     return PseudoExtendedResult(
         stan_code=stan_code, options=options, program=prepared,
         parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
+        temper=temper, g_shape_from_data=g_from_data, pi_equals_g=pi_equals_g,
         warnings=tuple(issued))

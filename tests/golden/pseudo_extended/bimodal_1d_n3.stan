@@ -3,7 +3,7 @@
 // inverse temperatures sampled.
 // Extended target (eq 8), up to a constant; '~' = offset by pemc_log_scale (log Z^):
 //   log_sum_exp_i(pemc_log_weight[i]) + sum_j [ beta_j * log gamma~(x_j) + log g(beta_j) ]
-//   pemc_log_weight[i] = (1 - beta_i) * log gamma~(x_i) + log pi(beta_i) - log g(beta_i)
+//   pemc_log_weight[i] = (1 - beta_i) * log gamma~(x_i)  (pi = g)
 functions {
   real pemc_log_density(real x, data real w, data real mu1, data real mu2, data real sigma) {
     real pemc_lp = 0;
@@ -28,6 +28,7 @@ data {
   // pemc-stan: pseudo-extended settings
   int<lower=1> pemc_N;  // number of pseudo-samples
   real pemc_log_scale;  // log Z offset: gamma~ = gamma / exp(pemc_log_scale)
+  real<lower=0> pemc_g_a;  // instrumental g = Beta(pemc_g_a, 1), pemc_g_a = 1 + d/2: proper for d dimensions
 }
 parameters {
   // the model's parameters, one copy per pseudo-sample
@@ -43,6 +44,9 @@ model {
   }
   target += log_sum_exp(pemc_log_weight);
   target += dot_product(to_vector(pemc_beta), pemc_log_tempered);
+  for (pemc_k in 1:pemc_N) {
+    target += beta_lpdf(pemc_beta[pemc_k] | pemc_g_a, 1);  // log g(beta_j)
+  }
 }
 generated quantities {
   vector[pemc_N] pemc_log_weight;  // log w_i (unnormalised; normalise within each draw)

@@ -3,7 +3,7 @@
 // inverse temperatures sampled.
 // Extended target (eq 8), up to a constant; '~' = offset by pemc_log_scale (log Z^):
 //   log_sum_exp_i(pemc_log_weight[i]) + sum_j [ beta_j * log gamma~(x_j) + log g(beta_j) ]
-//   pemc_log_weight[i] = (1 - beta_i) * log gamma~(x_i) + log pi(beta_i) - log g(beta_i)
+//   pemc_log_weight[i] = (1 - beta_i) * log gamma~(x_i)  (pi = g)
 functions {
   real pemc_log_density(real tau, real x, vector y, vector y_lo, vector y_hi, row_vector rv, array[] real above_x, vector z, matrix Zm, data vector lo, data vector hi, data real mid) {
     real pemc_lp = 0;
@@ -41,6 +41,7 @@ data {
   real<lower=min(lo), upper=max(hi)> mid;
   // pemc-stan: pseudo-extended settings
   real pemc_log_scale;  // log Z offset: gamma~ = gamma / exp(pemc_log_scale)
+  real<lower=0> pemc_g_a;  // instrumental g = Beta(pemc_g_a, 1), pemc_g_a = 1 + d/2: proper for d dimensions
 }
 transformed data {
   int pemc_N = 2;  // number of pseudo-samples (baked in: parameter-dependent bounds are unrolled)
@@ -87,6 +88,9 @@ model {
   pemc_log_weight[2] = (1 - pemc_beta[2]) * pemc_log_tempered[2];
   target += log_sum_exp(pemc_log_weight);
   target += dot_product(to_vector(pemc_beta), pemc_log_tempered);
+  for (pemc_k in 1:pemc_N) {
+    target += beta_lpdf(pemc_beta[pemc_k] | pemc_g_a, 1);  // log g(beta_j)
+  }
 }
 generated quantities {
   vector[pemc_N] pemc_log_weight;  // log w_i (unnormalised; normalise within each draw)

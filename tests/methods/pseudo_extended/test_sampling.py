@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import pemc_stan
 from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
 from pemc_stan.estimators.weights import chain_ess
 
@@ -245,3 +246,34 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN
     assert fit.beta().shape == (2, 200, 2)
     assert fit.resampled_parameters_pd().shape == (400, 4)
     assert fit._original() is model  # the given model is reused for generated quantities
+
+
+def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
+    """Defaults on a 5-D standard normal (no likelihood: whole-posterior tempering).
+
+    With g = pi = Beta(1 + d/2, 1) the instrumental's beta marginal is proportional to
+    int gamma^beta dx * g(beta) = (2 pi)^(d (1 - beta) / 2) beta^(-d/2) * beta^(d/2), an
+    exponential tilt exp(-c beta), c = (d/2) log(2 pi), on (0, 1): proper, with mean
+    1/c - e^-c / (1 - e^-c).  Each pseudo-sample is the target one with probability 1/N
+    (beta ~ pi, mean (1 + d/2) / (2 + d/2)).  With a uniform g (the old default) beta
+    drifts to 0 and this test fails."""
+    d, n = 5, 2
+    code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
+    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=11)
+    assert fit.result.temper == "posterior" and fit.g_shape == 1 + d / 2
+    c = d / 2 * np.log(2 * np.pi)
+    q_mean = 1 / c - np.exp(-c) / (1 - np.exp(-c))
+    pi_mean = (1 + d / 2) / (2 + d / 2)
+    exact = pi_mean / n + (1 - 1 / n) * q_mean
+    per_draw = fit.beta().mean(axis=-1)  # (chains, draws)
+    import arviz as az
+
+    mcse = float(np.std(per_draw) / np.sqrt(float(az.ess(per_draw, method="mean"))))
+    assert mcse < 0.02
+    assert abs(per_draw.mean() - exact) < 4 * mcse, (per_draw.mean(), exact, mcse)
+    x1 = fit.expectation("x[1]")
+    assert abs(x1.mean) < 4 * x1.mcse
+    second = fit.expectation(lambda v: v["x[1]"] ** 2)
+    assert abs(second.mean - 1.0) < 4 * second.mcse
+    assert fit.nuts_counts().divergences < 40  # < 1% of the transitions

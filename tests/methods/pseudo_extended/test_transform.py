@@ -164,18 +164,23 @@ model { tau ~ exponential(1); x ~ normal(0, 1); }
 def test_heavy_tailed_prior_warns_and_suggests_likelihood_tempering() -> None:
     code = (CORPUS / "eight_schools_centered.stan").read_text()
     with pytest.warns(PseudoExtendedWarning, match="temper='likelihood'"):
-        transform(code, n_pseudo=2)
+        transform(code, n_pseudo=2, temper="posterior")
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
         transform(code, n_pseudo=2, temper="likelihood")
+        # the default: every parameter has a proper prior, so the likelihood is tempered
+        assert "tempering of the likelihood" in transform(code, n_pseudo=2)
 
 
 def test_uniform_g_in_several_dimensions_warns_improper() -> None:
+    paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform"}
     with pytest.warns(PseudoExtendedWarning, match="improper"):
-        transform(SIMPLE, n_pseudo=2)
+        transform(SIMPLE, n_pseudo=2, **paper)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
-        code = transform(SIMPLE, n_pseudo=2, beta_min=0.05)
+        code = transform(SIMPLE, n_pseudo=2, beta_min=0.05, beta_prior="uniform",
+                         instrumental="uniform")
+        transform(SIMPLE, n_pseudo=2)  # the defaults are proper by construction
         transform(SIMPLE, n_pseudo=2, temper="likelihood")
         transform(SIMPLE, n_pseudo=2, instrumental=(3, 1))
     assert "real<lower=0.05, upper=1> pemc_beta;" in code
@@ -191,12 +196,13 @@ model {
   x ~ normal(0, 1);
 }
 """
+    paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
-        transform(boxed, n_pseudo=2)
+        transform(boxed, n_pseudo=2, **paper)
     half_open = boxed.replace("<lower=-10, upper=10>", "<lower=-10>")
     with pytest.warns(PseudoExtendedWarning, match="improper"):
-        transform(half_open, n_pseudo=2)
+        transform(half_open, n_pseudo=2, **paper)
 
 
 def test_accepts_path() -> None:
