@@ -23,9 +23,17 @@ def test_grammar_and_type_marker_ship() -> None:
     assert importlib.resources.files("pemc_stan").joinpath("py.typed").is_file()
 
 
-def test_build_ingredients_cover_every_cpp_source() -> None:
-    ingredients = runtime.build_ingredients()
-    assert len(ingredients["sources_sha256"]) == 64
+def test_build_ingredients_cover_every_cpp_source(monkeypatch) -> None:  # noqa: ANN001
+    """Changing any C++ source, the makefile or an extra header changes the build's key."""
+    key = runtime.build_ingredients()["sources_sha256"]
+    real = runtime._package_file
+    names = ["makefile.in", *runtime._CPP_SOURCES, *runtime._extra_headers()]
+    for name in names:
+        monkeypatch.setattr(runtime, "_package_file",
+                            lambda n, changed=name: real(n) + (b" " if n == changed else b""))
+        assert runtime.build_ingredients()["sources_sha256"] != key, name
+    monkeypatch.setattr(runtime, "_package_file", real)
+    assert runtime.build_ingredients()["sources_sha256"] == key
 
 
 def test_models_gallery_ships_as_a_package() -> None:

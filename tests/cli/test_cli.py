@@ -304,7 +304,7 @@ def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installa
     assert estimates["method"] == "continuous_tempering"
     log_z = estimates["log_z"]
     assert abs(log_z["log_z"] - NORMAL_LOG_Z) < 4 * log_z["std_error"], log_z
-    assert 0 < log_z["std_error"] < 0.5
+    assert 0 < log_z["std_error"] < 0.15  # an error of log 2 cannot hide in 4 SE
     # exact posterior mean of mu: precision-weighted (models/normal_normal/README.md)
     data = json.loads(NORMAL_DATA.read_text())
     precision = 1 / data["tau0"] ** 2 + data["N"] / data["sigma"] ** 2
@@ -323,7 +323,7 @@ def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installa
     assert ev.returncode == ExitCode.OK, ev.stderr
     assert ev.stdout.startswith("log Z = ")
     result = json.loads((tmp_path / "ev.json").read_text())
-    assert math.isfinite(result["log_z"]) and result["std_error"] > 0
+    assert math.isfinite(result["log_z"]) and 0 < result["std_error"] < 0.15
     assert abs(result["log_z"] - NORMAL_LOG_Z) < 4 * result["std_error"], result
 
 

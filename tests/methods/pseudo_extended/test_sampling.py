@@ -106,7 +106,7 @@ def test_pe_recovers_mode_masses(bimodal_pe) -> None:  # noqa: ANN001
     for _, chain in res.groupby("chain__"):
         assert 0.05 < (chain["x"] < 0).mean() < 0.95
     info = fit.diagnostics(warn=False)
-    assert 1.0 <= info["weight_ess_mean"] <= 5.0
+    assert info["weight_ess_mean"] > 1.2  # the tempered copies share the weight
     assert info["beta_quantiles"][0] < 0.1  # small inverse temperatures are reached
 
 
