@@ -31,7 +31,7 @@ import numpy as np
 
 from pemc_stan.inputs import StanProgram
 from pemc_stan.stan import ast
-from pemc_stan.stan.evaluate import evaluate, size_of
+from pemc_stan.stan.evaluate import evaluate, scalar_definitions, size_of, with_definitions
 from pemc_stan.stan.printer import print_expr
 
 __all__ = ["PriorGap", "PriorReport", "prior_report"]
@@ -140,7 +140,7 @@ def prior_report(program: StanProgram, data: Mapping[str, Any] | None = None) ->
     ------
     Nothing (programs the analysis cannot handle give an empty report).
     """
-    data = dict(data or {})
+    data = with_definitions(data, scalar_definitions(program.tree))
     try:
         analysis = program.analysis
     except Exception:  # noqa: BLE001 - the transformations report analysis errors

@@ -22,7 +22,8 @@ from pemc_stan.errors import UnevaluableExpressionError
 from pemc_stan.stan import ast
 from pemc_stan.stan.printer import print_expr
 
-__all__ = ["evaluate", "size_of", "UnevaluableExpressionError"]
+__all__ = ["evaluate", "size_of", "scalar_definitions", "with_definitions",
+           "UnevaluableExpressionError"]
 
 
 
@@ -161,3 +162,42 @@ def size_of(expr: ast.Expr, data: Mapping[str, Any]) -> int | None:
     if _is_int(value):
         return int(value)
     return None
+
+
+def scalar_definitions(program: ast.Program) -> tuple[tuple[str, ast.Expr], ...]:
+    """``(name, expression)`` of the transformed data's scalars defined where they are
+    declared (``int Kc = K - 1;``), in order: sizes and bounds may use them.
+
+    Raises
+    ------
+    Nothing.
+    """
+    block = program.transformed_data
+    out: list[tuple[str, ast.Expr]] = []
+    for stmt in block.stmts if block is not None else ():
+        if (isinstance(stmt, ast.VarDecl) and isinstance(stmt.type, ast.BasicType)
+                and stmt.type.name in ("int", "real") and not stmt.type.sizes):
+            out.extend((d.name, d.init) for d in stmt.declarators if d.init is not None)
+    return tuple(out)
+
+
+def with_definitions(data: Mapping[str, Any] | None,
+                     definitions: tuple[tuple[str, ast.Expr], ...]) -> dict[str, Any]:
+    """``data`` plus every definition that can be evaluated from it (in order).
+
+    Raises
+    ------
+    Nothing (definitions that cannot be evaluated are left out).
+    """
+    out = dict(data or {})
+    for name, expr in definitions:
+        if name in out:
+            continue
+        try:
+            value = evaluate(expr, out)
+        except (UnevaluableExpressionError, TypeError, ValueError, ArithmeticError,
+                IndexError):
+            continue
+        if np.ndim(value) == 0:
+            out[name] = value.item() if isinstance(value, np.generic) else value
+    return out

@@ -69,6 +69,7 @@ from scipy.special import expit, logsumexp
 from pemc_stan.errors import UnevaluableExpressionError, UnsupportedBaseError
 from pemc_stan.stan import ast
 from pemc_stan.stan.evaluate import evaluate as evaluate_expression
+from pemc_stan.stan.evaluate import with_definitions
 from pemc_stan.stan.printer import print_expr, print_type
 
 logger = logging.getLogger(__name__)
@@ -564,6 +565,13 @@ class BaseCoordinates:
     """
 
     blocks: tuple[ParameterBlock, ...]
+    #: Transformed-data scalars defined where declared (``int Kc = K - 1;``): sizes and
+    #: bounds may use them.
+    definitions: tuple[tuple[str, ast.Expr], ...] = ()
+
+    def env(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``data`` with the transformed-data definitions evaluated from it."""
+        return with_definitions(data, self.definitions)
 
     def dim(self, data: Mapping[str, Any] | None) -> int:
         """Total number of base coordinates ``D``.
@@ -573,13 +581,15 @@ class BaseCoordinates:
         UnsupportedBaseError
             If a size cannot be evaluated from ``data``.
         """
-        return sum(b.dim(data or {}) for b in self.blocks)
+        env = self.env(data)
+        return sum(b.dim(env) for b in self.blocks)
 
     def coordinate_names(self, data: Mapping[str, Any] | None) -> list[str]:
         """Readable names ``z_<param>[j]`` of the base coordinates."""
         out = []
+        env = self.env(data)
         for b in self.blocks:
-            d = b.dim(data or {})
+            d = b.dim(env)
             out += [f"z_{b.name}" if d == 1 and not b.array_dims and b.element == "real"
                     else f"z_{b.name}[{j + 1}]" for j in range(d)]
         return out
@@ -596,8 +606,9 @@ class BaseCoordinates:
             If sizes or bounds cannot be evaluated.
         """
         zs, jac = [], None
+        env = self.env(data)
         for b in self.blocks:
-            z, j = b.forward(draws[b.name], data or {}, draws)
+            z, j = b.forward(draws[b.name], env, draws)
             zs.append(z)
             jac = j if jac is None else jac + j
         assert jac is not None
@@ -615,14 +626,16 @@ class BaseCoordinates:
         za = np.atleast_2d(np.asarray(z, dtype=float))
         out: dict[str, NDArray[np.float64]] = {}
         pos = 0
+        env = self.env(data)
         for b in self.blocks:  # declaration order: bounds use earlier parameters only
-            d = b.dim(data or {})
-            out[b.name] = b.inverse(za[:, pos:pos + d], data or {}, out)
+            d = b.dim(env)
+            out[b.name] = b.inverse(za[:, pos:pos + d], env, out)
             pos += d
         return out
 
 
-def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = None
+def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = None,
+                     definitions: tuple[tuple[str, ast.Expr], ...] = ()
                      ) -> BaseCoordinates:
     """The base coordinate map of declared parameters ``[(type, name), ...]``.
 
@@ -640,7 +653,8 @@ def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = N
         For a type or bound without a base density.
     """
     names = {n for _, n in param_decls}
-    return BaseCoordinates(tuple(_block_for(n, t, names, table) for t, n in param_decls))
+    return BaseCoordinates(tuple(_block_for(n, t, names, table) for t, n in param_decls),
+                           definitions)
 
 
 # --------------------------------------------------------------------------- #

@@ -79,7 +79,7 @@ class ContinuousTemperingModel(MethodModel):
     def _param_draws(self, values: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
         out = {}
         for b in self.result.coordinates.blocks:
-            arr, el = b.shape(self.data or {})
+            arr, el = b.shape(self.result.coordinates.env(self.data))
             out[b.name] = extract_variable(values, columns, b.name, (*arr, *el))
         return out
 

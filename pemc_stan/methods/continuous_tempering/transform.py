@@ -81,6 +81,7 @@ from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOp
 from pemc_stan.methods.options import resolve
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
+from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_expr, print_stmt
 
@@ -378,7 +379,8 @@ def transform_continuous_tempering(
     param_decls = list(prepared.parameters)
 
     temper = options.temper
-    coords = (base_coordinates(param_decls, build_symbol_table(tree)) if temper == "posterior"
+    coords = (base_coordinates(param_decls, build_symbol_table(tree), scalar_definitions(tree))
+              if temper == "posterior"
               else BaseCoordinates(()))
     functions = log_density_functions(tree, model_name)
 

@@ -61,9 +61,11 @@ class PseudoExtendedModel(MethodModel):
             return None
         if self._g_shape is None:
             from pemc_stan.stan.constraints import parameter_space
+            from pemc_stan.stan.evaluate import scalar_definitions, with_definitions
 
+            env = with_definitions(self.data, scalar_definitions(self.program.tree))
             try:
-                d = parameter_space(self.program.tree, self.data, filename=self.name).dim
+                d = parameter_space(self.program.tree, env, filename=self.name).dim
             except Exception:  # noqa: BLE001 - sizes from transformed data: count the draws
                 run = self.original_model().sample(
                     data=self.data or None, chains=1, iter_warmup=1, iter_sampling=1, seed=1,

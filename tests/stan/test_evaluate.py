@@ -1,0 +1,45 @@
+"""The one evaluator of data expressions: Stan's semantics, and what it cannot evaluate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pemc_stan.errors import UnevaluableExpressionError
+from pemc_stan.stan.evaluate import evaluate, scalar_definitions, size_of, with_definitions
+from pemc_stan.stan.parser import parse, parse_expression
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("7 / 2", 3), ("-7 / 2", -3), ("7 %/% 2", 3), ("7 % 3", 1), ("7.0 / 2", 3.5),
+    ("2 ^ 3", 8.0), ("K - 1", 4), ("x[2] * 2", 4.0), ("K > 3 ? 1 : 0", 1),
+    ("sqrt(16) + log(1)", 4.0), ("min(K, 3)", 3), ("pi()", math.pi), ("sum(x)", 6.0),
+])
+def test_stan_semantics(text: str, expected: float) -> None:
+    data = {"K": 5, "x": [1.0, 2.0, 3.0]}
+    value = evaluate(parse_expression(text), data)
+    assert float(np.asarray(value)) == pytest.approx(expected)
+    if isinstance(expected, int):
+        assert int(np.asarray(value)) == expected
+
+
+def test_what_cannot_be_evaluated_is_named() -> None:
+    with pytest.raises(UnevaluableExpressionError) as err:
+        evaluate(parse_expression("N + Kc"), {"N": 2})
+    assert err.value.missing == "Kc" and "'Kc' is not in the data" in err.value.reason
+    with pytest.raises(UnevaluableExpressionError, match="two containers"):
+        evaluate(parse_expression("x * x"), {"x": [1.0, 2.0]})
+    assert size_of(parse_expression("N / 2.0"), {"N": 3}) is None  # not an integer
+    assert size_of(parse_expression("no_such"), {}) is None
+
+
+def test_transformed_data_scalars_extend_the_data() -> None:
+    prog = parse("data { int K; } transformed data { int Kc = K - 1; real h = Kc / 2.0; "
+                 "vector[K] v = rep_vector(0, K); int m; m = 3; } "
+                 "parameters { vector[Kc] b; } model { }")
+    defs = scalar_definitions(prog)
+    assert [name for name, _ in defs] == ["Kc", "h"]  # defined where declared, scalars only
+    env = with_definitions({"K": 5}, defs)
+    assert env["Kc"] == 4 and env["h"] == 2.0 and "m" not in env
