@@ -35,3 +35,30 @@ def test_group_paths_returns_each_modes_draws_and_skips_thin_paths() -> None:
     assert log_z == pytest.approx(np.log(2.0))
     groups, _ = group_paths(z, lw, 3, min_draws=1)
     assert [g[0].size for g in groups] == [51, 50]  # the one-draw path joins its mode
+
+
+@pytest.mark.compiled
+def test_pilot_estimate_of_log_z_on_known_answers(cmdstan_installation: object) -> None:
+    """The Pathfinder pilot on a conjugate model (exact log Z) and on the 0.3 / 0.7 mixture
+    whose modes are 12 sd apart (log Z = 0: both modes' masses are added)."""
+    import json
+    import math
+    from pathlib import Path
+
+    from pemc_stan.backend.compile import compile_model
+    from pemc_stan.backend.pathfinder import estimate_log_scale
+
+    models = Path(__file__).resolve().parents[2] / "models"
+    data = json.loads((models / "normal_normal" / "data.json").read_text())
+    y = np.asarray(data["y"], dtype=float)
+    cov = data["sigma"] ** 2 * np.eye(len(y)) + data["tau0"] ** 2
+    r = y - data["mu0"]
+    exact = -0.5 * (len(y) * math.log(2 * math.pi) + np.linalg.slogdet(cov)[1]
+                    + r @ np.linalg.solve(cov, r))
+    pilot = estimate_log_scale(compile_model(models / "normal_normal" / "normal_normal.stan"),
+                               data, seed=1)
+    assert pilot.failure is None and abs(pilot.log_z - exact) < 0.05, (pilot, exact)
+    bimodal = json.loads((models / "bimodal_1d" / "bimodal_1d.data.json").read_text())
+    pilot = estimate_log_scale(compile_model(models / "bimodal_1d" / "bimodal_1d.stan"),
+                               bimodal, seed=1, num_paths=8)
+    assert pilot.failure is None and abs(pilot.log_z) < 0.1, pilot
