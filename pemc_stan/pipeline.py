@@ -11,18 +11,84 @@ registered options classes.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import cmdstanpy
+
+from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import ProgramSource, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, TransformResult, build_options
-from pemc_stan.methods.options import field_names
+from pemc_stan.methods.options import check_int, check_number, field_names
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["transform", "transform_result", "sample", "split_options"]
+__all__ = ["transform", "transform_result", "sample", "split_options", "SamplerArgs"]
+
+
+@dataclass
+class SamplerArgs:
+    """The NUTS arguments of :func:`sample`, checked before anything is compiled.
+
+    Names mirror ``cmdstanpy.CmdStanModel.sample``; ``extra`` holds its other
+    keyword arguments (``adapt_delta``, ``max_treedepth``, ...).
+    """
+
+    chains: int = 4
+    iter_warmup: int = 1000
+    iter_sampling: int = 1000
+    seed: int | None = None
+    show_progress: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> SamplerArgs:
+        """Check every argument.
+
+        Raises
+        ------
+        OptionsError
+            Naming the argument, the value and what was expected.
+        """
+        check_int("chains", self.chains, 1)
+        check_int("iter_warmup", self.iter_warmup, 0)
+        check_int("iter_sampling", self.iter_sampling, 1)
+        if self.seed is not None:
+            check_int("seed", self.seed, 0)
+            if self.seed > 2**32 - 1:
+                raise OptionsError("seed", self.seed, "an integer in [0, 2^32 - 1]")
+        if not isinstance(self.show_progress, bool):
+            raise OptionsError("show_progress", self.show_progress, "True or False")
+        known = set(inspect.signature(cmdstanpy.CmdStanModel.sample).parameters) - {"self"}
+        for name, value in self.extra.items():
+            if name not in known:
+                raise OptionsError(name, value, "an option of the method or an argument of "
+                                   "cmdstanpy's CmdStanModel.sample (e.g. adapt_delta, "
+                                   "max_treedepth, metric, parallel_chains)")
+        if "adapt_delta" in self.extra and self.extra["adapt_delta"] is not None:
+            check_number("adapt_delta", self.extra["adapt_delta"], 0.0, 1.0, low_open=True,
+                         high_open=True)
+        if "max_treedepth" in self.extra and self.extra["max_treedepth"] is not None:
+            check_int("max_treedepth", self.extra["max_treedepth"], 1)
+        return self
+
+
+def _check_inputs(model: Any, data: Any) -> None:
+    import cmdstanpy as _cmdstanpy
+
+    from pemc_stan.inputs import StanProgram
+    from pemc_stan.stan import ast
+
+    if not isinstance(model, (str, os.PathLike, _cmdstanpy.CmdStanModel, StanProgram,
+                              ast.Program)):
+        raise OptionsError("model", model, "Stan program text, a .stan path, a "
+                           "cmdstanpy.CmdStanModel or a pemc_stan StanProgram")
+    if data is not None and not isinstance(data, (Mapping, str, os.PathLike)):
+        raise OptionsError("data", data, "a dict of data values or a JSON file path")
 
 
 def split_options(method: registry.Method, kwargs: dict[str, Any]
@@ -153,6 +219,9 @@ def sample(
     spec = registry.get(method)
     option_kwargs, cmdstanpy_kwargs = split_options(spec, kwargs)
     opts = build_options(spec, options, **option_kwargs)
+    SamplerArgs(chains, iter_warmup, iter_sampling, seed, show_progress,
+                cmdstanpy_kwargs).validate()
+    _check_inputs(model, data)
     method_model = spec.model(model, data, opts)
     fit: ExtendedFit = method_model.sample(chains=chains, iter_warmup=iter_warmup,
                                            iter_sampling=iter_sampling, seed=seed,

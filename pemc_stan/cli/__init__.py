@@ -41,12 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
         description="Pseudo-extended and continuously tempered MCMC for Stan programs.",
     )
     parser.add_argument("--version", action="version", version=f"pemc-stan {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
-    parser.add_argument("--quiet", action="store_true", help="only warnings and errors")
+    _add_verbosity(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in (transform, sample, evidence, runtime):
         command.add_parser(sub)
+    for p in sub.choices.values():  # the same flags after the subcommand
+        _add_verbosity(p, argparse.SUPPRESS)
     return parser
+
+
+def _add_verbosity(p: argparse.ArgumentParser, default: object) -> None:
+    """``--debug``, ``--quiet`` and ``--verbose``; after the subcommand their default is
+    SUPPRESS, so that a flag given before it is not reset."""
+    p.add_argument("--debug", action="store_true", default=default,
+                   help="show tracebacks and debug logging")
+    p.add_argument("--quiet", action="store_true", default=default,
+                   help="only warnings and errors")
+    p.add_argument("--verbose", action="store_true", default=default,
+                   help="also the progress of every step (debug logging, exit codes unchanged)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help / usage errors
         return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.USAGE)
-    configure_logging(args.debug, args.quiet)
+    configure_logging(args.debug or args.verbose, args.quiet)
     handler: Callable[[argparse.Namespace], ExitCode] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -12,6 +12,7 @@ from typing import Any
 from pemc_stan.cli.errors import ExitCode
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_model
 from pemc_stan.cli.options import add_method_options, method_options
+from pemc_stan.errors import CliError
 from pemc_stan.methods import registry
 from pemc_stan.pipeline import transform
 
@@ -50,6 +51,10 @@ def run(args: argparse.Namespace) -> ExitCode:
     code = transform(read_model(model), method=spec.name, name=model.stem, **options)
     if args.output:
         out = Path(args.output)
+        if out.exists() and out.resolve() == model.resolve():
+            raise CliError(f"-o {args.output} is the input program {model}: writing there "
+                           "would replace the user's model with its transformation",
+                           "write the transformed program to another file", ExitCode.USAGE)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(code)
         logger.info("wrote %s", out)

@@ -330,3 +330,24 @@ def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installa
 def test_evidence_unknown_estimator_is_a_usage_error() -> None:
     proc = run_cli("evidence", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "magic")
     assert_cause_and_remedy(proc, ExitCode.USAGE, "magic")
+
+
+def test_transform_refuses_to_overwrite_its_input(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    model = tmp_path / "m.stan"
+    text = "parameters { real x; } model { x ~ normal(0, 1); }\n"
+    model.write_text(text)
+    assert main(["transform", str(model), "--method", "pe", "-o", str(model)]) == ExitCode.USAGE
+    assert model.read_text() == text
+    assert "is the input program" in capsys.readouterr().err
+    out = tmp_path / "sub" / "m_pe.stan"
+    assert main(["transform", str(model), "--method", "pe", "-o", str(out)]) == ExitCode.OK
+    assert "pemc_beta" in out.read_text() and model.read_text() == text
+
+
+def test_quiet_and_verbose_after_the_subcommand(tmp_path: Path) -> None:
+    model = tmp_path / "m.stan"
+    model.write_text("parameters { real x; } model { x ~ normal(0, 1); }\n")
+    for flags in (["--quiet"], ["--verbose"], ["--debug"]):
+        assert main(["transform", str(model), "--method", "ct", *flags]) == ExitCode.OK, flags
+    assert main(["--quiet", "transform", str(model), "--method", "ct"]) == ExitCode.OK
