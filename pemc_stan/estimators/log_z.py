@@ -1,4 +1,4 @@
-"""Evidence (log normalising constant) estimators over draws and log densities (issue 6).
+"""Evidence (log normalising constant) estimators over draws and log densities.
 
 Pure NumPy functions, each returning an :class:`EvidenceEstimate`:
 
@@ -10,7 +10,7 @@ Pure NumPy functions, each returning an :class:`EvidenceEstimate`:
 * :func:`compare` and :func:`bayes_factor` for pairs of estimates.
 
 Background: Murray's thesis, chapter on normalising constants
-(/work/shared/papers/murray-thesis-advances-in-mcmc.txt): importance sampling,
+(Murray, "Advances in Markov chain Monte Carlo methods", 2007): importance sampling,
 bridge sampling, thermodynamic integration.
 """
 

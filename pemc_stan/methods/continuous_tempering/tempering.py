@@ -1,5 +1,5 @@
 """Continuous-tempering (CT) post-processing: eqs 14-22 of Graham & Storkey,
-"Continuously tempered Hamiltonian Monte Carlo" (/work/shared/papers/continuously-tempered-hmc.txt).
+"Continuously tempered Hamiltonian Monte Carlo" (Graham & Storkey 2017).
 
 Notation (paper, section 3 and 5):
 
