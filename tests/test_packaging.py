@@ -40,3 +40,16 @@ def test_models_gallery_ships_as_a_package() -> None:
     models = importlib.resources.files("pemc_stan.models")
     assert models.joinpath("bimodal_1d", "bimodal_1d.stan").is_file()
     assert models.joinpath("README.md").is_file()
+
+
+def test_sources_name_no_development_machine_paths_or_issue_numbers() -> None:
+    import re
+    from pathlib import Path
+
+    import pemc_stan
+
+    package = Path(pemc_stan.__file__).resolve().parent
+    pattern = re.compile(r"/work/|/home/|/root/|\(issue \d+\)")
+    found = [f"{p.relative_to(package)}:{i}" for p in sorted(package.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not found, found
