@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
-           "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX", "PARETO_K_MAX",
-           "rhat_and_ess", "pareto_k", "chains_disagree"]
+           "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
+           "rhat_and_ess", "chains_disagree"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -34,8 +34,6 @@ RHAT_MAX = 1.05
 ESS_MIN = 100.0
 #: Largest share of divergent transitions of an ``ok`` fit.
 DIVERGENT_SHARE_MAX = 0.01
-#: Largest Pareto k-hat of the importance weights of an ``ok`` fit.
-PARETO_K_MAX = 0.7
 #: Per-chain estimates that differ by more than this many combined standard errors disagree.
 CHAIN_Z_MAX = 5.0
 
@@ -114,24 +112,6 @@ def rhat_and_ess(draws: NDArray[np.float64]) -> tuple[float, float]:
     if x.ndim != 2 or not np.all(np.isfinite(x)) or np.ptp(x) == 0:
         return float("nan"), float("nan")
     return float(az.rhat(x)), float(az.ess(x, method="bulk"))
-
-
-def pareto_k(log_weights: NDArray[np.float64]) -> float:
-    """Pareto k-hat of the tail of importance weights (``-inf`` when they are all equal).
-
-    Raises
-    ------
-    Nothing.
-    """
-    import arviz as az
-
-    lw = np.asarray(log_weights, dtype=float).reshape(-1)
-    lw = lw[np.isfinite(lw)]
-    if lw.size < 10 or np.ptp(lw) == 0:
-        return float("-inf")
-    with np.errstate(all="ignore"):
-        _, k = az.psislw(lw - np.max(lw), reff=1.0, normalize=False)
-    return float(k)
 
 
 def chains_disagree(estimates: NDArray[np.float64], std_errors: NDArray[np.float64]

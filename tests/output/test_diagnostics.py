@@ -108,13 +108,3 @@ def test_rhat_flags_chains_in_different_modes() -> None:
     assert rhat_and_ess(mixed)[0] < 1.01 and rhat_and_ess(mixed)[1] > 1000
     assert rhat_and_ess(stuck)[0] > 1.5
     assert np.isnan(rhat_and_ess(np.ones((4, 10)))[0])  # constant draws: no statement
-
-
-def test_pareto_k_of_light_and_heavy_weights() -> None:
-    from pemc_stan.output.diagnostics import pareto_k
-
-    rng = np.random.default_rng(1)
-    assert pareto_k(np.zeros(1000)) == float("-inf")
-    assert pareto_k(rng.normal(scale=0.1, size=4000)) < 0.5
-    # log weights of a Pareto(alpha = 1.1) tail: k = 1 / alpha ~ 0.9
-    assert pareto_k(np.log(rng.pareto(1.1, size=4000) + 1.0)) > 0.7

@@ -42,10 +42,8 @@ from pemc_stan.methods.continuous_tempering.transform import ContinuousTempering
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     ESS_MIN,
-    PARETO_K_MAX,
     Reason,
     chains_disagree,
-    pareto_k,
     treedepth_advice,
 )
 
@@ -326,11 +324,9 @@ class ContinuousTemperingFit(ExtendedFit):
         yield "weight_ess", None if kish >= ESS_MIN else Reason(
             "weight_ess", f"the Kish ESS of the target weights w_1 is {kish:.0f} "
             f"(< {ESS_MIN:.0f})", "run longer (iter_sampling) or improve log zeta")
-        k = pareto_k(lw)
-        yield "pareto_k", None if k <= PARETO_K_MAX else Reason(
-            "pareto_k", f"the Pareto k-hat of the target weights w_1 is {k:.2f} "
-            f"(> {PARETO_K_MAX}): a few draws carry the estimates", "run longer or "
-            "improve the base density (base_covariance='dense', more bootstrap rounds)")
+        # No Pareto k-hat: w_1 = p(beta = 1 | x) <= 1 is bounded, so the weights always have
+        # finite variance; k-hat of bounded weights flags skew, not failure (half_normal_scale:
+        # k-hat 1.9 on a fit whose log Z was 1.1 SE from the truth).
         base_df = self.base_expectations()
         if len(base_df):
             zs = np.abs(np.concatenate([base_df["mean_z"].to_numpy(),
