@@ -143,7 +143,13 @@ def read_program(source: ProgramSource, name: str | None = None) -> StanProgram:
         text, default = path.read_text(), source.name
     elif _is_path(source):
         path = Path(source)
-        text, default = path.read_text(), path.stem
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise StanProgramError(
+                f"{path} is not a text file (byte {exc.start} is not UTF-8): a Stan program "
+                "is plain text; check that the path names the .stan file", path.name) from None
+        default = path.stem
     else:
         text, default = str(source), "model"
     name = name or default

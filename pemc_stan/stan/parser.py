@@ -443,11 +443,7 @@ def parse(text: str, filename: str = "<string>", *, check: bool = True) -> ast.P
     StancError
         If stanc cannot be run.
     """
-    if check:
-        from pemc_stan.stan.stanc import check_with_stanc
-
-        check_with_stanc(text, filename)
-    include = _INCLUDE.search(text)
+    include = _INCLUDE.search(text)  # before stanc, whose message would be "not found"
     if include is not None:
         line = text.count("\n", 0, include.start()) + 1
         column = len(include.group(0)) - len(include.group(0).lstrip())
@@ -459,6 +455,10 @@ def parse(text: str, filename: str = "<string>", *, check: bool = True) -> ast.P
             column,
             construct="#include",
         )
+    if check:
+        from pemc_stan.stan.stanc import check_with_stanc
+
+        check_with_stanc(text, filename)
     program: ast.Program = _run(text, "start", filename, stanc_accepted=check)
     return program
 
