@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,56 @@ def program_hash(
     return digest.hexdigest()
 
 
+#: The completion record written next to an executable after a successful build.
+RECORD = ".pemc-complete.json"
+
+
+def _fingerprint(exe_file: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with exe_file.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return {"size": exe_file.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def _write_record(exe_file: Path) -> None:
+    record = exe_file.parent / RECORD
+    tmp = record.with_suffix(".tmp")
+    tmp.write_text(json.dumps(_fingerprint(exe_file)))
+    os.replace(tmp, record)
+
+
+def _cached_problem(exe_file: Path) -> str | None:
+    """Why a cached executable cannot be used (None: it can).
+
+    It is used only when the completion record written after its build matches
+    its size and hash.  An executable from before records existed proves itself
+    by answering CmdStan's ``info`` method, and gets its record then.
+    """
+    record = exe_file.parent / RECORD
+    if record.is_file():
+        try:
+            expected = json.loads(record.read_text())
+        except (OSError, ValueError):
+            return "has an unreadable completion record"
+        found = _fingerprint(exe_file)
+        if found != expected:
+            return (f"does not match its completion record (size {found['size']}, expected "
+                    f"{expected.get('size')})")
+        return None
+    if exe_file.stat().st_size == 0:
+        return "is empty (a build that was interrupted)"
+    try:
+        proc = subprocess.run([str(exe_file), "info"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"cannot be run ({exc})"
+    if proc.returncode != 0 or "stan_version" not in proc.stdout:
+        return f"does not answer CmdStan's info method (exit code {proc.returncode})"
+    _write_record(exe_file)
+    return None
+
+
 def compile_model(
     program: str | os.PathLike[str],
     *,
@@ -163,13 +214,18 @@ def compile_model(
 
     with runtime._file_lock(root / f"{folder.name}.lock"):
         if exe_file.exists() and not force:
-            logger.debug("reusing compiled model %s", exe_file)
-            return cmdstanpy.CmdStanModel(
-                stan_file=str(stan_file),
-                exe_file=str(exe_file),
-                stanc_options=stanc_options or None,
-                cpp_options=cpp_options,
-            )
+            problem = _cached_problem(exe_file)
+            if problem is None:
+                logger.debug("reusing compiled model %s", exe_file)
+                return cmdstanpy.CmdStanModel(
+                    stan_file=str(stan_file),
+                    exe_file=str(exe_file),
+                    stanc_options=stanc_options or None,
+                    cpp_options=cpp_options,
+                )
+            logger.warning("the cached executable %s %s; compiling it again", exe_file,
+                           problem)
+            exe_file.unlink(missing_ok=True)
         folder.mkdir(parents=True, exist_ok=True)
         if not stan_file.exists() or stan_file.read_text() != text:
             tmp = stan_file.with_suffix(".stan.tmp")
@@ -194,6 +250,7 @@ def compile_model(
                 stan_file,
                 str(exc),
             ) from exc
+        _write_record(exe_file)
         logger.info("compiled %s in %.1f s", name, time.monotonic() - started)
         return model
 

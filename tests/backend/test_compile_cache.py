@@ -1,0 +1,54 @@
+"""The model cache: an executable is reused only when it proves itself (compiled)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from pemc_stan.backend.compile import RECORD, compile_model
+
+pytestmark = pytest.mark.compiled
+
+PROGRAM = "parameters { real y; } model { y ~ normal(0, 1); }  // cache-proof test\n"
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "no_record_and_empty"])
+def test_a_broken_cached_executable_is_rebuilt(tmp_path: Path, damage: str,
+                                               cmdstan_installation: object,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    model = compile_model(PROGRAM, name="cacheproof", cache_dir=tmp_path)
+    exe = Path(model.exe_file)
+    record = exe.parent / RECORD
+    assert json.loads(record.read_text())["size"] == exe.stat().st_size
+    if damage == "truncated":
+        data = exe.read_bytes()
+        exe.write_bytes(data[:100000])
+    else:
+        exe.write_bytes(b"")
+        if damage == "no_record_and_empty":
+            record.unlink()
+    with caplog.at_level(logging.WARNING, logger="pemc_stan"):
+        again = compile_model(PROGRAM, name="cacheproof", cache_dir=tmp_path)
+    assert "compiling it again" in caplog.text
+    fit = again.sample(chains=1, iter_warmup=100, iter_sampling=100, seed=1,
+                       show_progress=False)
+    assert fit.draws().shape[0] == 100
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pemc_stan"):
+        compile_model(PROGRAM, name="cacheproof", cache_dir=tmp_path)  # now it is reused
+    assert "compiling it again" not in caplog.text
+
+
+def test_an_executable_from_before_records_proves_itself(tmp_path: Path,
+                                                         cmdstan_installation: object,
+                                                         caplog: pytest.LogCaptureFixture
+                                                         ) -> None:
+    model = compile_model(PROGRAM, name="cacheproof", cache_dir=tmp_path)
+    record = Path(model.exe_file).parent / RECORD
+    record.unlink()
+    with caplog.at_level(logging.WARNING, logger="pemc_stan"):
+        compile_model(PROGRAM, name="cacheproof", cache_dir=tmp_path)
+    assert "compiling it again" not in caplog.text and record.is_file()
