@@ -90,6 +90,7 @@ from pemc_stan.inputs import ProgramSource, StanProgram
 from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.options import resolve
 from pemc_stan.methods.pseudo_extended.options import (
+    AUTO_BETA_MIN,
     BetaDensity,
     PseudoExtendedOptions,
     as_beta,
@@ -474,6 +475,8 @@ def transform_pseudo_extended(
               else BetaDensity(1.0, 1.0) if g_from_data
               else as_beta(options.instrumental, "instrumental"))
     pi_equals_g = is_auto(options.beta_prior)
+    beta_min = (options.beta_min if options.beta_min is not None
+                else AUTO_BETA_MIN if temper == "posterior" and ladder is None else 0.0)
     pi_beta = g_beta if pi_equals_g else as_beta(options.beta_prior, "beta_prior")
 
     def g_stan(arg: str) -> str:
@@ -537,7 +540,7 @@ def transform_pseudo_extended(
         gamma_tilde=gamma_tilde, n_size="pemc_N" if n_in_data else str(n),
         g_density=g_stan("pemc_beta[pemc_k]") if ladder is None else "", g_from_data=g_from_data,
         pi_equals_g=pi_equals_g,
-        beta_min=stan_number(options.beta_min) if options.beta_min > 0 else "0",
+        beta_min=stan_number(beta_min) if beta_min > 0 else "0",
     )
 
     issued: list[str] = []
@@ -554,7 +557,7 @@ def transform_pseudo_extended(
             logger.warning(msg)
             issued.append(msg)
 
-    if (temper == "posterior" and ladder is None and options.beta_min == 0.0
+    if (temper == "posterior" and ladder is None and beta_min == 0.0
             and g_beta.is_uniform and not g_from_data and n > 1
             and _probably_multidimensional(param_decls)
             and not _compact_support(param_decls)):

@@ -33,7 +33,7 @@ data {
 parameters {
   // the model's parameters, one copy per pseudo-sample
   array[pemc_N] real x;
-  array[pemc_N] real<lower=0, upper=1> pemc_beta;  // inverse temperatures
+  array[pemc_N] real<lower=0.01, upper=1> pemc_beta;  // inverse temperatures
 }
 model {
   vector[pemc_N] pemc_log_weight;  // log w_i, Theorem 2.1 / eq 3 (unnormalised)

@@ -75,7 +75,7 @@ parameters {
   // Zm: one declaration per pseudo-sample (its bounds depend on other parameters or are containers)
   matrix<lower=to_matrix(lo, N, 1), upper=to_matrix(hi, N, 1)>[N, 1] pemc_Zm_1;
   matrix<lower=to_matrix(lo, N, 1), upper=to_matrix(hi, N, 1)>[N, 1] pemc_Zm_2;
-  array[pemc_N] real<lower=0, upper=1> pemc_beta;  // inverse temperatures
+  array[pemc_N] real<lower=0.01, upper=1> pemc_beta;  // inverse temperatures
 }
 model {
   vector[pemc_N] pemc_log_weight;  // log w_i, Theorem 2.1 / eq 3 (unnormalised)

@@ -173,7 +173,8 @@ def test_heavy_tailed_prior_warns_and_suggests_likelihood_tempering() -> None:
 
 
 def test_uniform_g_in_several_dimensions_warns_improper() -> None:
-    paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform"}
+    paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform",
+             "beta_min": 0.0}
     with pytest.warns(PseudoExtendedWarning, match="improper"):
         transform(SIMPLE, n_pseudo=2, **paper)
     with warnings.catch_warnings():
@@ -196,7 +197,8 @@ model {
   x ~ normal(0, 1);
 }
 """
-    paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform"}
+    paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform",
+             "beta_min": 0.0}
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
         transform(boxed, n_pseudo=2, **paper)
