@@ -53,7 +53,7 @@ class PseudoExtendedModel(MethodModel):
     _g_shape: float | None = None
 
     def g_shape(self) -> float | None:
-        """``1 + d/2`` for the 'auto' instrumental ``g = Beta(1 + d/2, 1)`` (None when the
+        """``(d + 1)/2`` for the 'auto' instrumental ``g = Beta((d + 1)/2, 1)`` (None when the
         instrumental is not taken from the data); ``d`` is the number of unconstrained
         parameters, from the declarations and the data (or, when a size is not a data
         expression, counted from one iteration of the original model)."""
@@ -71,7 +71,7 @@ class PseudoExtendedModel(MethodModel):
                     data=self.data or None, chains=1, iter_warmup=1, iter_sampling=1, seed=1,
                     show_progress=False, show_console=False)
                 d = sum(1 for c in run.column_names if not c.endswith("__"))
-            self._g_shape = 1.0 + d / 2.0
+            self._g_shape = (d + 1.0) / 2.0
         return self._g_shape
 
     def pe_model(self) -> Any:

@@ -143,11 +143,14 @@ class PseudoExtendedOptions(MethodOptions):
     instrumental
         ``g(beta)`` on (0, 1), same forms as ``beta_prior``.  ``"auto"`` (the
         default): uniform under likelihood tempering; under whole-posterior
-        tempering ``Beta(1 + d/2, 1)`` with ``d`` the number of unconstrained
+        tempering ``Beta((d + 1)/2, 1)`` with ``d`` the number of unconstrained
         parameters (computed from the data), because ``Z~(beta)`` grows like
         ``beta^(-d/2)`` as ``beta -> 0`` for a target with Gaussian tails: then
-        ``Z~(beta) g(beta)`` stays bounded, the instrumental is proper and the
-        temperatures spread over (0, 1) instead of drifting to 0.  ``(a, 1)`` with
+        ``Z~(beta) g(beta)`` behaves like ``beta^(-1/2)``, integrable in every
+        dimension (the instrumental is proper) and leaning to small ``beta`` as a
+        uniform ``g`` does in one dimension (uniform for ``d = 1``), instead of
+        drifting to 0.  (``Beta(1 + d/2, 1)``, a flat marginal, left the hot
+        pseudo-samples too little time at small ``beta`` on the 1-D mixture.)  ``(a, 1)`` with
         ``a < 1`` gives each pseudo-sample more time at small ``beta``, where
         it leaves its mode.  On the 20-Gaussian mixture
         (``models/gaussian_mixture_20``) ``(0.7, 1)`` lowered the Monte-Carlo

@@ -165,7 +165,7 @@ class PseudoExtendedResult(TransformResult):
     temper
         The tempering used (``options.temper`` with ``"auto"`` resolved).
     g_shape_from_data
-        True when ``g = Beta(pemc_g_a, 1)`` with ``pemc_g_a = 1 + d/2`` given as
+        True when ``g = Beta(pemc_g_a, 1)`` with ``pemc_g_a = (d + 1)/2`` given as
         data (the ``"auto"`` instrumental under whole-posterior tempering).
     pi_equals_g
         True when ``pi(beta) = g(beta)`` (``beta_prior="auto"``): their terms
@@ -198,7 +198,7 @@ class PseudoExtendedResult(TransformResult):
         if self.g_shape_from_data:
             if g_shape is None:
                 raise ValueError("pemc_g_a (the shape of the 'auto' instrumental) is unknown: "
-                                 "pass g_shape= (1 + d/2 for d unconstrained parameters)")
+                                 "pass g_shape= ((d + 1)/2 for d unconstrained parameters)")
             extra["pemc_g_a"] = float(g_shape)
         out.update(values)
         out.update(extra)

@@ -41,7 +41,7 @@ data {
   real<lower=min(lo), upper=max(hi)> mid;
   // pemc-stan: pseudo-extended settings
   real pemc_log_scale;  // log Z offset: gamma~ = gamma / exp(pemc_log_scale)
-  real<lower=0> pemc_g_a;  // instrumental g = Beta(pemc_g_a, 1), pemc_g_a = 1 + d/2: proper for d dimensions
+  real<lower=0> pemc_g_a;  // instrumental g = Beta(pemc_g_a, 1), pemc_g_a = (d + 1)/2: proper for d dimensions
 }
 transformed data {
   int pemc_N = 2;  // number of pseudo-samples (baked in: parameter-dependent bounds are unrolled)

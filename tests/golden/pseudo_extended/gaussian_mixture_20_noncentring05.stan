@@ -42,7 +42,7 @@ data {
   // pemc-stan: pseudo-extended settings
   int<lower=1> pemc_N;  // number of pseudo-samples
   real pemc_log_scale;  // log Z offset: gamma~ = gamma / exp(pemc_log_scale)
-  real<lower=0> pemc_g_a;  // instrumental g = Beta(pemc_g_a, 1), pemc_g_a = 1 + d/2: proper for d dimensions
+  real<lower=0> pemc_g_a;  // instrumental g = Beta(pemc_g_a, 1), pemc_g_a = (d + 1)/2: proper for d dimensions
 }
 parameters {
   // pemc_raw_p[k] * beta_k^(-noncentring/2) are the unconstrained coordinates of copy k of p

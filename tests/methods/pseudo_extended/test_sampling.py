@@ -251,21 +251,24 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN
 def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
     """Defaults on a 5-D standard normal (no likelihood: whole-posterior tempering).
 
-    With g = pi = Beta(1 + d/2, 1) the instrumental's beta marginal is proportional to
-    int gamma^beta dx * g(beta) = (2 pi)^(d (1 - beta) / 2) beta^(-d/2) * beta^(d/2), an
-    exponential tilt exp(-c beta), c = (d/2) log(2 pi), on (a, 1), a = beta_min = 0.01 (the
-    default under whole-posterior tempering): proper, with mean
-    (a e^-ca - e^-c) / (e^-ca - e^-c) + 1/c.  Each pseudo-sample is the target one with
-    probability 1/N (beta ~ pi, mean (1 + d/2) / (2 + d/2); its mass below a is 1e-7).
-    With a uniform g (the paper's) beta drifts to a and this test fails."""
+    With g = pi = Beta((d + 1)/2, 1) the instrumental's beta marginal is proportional to
+    int gamma^beta dx * g(beta) = (2 pi)^(d (1 - beta) / 2) beta^(-d/2) * beta^((d - 1)/2),
+    i.e. beta^(-1/2) exp(-c beta), c = (d/2) log(2 pi), on (a, 1), a = beta_min = 0.01 (the
+    default under whole-posterior tempering): proper; its mean by quadrature.  Each
+    pseudo-sample is the target one with probability 1/N (beta ~ pi, mean
+    ((d + 1)/2) / ((d + 3)/2); its mass below a is 1e-6).  With a uniform g (the paper's)
+    the marginal is beta^(-d/2) exp(-c beta), piled at a, and this test fails."""
     d, n = 5, 2
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
     fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=11)
-    assert fit.result.temper == "posterior" and fit.g_shape == 1 + d / 2
+    assert fit.result.temper == "posterior" and fit.g_shape == (d + 1) / 2
+    from scipy.integrate import quad
+
     c, a = d / 2 * np.log(2 * np.pi), 0.01
-    q_mean = (a * np.exp(-c * a) - np.exp(-c)) / (np.exp(-c * a) - np.exp(-c)) + 1 / c
-    pi_mean = (1 + d / 2) / (2 + d / 2)
+    q_mean = (quad(lambda b: b ** 0.5 * np.exp(-c * b), a, 1)[0]
+              / quad(lambda b: b ** -0.5 * np.exp(-c * b), a, 1)[0])
+    pi_mean = ((d + 1) / 2) / ((d + 3) / 2)
     exact = pi_mean / n + (1 - 1 / n) * q_mean
     per_draw = fit.beta().mean(axis=-1)  # (chains, draws)
     import arviz as az
