@@ -130,7 +130,10 @@ class PseudoExtendedFit(ExtendedFit):
                 lw = lw + stats.beta.logpdf(beta, pi_b.a, pi_b.b)
             if not g_b.is_uniform:
                 lw = lw - stats.beta.logpdf(beta, g_b.a, g_b.b)
-        return np.asarray(lw, dtype=float)
+        lw = np.asarray(lw, dtype=float)
+        # a pseudo-sample whose density could not be evaluated (an ODE or algebraic solver
+        # failing far out in a hot copy) gets no weight; check() reports how many
+        return np.where(np.isnan(lw), -np.inf, lw)
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """The pseudo-samples' log weights (:meth:`log_weights`)."""
@@ -337,6 +340,11 @@ class PseudoExtendedFit(ExtendedFit):
         yield from super()._checks()
         for name, message, remedy in self.pilot_notes:
             yield name, Reason(name, message, remedy)
+        bad = int(np.sum(np.isnan(self.log_gamma())))
+        yield "density_failures", None if bad == 0 else Reason(
+            "density_failures", f"the log density of {bad} pseudo-samples could not be "
+            "evaluated (NaN: a solver or function failed there); they got no weight",
+            "check the model where the hot pseudo-samples go, or raise beta_min")
         # One pseudo-sample carrying all the weight (a concentrated posterior) is advice in
         # diagnostics(), not a fault: the estimates are those of plain NUTS on the target.
         if self.n_pseudo < 2:
