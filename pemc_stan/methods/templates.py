@@ -20,7 +20,8 @@ from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import check_reserved_prefix
 from pemc_stan.stan.printer import print_program, print_stmt
 
-__all__ = ["block_text", "functions_text", "load_template", "prepare_program", "render"]
+__all__ = ["block_text", "functions_text", "load_template", "no_likelihood_message",
+           "prepare_program", "render"]
 
 
 def prepare_program(program: ProgramSource, name: str | None, method: str) -> StanProgram:
@@ -51,6 +52,23 @@ def prepare_program(program: ProgramSource, name: str | None, method: str) -> St
     check_reserved_prefix(prepared.tree, prepared.name)
     prepared.require_parameters(f"{method} transformation")
     return prepared
+
+
+def no_likelihood_message(prepared: StanProgram) -> str | None:
+    """The warning for likelihood tempering of a model with no likelihood term, or None.
+
+    Raises
+    ------
+    Nothing (analysis failures are reported by the log-density rewrite).
+    """
+    try:
+        if prepared.analysis.likelihood_contributions():
+            return None
+    except Exception:  # noqa: BLE001 - analysis failures are reported elsewhere
+        return None
+    return (f"{prepared.name}: temper='likelihood' but no statement of the model is classified "
+            "as likelihood (it has no data-dependent density terms), so nothing is tempered; "
+            "use temper='posterior'.")
 
 
 def functions_text(tree: ast.Program, extra: tuple[ast.FunctionDef, ...]) -> str:

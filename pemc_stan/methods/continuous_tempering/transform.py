@@ -79,7 +79,13 @@ from pemc_stan.methods.continuous_tempering.base_density import (
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.options import resolve
-from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
+from pemc_stan.methods.templates import (
+    block_text,
+    functions_text,
+    no_likelihood_message,
+    prepare_program,
+    render,
+)
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
@@ -411,14 +417,9 @@ def transform_continuous_tempering(
         issued.append(msg)
 
     if temper == "likelihood":
-        try:
-            no_likelihood = not prepared.analysis.likelihood_contributions()
-        except Exception:  # pragma: no cover - analysis failures are reported elsewhere
-            no_likelihood = False
-        if no_likelihood:
-            warn(f"{model_name}: temper='likelihood' but no statement of the model is "
-                 "classified as likelihood (no data-dependent density terms), so nothing is "
-                 "tempered; use temper='posterior'.")
+        message = no_likelihood_message(prepared)
+        if message is not None:
+            warn(message)
         heavy = heavy_tailed_priors(tree, prepared.analysis)
         if heavy:
             where = ", ".join(f"{d} (line {line})" for d, line in heavy)

@@ -97,7 +97,13 @@ from pemc_stan.methods.pseudo_extended.options import (
     is_auto,
     stan_number,
 )
-from pemc_stan.methods.templates import block_text, functions_text, prepare_program, render
+from pemc_stan.methods.templates import (
+    block_text,
+    functions_text,
+    no_likelihood_message,
+    prepare_program,
+    render,
+)
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     CONTAINER_BUILDERS,
@@ -571,14 +577,9 @@ def transform_pseudo_extended(
         issued.append(msg)
 
     if temper == "likelihood":
-        try:
-            no_likelihood = not prepared.analysis.likelihood_contributions()
-        except Exception:  # pragma: no cover - analysis failures are reported elsewhere
-            no_likelihood = False
-        if no_likelihood:
-            msg = (f"{model_name}: temper='likelihood' but no statement of the model is "
-                   "classified as likelihood (it has no data-dependent density terms), so "
-                   "nothing is tempered; use temper='posterior'.")
+        msg_or_none = no_likelihood_message(prepared)
+        if msg_or_none is not None:
+            msg = msg_or_none
             warnings.warn(msg, PseudoExtendedWarning, stacklevel=2)
             logger.warning(msg)
             issued.append(msg)
