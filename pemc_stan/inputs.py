@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,8 @@ from pemc_stan.stan import ast
 if TYPE_CHECKING:
     from pemc_stan.stan.analysis import Analysis
 
-__all__ = ["StanProgram", "read_program", "load_data", "check_data", "ProgramSource"]
+__all__ = ["StanProgram", "read_program", "load_data", "check_data", "read_data",
+           "ProgramSource"]
 
 #: What a program may be given as.
 ProgramSource = Any  # str | os.PathLike[str] | cmdstanpy.CmdStanModel | ast.Program | StanProgram
@@ -208,7 +209,14 @@ def _expected_shape(type_: ast.Type, data: Mapping[str, Any]) -> list[int] | Non
     return out
 
 
+def _plain(value: Any) -> Any:
+    """NumPy arrays and scalars, pandas objects: as nested lists and Python numbers."""
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) else value
+
+
 def _json_shape(value: Any) -> list[int] | None:
+    value = _plain(value)
     shape: list[int] = []
     while isinstance(value, list):
         shape.append(len(value))
@@ -218,12 +226,97 @@ def _json_shape(value: Any) -> list[int] | None:
     return shape if isinstance(value, (int, float)) else None
 
 
+#: Strings CmdStan's JSON reader takes as real numbers.
+_NON_FINITE = frozenset({"nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
+
+
+def _leaves(value: Any, index: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Any]]:
+    """``(index, leaf)`` of a nested list, depth first."""
+    value = _plain(value)
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _leaves(item, (*index, i + 1))
+    else:
+        yield index, value
+
+
+def _element_type(type_: ast.Type) -> ast.BasicType | None:
+    while isinstance(type_, ast.ArrayType):
+        type_ = type_.element
+    return type_ if isinstance(type_, ast.BasicType) else None
+
+
+def _bound(expr: ast.Expr | None, data: Mapping[str, Any]) -> float | None:
+    from pemc_stan.errors import UnevaluableExpressionError
+    from pemc_stan.stan.evaluate import evaluate
+
+    if expr is None:
+        return None
+    try:
+        value = evaluate(expr, data)
+    except (UnevaluableExpressionError, TypeError, ValueError, ArithmeticError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str, Any],
+                  data_name: str) -> None:
+    """The values of one data variable: numbers of the declared kind, within its bounds.
+
+    Raises
+    ------
+    DataError
+        Naming the variable, the element and what was expected.
+    """
+    element = _element_type(stmt.type)
+    if element is None or "complex" in element.name:
+        return  # tuples and complex numbers: CmdStan checks them
+    is_int = element.name == "int"
+    bounds = element.constraint if isinstance(element.constraint, ast.Bounds) else None
+    lower = _bound(bounds.lower, data) if bounds is not None else None
+    upper = _bound(bounds.upper, data) if bounds is not None else None
+    where = f"'{declared} {name}' in the data block (line {stmt.line})"
+    for index, leaf in _leaves(data[name]):
+        at = f"{name}[{','.join(map(str, index))}]" if index else name
+        if isinstance(leaf, str) and not is_int and leaf.strip().lower() in _NON_FINITE:
+            leaf = float(leaf.strip().lower().replace("infinity", "inf"))
+        if isinstance(leaf, bool) or (isinstance(leaf, int) and not isinstance(leaf, bool)):
+            number: float = float(leaf)
+        elif isinstance(leaf, float) and not is_int:
+            number = leaf
+        else:
+            shown = "null" if leaf is None else repr(leaf)
+            kind = "whole numbers" if is_int else "numbers"
+            got = ("a real number" if isinstance(leaf, float) else "" if leaf is None
+                   else "a string" if isinstance(leaf, str) else f"a {type(leaf).__name__}")
+            raise DataError(
+                f"{at} in {data_name} is {shown}{f' ({got})' if got else ''} but {where} "
+                f"holds {kind}",
+                f"give \"{name}\" {kind}" + (" written without a decimal point"
+                                             if is_int and isinstance(leaf, float) else
+                                             "" if is_int else
+                                             " (\"NaN\" and \"Inf\" are accepted)"),
+                name)
+        outside = ((lower is not None and not number >= lower)
+                   or (upper is not None and not number <= upper))
+        if outside:
+            shown = repr(leaf) if not isinstance(leaf, float) else f"{leaf:g}"
+            raise DataError(
+                f"{at} in {data_name} is {shown}, outside the bounds of {where}",
+                f"give \"{name}\" values within the declared bounds, or change the bounds",
+                name)
+
+
 def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],
                data_name: str = "the data") -> None:
-    """Check that ``data`` has every data-block variable with the declared shape.
+    """Check that ``data`` has every data-block variable with the declared shape and values.
 
-    Sizes are checked where they can be evaluated from the data; CmdStan
-    checks the rest (and the constraints) when it reads the data.
+    Sizes and bounds are checked where they can be evaluated from the data,
+    and every element must be a number of the declared kind (a whole number
+    for ``int``; a number or CmdStan's "NaN"/"Inf" strings for reals);
+    CmdStan checks the rest (vector constraints such as ``simplex``) when it
+    reads the data.
 
     Raises
     ------
@@ -255,3 +348,23 @@ def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],
                     f"needs shape {tuple(expected)}",
                     f"give \"{name}\" {'x'.join(map(str, expected)) or 'a single'} "
                     "value(s), or fix the sizes it is declared with", name)
+        for name in stmt.names:
+            _check_values(stmt, name, declared, data, data_name)
+
+
+def read_data(program: StanProgram, data: Mapping[str, Any] | str | os.PathLike[str] | None
+              ) -> dict[str, Any]:
+    """:func:`load_data`, then :func:`check_data` against ``program``: the one data reader
+    of the API and the command line, run before anything is compiled.
+
+    Raises
+    ------
+    DataError
+        For unreadable data, or data that do not match the data block.
+    OSError
+        If a data file cannot be read.
+    """
+    loaded = load_data(data)
+    name = Path(data).name if isinstance(data, (str, os.PathLike)) else "the data"
+    check_data(program, loaded, name)
+    return loaded

@@ -23,7 +23,12 @@ import cmdstanpy
 from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import ProgramSource, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit, TransformResult, build_options
+from pemc_stan.methods.base import (
+    ExtendedFit,
+    TransformResult,
+    build_options,
+    transform_program,
+)
 from pemc_stan.methods.options import check_int, check_number, field_names
 
 logger = logging.getLogger(__name__)
@@ -144,7 +149,7 @@ def transform_result(program: ProgramSource, method: str = registry.DEFAULT_METH
     """
     spec = registry.get(method)
     opts = build_options(spec, options, **option_kwargs)
-    result: TransformResult = spec.transform(read_program(program, name), opts)
+    result: TransformResult = transform_program(spec, read_program(program, name), opts)
     return result
 
 

@@ -32,3 +32,74 @@ def test_a_program_is_read_once(tmp_path: Path) -> None:
     assert prog.name == "m" and prog.path == model and prog.parameter_names == ["x"]
     assert read_program(prog) is prog  # not parsed again
     assert read_program(prog, "other").tree is prog.tree
+
+
+# --------------------------------------------------------------------------- #
+# data values, checked before anything is compiled
+# --------------------------------------------------------------------------- #
+_DATA_PROGRAM = """data {
+  int<lower=0> N;
+  vector[N] y;
+  real mu1;
+  array[2] int<lower=1, upper=N> idx;
+}
+parameters { real mu; }
+model { mu ~ normal(mu1, 1); y ~ normal(mu, 1); }
+"""
+_GOOD = {"N": 2, "y": [1.0, 2.0], "mu1": 0.5, "idx": [1, 2]}
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"mu1": "abc"}, r"mu1 in d.json is 'abc' \(a string\) but 'real mu1'.*line 4"),
+    ({"y": [1.0, "x"]}, r"y\[2\] in d.json is 'x'"),
+    ({"mu1": None}, r"mu1 in d.json is null"),
+    ({"N": 2.5}, r"N in d.json is 2.5 \(a real number\).*whole numbers"),
+    ({"N": -1, "y": []}, r"N in d.json is -1, outside the bounds of 'int<lower=0> N'"),
+    ({"idx": [1, 3]}, r"idx\[2\] in d.json is 3, outside the bounds"),
+    ({"idx": [0, 1]}, r"idx\[1\] in d.json is 0, outside"),
+])
+def test_data_values_are_checked_naming_the_variable(change: dict[str, object],
+                                                     fragment: str) -> None:
+    from pemc_stan.errors import DataError
+    from pemc_stan.inputs import check_data
+
+    program = read_program(_DATA_PROGRAM)
+    with pytest.raises(DataError, match=fragment) as info:
+        check_data(program, {**_GOOD, **change}, "d.json")
+    assert info.value.variable == next(iter(change))
+
+
+def test_good_data_pass_in_every_spelling(tmp_path: Path) -> None:
+    import json
+
+    import numpy as np
+
+    from pemc_stan.inputs import check_data, read_data
+
+    program = read_program(_DATA_PROGRAM)
+    check_data(program, _GOOD)
+    check_data(program, {**_GOOD, "y": ["NaN", "-Inf"]})  # CmdStan's non-finite strings
+    check_data(program, {"N": np.int64(2), "y": np.array([1.0, 2.0]), "mu1": np.float64(0),
+                         "idx": np.array([2, 1])})
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(_GOOD))
+    assert read_data(program, path) == _GOOD
+
+
+def test_a_missing_data_variable_is_named_by_the_api_before_compiling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pemc_stan
+    from pemc_stan.errors import DataError
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compile_model was called")
+
+    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    monkeypatch.setattr("pemc_stan.estimators.evidence.compile_model", never)
+    for method in ("pe", "ct"):
+        with pytest.raises(DataError, match="no value for 'mu1'"):
+            pemc_stan.sample(_DATA_PROGRAM, {"N": 2, "y": [1, 2], "idx": [1, 2]}, method=method)
+        with pytest.raises(DataError, match="mu1 in the data is 'abc'"):
+            pemc_stan.sample(_DATA_PROGRAM, {**_GOOD, "mu1": "abc"}, method=method)
+    with pytest.raises(DataError, match="no value for 'mu1'"):
+        pemc_stan.evidence(_DATA_PROGRAM, {"N": 2, "y": [1, 2], "idx": [1, 2]})

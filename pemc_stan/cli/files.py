@@ -9,7 +9,8 @@ from typing import Any
 from pemc_stan.cli.errors import ExitCode
 from pemc_stan.errors import CliError, DataError
 from pemc_stan.examples import example, is_example
-from pemc_stan.inputs import StanProgram, check_data, load_data, read_program
+from pemc_stan.inputs import StanProgram, read_program
+from pemc_stan.inputs import read_data as read_inputs_data
 
 __all__ = ["MODEL_HELP", "model_and_data", "existing_file", "read_model", "read_data"]
 
@@ -84,6 +85,4 @@ def read_data(program: StanProgram, model: Path, data_path: Path | None) -> dict
             raise DataError(f"{model.name} declares data ({shown}) but no data file was given",
                             "pass --data DATA.json with a value for each data variable")
         return {}
-    data = load_data(data_path)
-    check_data(program, data, data_path.name)
-    return data
+    return read_inputs_data(program, data_path)

@@ -69,7 +69,7 @@ from pemc_stan.estimators.log_z import (
     importance_sampling,
 )
 from pemc_stan.estimators.normalisation import PriorReport, prior_report
-from pemc_stan.inputs import StanProgram, _is_path, load_data, read_program
+from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
@@ -576,7 +576,7 @@ def evidence(
             model_or_fit).exists():
         raise FileNotFoundError(f"Stan file {model_or_fit} does not exist")
     prog = read_program(model_or_fit)
-    d = load_data(data)
+    d = read_data(prog, data)
     gaps = check_prior(prog, d)  # before anything is compiled
     owner = registry.for_estimator(m)
     if owner is not None:  # the estimator needs that method's fit: run it

@@ -36,7 +36,7 @@ from pemc_stan.backend.compile import compile_model
 from pemc_stan.errors import FitSuspectWarning, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.inputs import StanProgram, load_data, read_program
+from pemc_stan.inputs import StanProgram, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
@@ -55,7 +55,7 @@ from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, wr
 logger = logging.getLogger(__name__)
 
 __all__ = ["TransformResult", "MethodModel", "ExtendedFit", "WeightedEstimate",
-           "build_options"]
+           "build_options", "transform_program"]
 
 
 class WeightedEstimate(dict[str, float]):
@@ -170,6 +170,28 @@ def build_options(method: registry.Method, options: Any = None, **kwargs: Any) -
     return built.validate()
 
 
+def transform_program(method: registry.Method, program: StanProgram,
+                      options: Any) -> TransformResult:
+    """``method.transform(program, options)``: the method's result for a program read once.
+
+    Raises
+    ------
+    UnsupportedConstructError
+        If the program is nested too deeply for the (recursive) analysis,
+        transformation or printer, naming its most deeply nested line.
+    OptionsError, StanProgramError
+        As the method's transformation.
+    """
+    try:
+        result: TransformResult = method.transform(program, options)
+    except RecursionError:
+        from pemc_stan.stan.parser import nesting_error
+
+        filename = program.path.name if program.path is not None else program.name
+        raise nesting_error(filename, program.tree) from None
+    return result
+
+
 class MethodModel:
     """A user's model prepared for one method: program, data, transform, compiled programs.
 
@@ -187,6 +209,8 @@ class MethodModel:
     ------
     OptionsError, StanProgramError
         As the method's transformation (raised here, before anything is compiled).
+    DataError
+        For data that do not match the data block (also before compiling).
     """
 
     def __init__(self, model: Any, data: Any = None, options: Any = None,
@@ -195,8 +219,8 @@ class MethodModel:
         opts = build_options(spec, options, **option_kwargs)
         self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
         self.program: StanProgram = read_program(model)
-        self.data: dict[str, Any] = load_data(data)
-        self.result = spec.transform(self.program, opts)
+        self.result = transform_program(spec, self.program, opts)  # program errors first
+        self.data: dict[str, Any] = read_data(self.program, data)
         self._method_model: cmdstanpy.CmdStanModel | None = None
         self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
 

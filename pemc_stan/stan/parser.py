@@ -16,9 +16,10 @@ import functools
 import importlib.resources
 import logging
 import re
+import sys
 from typing import Any, TypedDict
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from lark.tree import Meta
 
@@ -27,7 +28,7 @@ from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["parse", "parse_expression", "parse_statement", "grammar"]
+__all__ = ["parse", "parse_expression", "parse_statement", "grammar", "nesting_error"]
 
 _INCLUDE = re.compile(r"^[ \t]*#include\b.*$", re.MULTILINE)
 
@@ -318,7 +319,18 @@ class _Builder(Transformer[Token, Any]):
         return ast.Slice(items[0], items[1], **_pos(meta))
 
     def tuple_proj(self, meta: Meta, items: list[Any]) -> ast.TupleProjection:
-        return ast.TupleProjection(items[0], int(str(items[1])[1:]), **_pos(meta))
+        digits = str(items[1])[1:]
+        try:
+            index = int(digits)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            line, column = items[1].line or 0, max((items[1].column or 1) - 1, 0)
+            raise StanSyntaxError(
+                f"line {line}, column {column}: the tuple index has {len(digits)} digits, far "
+                "more than a tuple has components; write the component's number (.1, .2, ...)",
+                line=line,
+                column=column,
+            ) from None
+        return ast.TupleProjection(items[0], index, **_pos(meta))
 
     def int_lit(self, meta: Meta, items: list[Any]) -> ast.IntLit:
         return ast.IntLit(str(items[0]), **_pos(items[0]))
@@ -382,9 +394,12 @@ def _run(text: str, start: str, filename: str, stanc_accepted: bool) -> Any:
     StanSyntaxError
         If not ``stanc_accepted`` and the grammar fails.
     """
+    tree = None
     try:
         tree = grammar().parse(text, start=start)
         return _BUILDER.transform(tree)
+    except RecursionError:
+        raise nesting_error(filename, tree) from None
     except UnexpectedInput as exc:
         line = getattr(exc, "line", 0) or 0
         column = max((getattr(exc, "column", 1) or 1) - 1, 0)
@@ -410,7 +425,91 @@ def _run(text: str, start: str, filename: str, stanc_accepted: bool) -> Any:
         if isinstance(exc.orig_exc, StanProgramError):
             exc.orig_exc.filename = filename
             raise exc.orig_exc from None
+        if isinstance(exc.orig_exc, RecursionError):
+            raise nesting_error(filename, tree) from None
         raise
+
+
+def _deepest_position(root: Tree[Token] | ast.Node) -> tuple[int, int]:
+    """Line and 0-based column of the most deeply nested node (of a Lark or pemc-stan
+    tree) that has a position; ``(0, 0)`` when none has.  Iterative: it works on trees
+    too deep for recursion."""
+    best, best_depth = (0, 0), -1
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Tree):
+            kids: list[Any] = node.children
+            pos = _pos(node.meta)
+        elif isinstance(node, ast.Node):
+            kids = list(ast.children(node))
+            pos = {"line": node.line, "column": node.column}
+        else:
+            continue
+        if depth > best_depth and pos.get("line"):
+            best, best_depth = (pos["line"], pos.get("column", 0)), depth
+        stack.extend((kid, depth + 1) for kid in kids)
+    return best
+
+
+def nesting_error(filename: str, tree: Tree[Token] | ast.Node | None = None
+                  ) -> UnsupportedConstructError:
+    """The error for a program nested more deeply than pemc-stan's recursive front end
+    (parser, analysis, transformations, printer) can follow.
+
+    Parameters
+    ----------
+    filename
+        Name of the program in the message.
+    tree
+        The program's tree, if one was built: the error names the line of its
+        most deeply nested node.
+
+    Raises
+    ------
+    Nothing (the error is returned).
+    """
+    line, column = _deepest_position(tree) if tree is not None else (0, 0)
+    where = f"{filename}, line {line}, column {column}" if line else filename
+    return UnsupportedConstructError(
+        f"{where}: the program is nested too deeply for pemc-stan: Python's recursion limit "
+        f"({sys.getrecursionlimit()}) was reached"
+        f"{' (the deepest nesting is at this line)' if line else ''}. Hundreds of nested "
+        "brackets, calls or statements do this, and so does a very long chain like "
+        "a + b + c + ...; compute such expressions in steps with local variables. (If the "
+        "program is not deeply nested, this is a bug in pemc-stan: please report it.)",
+        filename,
+        line,
+        column,
+        construct="deep nesting",
+    )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_characters(text: str, filename: str) -> None:
+    """Raise unless ``text`` is Unicode text (it may hold lone surrogates, e.g. when it was
+    decoded from bytes that are not UTF-8 with ``errors="surrogateescape"``).
+
+    Raises
+    ------
+    StanSyntaxError
+        Naming the line and column of the first lone surrogate.
+    """
+    bad = _SURROGATE.search(text)
+    if bad is None:
+        return
+    line = text.count("\n", 0, bad.start()) + 1
+    column = bad.start() - (text.rfind("\n", 0, bad.start()) + 1)
+    raise StanSyntaxError(
+        f"{filename}, line {line}, column {column}: {bad.group()!r} is a lone surrogate, not "
+        "a character: the text was decoded from bytes that are not UTF-8; save the program "
+        "as UTF-8 and read it with encoding='utf-8' (or pass the .stan path)",
+        filename,
+        line,
+        column,
+    )
 
 
 def parse(text: str, filename: str = "<string>", *, check: bool = True) -> ast.Program:
@@ -434,7 +533,8 @@ def parse(text: str, filename: str = "<string>", *, check: bool = True) -> ast.P
     Raises
     ------
     StanSyntaxError
-        If stanc (or, with ``check=False``, this parser) finds a syntax error.
+        If stanc (or, with ``check=False``, this parser) finds a syntax error, or
+        ``text`` holds a lone surrogate (it is not text).
     StanSemanticError
         If stanc finds a semantic error (only with ``check=True``).
     UnsupportedConstructError
@@ -443,6 +543,7 @@ def parse(text: str, filename: str = "<string>", *, check: bool = True) -> ast.P
     StancError
         If stanc cannot be run.
     """
+    _check_characters(text, filename)  # before stanc, which is given the text as UTF-8
     include = _INCLUDE.search(text)  # before stanc, whose message would be "not found"
     if include is not None:
         line = text.count("\n", 0, include.start()) + 1

@@ -19,7 +19,7 @@ from pemc_stan import transform
 
 from pemc_stan import pipeline as sampling
 from pemc_stan.errors import ReservedPrefixError
-from pemc_stan.errors import UnsupportedBaseError
+from pemc_stan.errors import DataError, UnsupportedBaseError
 from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
 from pemc_stan.errors import ContinuousTemperingWarning
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
@@ -100,7 +100,7 @@ def test_rejections_before_compiling() -> None:
         sampling.sample(SIMPLE, {"n": 0, "y": []}, method="ct", n_pseudo=3)
     with pytest.raises(ValueError, match="continuous-tempering options"):
         sampling.sample(SIMPLE, {"n": 0, "y": []}, method="pe", base_covariance="dense")
-    with pytest.raises(UnsupportedBaseError, match="'K'"):  # sizes must come from the data
+    with pytest.raises(DataError, match="'K'"):  # the data are checked first
         sampling.sample("data { int K; } parameters { vector[K] x; } model { }", {},
                         method="ct")
 
