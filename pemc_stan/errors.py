@@ -19,7 +19,14 @@ Hierarchy::
     ├── StanCompileError           stanc or the C++ compiler failed
     ├── CmdStanNotFoundError       no CmdStan installation could be found or built
     ├── RuntimeBuildError          building the compatible runtime failed
+    ├── CmdStanRunError (RuntimeError)
+    │                              CmdStan failed; carries the lines of its console
+    │                              that say why
+    ├── OutputPathError            an output folder or file that cannot be used
+    │   └── OutputFolderBusyError  another run holds the output folder's lock
     └── CliError                   a command-line error with its exit code
+
+    Interrupted (KeyboardInterrupt) the run was stopped by SIGTERM or SIGHUP
 
     PemcStanWarning (UserWarning)  every warning: settings likely to work badly
                                    (PseudoExtendedWarning, ContinuousTemperingWarning),
@@ -33,6 +40,7 @@ for errors reported by stanc, ``message`` is stanc's own report, verbatim.
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 
@@ -273,3 +281,59 @@ class CliError(PemcStanError):
         self.cause = cause
         self.remedy = remedy
         self.code = code
+
+
+class CmdStanRunError(PemcStanError, RuntimeError):
+    """CmdStan (sampling, Pathfinder, generated quantities) exited with an error.
+
+    Attributes
+    ----------
+    reason
+        The lines of CmdStan's console output that say what went wrong
+        (repeated lines collapsed with a count); never empty.
+    console
+        The console file the lines were read from, if known.
+    """
+
+    def __init__(self, message: str, reason: str, console: Path | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.console = console
+
+
+class OutputPathError(PemcStanError):
+    """An output folder or file cannot be used: what is wrong with the path, and what to do.
+
+    Attributes
+    ----------
+    path
+        The path concerned.
+    remedy
+        What to do, one line.
+    """
+
+    def __init__(self, message: str, remedy: str, path: Path) -> None:
+        super().__init__(message)
+        self.remedy = remedy
+        self.path = path
+
+
+class OutputFolderBusyError(OutputPathError):
+    """Another pemc-stan run is writing into the output folder (it holds the folder's lock)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal other than SIGINT (SIGTERM, SIGHUP).
+
+    A subclass of ``KeyboardInterrupt``, so that it is handled as Ctrl-C is:
+    child processes ended, temporary folders removed, partial output kept.
+
+    Attributes
+    ----------
+    signum
+        The signal's number; the command line exits with ``128 + signum``.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum

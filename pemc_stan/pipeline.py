@@ -20,6 +20,8 @@ from typing import Any
 
 import cmdstanpy
 
+from pemc_stan.backend.console import collapse_cmdstanpy_messages, is_cmdstan_failure, run_error
+from pemc_stan.backend.processes import ending_children
 from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import ProgramSource, read_program
 from pemc_stan.methods import registry
@@ -220,6 +222,13 @@ def sample(
         (before compiling).
     StanProgramError
         For programs the transformation does not apply to (before compiling).
+    DataError
+        For data that do not match the program's data block (before compiling).
+    CmdStanRunError
+        If CmdStan fails; its ``reason`` holds CmdStan's own explanation.
+    KeyboardInterrupt
+        When interrupted (``Interrupted`` for SIGTERM/SIGHUP), after ending the
+        CmdStan, make and compiler processes the call started.
     """
     spec = registry.get(method)
     option_kwargs, cmdstanpy_kwargs = split_options(spec, kwargs)
@@ -228,8 +237,14 @@ def sample(
                 cmdstanpy_kwargs).validate()
     _check_inputs(model, data)
     method_model = spec.model(model, data, opts)
-    fit: ExtendedFit = method_model.sample(chains=chains, iter_warmup=iter_warmup,
-                                           iter_sampling=iter_sampling, seed=seed,
-                                           output_dir=output_dir, show_progress=show_progress,
-                                           **cmdstanpy_kwargs)
+    collapse_cmdstanpy_messages()
+    try:
+        with ending_children():
+            fit: ExtendedFit = method_model.sample(
+                chains=chains, iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                output_dir=output_dir, show_progress=show_progress, **cmdstanpy_kwargs)
+    except RuntimeError as exc:
+        if not is_cmdstan_failure(exc):
+            raise
+        raise run_error(exc, "CmdStan") from exc
     return fit

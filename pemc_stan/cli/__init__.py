@@ -11,7 +11,10 @@ cause and one line of remedy::
     pemc-stan: remedy: <what to do>
 
 with the Python traceback only under ``--debug``.  Only the command line
-configures logging.
+configures logging.  An interrupted command (SIGINT, SIGTERM, SIGHUP) ends the
+CmdStan, make and compiler processes it started, removes its temporary
+folders, keeps partial output (named in the message) and exits with 130
+(SIGINT) or 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 from pemc_stan import __version__
+from pemc_stan.backend.processes import adopt_orphans, ending_children
 from pemc_stan.cli import evidence, runtime, sample, transform
 from pemc_stan.cli.console import configure_logging
 from pemc_stan.cli.errors import ExitCode, describe_error
+from pemc_stan.errors import Interrupted
 
 __all__ = ["main", "build_parser", "ExitCode", "describe_error"]
 
@@ -79,10 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return int(ExitCode.USAGE)
+    adopt_orphans()  # a killed make's compiler jobs stay ours, to be ended
     try:
-        return int(handler(args))
-    except KeyboardInterrupt:
-        print("pemc-stan: interrupted", file=sys.stderr)
+        with ending_children():
+            return int(handler(args))
+    except KeyboardInterrupt as exc:  # SIGINT; Interrupted for SIGTERM and SIGHUP
+        partial = getattr(exc, "partial", None)
+        detail = f": partial output in {partial}" if partial else ""
+        print(f"pemc-stan: interrupted{detail}", file=sys.stderr)
+        if isinstance(exc, Interrupted):
+            return 128 + exc.signum
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - every error becomes cause + remedy
         if args.debug:

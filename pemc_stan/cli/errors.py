@@ -6,11 +6,14 @@ import enum
 import re
 from pathlib import Path
 
+from pemc_stan.backend.console import is_cmdstan_failure, run_error
 from pemc_stan.errors import (
     CliError,
     CmdStanNotFoundError,
+    CmdStanRunError,
     DataError,
     OptionsError,
+    OutputPathError,
     PemcStanError,
     ReservedPrefixError,
     RuntimeBuildError,
@@ -36,6 +39,7 @@ class ExitCode(enum.IntEnum):
     UNSUPPORTED = 6
     RUNTIME = 7
     SUSPECT = 8
+    OUTPUT = 9
     INTERRUPTED = 130
 
 
@@ -57,7 +61,7 @@ def cmdstan_error(exc: RuntimeError, data_path: Path | None) -> CliError | Runti
     ------
     Nothing (returns ``exc`` itself when it is not about the data).
     """
-    text = str(exc)
+    text = str(exc.reason) if isinstance(exc, CmdStanRunError) else str(exc)
     data_words = ("data initialization", "variable does not exist", "mismatch in dimension",
                   "mismatch in number", "variable name=", "but must be", "must be in the")
     if not any(w in text for w in data_words):
@@ -89,6 +93,14 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
         name = exc.filename or str(exc)
         return (f"file not found: {name}",
                 f"check the path (relative paths start at {Path.cwd()})", ExitCode.MISSING_FILE)
+    if isinstance(exc, OutputPathError):
+        return _one_line(str(exc)), exc.remedy, ExitCode.OUTPUT
+    if isinstance(exc, CmdStanRunError) or is_cmdstan_failure(exc):
+        failure = run_error(exc)  # type: ignore[arg-type]
+        where = (f"; CmdStan's output is in {failure.console}" if failure.console is not None
+                 else "")
+        return (f"CmdStan failed: {'; '.join(failure.reason.splitlines())}",
+                f"rerun with --debug to see CmdStan's full output{where}", ExitCode.RUNTIME)
     if isinstance(exc, (StanSyntaxError, StanSemanticError)):
         kind = "syntax" if isinstance(exc, StanSyntaxError) else "semantic"
         return (f"Stan {kind} error in {exc.filename}, line {exc.line}, column {exc.column}: "
@@ -128,10 +140,6 @@ def describe_error(exc: BaseException) -> tuple[str, str, ExitCode]:
         return text, "see 'pemc-stan COMMAND --help' for the accepted values", ExitCode.USAGE
     if isinstance(exc, PemcStanError):
         return _one_line(str(exc)), "rerun with --debug for details", ExitCode.ERROR
-    if isinstance(exc, RuntimeError):
-        lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-        return (f"CmdStan failed: {_one_line(lines[0]) if lines else type(exc).__name__}",
-                "rerun with --debug to see CmdStan's output", ExitCode.RUNTIME)
     return (f"{type(exc).__name__}: {_one_line(str(exc))}",
             "rerun with --debug for the traceback and report it if it looks like a bug",
             ExitCode.ERROR)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
-from pathlib import Path
 from typing import Any
 
 from pemc_stan.cli.console import quiet_cmdstanpy
@@ -13,6 +12,7 @@ from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
 from pemc_stan.cli.options import add_sampler_options
 from pemc_stan.estimators.evidence import evidence
+from pemc_stan.output.folder import check_output_file, write_text_atomically
 from pemc_stan.output.writers import json_safe
 
 __all__ = ["add_parser", "run"]
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> ExitCode:
         For bad options, programs, data, files, or a CmdStan failure.
     """
     quiet_cmdstanpy(args.debug)
+    json_path = check_output_file(args.json) if args.json else None  # before any work
     model, data_path = model_and_data(args)
     program = read_model(model)
     data = read_data(program, model, data_path)
@@ -73,8 +74,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     print(f"verdict: {verdict}" if not reasons else "verdict: SUSPECT")
     for reason in reasons:
         print(f"  - {reason}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(json_safe(
+    if json_path is not None:
+        write_text_atomically(json_path, json.dumps(json_safe(
             {"log_z": estimate.log_z, "std_error": estimate.std_error,
              "method": estimate.method, "diagnostics": estimate.diagnostics}), indent=2) + "\n")
     return ExitCode.SUSPECT if reasons else ExitCode.OK

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import textwrap
 from pathlib import Path
@@ -15,6 +16,7 @@ from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_mode
 from pemc_stan.cli.options import add_method_options, add_sampler_options, method_options
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import build_options
+from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
 
 __all__ = ["add_parser", "run", "EPILOG"]
@@ -34,10 +36,13 @@ output directory (--output-dir, default ./<model>_<method>_output):
                     CT: beta, delta, log_weight = log w1)
   estimates.json   method, options, weighted expectations with MCSE, log Z when
                    available, diagnostics
+  partial-run/     only after a failed or interrupted run: its output so far (the
+                   files above are then those of the earlier run, unchanged)
 
 exit codes: 0 ok, 2 usage, 3 missing file, 4 Stan program error, 5 data error,
 6 unsupported construct, 7 CmdStan runtime, 8 the fit's verdict is suspect,
-130 interrupted
+9 output folder or file unusable or in use by another run, 130 interrupted
+(128 + N for signal N: 143 SIGTERM, 129 SIGHUP)
 """
 
 
@@ -59,7 +64,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--adapt-delta", type=float, default=None, metavar="D",
                    help="NUTS target acceptance rate (default 0.8)")
     p.add_argument("--output-dir", metavar="DIR",
-                   help="output directory (default ./<model>_<method>_output)")
+                   help="output directory (default ./<model>_<method>_output); it holds one "
+                        "run: locked while the run lasts, written only when the run succeeds")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the results of an earlier run in the output directory "
+                        "(without it such a directory is refused)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bars (default: when standard error is a terminal)")
     p.set_defaults(handler=run)
@@ -108,25 +117,30 @@ def run(args: argparse.Namespace) -> ExitCode:
     data = read_data(program, model, data_path)
     out = (Path(args.output_dir) if args.output_dir
            else Path.cwd() / f"{model.stem}_{spec.short}_output")
-    out.mkdir(parents=True, exist_ok=True)
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
     cmdstan_kwargs: dict[str, Any] = {}
     if args.adapt_delta is not None:
         cmdstan_kwargs["adapt_delta"] = args.adapt_delta
-    try:
-        fit = pemc_stan.sample(program, data=data, method=spec.name, options=options,
-                               chains=args.chains, iter_warmup=args.iter_warmup,
-                               iter_sampling=args.iter_sampling, seed=args.seed,
-                               output_dir=str(out / "cmdstan"), show_progress=show_progress,
-                               **cmdstan_kwargs)
-    except RuntimeError as exc:
-        mapped = cmdstan_error(exc, data_path)
-        if mapped is exc:
+    with RunFolder(out, overwrite=args.overwrite) as run:  # checked and locked before compiling
+        try:
+            fit = pemc_stan.sample(program, data=data, method=spec.name, options=options,
+                                   chains=args.chains, iter_warmup=args.iter_warmup,
+                                   iter_sampling=args.iter_sampling, seed=args.seed,
+                                   output_dir=str(run.staging / "cmdstan"),
+                                   show_progress=show_progress, **cmdstan_kwargs)
+            saved = save_fit(fit, run.staging, name=model.stem, model_label=str(model),
+                             data_label=str(data_path) if data_path is not None else None,
+                             sampler={"chains": args.chains, "iter_warmup": args.iter_warmup,
+                                      "iter_sampling": args.iter_sampling, "seed": args.seed})
+        except KeyboardInterrupt as exc:
+            exc.partial = run.staging  # type: ignore[attr-defined]  # named by main()
             raise
-        raise mapped from exc
-    saved = save_fit(fit, out, name=model.stem, model_label=str(model),
-                     data_label=str(data_path) if data_path is not None else None,
-                     sampler={"chains": args.chains, "iter_warmup": args.iter_warmup,
-                              "iter_sampling": args.iter_sampling, "seed": args.seed})
+        except RuntimeError as exc:
+            mapped = cmdstan_error(exc, data_path)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        run.commit()
+    saved = dataclasses.replace(saved, folder=out)
     _print_report(spec.label, model, args, saved)
     return ExitCode.OK if saved.verdict.ok else ExitCode.SUSPECT

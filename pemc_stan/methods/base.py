@@ -602,12 +602,17 @@ class ExtendedFit:
         """
         if self._resampled is not None:
             return self._resampled
-        out_dir = (Path(output_dir) if output_dir
-                   else Path(tempfile.mkdtemp(prefix="pemc_gq_")))
-        self._resampled = recompute_quantities(
-            self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
-            self._original, self.seed, out_dir)
-        return self._resampled
+        if output_dir:
+            resampled = recompute_quantities(
+                self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
+                self._original, self.seed, Path(output_dir))
+        else:  # the draws are read into memory: no CSVs are left behind
+            with tempfile.TemporaryDirectory(prefix="pemc_gq_") as tmp:
+                resampled = recompute_quantities(
+                    self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
+                    self._original, self.seed, Path(tmp))
+        self._resampled = resampled
+        return resampled
 
     def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
         sampler = [c for c in SAMPLER_COLUMNS if c in self._col]

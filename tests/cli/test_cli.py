@@ -232,9 +232,7 @@ def test_runtime_reports_installation(cmdstan_installation: object) -> None:
     assert "path:" in proc.stdout
 
 
-@pytest.mark.compiled
-def test_data_violating_a_bound_is_reported_by_cmdstan(cmdstan_installation: object,
-                                                       tmp_path: Path) -> None:
+def test_data_violating_a_bound_is_reported_before_compiling(tmp_path: Path) -> None:
     data = json.loads(BIMODAL_DATA.read_text())
     data["w"] = 1.5  # declared real<lower=0, upper=1> w
     path = tmp_path / "outside.json"
@@ -242,8 +240,24 @@ def test_data_violating_a_bound_is_reported_by_cmdstan(cmdstan_installation: obj
     proc = run_cli("sample", str(BIMODAL), "--data", str(path), "--log-scale", "0",
                    "--chains", "1", "--iter-warmup", "10", "--iter-sampling", "10",
                    "--output-dir", str(tmp_path / "out"))
-    cause = assert_cause_and_remedy(proc, ExitCode.DATA, "outside.json",
-                                    "w is 1.5, but must be less than or equal to 1")
+    assert_cause_and_remedy(proc, ExitCode.DATA, "w in outside.json is 1.5, outside the bounds "
+                            "of 'real<lower=0, upper=1> w'", "line 4")
+    assert not (tmp_path / "out" / "partial-run").exists()
+
+
+@pytest.mark.compiled
+def test_data_cmdstan_rejects_is_reported_with_cmdstans_reason(cmdstan_installation: object,
+                                                               tmp_path: Path) -> None:
+    """A constraint only CmdStan checks (a simplex): its own message, not an empty cause."""
+    stan = tmp_path / "simplex_data.stan"
+    stan.write_text("data { simplex[2] p; }\nparameters { real x; }\n"
+                    "model { x ~ normal(p[1], 1); }\n")
+    path = tmp_path / "bad_simplex.json"
+    path.write_text(json.dumps({"p": [0.5, 0.6]}))
+    proc = run_cli("sample", str(stan), "--data", str(path), "--method", "pe", "--log-scale",
+                   "0", "--chains", "1", "--iter-warmup", "10", "--iter-sampling", "10",
+                   "--output-dir", str(tmp_path / "out"))
+    cause = assert_cause_and_remedy(proc, ExitCode.DATA, "bad_simplex.json", "p", "simplex")
     assert "_pe.stan" not in cause  # no reference to the generated program
 
 

@@ -1,0 +1,110 @@
+"""Output folders hold one run: checked paths, a lock, no overwriting, no mixed runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pemc_stan.errors import OutputFolderBusyError, OutputPathError
+from pemc_stan.output.folder import MANIFEST_NAME, PARTIAL_NAME, RunFolder, check_output_file
+
+
+def _run(folder: Path, files: dict[str, str], *, overwrite: bool = False) -> list[str]:
+    with RunFolder(folder, overwrite=overwrite) as run:
+        for name, text in files.items():
+            target = run.staging / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        return run.commit()
+
+
+def test_a_run_lands_only_when_committed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert _run(out, {"estimates.json": "1", "cmdstan/a.csv": "a"}) == ["cmdstan",
+                                                                        "estimates.json"]
+    assert (out / "estimates.json").read_text() == "1"
+    assert json.loads((out / MANIFEST_NAME).read_text())["files"] == ["cmdstan",
+                                                                     "estimates.json"]
+    assert not (out / PARTIAL_NAME).exists()
+
+
+def test_an_earlier_run_is_kept_without_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _run(out, {"estimates.json": "1"})
+    with pytest.raises(OutputPathError, match="holds the results of an earlier run") as info:
+        _run(out, {"estimates.json": "2"})
+    assert "--overwrite" in info.value.remedy
+    assert (out / "estimates.json").read_text() == "1"
+
+
+def test_overwrite_replaces_only_the_earlier_runs_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _run(out, {"estimates.json": "1", "gq/x.csv": "old", "cmdstan/1.csv": "old"})
+    (out / "notes.txt").write_text("the user's")
+    _run(out, {"estimates.json": "2", "cmdstan/2.csv": "new"}, overwrite=True)
+    assert (out / "estimates.json").read_text() == "2"
+    assert not (out / "gq").exists()  # the earlier run's, not written by this one
+    assert [p.name for p in (out / "cmdstan").iterdir()] == ["2.csv"]  # no mix of runs
+    assert (out / "notes.txt").read_text() == "the user's"
+
+
+def test_a_failed_run_leaves_the_earlier_results_and_its_partial_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _run(out, {"estimates.json": "1", "cmdstan/1.csv": "old"})
+    with pytest.raises(KeyboardInterrupt):
+        with RunFolder(out, overwrite=True) as run:
+            (run.staging / "cmdstan").mkdir()
+            (run.staging / "cmdstan" / "2.csv").write_text("partial")
+            raise KeyboardInterrupt
+    assert (out / "estimates.json").read_text() == "1"
+    assert [p.name for p in (out / "cmdstan").iterdir()] == ["1.csv"]
+    assert (out / PARTIAL_NAME / "cmdstan" / "2.csv").read_text() == "partial"
+    _run(out, {"estimates.json": "3"}, overwrite=True)  # the next run clears it
+    assert not (out / PARTIAL_NAME).exists()
+    with pytest.raises(RuntimeError):  # an empty partial folder is not left behind
+        with RunFolder(out, overwrite=True):
+            raise RuntimeError("compile failed")
+    assert not (out / PARTIAL_NAME).exists()
+    with pytest.raises(RuntimeError):  # nor a folder created for a run that wrote nothing
+        with RunFolder(tmp_path / "new"):
+            raise RuntimeError("the transformation failed")
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_second_run_into_a_locked_folder_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with RunFolder(out) as first:
+        with pytest.raises(OutputFolderBusyError, match=f"{out} is in use by another "
+                           f"pemc-stan run \\(pid {os.getpid()}"):
+            with RunFolder(out, overwrite=True):
+                pass
+        (first.staging / "estimates.json").write_text("1")
+        first.commit()
+    assert (out / "estimates.json").read_text() == "1"
+    _run(out, {"estimates.json": "2"}, overwrite=True)  # the lock is released
+
+
+def test_unusable_output_paths_say_what_is_wrong(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    cases = [(a_file, "is a file, not a folder"),
+             (a_file / "sub", f"cannot be created: {a_file} is a file"),
+             (Path("/proc/pemc-x"), "cannot be created in /proc"),
+             (Path("/sys/pemc-x"), "cannot be created in /sys")]
+    for path, fragment in cases:
+        with pytest.raises(OutputPathError, match=fragment) as info:
+            with RunFolder(path):
+                pass
+        assert info.value.remedy
+
+
+def test_output_files_are_checked_before_any_work(tmp_path: Path) -> None:
+    assert check_output_file(tmp_path / "e.json") == tmp_path / "e.json"
+    for path, fragment in [(tmp_path, "is a folder"),
+                           (tmp_path / "missing" / "e.json", "does not exist"),
+                           (Path("/proc/e.json"), "not writable")]:
+        with pytest.raises(OutputPathError, match=fragment):
+            check_output_file(path)
