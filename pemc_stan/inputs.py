@@ -137,6 +137,14 @@ def read_program(source: ProgramSource, name: str | None = None) -> StanProgram:
     import cmdstanpy
 
     path: Path | None = None
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StanProgramError(
+                f"the program's bytes are not UTF-8 text (byte {exc.start}): a Stan program "
+                "is plain text; pass it as str or as the path of the .stan file",
+                name or "model") from None
     if isinstance(source, cmdstanpy.CmdStanModel):
         if source.stan_file is None:
             raise ValueError("the CmdStanModel has no stan_file; pass the program text")

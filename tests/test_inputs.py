@@ -103,3 +103,10 @@ def test_a_missing_data_variable_is_named_by_the_api_before_compiling(
             pemc_stan.sample(_DATA_PROGRAM, {**_GOOD, "mu1": "abc"}, method=method)
     with pytest.raises(DataError, match="no value for 'mu1'"):
         pemc_stan.evidence(_DATA_PROGRAM, {"N": 2, "y": [1, 2], "idx": [1, 2]})
+
+
+def test_program_bytes_are_read_as_utf8_text() -> None:
+    program = read_program(b"parameters { real x; } model { x ~ normal(0, 1); }")
+    assert program.parameter_names == ["x"]
+    with pytest.raises(StanProgramError, match="not UTF-8 text"):
+        read_program(b"parameters { real \xff; }")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 import pemc_stan
-from pemc_stan.errors import OptionsError
+from pemc_stan.errors import OptionsError, UnsupportedConstructError
+from pemc_stan.inputs import read_program
+from pemc_stan.methods import registry
+from pemc_stan.methods.base import build_options, transform_program
 
 SIMPLE = """
 data { int<lower=0> n; array[n] real y; }
@@ -45,3 +49,29 @@ def test_bad_model_and_data_types_are_named(no_compile: None) -> None:
         pemc_stan.sample(None, DATA)
     with pytest.raises(OptionsError, match="data=42.*a dict of data values"):
         pemc_stan.sample(SIMPLE, 42)
+
+
+def test_program_too_deep_for_the_transformation_names_its_deepest_line() -> None:
+    """A program the parser reads but the analysis, transformation or printer recurses too
+    deeply on (found by the front-end fuzz test: RecursionError) is an unsupported
+    construct, located at its most deeply nested node."""
+    def too_deep(program: object, options: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    text = "parameters {\n  real mu;\n}\nmodel {\n  mu ~ normal(exp(exp(exp(0))), 1);\n}\n"
+    program = read_program(text, "simple")
+    for method in registry.methods():
+        spec = dataclasses.replace(method, transform=too_deep)
+        with pytest.raises(UnsupportedConstructError, match="nested too deeply") as info:
+            transform_program(spec, program, build_options(method))
+        err = info.value
+        assert (err.filename, err.line, err.column) == ("simple", 5, 26)
+        assert err.construct == "deep nesting"
+
+
+def test_deep_nesting_through_transform() -> None:
+    deep = "(" * 3000 + "mu" + ")" * 3000
+    for method in registry.methods():
+        with pytest.raises(UnsupportedConstructError, match="nested too deeply"):
+            pemc_stan.transform(SIMPLE.replace("normal(0, 1)", f"normal({deep}, 1)"),
+                                method=method.name)

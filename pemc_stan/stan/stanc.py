@@ -33,12 +33,15 @@ __all__ = ["check_with_stanc", "canonical", "stanc_info", "run_stanc", "parse_st
 
 #: First line of a stanc error report, e.g.
 #: ``Syntax error in 'm.stan', line 1, column 20 to column 21, parsing error:``.
+#: The column is -1 for a lexing error at the start of a line (stanc places
+#: lexing errors one column before the offending character).
 _ERROR_HEADER = re.compile(
-    r"^(?P<kind>Syntax|Semantic) error in '(?P<file>.*)', line (?P<line>\d+), column (?P<col>\d+)",
+    r"^(?P<kind>Syntax|Semantic) error in '(?P<file>.*)', line (?P<line>\d+), "
+    r"column (?P<col>-?\d+)",
     re.MULTILINE,
 )
 _GENERIC_ERROR = re.compile(
-    r"^Error in '(?P<file>.*)', line (?P<line>\d+), column (?P<col>\d+)", re.M
+    r"^Error in '(?P<file>.*)', line (?P<line>\d+), column (?P<col>-?\d+)", re.M
 )
 
 
@@ -123,12 +126,12 @@ def parse_stanc_error(output: str, filename: str = "<string>") -> StanProgramErr
             StanSyntaxError if match["kind"] == "Syntax" else StanSemanticError
         )
         message = output[match.start():].strip()
-        return cls(message, match["file"], int(match["line"]), int(match["col"]))
+        return cls(message, match["file"], int(match["line"]), max(int(match["col"]), 0))
     generic = _GENERIC_ERROR.search(output)
     if generic is not None:  # e.g. errors in #include directives
         return StanSyntaxError(
             output[generic.start():].strip(), generic["file"], int(generic["line"]),
-            int(generic["col"]),
+            max(int(generic["col"]), 0),
         )
     raise StancError(f"stanc failed with an unrecognised report:\n{message}")
 

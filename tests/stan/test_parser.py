@@ -437,6 +437,48 @@ def test_gap_in_grammar_is_reported_as_unsupported(monkeypatch: pytest.MonkeyPat
     assert "'@'" in info.value.construct
 
 
+def test_lone_surrogate_is_a_syntax_error_before_stanc() -> None:
+    """Text decoded from bytes that are not UTF-8 (errors="surrogateescape") holds lone
+    surrogates; stanc cannot be given it (found by the front-end fuzz test: a
+    UnicodeEncodeError from run_stanc)."""
+    bad = b"parameters {\n  real x\xe9;\n}\n".decode("utf-8", errors="surrogateescape")
+    for check in (True, False):
+        with pytest.raises(StanSyntaxError, match="lone surrogate.*UTF-8") as info:
+            parse(bad, "m.stan", check=check)
+        assert (info.value.filename, info.value.line, info.value.column) == ("m.stan", 2, 8)
+
+
+@pytest.mark.parametrize("nested", [
+    "(" * 3000 + "1" + ")" * 3000,
+    "-" * 3000 + "1",
+    " + ".join(["1"] * 3000),
+    "2 ^ " * 3000 + "2",
+    "exp(" * 3000 + "1" + ")" * 3000,
+    "x" + "[1]" * 3000,
+])
+def test_too_deep_nesting_is_unsupported_not_a_recursion_error(nested: str) -> None:
+    """Found by the front-end fuzz test: RecursionError, or Lark's VisitError around one."""
+    text = f"parameters {{\n  real x;\n}}\nmodel {{\n  x ~ normal({nested}, 1);\n}}\n"
+    with pytest.raises(UnsupportedConstructError, match="nested too deeply") as info:
+        parse(text, "deep.stan", check=False)
+    err = info.value
+    assert (err.filename, err.line, err.construct) == ("deep.stan", 5, "deep nesting")
+
+
+def test_too_deep_statements_name_the_line() -> None:
+    text = "model {\n" + "{\n" * 3000 + "}\n" * 3000 + "}\n"
+    with pytest.raises(UnsupportedConstructError, match="deep.stan, line 3001") as info:
+        parse(text, "deep.stan", check=False)
+    assert info.value.line == 3001
+
+
+def test_tuple_index_with_thousands_of_digits() -> None:
+    """Found by the front-end fuzz test: int() refuses more than 4300 digits (VisitError)."""
+    with pytest.raises(StanSyntaxError, match="tuple index has 5000 digits") as info:
+        parse("model {\n  real y = x." + "9" * 5000 + ";\n}\n", "t.stan", check=False)
+    assert (info.value.filename, info.value.line, info.value.column) == ("t.stan", 2, 12)
+
+
 # --------------------------------------------------------------------------- #
 # Traversal helpers
 # --------------------------------------------------------------------------- #

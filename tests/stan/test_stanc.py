@@ -22,7 +22,13 @@ from pemc_stan.errors import (
 )
 from pemc_stan.stan.parser import parse, parse_expression
 from pemc_stan.stan.printer import print_expr, print_program
-from pemc_stan.stan.stanc import canonical, check_with_stanc, run_stanc, stanc_info
+from pemc_stan.stan.stanc import (
+    canonical,
+    check_with_stanc,
+    parse_stanc_error,
+    run_stanc,
+    stanc_info,
+)
 
 GOOD = """data {
   int<lower=0> N;
@@ -64,6 +70,24 @@ def test_lexing_error() -> None:
     assert (info.value.line, info.value.column) == (2, 12)
     assert info.value.message.startswith("Syntax error in 'lex.stan', line 2, column 12")
     assert "Invalid character found." in info.value.message
+
+
+def test_lexing_error_at_the_start_of_a_line() -> None:
+    """stanc reports column -1 there; that report was taken for a stanc failure
+    (StancError "unrecognised report"; found by the front-end fuzz test with real stanc)."""
+    report = ("Syntax error in 'm.stan', line 1, column -1, lexing error:\n"
+              "   -------------------------------------------------\n"
+              "     1:  \x7f\n"
+              "         ^\n"
+              "   -------------------------------------------------\n\n"
+              "Invalid character found.\n")
+    err = parse_stanc_error(report)
+    assert isinstance(err, StanSyntaxError)
+    assert (err.filename, err.line, err.column) == ("m.stan", 1, 0)
+    assert err.message == report.strip()
+    with pytest.raises(StanSyntaxError, match="Invalid character found") as info:
+        check_with_stanc("\x7f\n", "m.stan")
+    assert (info.value.line, info.value.column) == (1, 0)
 
 
 def test_semantic_error_carries_stancs_message_and_location() -> None:
