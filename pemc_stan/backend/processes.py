@@ -121,6 +121,8 @@ def end_processes(processes: dict[int, int], grace: float = GRACE_SECONDS) -> li
     ------
     Nothing.
     """
+    me = os.getpid()
+    parents = {pid: stat[0] for pid in processes if (stat := _stat(pid)) is not None}
     signalled = [pid for pid, start in processes.items() if _alive(pid, start)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in signalled:
@@ -130,6 +132,10 @@ def end_processes(processes: dict[int, int], grace: float = GRACE_SECONDS) -> li
         deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
         while time.monotonic() < deadline and any(_alive(p, processes[p]) for p in signalled):
             time.sleep(0.05)
+    for pid in signalled:  # orphans adopted by this process (adopt_orphans): reap them,
+        if parents.get(pid) != me:  # but never a child a subprocess.Popen waits for
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, os.WNOHANG)
     return signalled
 
 

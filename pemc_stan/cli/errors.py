@@ -62,7 +62,8 @@ def cmdstan_error(exc: RuntimeError, data_path: Path | None) -> CliError | Runti
     Nothing (returns ``exc`` itself when it is not about the data).
     """
     text = str(exc.reason) if isinstance(exc, CmdStanRunError) else str(exc)
-    data_words = ("data initialization", "variable does not exist", "mismatch in dimension",
+    data_words = ("data initialization", "Error in data or transformed data",
+                  "variable does not exist", "mismatch in dimension",
                   "mismatch in number", "variable name=", "but must be", "must be in the")
     if not any(w in text for w in data_words):
         return exc
