@@ -219,3 +219,36 @@ def test_a_string_in_the_data_is_named_before_compiling(tmp_path: Path) -> None:
     assert "mu1 in strings.json is 'abc' (a string)" in cause and "line 5" in cause
     assert '"mu1"' in remedy
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("flags", "code", "fragment"), [
+    (["--chains", "0"], ExitCode.USAGE, "chains=0"),
+    (["--seed", "-1"], ExitCode.USAGE, "seed=-1"),
+    (["--adapt-delta", "1.5"], ExitCode.USAGE, "adapt_delta=1.5"),
+    (["--iter-warmup", "-5"], ExitCode.USAGE, "iter_warmup=-5"),
+    (["--iter-sampling", "0"], ExitCode.USAGE, "iter_sampling=0"),
+    (["--data", "REAL_FOR_INT"], ExitCode.DATA, "N in real_for_int.json is 2.5 (a real number)"),
+])
+def test_every_early_check_fires_before_anything_is_compiled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        flags: list[str], code: ExitCode, fragment: str) -> None:
+    from pemc_stan.cli import main
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compile_model was called")
+
+    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    stan = tmp_path / "counts.stan"
+    stan.write_text("data { int<lower=0> N; array[N] real y; }\nparameters { real mu; }\n"
+                    "model { mu ~ normal(0, 5); y ~ normal(mu, 1); }\n")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"N": 2, "y": [0.1, 0.2]}))
+    bad = tmp_path / "real_for_int.json"
+    bad.write_text(json.dumps({"N": 2.5, "y": [0.1, 0.2]}))
+    flags = [str(bad) if f == "REAL_FOR_INT" else f for f in flags]
+    data = [] if "--data" in flags else ["--data", str(good)]
+    assert main(["sample", str(stan), *data, *flags, "--output-dir",
+                 str(tmp_path / "out")]) == code
+    err = capsys.readouterr().err
+    assert fragment in err, err
+    assert not (tmp_path / "out").exists()
