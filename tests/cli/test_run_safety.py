@@ -90,6 +90,20 @@ def _assert_nothing_left(proc: subprocess.Popen[str], seen: list[int], tmp: Path
     assert sorted(p.name for p in tmp.iterdir()) == [], "temporary folders left behind"
 
 
+def _interrupt(proc: subprocess.Popen[str], sig: signal.Signals, tmp: Path,
+               matches: Callable[[str], bool], settle: float = 0.0) -> str:
+    """Signal pemc-stan once a matching child runs; check it ended cleanly; its stderr."""
+    seen = _wait_for_child(proc, matches)
+    time.sleep(settle)
+    seen = list(descendants(proc.pid)) or seen
+    os.kill(proc.pid, sig)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == (ExitCode.INTERRUPTED if sig == signal.SIGINT else 128 + sig)
+    assert "pemc-stan: interrupted" in stderr and "Traceback" not in stderr
+    _assert_nothing_left(proc, seen, tmp)
+    return stderr
+
+
 @pytest.mark.compiled
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_ends_cmdstan_and_keeps_its_partial_draws(
@@ -100,15 +114,8 @@ def test_an_interrupted_run_ends_cmdstan_and_keeps_its_partial_draws(
     proc = _start(["sample", str(BIMODAL), "--data", str(BIMODAL_DATA), "--method", "pe",
                    "--chains", "2", "--iter-warmup", "200", "--iter-sampling", "2000000",
                    "--seed", "3", "--output-dir", str(out)], tmp)
-    seen = _wait_for_child(proc, lambda cmd: "method=sample" in cmd)
-    time.sleep(1.0)  # some draws
-    seen = list(descendants(proc.pid)) or seen
-    os.kill(proc.pid, sig)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == (ExitCode.INTERRUPTED if sig == signal.SIGINT else 128 + sig)
+    stderr = _interrupt(proc, sig, tmp, lambda cmd: "method=sample" in cmd, settle=1.0)
     assert f"pemc-stan: interrupted: partial output in {out / 'partial-run'}" in stderr
-    assert "Traceback" not in stderr
-    _assert_nothing_left(proc, seen, tmp)
     csvs = sorted((out / "partial-run" / "cmdstan").glob("*.csv"))
     assert csvs, list(out.rglob("*"))
     assert not (out / "estimates.json").exists()
@@ -125,13 +132,7 @@ def test_an_interrupted_compile_ends_make_and_the_compiler(
                     "model { x ~ normal(0, 1); }\n")
     proc = _start(["sample", str(stan), "--method", "pe", "--output-dir",
                    str(tmp_path / "out")], tmp)
-    seen = _wait_for_child(proc, lambda cmd: any(w in cmd for w in ("cc1plus", "g++", "clang")))
-    seen = list(descendants(proc.pid)) or seen
-    os.kill(proc.pid, sig)
-    _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == (ExitCode.INTERRUPTED if sig == signal.SIGINT else 128 + sig)
-    assert "pemc-stan: interrupted" in stderr and "Traceback" not in stderr
-    _assert_nothing_left(proc, seen, tmp)
+    _interrupt(proc, sig, tmp, lambda cmd: any(w in cmd for w in ("cc1plus", "g++", "clang")))
 
 
 @pytest.mark.compiled
