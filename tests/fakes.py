@@ -37,8 +37,13 @@ class _FakeFit:
 
 
 def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
-                seed: int = 0) -> PseudoExtendedFit:
-    """A PE fit of CODE on random draws with the PE program's column layout."""
+                seed: int = 0, nan_density: tuple[tuple[int, int, int], ...] = ()
+                ) -> PseudoExtendedFit:
+    """A PE fit of CODE on random draws with the PE program's column layout.
+
+    ``nan_density`` lists ``(draw, chain, pseudo-sample)`` (0-based) whose log
+    density and log likelihood are NaN (a solver failing in generated quantities).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
         res = transform_result(CODE, n_pseudo=n_pseudo, temper="likelihood")
@@ -56,6 +61,9 @@ def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
         arr[:, :, c[f"pemc_log_lik[{k}]"]] *= 3
     arr[:, :, c["divergent__"]] = rng.uniform(size=(n_draws, n_chains)) < 0.1
     arr[:, :, c["treedepth__"]] = rng.integers(1, 5, size=(n_draws, n_chains))
+    for draw, chain, k in nan_density:
+        for base in ("pemc_log_weight", "pemc_log_gamma", "pemc_log_lik"):
+            arr[draw, chain, c[f"{base}[{k + 1}]"]] = np.nan
     return PseudoExtendedFit(_FakeFit(cols, arr), res, log_scale=-1.5, data=DATA, seed=7)
 
 

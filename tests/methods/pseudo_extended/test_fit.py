@@ -129,3 +129,34 @@ def test_mixture_expectation_pools_all_pseudo_samples() -> None:
         fit.expectation("tau", estimator="pooled")
     with pytest.raises(ValueError, match="shape"):
         fit.expectation(lambda v: v["tau"][..., 0])
+
+
+def test_a_draw_whose_every_density_failed_is_the_chains_previous_draw() -> None:
+    """posteriordb lotka_volterra: the ODE solver failed in generated quantities for every
+    pseudo-sample of 3 draws (NaN log densities), and resampling stopped ('rows of
+    log-weights are all -inf').  Such a draw is now the chain's previous one, as after a
+    rejected proposal, and the verdict says how many."""
+    from fakes import fake_pe_fit
+
+    clean = fake_pe_fit(n_chains=2, n_draws=30, n_pseudo=3)
+    fit = fake_pe_fit(n_chains=2, n_draws=30, n_pseudo=3,
+                      nan_density=((5, 0, 0), (5, 0, 1), (5, 0, 2),  # draw 5 of chain 0
+                                   (0, 1, 0), (0, 1, 1), (0, 1, 2),  # the first of chain 1
+                                   (9, 1, 2)))  # one pseudo-sample only
+    assert (fit.density_failures, fit.failed_draws) == (7, 2)
+    tau = fit.particles("tau")
+    assert np.array_equal(tau[0, 5], tau[0, 4]) and np.array_equal(tau[1, 0], tau[1, 1])
+    assert np.array_equal(tau[0, 6:], clean.particles("tau")[0, 6:])
+    lw = fit.particle_log_weights()
+    assert np.isneginf(lw[1, 9, 2]) and np.all(np.isfinite(lw[1, 9, :2]))
+    assert np.isfinite(fit.expectation("tau").mean)
+    assert np.all(np.isfinite(fit.resampled_parameters_pd()["tau"]))
+    # 7 of 180 pseudo-samples (3.9% > 1%): suspect, naming the replaced draws
+    reasons = {r.name: r for r in fit.check().reasons}
+    assert "2 draw(s) where every pseudo-sample failed" in reasons["density_failures"].message
+    assert clean.failed_draws == 0
+    assert "density_failures" not in {r.name for r in clean.check().reasons}
+    # one failed pseudo-sample in 600 (0.17%) is advice, not a fault
+    few = fake_pe_fit(n_chains=2, n_draws=100, n_pseudo=3, nan_density=((3, 1, 2),))
+    assert "density_failures" not in {r.name for r in few.check().reasons}
+    assert few.diagnostics(warn=False)["density_failures"] == 1
