@@ -218,7 +218,10 @@ def _expected_shape(type_: ast.Type, data: Mapping[str, Any]) -> list[int] | Non
 
 
 def _plain(value: Any) -> Any:
-    """NumPy arrays and scalars, pandas objects: as nested lists and Python numbers."""
+    """NumPy arrays and scalars, pandas and xarray objects: nested lists and Python numbers."""
+    to_numpy = getattr(value, "to_numpy", None)
+    if callable(to_numpy):
+        value = to_numpy()
     tolist = getattr(value, "tolist", None)
     return tolist() if callable(tolist) else value
 
@@ -262,7 +265,7 @@ def _bound(expr: ast.Expr | None, data: Mapping[str, Any]) -> float | None:
         return None
     try:
         value = evaluate(expr, data)
-    except (UnevaluableExpressionError, TypeError, ValueError, ArithmeticError):
+    except (UnevaluableExpressionError, TypeError, ValueError, ArithmeticError, LookupError):
         return None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         else None
@@ -289,8 +292,15 @@ def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str
         at = f"{name}[{','.join(map(str, index))}]" if index else name
         if isinstance(leaf, str) and not is_int and leaf.strip().lower() in _NON_FINITE:
             leaf = float(leaf.strip().lower().replace("infinity", "inf"))
-        if isinstance(leaf, bool) or (isinstance(leaf, int) and not isinstance(leaf, bool)):
-            number: float = float(leaf)
+        if isinstance(leaf, int):  # bool included
+            try:
+                number: float = float(leaf)
+            except OverflowError:
+                raise DataError(f"{at} in {data_name} is an integer too large for a number "
+                                f"({len(str(leaf))} digits); {where} holds "
+                                f"{'32-bit integers' if is_int else 'double-precision numbers'}",
+                                f"give \"{name}\" values of a representable size",
+                                name) from None
         elif isinstance(leaf, float) and not is_int:
             number = leaf
         else:

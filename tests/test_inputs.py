@@ -110,3 +110,17 @@ def test_program_bytes_are_read_as_utf8_text() -> None:
     assert program.parameter_names == ["x"]
     with pytest.raises(StanProgramError, match="not UTF-8 text"):
         read_program(b"parameters { real \xff; }")
+
+
+def test_data_of_other_libraries_and_edge_values() -> None:
+    import pandas as pd
+
+    from pemc_stan.errors import DataError
+    from pemc_stan.inputs import check_data
+
+    program = read_program("data { int K; matrix[2, 2] A; array[K] real L; real<lower=L[1]> a; }"
+                           "\nparameters { real x; } model { x ~ normal(a, 1); }")
+    frame = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]])
+    check_data(program, {"K": 0, "A": frame, "L": [], "a": 1.0})  # bound not evaluable: CmdStan
+    with pytest.raises(DataError, match="too large"):
+        check_data(program, {"K": 0, "A": frame, "L": [], "a": 10**400})

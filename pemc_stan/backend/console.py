@@ -22,7 +22,7 @@ from pemc_stan.errors import CmdStanRunError
 
 __all__ = ["collapse_repeats", "run_error", "is_cmdstan_failure", "collapse_cmdstanpy_messages"]
 
-_CONSOLE_RE = re.compile(r"console_msgs \(if any\):\s*\n\s*(\S+)")
+_CONSOLE_RE = re.compile(r"console_msgs \(if any\):[ \t]*\n[ \t]*(.+?)[ \t]*$", re.M)
 _RETCODES_RE = re.compile(r"retcodes=\[([^\]]*)\]")
 #: Console lines that are progress or configuration, never a reason.
 _NOISE_RE = re.compile(

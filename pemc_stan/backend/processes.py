@@ -169,14 +169,33 @@ def _raise_interrupted(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP ignored within the block (main thread only)."""
+    saved: list[tuple[signal.Signals, Any]] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            handler = signal.getsignal(sig)
+            if handler is not None:
+                saved.append((sig, handler))
+                signal.signal(sig, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for sig, handler in saved:
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
 def ending_children(grace: float = GRACE_SECONDS) -> Iterator[None]:
-    """End the processes started within the block if it is left by an exception.
+    """End the processes started within the block if it is left by an interrupt.
 
     In the main thread, SIGTERM and SIGHUP raise
     :class:`~pemc_stan.errors.Interrupted` within the block (their earlier
     handlers are restored after it), so that a terminated run cleans up as an
     interrupted one does: children ended, ``finally`` clauses and ``atexit``
-    handlers (temporary folders) run.  Blocks may nest.
+    handlers (temporary folders) run.  Blocks may nest.  Other exceptions leave
+    processes alone: cmdstanpy has waited for its own by then, and processes
+    another thread started in the meantime are not this block's.
 
     Raises
     ------
@@ -188,15 +207,17 @@ def ending_children(grace: float = GRACE_SECONDS) -> Iterator[None]:
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             handler = signal.getsignal(sig)
-            if handler in (signal.SIG_DFL, None) or handler is _raise_interrupted:
+            if handler == signal.SIG_DFL or handler is _raise_interrupted:
                 previous.append((sig, handler))
                 signal.signal(sig, _raise_interrupted)
     try:
         yield
-    except BaseException as exc:
+    except KeyboardInterrupt as exc:  # also Interrupted; other errors come after cmdstanpy
+        # has waited for its processes, and another thread's runs must be left alone
         started = {p: s for p, s in descendants().items() if before.get(p) != s}
         if started:
-            ended = end_processes(started, grace)
+            with _signals_ignored():  # a second Ctrl-C must not cut the cleanup short
+                ended = end_processes(started, grace)
             if ended:
                 logger.info("%s: ended %d process(es) of the run (%s)",
                             type(exc).__name__, len(ended),

@@ -20,6 +20,7 @@ folders, keeps partial output (named in the message) and exits with 130
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(handler(args))
     except KeyboardInterrupt as exc:  # SIGINT; Interrupted for SIGTERM and SIGHUP
         partial = getattr(exc, "partial", None)
-        detail = f": partial output in {partial}" if partial else ""
+        detail = f": partial output in {partial}" if partial and os.path.isdir(partial) else ""
         print(f"pemc-stan: interrupted{detail}", file=sys.stderr)
         if isinstance(exc, Interrupted):
             return 128 + exc.signum

@@ -41,8 +41,10 @@ __all__ = ["RunFolder", "check_output_file", "write_text_atomically", "LOCK_NAME
 LOCK_NAME = ".pemc-stan.lock"
 MANIFEST_NAME = ".pemc-stan-run.json"
 PARTIAL_NAME = "partial-run"
-#: What a completed run of an older pemc-stan (without a manifest) left.
-_LEGACY_RESULTS = ("estimates.json", "weights.csv", "cmdstan", "gq")
+#: What a run writes (besides ``<model>.nc``); also what an older pemc-stan (without a
+#: manifest) left.
+_RUN_NAMES = ("estimates.json", "weights.csv", "cmdstan", "gq")
+_RESERVED = (LOCK_NAME, MANIFEST_NAME, PARTIAL_NAME)
 
 
 def _reason(exc: OSError) -> str:
@@ -140,6 +142,9 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent if str(p.parent) else ".")
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
         os.replace(tmp, p)
     except OSError as exc:
         raise OutputPathError(f"cannot write {p}: {_reason(exc)}", "pass another path",
@@ -189,12 +194,15 @@ class RunFolder:
         if manifest.is_file():
             try:
                 files = json.loads(manifest.read_text()).get("files", [])
-                return [str(f) for f in files]
             except (OSError, ValueError, AttributeError):
-                pass
+                files = []
+            # plain names inside the folder only: a damaged manifest must not name the
+            # folder itself, a parent or the folder's own bookkeeping
+            return [f for f in map(str, files) if f and Path(f).name == f
+                    and f not in (".", "..") and f not in _RESERVED]
         if (self.path / "estimates.json").exists():  # a run of an older pemc-stan
             return [p.name for p in self.path.iterdir()
-                    if p.name in _LEGACY_RESULTS or p.suffix == ".nc"]
+                    if p.name in _RUN_NAMES or p.suffix == ".nc"]
         return []
 
     def _acquire(self) -> None:
@@ -238,6 +246,15 @@ class RunFolder:
         try:
             _probe_writable(self.path, "output folder")
             earlier = self._earlier_results()
+            others = sorted(p.name for p in self.path.iterdir()
+                            if (p.name in _RUN_NAMES or p.suffix == ".nc")
+                            and p.name not in earlier)
+            if others and not self.overwrite:
+                raise OutputPathError(
+                    f"the output folder {self.path} holds files a run would replace "
+                    f"({', '.join(others[:4])}{', ...' if len(others) > 4 else ''}) that are "
+                    "not a pemc-stan run's results", "pass another --output-dir (or "
+                    "--overwrite, if those files may be replaced)", self.path)
             if earlier and not self.overwrite:
                 raise OutputPathError(
                     f"the output folder {self.path} holds the results of an earlier run "
@@ -276,6 +293,11 @@ class RunFolder:
         files = sorted(p.name for p in self.staging.iterdir())
         for name in files:
             target = self.path / name
+            if target.exists() and name not in earlier and not self.overwrite:
+                raise OutputPathError(
+                    f"{target} appeared during the run and is not an earlier run's result; "
+                    f"the run's files are kept in {self.staging}",
+                    "move that file away and copy the run's files from there", target)
             _remove(target)
             os.replace(self.staging / name, target)
         self.staging.rmdir()

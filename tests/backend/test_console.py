@@ -78,3 +78,12 @@ def test_cmdstanpy_warnings_are_collapsed(caplog: object) -> None:
     finally:
         log.removeHandler(handler)
     assert records == ["Non-fatal error during sampling:\nsame line [repeated 400 times]"]
+
+
+def test_a_console_path_with_spaces(tmp_path: Path) -> None:
+    console = tmp_path / "my runs" / "m-stdout.txt"
+    console.parent.mkdir()
+    console.write_text("Iteration: 1\nRejecting initial value: log density is nan\n")
+    failure = run_error(RuntimeError(_cmdstanpy_message("", console)))
+    assert failure.console == console
+    assert failure.reason == "Rejecting initial value: log density is nan"

@@ -56,14 +56,14 @@ def test_a_process_that_ignores_sigterm_is_killed() -> None:
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, RuntimeError])
-def test_leaving_the_block_by_an_exception_ends_what_it_started(
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, lambda: Interrupted(signal.SIGTERM)])
+def test_leaving_the_block_by_an_interrupt_ends_what_it_started(
         interrupt: type[BaseException]) -> None:
     adopt_orphans()  # as the command line does: the orphaned sleep stays ours
     older = subprocess.Popen(["sleep", "30"])  # started before the block: left alone
     inner: subprocess.Popen[bytes] | None = None
     try:
-        with pytest.raises(interrupt):
+        with pytest.raises(KeyboardInterrupt):
             with ending_children(grace=1.0):
                 # a "make" that is killed first, leaving its "compiler" (sleep) orphaned
                 inner = subprocess.Popen(["sh", "-c", "sleep 30 & echo $!; wait"],
@@ -90,3 +90,18 @@ def test_sigterm_within_the_block_raises_interrupted_and_restores_the_handler() 
     assert info.value.signum == signal.SIGTERM
     assert isinstance(info.value, KeyboardInterrupt)
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_other_errors_leave_processes_alone() -> None:
+    """A CmdStan error in one thread must not end what another thread's run started."""
+    child: subprocess.Popen[bytes] | None = None
+    try:
+        with pytest.raises(RuntimeError):
+            with ending_children(grace=0.5):
+                child = subprocess.Popen(["sleep", "30"])
+                raise RuntimeError("Error during sampling")
+        assert child is not None and child.poll() is None
+    finally:
+        if child is not None:
+            child.kill()
+            child.wait()

@@ -142,9 +142,13 @@ def test_two_runs_into_one_folder_give_one_result_and_one_clear_error(
 
     out = tmp_path / "out"
     first = _start(["sample", str(BIMODAL), "--data", str(BIMODAL_DATA), "--method", "pe",
-                    "--chains", "2", "--iter-warmup", "300", "--iter-sampling", "60000",
+                    "--chains", "2", "--iter-warmup", "300", "--iter-sampling", "300000",
                     "--seed", "4", "--output-dir", str(out)], tmp_path)
-    _wait_for_child(first, lambda cmd: "method=sample" in cmd)  # holds the lock by now
+    lock = out / ".pemc-stan.lock"
+    deadline = time.monotonic() + 120
+    while not (lock.is_file() and f"pid {first.pid}" in lock.read_text()):
+        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.05)
     second = subprocess.run([sys.executable, "-m", "pemc_stan", "sample", str(BIMODAL),
                              "--data", str(BIMODAL_DATA), "--output-dir", str(out),
                              "--overwrite"], capture_output=True, text=True, timeout=300)
@@ -156,7 +160,7 @@ def test_two_runs_into_one_folder_give_one_result_and_one_clear_error(
     _, stderr = first.communicate(timeout=600)
     assert first.returncode in (ExitCode.OK, ExitCode.SUSPECT), stderr
     estimates = json.loads((out / "estimates.json").read_text())
-    assert estimates["sampler"]["iter_sampling"] == 60000
+    assert estimates["sampler"]["iter_sampling"] == 300000
     idata = az.from_netcdf(str(out / "bimodal_1d.nc"))
     assert idata.posterior.sizes["draw"] > 0
     assert len(list((out / "cmdstan").glob("*.csv"))) == 2

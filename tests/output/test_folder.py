@@ -108,3 +108,38 @@ def test_output_files_are_checked_before_any_work(tmp_path: Path) -> None:
                            (Path("/proc/e.json"), "not writable")]:
         with pytest.raises(OutputPathError, match=fragment):
             check_output_file(path)
+
+
+def test_files_a_run_would_replace_are_not_taken_for_results(tmp_path: Path) -> None:
+    """--output-dir ~ with the user's own ~/cmdstan: refused, and nothing is deleted."""
+    out = tmp_path / "home"
+    (out / "cmdstan" / "bin").mkdir(parents=True)
+    (out / "weights.csv").write_text("the user's")
+    with pytest.raises(OutputPathError, match="holds files a run would replace "
+                       r"\(cmdstan, weights.csv\)"):
+        _run(out, {"estimates.json": "1", "cmdstan/1.csv": "new"})
+    assert (out / "cmdstan" / "bin").is_dir() and (out / "weights.csv").read_text() == "the user's"
+
+
+def test_a_damaged_manifest_never_names_the_folder_or_outside_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _run(out, {"estimates.json": "1"})
+    (tmp_path / "x").write_text("outside")
+    (out / "notes.txt").write_text("the user's")
+    (out / MANIFEST_NAME).write_text(json.dumps(
+        {"files": ["", ".", "..", "../x", str(tmp_path / "x"), "estimates.json"]}))
+    _run(out, {"estimates.json": "2"}, overwrite=True)
+    assert (tmp_path / "x").read_text() == "outside"
+    assert (out / "notes.txt").read_text() == "the user's"
+    assert (out / "estimates.json").read_text() == "2"
+
+
+def test_atomic_writes_get_the_usual_permissions(tmp_path: Path) -> None:
+    from pemc_stan.output.folder import write_text_atomically
+
+    umask = os.umask(0o022)
+    try:
+        write_text_atomically(tmp_path / "e.json", "{}")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "e.json").stat().st_mode & 0o777 == 0o644

@@ -109,6 +109,8 @@ class PseudoExtendedFit(ExtendedFit):
             return 0, 0
         nan = np.isnan(lg)
         failed = np.all(nan, axis=-1)  # (chains, draws)
+        if failed.any():
+            self._draws = self._draws.copy()  # cmdstanpy's own array stays as in the CSVs
         for chain in range(failed.shape[0]):
             bad = np.flatnonzero(failed[chain])
             good = np.flatnonzero(~failed[chain])
