@@ -185,6 +185,7 @@ def sample(
     seed: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
     show_progress: bool = False,
+    client: Any = None,
     **kwargs: Any,
 ) -> ExtendedFit:
     """Sample a Stan model with a registered method (pseudo-extended MCMC, continuous tempering).
@@ -206,6 +207,11 @@ def sample(
         or pass its fields as keywords.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
         Passed to ``CmdStanModel.sample``.
+    client
+        A ``distributed.Client``: run every chain as a task of its cluster
+        (needs ``pemc-stan[distributed]``).  Each chain keeps its seed and
+        chain id, so the draws and estimates are those of the same call
+        without ``client``; pilots and post-processing run here.
     **kwargs
         The method's options (``n_pseudo=5``, ``base_covariance="dense"``, ...)
         and further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
@@ -226,6 +232,8 @@ def sample(
         For data that do not match the program's data block (before compiling).
     CmdStanRunError
         If CmdStan fails; its ``reason`` holds CmdStan's own explanation.
+    ImportError
+        For ``client=`` without Dask installed, naming the extra to install.
     KeyboardInterrupt
         When interrupted (``Interrupted`` for SIGTERM/SIGHUP), after ending the
         CmdStan, make and compiler processes the call started.
@@ -237,6 +245,10 @@ def sample(
                 cmdstanpy_kwargs).validate()
     _check_inputs(model, data)
     method_model = spec.model(model, data, opts)
+    if client is not None:
+        from pemc_stan.batch.chains import DaskChainRunner
+
+        method_model.chain_runner = DaskChainRunner(client)
     collapse_cmdstanpy_messages()
     try:
         with ending_children():

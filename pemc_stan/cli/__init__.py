@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from pemc_stan import __version__
 from pemc_stan.backend.processes import adopt_orphans, ending_children
-from pemc_stan.cli import evidence, runtime, sample, transform
+from pemc_stan.cli import batch, evidence, runtime, sample, transform
 from pemc_stan.cli.console import configure_logging
 from pemc_stan.cli.errors import ExitCode, describe_error
 from pemc_stan.errors import Interrupted
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pemc-stan {__version__}")
     _add_verbosity(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (transform, sample, evidence, runtime):
+    for command in (transform, sample, evidence, batch, runtime):
         command.add_parser(sub)
     for p in sub.choices.values():  # the same flags after the subcommand
         _add_verbosity(p, argparse.SUPPRESS)

@@ -40,6 +40,7 @@ class ExitCode(enum.IntEnum):
     RUNTIME = 7
     SUSPECT = 8
     OUTPUT = 9
+    BATCH_FAILED = 10
     INTERRUPTED = 130
 
 

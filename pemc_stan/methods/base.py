@@ -223,6 +223,8 @@ class MethodModel:
         self.data: dict[str, Any] = read_data(self.program, data)
         self._method_model: cmdstanpy.CmdStanModel | None = None
         self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
+        #: Runs the chains elsewhere (``pemc_stan.batch.chains.DaskChainRunner``); None: here.
+        self.chain_runner: Callable[..., cmdstanpy.CmdStanMCMC] | None = None
 
     @classmethod
     def spec(cls) -> registry.Method:
@@ -291,7 +293,9 @@ class MethodModel:
 
         Resampled draws are written back as CSV for generate_quantities, so
         12 significant digits are kept by default (CmdStan checks simplexes and
-        correlation matrices to 1e-8).
+        correlation matrices to 1e-8).  With a :attr:`chain_runner` the chains
+        run as tasks of a cluster, with the same seed and chain ids, so the
+        draws are those of a run here.
 
         Raises
         ------
@@ -299,6 +303,12 @@ class MethodModel:
             If CmdStan fails.
         """
         cmdstanpy_kwargs.setdefault("sig_figs", 12)
+        if self.chain_runner is not None:
+            if seed is None:  # one seed for every chain, as a run in one process has
+                seed = int(np.random.default_rng().integers(0, 2**31 - 1))
+            return self.chain_runner(self.result.stan_code, f"{self.name}_{self.spec().short}",
+                                     data, chains, iter_warmup, iter_sampling, seed,
+                                     output_dir, **cmdstanpy_kwargs)
         return self.method_model().sample(
             data=dict(data), chains=chains, iter_warmup=iter_warmup,
             iter_sampling=iter_sampling, seed=seed,
