@@ -35,6 +35,7 @@ Usage::
     python benchmarks/validation.py                         # everything, seed 1
     python benchmarks/validation.py --cases funnel_5d arK-arK --methods ct
     python benchmarks/validation.py --report
+    python benchmarks/validation.py --workers 2    # (case, method) jobs on a local Dask cluster
 """
 
 from __future__ import annotations
@@ -284,6 +285,31 @@ def report(records: list[dict[str, Any]], seed: int) -> str:
     return "\n".join(lines)
 
 
+def run_job(case: dict[str, Any], name: str, method: str,
+            args: argparse.Namespace) -> dict[str, Any]:
+    """One (case, method) run as a record (here, or as a task on a Dask worker)."""
+    logging.getLogger("cmdstanpy").setLevel(logging.ERROR)
+    record: dict[str, Any] = {"case": name, "kind": case["kind"], "method": method,
+                              "seed": args.seed, "chains": args.chains,
+                              "iter_warmup": args.iter_warmup,
+                              "iter_sampling": args.iter_sampling}
+    try:
+        result = (run_nuts(case, args) if method == "nuts" else run_method(case, method, args))
+        record.update(result)
+    except Exception as exc:  # noqa: BLE001 - a failed run is a result
+        record["failure"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        record["traceback"] = traceback.format_exc()[-2000:]
+    return record
+
+
+def _write(args: argparse.Namespace, record: dict[str, Any]) -> None:
+    with args.results.open("a") as fh:
+        fh.write(json.dumps(record, default=str) + "\n")
+    shown = record.get("failure") or (
+        f"error {record['error']:.3f} verdict {record['verdict']} {record['seconds']:.1f}s")
+    print(f"{record['case']:44s} {record['method']:5s} {shown}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -297,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--rerun", action="store_true", help="run finished cases again")
     p.add_argument("--report", action="store_true", help="print the table and stop")
+    p.add_argument("--workers", type=int, default=None,
+                   help="run the (case, method) jobs on a local Dask cluster of this many "
+                        "workers (pemc-stan[distributed])")
+    p.add_argument("--scheduler", default=None, help="or on the Dask scheduler at ADDRESS")
     args = p.parse_args(argv)
     if args.report:
         print(report(load(args.results), args.seed))
@@ -310,31 +340,30 @@ def main(argv: list[str] | None = None) -> int:
     done = {(r["case"], r["method"]) for r in load(args.results) if r.get("seed") == args.seed
             and r.get("chains") == args.chains and r.get("iter_sampling") == args.iter_sampling}
     args.results.parent.mkdir(parents=True, exist_ok=True)
+    jobs = []
     for name in chosen:
-        case = all_cases[name]
         for method in ("nuts", *[m for m in args.methods if m != "nuts"]):
             if method not in args.methods and (name, "nuts") in done:
                 continue
             if (name, method) in done and not args.rerun:
                 continue
-            record: dict[str, Any] = {"case": name, "kind": case["kind"], "method": method,
-                                      "seed": args.seed, "chains": args.chains,
-                                      "iter_warmup": args.iter_warmup,
-                                      "iter_sampling": args.iter_sampling}
-            try:
-                result = (run_nuts(case, args) if method == "nuts"
-                          else run_method(case, method, args))
-                record.update(result)
-            except Exception as exc:  # noqa: BLE001 - a failed run is a result
-                record["failure"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-                record["traceback"] = traceback.format_exc()[-2000:]
-            with args.results.open("a") as fh:
-                fh.write(json.dumps(record, default=str) + "\n")
+            jobs.append((name, method))
             done.add((name, method))
-            shown = record.get("failure") or (
-                f"error {record['error']:.3f} verdict {record['verdict']} "
-                f"{record['seconds']:.1f}s")
-            print(f"{name:44s} {method:5s} {shown}", flush=True)
+    if args.workers is None and args.scheduler is None:
+        for name, method in jobs:
+            _write(args, run_job(all_cases[name], name, method, args))
+    else:  # one Dask task per (case, method); NUTS and the methods side by side on workers
+        from distributed import Client, LocalCluster, as_completed
+
+        cluster = None if args.scheduler else LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, dashboard_address=":0")
+        with Client(args.scheduler or cluster) as client:
+            futures = [client.submit(run_job, all_cases[n], n, m, args, pure=False)
+                       for n, m in jobs]
+            for future in as_completed(futures):
+                _write(args, future.result())
+        if cluster is not None:
+            cluster.close()
     print(report(load(args.results), args.seed))
     return 0
 
