@@ -337,7 +337,8 @@ def run(tasks: Iterable[Task | Mapping[str, Any]], client: Any = None, *,
         and ``summary.csv`` lists every task's status so far.
     """
     task_list = tasks_from(tasks)
-    resolved = [t.resolve() for t in task_list]  # every error before any work
+    programs: dict[str, Any] = {}
+    resolved = [t.resolve(programs) for t in task_list]  # every error before any work
     root = Path(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     outcomes: dict[str, TaskOutcome] = {}

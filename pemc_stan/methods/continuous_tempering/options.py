@@ -59,7 +59,15 @@ class ContinuousTemperingOptions(MethodOptions):
         The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
     num_paths
-        Pathfinder paths for ``base="pathfinder"``.
+        Pathfinder paths for ``base="pathfinder"``.  Each path starts at its
+        own random point, so the paths are the pilot's independent searches
+        for modes, and CT's base covers only the modes they find (a chain
+        cannot reach a mode the base gives no mass).  A mode whose basin of
+        attraction holds a share ``q`` of the starting region is missed by
+        every path with probability ``(1 - q)^num_paths``: for two equal
+        basins 12.5% with 4 paths (measured: 12 of 100 seeds of
+        ``bimodal_1d``) and 0.8% with 8 (1 of 100).  Paths are cheap next
+        to the NUTS run, hence 8.
     base_draws
         Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
     """
@@ -75,7 +83,8 @@ class ContinuousTemperingOptions(MethodOptions):
                                    metavar="R")
     bootstrap_tol: float = option(1.0, "the bootstrap stops when log Z moves by less than this "
                                   "many combined standard errors", metavar="T")
-    num_paths: int = option(4, "Pathfinder paths of the base fit", metavar="P")
+    num_paths: int = option(8, "Pathfinder paths of the base fit (independent searches "
+                            "for modes)", metavar="P")
     base_draws: int = option(1000, "draws per path (Pathfinder) or in total (ADVI, Laplace) "
                              "of the base fit", metavar="D")
 
