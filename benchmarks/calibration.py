@@ -85,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
                        progress=lambda p: print(p, file=sys.stderr, flush=True))
     wall = time.perf_counter() - start
     table = result.table
+    import dataclasses
+
+    from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+    from pemc_stan.output.writers import json_safe
+
+    ct_defaults = json_safe(dataclasses.asdict(ContinuousTemperingOptions()))
     print(f"calibration of CT log Z standard errors: {args.fits} fits per model, defaults "
           f"(4 chains x 1000 draws), batch wall time {wall:.0f} s "
           f"({len(result.ran)} run now, {len(result.names('skipped'))} from an earlier run)")
@@ -102,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 "failed": int(len(rows) - len(ok)), "z_mean": float(np.mean(z)),
                 "z_sd": float(np.std(z, ddof=1)), "coverage_2se": cover,
                 "median_se": float(np.median(ok["log_z_se"])), "suspect": suspect,
-                "mean_seconds": float(ok["seconds"].mean())}
+                "mean_seconds": float(ok["seconds"].mean()), "ct_defaults": ct_defaults}
         print(f"{name:<18} {exact:>12.4f} {line['fits']:>5} {line['z_mean']:>7.2f} "
               f"{line['z_sd']:>6.2f} {cover:>9.1%} {line['median_se']:>9.4f} {suspect:>7} "
               f"{line['failed']:>6}")
