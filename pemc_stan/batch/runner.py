@@ -297,11 +297,14 @@ def local_client(workers: int | None = None) -> Iterator[Any]:
 
 
 def _running(client: Any, keys: set[str]) -> int:
+    """Tasks of ours on workers, at most one per worker thread (Dask also queues a few
+    more on each worker ahead of time)."""
     try:
         processing = client.processing()
+        threads = sum(client.nthreads().values())
     except Exception:  # noqa: BLE001 - a count for the progress line only
         return 0
-    return sum(1 for tasks in processing.values() for k in tasks if k in keys)
+    return min(threads, sum(1 for tasks in processing.values() for k in tasks if k in keys))
 
 
 def run(tasks: Iterable[Task | Mapping[str, Any]], client: Any = None, *,
