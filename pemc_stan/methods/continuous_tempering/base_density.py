@@ -781,7 +781,8 @@ def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
         weights proportional to ``exp(log mass)``; the base matches the
         mixture's mean and covariance.
     covariance
-        ``"diag"`` or ``"dense"``.
+        ``"diag"`` or ``"dense"`` (the base's form; with fewer than ``4 D``
+        effective draws a dense base gets the variances only).
     min_sd
         Floor on the marginal standard deviations (degenerate draws).
 
@@ -822,6 +823,12 @@ def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
     if covariance == "diag":
         cov = np.diag(np.maximum(np.diag(cov), min_sd**2))
     elif covariance == "dense":
+        lw_ok = lw[ok] - logsumexp(lw[ok])
+        kish = float(np.exp(-logsumexp(2.0 * lw_ok)))  # (sum w)^2 / sum w^2, normalised w
+        if kish < 4 * za.shape[1]:  # too few draws for D(D+1)/2 entries: variances only
+            logger.info("dense base from %.0f effective draws in %d dimensions: using the "
+                        "variances only", kish, za.shape[1])
+            cov = np.diag(np.diag(cov))
         cov = cov + np.eye(cov.shape[0]) * min_sd**2
         d = np.sqrt(np.diag(cov))
         floor = np.maximum(d, min_sd) / d

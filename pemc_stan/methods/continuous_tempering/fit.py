@@ -310,8 +310,10 @@ class ContinuousTemperingFit(ExtendedFit):
         yield "beta_round_trips", None if min(trips) >= 1 else Reason(
             "beta_round_trips", f"round trips of beta between {NEAR_ZERO} and {NEAR_ONE} per "
             f"chain: {trips}; a chain without one cannot have moved between modes through the "
-            "base", "run longer (iter_sampling) or more bootstrap rounds (bootstrap_rounds), "
-            "or use base_covariance='dense'")
+            "base", "run longer (iter_sampling) or more bootstrap rounds (bootstrap_rounds)"
+            + ("" if self.result.options.covariance_form == "dense"
+               or self.result.options.temper == "likelihood"
+               else ", or use base_covariance='dense'"))
         beta = self.beta()
         near = (float(np.mean(beta < NEAR_ZERO)), float(np.mean(beta > NEAR_ONE)))
         yield "beta_ends", None if min(near) >= 0.01 else Reason(
@@ -407,7 +409,7 @@ class ContinuousTemperingFit(ExtendedFit):
                 "the base is rarely visited, so the chain cannot move between modes through "
                 f"it (estimated log Z - log zeta = {gap:.2f}). Run more bootstrap rounds or "
                 "pass log_zeta close to the estimated log Z.")
-        dense = self.result.options.base_covariance == "dense"
+        dense = self.result.options.covariance_form == "dense"
         closer = ("" if dense or self.result.options.temper == "likelihood"
                   else ", or use base_covariance='dense' (a base closer to the target)")
         if info["round_trips_per_chain"] < 1:

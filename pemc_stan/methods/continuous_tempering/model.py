@@ -184,7 +184,7 @@ class ContinuousTemperingModel(MethodModel):
                 if log_zeta is None:
                     log_zeta = pf_log_zeta
                 if posterior and base is None and opts.base == "pathfinder":
-                    base = moment_match(z, None, groups, opts.base_covariance)
+                    base = moment_match(z, None, groups, opts.covariance_form)
                     base.info.update({"method": "pathfinder", "modes": len(groups)})
             except Exception as exc:  # noqa: BLE001 - fall back to the next approximation
                 self._note("pathfinder", exc)
@@ -194,7 +194,7 @@ class ContinuousTemperingModel(MethodModel):
             for how in order:
                 try:
                     base = moment_match(self._approximation(how, seed), None, None,
-                                        opts.base_covariance)
+                                        opts.covariance_form)
                     base.info.update({"method": how})
                     break
                 except Exception as exc:  # noqa: BLE001 - fall back to the next one
@@ -301,7 +301,7 @@ class ContinuousTemperingModel(MethodModel):
                              axis=-1).reshape(-1, self.dim)
                 try:
                     new = moment_match(z, fit.log_weights().reshape(-1), None,
-                                       opts.base_covariance)
+                                       opts.covariance_form)
                     new.info.update({"method": "bootstrap", "round": r + 1})
                     base = new
                 except ValueError as exc:

@@ -19,8 +19,8 @@ __all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "COVARIANCES", "TEMPER_
 
 #: What can be tempered.
 TEMPER_CHOICES = ("posterior", "likelihood")
-#: Covariance forms of the Gaussian base.
-COVARIANCES = ("diag", "dense")
+#: Covariance forms of the Gaussian base ("auto": dense, or a given base's own form).
+COVARIANCES = ("auto", "dense", "diag")
 
 #: Ways of fitting the initial base density and log zeta (section 6).
 BASE_METHODS = ("pathfinder", "advi", "laplace")
@@ -45,8 +45,16 @@ class ContinuousTemperingOptions(MethodOptions):
         draws) or ``"laplace"`` (draws of the Laplace approximation at the
         mode); or a fixed :class:`~pemc_stan.methods.continuous_tempering.base_density.BaseDensity`.
     base_covariance
-        ``"diag"`` (independent coordinates) or ``"dense"`` (one multivariate
-        normal over all base coordinates).
+        ``"dense"`` (one multivariate normal over all base coordinates, with
+        the correlations the pilot measured), ``"diag"`` (independent
+        coordinates) or ``"auto"`` (the default: the given ``BaseDensity``'s
+        own form, else dense).  The base is meant to be the moment-matched
+        Gaussian of the target (section 6); a diagonal one drops the
+        correlations of e.g. a regression with uncentred predictors, so the
+        two ends of the bridge differ in shape and the chains stall between
+        them (posteriordb ``kilpisjarvi``, ``diamonds``: suspect with diag,
+        ok with dense).  Dense costs O(D^2) per density evaluation; with
+        fewer than ``4 D`` pilot draws only the variances are estimated.
     log_zeta
         ``log zeta``; None means "estimate" (importance sampling on the base
         fit's draws, then the bootstrap).
@@ -75,7 +83,8 @@ class ContinuousTemperingOptions(MethodOptions):
     temper: str = option("posterior", "temper the whole density or only the likelihood",
                          choices=TEMPER_CHOICES)
     base: Any = option("pathfinder", "how the base density is fitted", choices=BASE_METHODS)
-    base_covariance: str = option("diag", "covariance of the base density",
+    base_covariance: str = option("auto", "covariance of the base density (auto: dense, or a "
+                                  "given base's own form)",
                                   choices=COVARIANCES)
     log_zeta: float | None = option(None, "fixed log zeta (default: estimated)", parse=float,
                                     metavar="X")
@@ -113,7 +122,7 @@ class ContinuousTemperingOptions(MethodOptions):
         elif self.base not in BASE_METHODS:
             raise OptionsError("base", self.base, f"one of {BASE_METHODS} or a BaseDensity")
         check_choice("base_covariance", self.base_covariance, COVARIANCES)
-        if isinstance(self.base, BaseDensity) and self.base.covariance != self.base_covariance:
+        if isinstance(self.base, BaseDensity) and self.base.covariance != self.covariance_form:
             raise OptionsError(
                 "base_covariance", self.base_covariance, "the base's own covariance form",
                 message=f"base has covariance={self.base.covariance!r} but "
@@ -126,3 +135,10 @@ class ContinuousTemperingOptions(MethodOptions):
         check_number("bootstrap_tol", self.bootstrap_tol, 0.0, low_open=True,
                      expected="a number > 0 (in standard errors)")
         return self
+
+    @property
+    def covariance_form(self) -> str:
+        """The base's covariance form: ``base_covariance``, with ``"auto"`` resolved."""
+        if self.base_covariance != "auto":
+            return str(self.base_covariance)
+        return self.base.covariance if isinstance(self.base, BaseDensity) else "dense"

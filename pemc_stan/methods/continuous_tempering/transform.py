@@ -152,9 +152,9 @@ class ContinuousTemperingResult(TransformResult):
         if base.dim != d:
             raise ValueError(f"the base density has {base.dim} coordinates but the parameters "
                              f"have {d}")
-        if base.covariance != self.options.base_covariance:
+        if base.covariance != self.options.covariance_form:
             raise ValueError(f"the base has covariance={base.covariance!r} but the program was "
-                             f"generated for base_covariance={self.options.base_covariance!r}")
+                             f"generated for base_covariance={self.options.covariance_form!r}")
         out.update(base.stan_data())
         return out
 
@@ -393,14 +393,14 @@ def transform_continuous_tempering(
     fn_text = functions_text(tree, functions.functions)
 
     params_text = "\n".join(print_stmt(s, 1) for s in tree.parameters.stmts)  # type: ignore
-    if options.base_covariance == "diag":
+    if options.covariance_form == "diag":
         base_lpdf = "normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd)"
     else:
         base_lpdf = "multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol)"
 
     stan_code = render(
         _TEMPLATE,
-        model_name=model_name, temper=temper, covariance=options.base_covariance,
+        model_name=model_name, temper=temper, covariance=options.covariance_form,
         functions=fn_text, base_functions=_base_function_text(coords.blocks),
         data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),
         parameters=params_text, coordinates=_coordinate_code(coords.blocks),

@@ -2,7 +2,7 @@
 // Joint continuous tempering (Graham & Storkey 2017, eq 15) on (x, u) with beta = inv_logit(u):
 //   log p(x, u) = beta * (log gamma(x) - log zeta) + (1 - beta) * log b(x) + log |dbeta/du|
 // gamma: the model's full density (all constants, no Jacobian); b: the normalised base density
-//   b(x) = N(z(x) | pemc_base_mean, diag(pemc_base_sd^2)) * |det dz/dx|
+//   b(x) = MVN(z(x) | pemc_base_mean, pemc_base_chol * pemc_base_chol') * |det dz/dx|
 // in the base coordinates z(x) (see pemc_stan.base_density); Delta(x) = log zeta + log b(x) - log gamma(x).
 functions {
   real pemc_log_density(real mu, real sigma, real x_dep, array[] real r, vector y, vector y_lo, array[] vector y_hi, matrix m, vector theta, vector o, vector po, matrix S, matrix L, data int K) {
@@ -124,7 +124,7 @@ data {
   real pemc_log_zeta;  // log zeta, the approximation of log Z (eq 14)
   int<lower=1> pemc_D;  // number of base coordinates
   vector[pemc_D] pemc_base_mean;  // base mean in base coordinates
-  vector<lower=0>[pemc_D] pemc_base_sd;  // base standard deviations in base coordinates
+  cholesky_factor_cov[pemc_D] pemc_base_chol;  // Cholesky factor of the base covariance
 }
 transformed data {
   if (pemc_D != 1 + 1 + 1 + 2 * 1 + N + N + 2 * N + 2 * 2 + K - 1 + 3 + 2 + (2 * (2 + 1) %/% 2) + (2 * (2 + 1) %/% 2 + (3 - 2) * 2)) {
@@ -225,12 +225,12 @@ transformed parameters {
   }
 }
 model {
-  real pemc_log_base = normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd) + pemc_log_jacobian;  // log b(x)
+  real pemc_log_base = multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol) + pemc_log_jacobian;  // log b(x)
   target += pemc_beta * (pemc_log_density(mu, sigma, x_dep, r, y, y_lo, y_hi, m, theta, o, po, S, L, K) - pemc_log_zeta) + (1 - pemc_beta) * pemc_log_base;
   target += log_inv_logit(pemc_u) + log1m_inv_logit(pemc_u);  // log |dbeta/du|
 }
 generated quantities {
   real pemc_log_gamma = pemc_log_density(mu, sigma, x_dep, r, y, y_lo, y_hi, m, theta, o, po, S, L, K);  // log gamma(x): full log density, no Jacobian
-  real pemc_log_base = normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd) + pemc_log_jacobian;  // log b(x), normalised
+  real pemc_log_base = multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol) + pemc_log_jacobian;  // log b(x), normalised
   real pemc_delta = pemc_log_zeta + pemc_log_base - pemc_log_gamma;  // Delta(x), eq 17
 }

@@ -288,3 +288,17 @@ def test_extract_variable() -> None:
     assert extract_variable(vals, cols, "s", ())[:, ...].tolist() == [5.0, 11.0]
     with pytest.raises(KeyError, match="found 0 of 3"):
         extract_variable(vals, cols, "v", (3,))
+
+
+def test_a_dense_base_from_too_few_draws_keeps_only_the_variances() -> None:
+    rng = np.random.default_rng(3)
+    cov = np.array([[1.0, 0.9], [0.9, 1.0]])
+    z = rng.multivariate_normal(np.zeros(2), cov, size=4000)
+    many = moment_match(z, covariance="dense")
+    assert many.cov[0, 1] == pytest.approx(0.9, abs=0.05)
+    few = moment_match(z[:7], covariance="dense")  # 7 < 4 D draws
+    assert few.covariance == "dense" and few.cov[0, 1] == 0.0
+    assert np.all(np.diag(few.cov) > 0)
+    weighted = np.full(4000, -np.inf)
+    weighted[:7] = 0.0  # 7 draws carry all the weight: Kish ESS 7
+    assert moment_match(z, weighted, covariance="dense").cov[0, 1] == 0.0

@@ -141,8 +141,17 @@ def test_likelihood_tempering_without_likelihood_warns() -> None:
                   temper="likelihood")
 
 
+def test_the_default_base_is_dense_unless_a_given_base_is_diagonal() -> None:
+    assert ContinuousTemperingOptions().covariance_form == "dense"
+    assert "multi_normal_cholesky_lpdf(pemc_z" in transform(SIMPLE, method="ct")
+    diag = BaseDensity(np.zeros(2), np.eye(2), "diag")
+    assert ContinuousTemperingOptions(base=diag).covariance_form == "diag"
+    assert "normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd)" in transform(
+        SIMPLE, method="ct", base=diag)
+
+
 def test_data_entries() -> None:
-    r = transform_continuous_tempering(SIMPLE)
+    r = transform_continuous_tempering(SIMPLE, base_covariance="diag")
     with pytest.raises(ValueError, match="log_zeta=None"):
         r.data({"n": 1, "y": [0.0]})
     with pytest.raises(ValueError, match="base=None"):
@@ -217,7 +226,8 @@ def test_container_bounds_in_python_match_the_declared_shapes() -> None:
 # --------------------------------------------------------------------------- #
 
 GOLDEN_CASES = {
-    "normal_normal_diag": (ROOT / "models" / "normal_normal" / "normal_normal.stan", {}),
+    "normal_normal_diag": (ROOT / "models" / "normal_normal" / "normal_normal.stan",
+                           {"base_covariance": "diag"}),
     "poisson_dirichlet_dense": (ROOT / "models" / "poisson_dirichlet" / "poisson_dirichlet.stan",
                                 {"base_covariance": "dense"}),
     "poisson_dirichlet_likelihood": (
