@@ -113,21 +113,21 @@ class Task:
         try:
             spec = registry.get(self.method)
             build_options(spec, None, **dict(self.options))
-            defaults = _sampler_defaults()
-            SamplerArgs(chains=self.chains or defaults["chains"],
-                        iter_warmup=(defaults["iter_warmup"] if self.iter_warmup is None
-                                     else self.iter_warmup),
-                        iter_sampling=self.iter_sampling or defaults["iter_sampling"],
-                        seed=self.effective_seed, extra=dict(self.sampler)).validate()
-            for name in ("chains", "iter_sampling"):
-                if getattr(self, name) is not None:
-                    from pemc_stan.methods.options import check_int
-
-                    check_int(name, getattr(self, name), 1)
+            SamplerArgs(**self.sampler_args(), extra=dict(self.sampler)).validate()
         except OptionsError as exc:
             raise OptionsError(exc.argument, exc.value, exc.expected,
                                message=f"task {self.name!r}: {exc}") from None
         return self
+
+    def sampler_args(self) -> dict[str, Any]:
+        """``chains``, ``iter_warmup``, ``iter_sampling`` (the sampler's defaults where not
+        given) and the seed."""
+        defaults = _sampler_defaults()
+        given = {"chains": self.chains, "iter_warmup": self.iter_warmup,
+                 "iter_sampling": self.iter_sampling}
+        args = {k: defaults[k] if v is None else v for k, v in given.items()}
+        args["seed"] = self.effective_seed
+        return args
 
     @property
     def effective_seed(self) -> int:
@@ -171,19 +171,15 @@ class Task:
                 programs[memo_key] = program
         spec = registry.get(self.method)
         options = build_options(spec, None, **dict(self.options))
-        transform_program(spec, program, options)  # program errors before submitting
+        # program errors before submitting; the generated program is part of the key, so a
+        # pemc-stan that writes another program for the same options reruns the task
+        transformed = transform_program(spec, program, options)
         values = read_data(program, data)
         data_label = str(data) if isinstance(data, (str, Path)) else (
             None if data is None else "<dict>")
-        defaults = _sampler_defaults()
-        sampler = {
-            "chains": self.chains or defaults["chains"],
-            "iter_warmup": defaults["iter_warmup"] if self.iter_warmup is None
-            else self.iter_warmup,
-            "iter_sampling": self.iter_sampling or defaults["iter_sampling"],
-            "seed": self.effective_seed,
-        }
-        record = {"program": program.text, "data": _canonical(values), "method": spec.name,
+        sampler = self.sampler_args()
+        record = {"program": program.text, "generated": transformed.stan_code,
+                  "data": _canonical(values), "method": spec.name,
                   "options": _canonical(options), "sampler": sampler,
                   "extra": _canonical(dict(self.sampler))}
         key = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
@@ -211,7 +207,8 @@ class ResolvedTask:
     sampler
         ``chains``, ``iter_warmup``, ``iter_sampling`` and ``seed``.
     key
-        SHA-256 of everything that determines the task's draws.
+        SHA-256 of everything that determines the task's draws (including the
+        generated program).
     """
 
     name: str
