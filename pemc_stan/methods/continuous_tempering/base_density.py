@@ -763,6 +763,48 @@ class BaseDensity:
         """``n`` constrained draws from ``b``."""
         return coords.inverse(self.sample_z(n, rng), data)
 
+    # Regions: the cells of the nearest of K centres in the base's own metric
+    # (Mahalanobis distance under ``cov``), used to post-stratify CT draws.
+
+    def _whitened_centres(self, centres: ArrayLike) -> NDArray[np.float64]:
+        c = np.atleast_2d(np.asarray(centres, dtype=float))
+        if c.shape[1] != self.dim:
+            raise ValueError(f"centres have {c.shape[1]} coordinates; the base has {self.dim}")
+        return np.linalg.solve(np.linalg.cholesky(self.cov), (c - self.mean).T).T  # (K, D)
+
+    def nearest_centre(self, z: ArrayLike, centres: ArrayLike) -> NDArray[np.intp]:
+        """Index of the nearest centre (base metric) of each row of ``z`` (S, D).
+
+        Raises
+        ------
+        ValueError
+            If the centres do not have ``D`` coordinates.
+        """
+        dl = self._whitened_centres(centres)
+        za = np.atleast_2d(np.asarray(z, dtype=float))
+        eps = np.linalg.solve(np.linalg.cholesky(self.cov), (za - self.mean).T).T
+        # |eps - d_k|^2 = |eps|^2 - 2 eps.d_k + |d_k|^2; the first term is the same for all k
+        return np.argmin(np.sum(dl * dl, axis=1) - 2.0 * eps @ dl.T, axis=1)
+
+    def centre_masses(self, centres: ArrayLike, n: int, rng: np.random.Generator
+                      ) -> NDArray[np.float64]:
+        """Monte-Carlo estimate (``n`` iid base draws) of the base's mass of each centre's cell.
+
+        Only the projections of the whitened draws on the K whitened centres
+        decide the cell, so ``n`` draws of a K-dimensional Gaussian suffice
+        whatever ``D``.
+
+        Raises
+        ------
+        ValueError
+            If the centres do not have ``D`` coordinates.
+        """
+        dl = self._whitened_centres(centres)
+        _, r = np.linalg.qr(dl.T)  # eps . d_k = (Q^T eps) . r_k with Q^T eps ~ N(0, I)
+        proj = rng.standard_normal((n, r.shape[0])) @ r
+        cell = np.argmin(np.sum(dl * dl, axis=1) - 2.0 * proj, axis=1)
+        return np.bincount(cell, minlength=dl.shape[0]) / float(n)
+
 
 def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
                  groups: Sequence[tuple[NDArray[np.intp], float]] | None = None,

@@ -55,6 +55,9 @@ NEAR_ZERO = 0.05
 NEAR_ONE = 0.95
 #: Largest standardised eq-22 discrepancy of the base moments of an ``ok`` fit.
 BASE_Z_MAX = 4.5
+#: iid base draws for the base masses of the post-stratification regions (binomial
+#: error ~ 1e-3 on a mass of 0.5, included in the standard errors).
+MASS_DRAWS = 200_000
 
 
 class ContinuousTemperingFit(ExtendedFit):
@@ -79,10 +82,14 @@ class ContinuousTemperingFit(ExtendedFit):
         Seed of the resampling.
     history
         One dict per bootstrap round (``log_zeta``, ``log_z``, ``std_error``).
+    mode_centres
+        ``(K, D)`` centres in base coordinates of the modes the pilot found;
+        with two or more, the estimates are post-stratified by their cells
+        (:meth:`strata`).
 
     Attributes
     ----------
-    method, fit, result, data, log_zeta, base, history
+    method, fit, result, data, log_zeta, base, history, mode_centres
     """
 
     result: ContinuousTemperingResult
@@ -92,7 +99,8 @@ class ContinuousTemperingFit(ExtendedFit):
                  data: Mapping[str, Any] | None = None,
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None,
-                 history: list[dict[str, Any]] | None = None) -> None:
+                 history: list[dict[str, Any]] | None = None,
+                 mode_centres: Any = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_zeta = float(log_zeta)
         self.base = base
@@ -101,6 +109,9 @@ class ContinuousTemperingFit(ExtendedFit):
         self.pilot_notes: list[tuple[str, str, str]] = []
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
+        self.mode_centres = None if mode_centres is None else np.atleast_2d(
+            np.asarray(mode_centres, dtype=float))
+        self._strata: T.Strata | None | bool = False  # False: not computed yet
 
     # ------------------------------------------------------------------ #
     # raw quantities, (chains, draws)
@@ -124,9 +135,45 @@ class ContinuousTemperingFit(ExtendedFit):
             return T.delta(self._column("pemc_log_lik"), self.log_zeta, 0.0)
         return T.delta(self.log_gamma(), self.log_zeta, self.log_base())
 
+    def strata(self) -> T.Strata | None:
+        """The regions the estimates are post-stratified by, or None (one region).
+
+        The cells of the pilot's modes (nearest centre in the base's metric,
+        :meth:`BaseDensity.nearest_centre`), their base masses from
+        ``MASS_DRAWS`` iid base draws.  A cell without draws of this run or
+        without base mass is merged into its neighbours (its centre is
+        dropped).  See :mod:`pemc_stan.methods.continuous_tempering.tempering`
+        for why: the regions' shares of ``Z`` then come from the known base
+        masses and the draws inside each region, not from how often the chains
+        changed mode.
+        """
+        if self._strata is not False:
+            return self._strata  # type: ignore[return-value]
+        out: T.Strata | None = None
+        centres = self.mode_centres
+        if (self.base is not None and centres is not None and centres.shape[0] > 1
+                and centres.shape[1] == self.base.dim
+                and self.result.options.temper == "posterior"):
+            dim = self.base.dim
+            z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
+            shape = z.shape[:2]
+            rng = np.random.default_rng([0 if self.seed is None else int(self.seed), 22])
+            while centres.shape[0] > 1:
+                labels = self.base.nearest_centre(z.reshape(-1, dim), centres).reshape(shape)
+                mass = self.base.centre_masses(centres, MASS_DRAWS, rng)
+                empty = (mass <= 0) | (np.bincount(labels.ravel(), minlength=mass.size) == 0)
+                if not np.any(empty):
+                    out = T.Strata(labels, np.log(mass), MASS_DRAWS)
+                    break
+                centres = centres[~empty]
+        self._strata = out
+        return out
+
     def log_weights(self) -> NDArray[np.float64]:
-        """``log w_1(x) = log p(beta = 1 | x)`` of eq 20 per draw, (chains, draws)."""
-        return T.log_w1(self.delta())
+        """Log target weights per draw, (chains, draws): ``log w_1(x) = log p(beta = 1 | x)``
+        of eq 20, post-stratified by the pilot's modes when it found several
+        (:meth:`strata`; the weights are then ``w_1 b_k / E[w_0 1_k]`` up to a constant)."""
+        return T.stratified_log_w1(self.delta(), self.strata())
 
     def log_weights_base(self) -> NDArray[np.float64]:
         """``log w_0(x) = log p(beta = 0 | x)`` of eq 20 per draw, (chains, draws)."""
@@ -142,7 +189,7 @@ class ContinuousTemperingFit(ExtendedFit):
             under likelihood tempering this is ``log int p L - log int p`` (the evidence for a
             normalised prior).
         """
-        return T.log_z_estimate(self.delta(), self.log_zeta)
+        return T.log_z_estimate(self.delta(), self.log_zeta, strata=self.strata())
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
@@ -200,7 +247,7 @@ class ContinuousTemperingFit(ExtendedFit):
         else:
             values = np.asarray(f(_DrawView(self)), dtype=float)
         d = self.delta()
-        est = T.weighted_expectations(values, d, "target")
+        est = T.weighted_expectations(values, d, "target", strata=self.strata())
         lw = self.log_weights()
         wn = np.exp(lw - np.max(lw))
         wn = wn / wn.sum()

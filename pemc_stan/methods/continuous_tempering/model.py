@@ -20,6 +20,7 @@ from typing import Any
 
 import cmdstanpy
 import numpy as np
+from scipy.special import logsumexp
 
 from pemc_stan.backend.pathfinder import ModeGroup, group_paths, log_importance_weights
 from pemc_stan.methods.base import MethodModel
@@ -64,6 +65,10 @@ class ContinuousTemperingModel(MethodModel):
     result: ContinuousTemperingResult
     #: ``(name, message, remedy)`` of the base fits that failed in the last ``fit_base``.
     pilot_notes: list[tuple[str, str, str]] = []
+    #: The distinct modes the Pathfinder pilot found, as (K, D) means in base coordinates
+    #: (None for fewer than two): the fits post-stratify their estimates by these modes'
+    #: cells (:class:`~pemc_stan.methods.continuous_tempering.tempering.Strata`).
+    mode_centres: Any = None
 
     def __init__(self, model: Any, data: Any = None,
                  options: ContinuousTemperingOptions | None = None,
@@ -83,8 +88,9 @@ class ContinuousTemperingModel(MethodModel):
             out[b.name] = extract_variable(values, columns, b.name, (*arr, *el))
         return out
 
-    def _pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any]:
-        """Multi-path Pathfinder on the original model: (modes, log Z, base coordinates)."""
+    def _pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
+        """Multi-path Pathfinder on the original model: (modes, log Z, base coordinates, the
+        modes' importance-weighted means in base coordinates)."""
         opts: ContinuousTemperingOptions = self.result.options
         pf = self.original_model().pathfinder(
             data=self.data or None, seed=seed, num_paths=opts.num_paths, draws=opts.base_draws,
@@ -97,7 +103,8 @@ class ContinuousTemperingModel(MethodModel):
         else:  # group by the raw parameter columns
             z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
         groups, log_z = group_paths(z, lw, opts.num_paths, min_draws=2)
-        return groups, log_z, z
+        centres = np.array([np.exp(lw[idx] - logsumexp(lw[idx])) @ z[idx] for idx, _ in groups])
+        return groups, log_z, z, centres
 
     def _approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:
@@ -176,16 +183,19 @@ class ContinuousTemperingModel(MethodModel):
         base: BaseDensity | None = opts.base if isinstance(opts.base, BaseDensity) else None
         log_zeta = opts.log_zeta
         self.pilot_notes = []
+        self.mode_centres = None
         wants_pf = log_zeta is None or (posterior and base is None
                                         and opts.base == "pathfinder")
         if wants_pf:
             try:
-                groups, pf_log_zeta, z = self._pathfinder(seed)
+                groups, pf_log_zeta, z, centres = self._pathfinder(seed)
                 if log_zeta is None:
                     log_zeta = pf_log_zeta
                 if posterior and base is None and opts.base == "pathfinder":
                     base = moment_match(z, None, groups, opts.covariance_form)
                     base.info.update({"method": "pathfinder", "modes": len(groups)})
+                    if len(groups) > 1:
+                        self.mode_centres = centres
             except Exception as exc:  # noqa: BLE001 - fall back to the next approximation
                 self._note("pathfinder", exc)
         if posterior and base is None:
@@ -232,7 +242,7 @@ class ContinuousTemperingModel(MethodModel):
                             show_progress, **kw)
         out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
                                      original_model=self.original_model, seed=seed,
-                                     history=history)
+                                     history=history, mode_centres=self.mode_centres)
         out.pilot_notes = list(self.pilot_notes)
         return out
 

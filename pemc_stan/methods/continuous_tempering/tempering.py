@@ -14,12 +14,30 @@ The conditional of ``beta`` given ``x`` (eq 17) is an exponential with rate
 ``Delta(x) = phi(x) + log zeta - psi(x)`` truncated to [0, 1], and the
 Rao-Blackwellised weights of eq 20 are ``w_0 = p(beta=0|x)`` and
 ``w_1 = p(beta=1|x)``.
+
+Post-stratification by regions (:class:`Strata`)
+------------------------------------------------
+Partition the space into regions ``R_k`` (in practice the cells of the modes
+the pilot found) and let ``b_k = int_{R_k} b`` be the base's mass of each,
+known from the base alone.  For the region's share of the evidence,
+``Z_k = int_{R_k} gamma``, eq 20 restricted to ``R_k`` reads::
+
+    Z_k = zeta * b_k * E[w_1 1_k] / E[w_0 1_k]
+
+(both sides of the identity behind eq 20, ``int_{R_k} b e^{-Delta} = (Z_k /
+zeta)``, restricted to the region).  The ratio uses only the draws inside
+``R_k``, so it does not depend on how long the chains happened to stay in
+each region: the slow part of a multimodal run (how often a chain changes
+mode through ``beta ~ 0``) drops out, and the region masses come from the
+exactly known ``b_k`` instead.  So ``Z = sum_k Z_k`` and the target
+expectations weight a draw in ``R_k`` by ``w_1 b_k / E[w_0 1_k]``.  With one
+region (``b_1 = 1``) these are eqs 20 and 21 exactly.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -40,6 +58,8 @@ __all__ = [
     "log_w0",
     "log_w1",
     "log_z_estimate",
+    "Strata",
+    "stratified_log_w1",
     "weighted_expectations",
 ]
 
@@ -310,8 +330,93 @@ def _mcse_of_mean(h: NDArray[np.float64]) -> tuple[float, float]:
     return float(np.std(h, ddof=1) / np.sqrt(n_eff)), n_eff
 
 
+class Strata(NamedTuple):
+    """Regions of the draws for post-stratified CT estimates (see the module docstring).
+
+    Attributes
+    ----------
+    labels
+        Region index ``0..K-1`` of each draw, shaped like ``Delta``.
+    log_mass
+        ``(K,)`` log of the base's mass ``b_k`` of each region (summing to 1).
+    n_mass
+        Number of iid base draws ``b_k`` was estimated from (their binomial
+        error enters the standard errors); 0 when the masses are exact.
+    """
+
+    labels: NDArray[np.intp]
+    log_mass: NDArray[np.float64]
+    n_mass: int = 0
+
+
+def _stratified(lw1: NDArray[np.float64], lw0: NDArray[np.float64], strata: Strata
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+                           NDArray[np.float64]]:
+    """Stratified weights: ``(log a, log v, log A_k - log B_k, log r_k)``.
+
+    ``a_s = w_1 b_k / (B_k D)`` and ``v_s = w_0 b_k / (B_k D)`` for a draw in
+    region ``k``, with ``A_k = mean(w_1 1_k)``, ``B_k = mean(w_0 1_k)`` and
+    ``D = sum_k b_k A_k / B_k`` (so ``mean(a) = 1``); ``r_k = b_k A_k / (B_k D)``
+    (the regions' shares of ``Z``).
+
+    Raises
+    ------
+    ValueError
+        If the labels do not match the draws, or a region with base mass has
+        no draw (merge it into a neighbour first).
+    """
+    lab = np.asarray(strata.labels)
+    if lab.shape != lw1.shape:
+        raise ValueError(f"strata labels have shape {lab.shape}; the draws {lw1.shape}")
+    lb = np.asarray(strata.log_mass, dtype=float)
+    k = lb.size
+    if lab.size and (lab.min() < 0 or lab.max() >= k):
+        raise ValueError(f"strata labels must lie in 0..{k - 1}")
+    log_a_k = np.full(k, -np.inf)
+    log_b_k = np.full(k, -np.inf)
+    for j in range(k):
+        m = lab == j
+        if np.any(m):
+            log_a_k[j] = logsumexp(lw1[m])
+            log_b_k[j] = logsumexp(lw0[m])
+    used = np.isfinite(lb)
+    if np.any(used & ~np.isfinite(log_b_k)):
+        raise ValueError("a region with base mass holds no draw; merge it into another one")
+    ratio = np.where(used, log_a_k - np.where(used, log_b_k, 0.0), -np.inf)
+    log_r = np.where(used, lb + ratio, -np.inf)
+    log_d = logsumexp(log_r[used])
+    shift = np.where(used, lb - log_b_k, -np.inf) - log_d + np.log(lw1.size)
+    return lw1 + shift[lab], lw0 + shift[lab], ratio, log_r - log_d
+
+
+def _mass_variance(g: NDArray[np.float64], strata: Strata) -> float:
+    """Variance of ``sum_k g_k b_k`` from the binomial error of ``n_mass`` base draws."""
+    if strata.n_mass <= 0:
+        return 0.0
+    b = np.exp(np.asarray(strata.log_mass, dtype=float))
+    return float(max(np.sum(b * g * g) - np.sum(b * g) ** 2, 0.0) / strata.n_mass)
+
+
+def stratified_log_w1(delta_values: ArrayLike, strata: Strata | None) -> NDArray[np.float64]:
+    """Log target weights per draw: ``log w_1``, post-stratified when ``strata`` is given.
+
+    With strata, ``log(w_1 b_k / (B_k D))`` (mean of the weights 1); without,
+    ``log w_1`` of eq 20.
+
+    Raises
+    ------
+    ValueError
+        As :func:`log_w1`, and on labels that do not match the draws.
+    """
+    d = np.asarray(delta_values, dtype=float)
+    if strata is None:
+        return log_w1(d)
+    return _stratified(log_w1(d), log_w0(d), strata)[0]
+
+
 def log_z_estimate(
-    delta_values: ArrayLike, log_zeta: float, chain_ids: ArrayLike | None = None
+    delta_values: ArrayLike, log_zeta: float, chain_ids: ArrayLike | None = None,
+    strata: Strata | None = None,
 ) -> EvidenceEstimate:
     """``log Z`` from CT draws by the Rao-Blackwellised ratio estimator of eq 20.
 
@@ -336,6 +441,11 @@ def log_z_estimate(
         ``log zeta`` used when sampling.
     chain_ids : array_like, optional
         Chain label of each draw for flat input.
+    strata : Strata, optional
+        Regions for the post-stratified estimate ``log Z = log zeta + log sum_k
+        b_k A_k / B_k``; its influence values are ``h_s = a_s - v_s A_k / B_k``
+        (see :func:`_stratified`), plus the binomial error of the region
+        masses.  Labels shaped like ``delta_values`` after reshaping to chains.
 
     Returns
     -------
@@ -358,7 +468,22 @@ def log_z_estimate(
     log_a0 = logsumexp(lw0) - np.log(n)
     log_z = float(log_zeta) + log_a1 - log_a0
     h = np.exp(lw1 - log_a1) - np.exp(lw0 - log_a0)
+    strata_info: dict[str, object] = {}
+    mass_var = 0.0
+    if strata is not None:
+        labels = np.asarray(strata.labels).reshape(d.shape)
+        st = Strata(labels, strata.log_mass, strata.n_mass)
+        la, lv, ratio, log_r = _stratified(lw1, lw0, st)
+        used = np.isfinite(log_r)
+        log_d = float(logsumexp(np.asarray(strata.log_mass, dtype=float)[used] + ratio[used]))
+        log_z = float(log_zeta) + log_d
+        h = np.exp(la) - np.exp(lv + np.where(used, ratio, 0.0)[labels])
+        g = np.exp(np.where(used, ratio - log_d, -np.inf))  # d log D / d b_k
+        mass_var = _mass_variance(g, st)
+        strata_info = {"regions": int(np.sum(used)), "region_log_z": (log_r + log_z).tolist(),
+                       "mass_variance": mass_var}
     se, n_eff = _mcse_of_mean(h)
+    se = float(np.sqrt(se**2 + mass_var))
     per_chain = float(log_zeta) + logsumexp(lw1, axis=1) - logsumexp(lw0, axis=1)
     diagnostics = {
         "n_draws": int(n),
@@ -368,6 +493,7 @@ def log_z_estimate(
         "kish_ess_w0": float(np.exp(2 * logsumexp(lw0) - logsumexp(2 * lw0))),
         "log_p_beta1_over_p_beta0": float(log_a1 - log_a0),
         "per_chain_log_z": per_chain.tolist(),
+        **strata_info,
     }
     logger.debug("CT log Z = %.6g +/- %.3g (ESS %.1f)", log_z, se, n_eff)
     return EvidenceEstimate(float(log_z), se, "ct_eq20", diagnostics)
@@ -378,6 +504,7 @@ def weighted_expectations(
     delta_values: ArrayLike,
     which: Literal["target", "base"] = "target",
     chain_ids: ArrayLike | None = None,
+    strata: Strata | None = None,
 ) -> WeightedMean:
     """Expectations under the target (eq 21, weights ``w_1``) or base (eq 22, ``w_0``).
 
@@ -399,6 +526,12 @@ def weighted_expectations(
         ``"target"`` for eq 21, ``"base"`` for eq 22.
     chain_ids : array_like, optional
         Chain label per draw for flat input.
+    strata : Strata, optional
+        Regions for post-stratified target expectations (``which="target"``
+        only): weights ``a_s`` of :func:`_stratified`, influence values
+        ``h_s = a_s (f_s - mu) - v_s m_k`` with ``m_k = sum_{s in R_k} a_s (f_s -
+        mu) / sum_{s in R_k} v_s`` (the error of ``B_k``), plus the binomial
+        error of the region masses.
 
     Returns
     -------
@@ -423,14 +556,35 @@ def weighted_expectations(
         raise ValueError(f"values shape {f.shape} does not match Delta shape {d.shape}")
     if not np.all(np.isfinite(f)):
         raise ValueError("values contain NaN or infinite entries")
-    lw = log_w1(d) if which == "target" else log_w0(d)
-    w = np.exp(lw - (logsumexp(lw) - np.log(d.size)))  # w / mean(w)
+    if strata is not None and which != "target":
+        raise ValueError("strata apply to target expectations (which='target') only")
     scalar = f.ndim == 2
     f3 = f[..., None] if scalar else f
-    w3 = w[..., None]
-    mu = np.sum(w3 * f3, axis=(0, 1)) / np.sum(w3, axis=(0, 1))
-    h = w3 * (f3 - mu)
-    se = np.array([_mcse_of_mean(h[..., j])[0] for j in range(h.shape[-1])])
+    if strata is None:
+        lw = log_w1(d) if which == "target" else log_w0(d)
+        w = np.exp(lw - (logsumexp(lw) - np.log(d.size)))  # w / mean(w)
+        w3 = w[..., None]
+        mu = np.sum(w3 * f3, axis=(0, 1)) / np.sum(w3, axis=(0, 1))
+        h = w3 * (f3 - mu)
+        se = np.array([_mcse_of_mean(h[..., j])[0] for j in range(h.shape[-1])])
+    else:
+        labels = np.asarray(strata.labels).reshape(d.shape)
+        st = Strata(labels, strata.log_mass, strata.n_mass)
+        la, lv, _, _ = _stratified(log_w1(d), log_w0(d), st)
+        a3, v = np.exp(la)[..., None], np.exp(lv)
+        mu = np.sum(a3 * f3, axis=(0, 1)) / np.sum(a3, axis=(0, 1))
+        dev = a3 * (f3 - mu)  # (chains, draws, k)
+        k_regions = np.asarray(strata.log_mass).size
+        sum_dev = np.stack([dev[labels == j].sum(axis=0) for j in range(k_regions)])  # (K, k)
+        sum_v = np.array([v[labels == j].sum() for j in range(k_regions)])
+        m_k = np.divide(sum_dev, sum_v[:, None], out=np.zeros_like(sum_dev),
+                        where=sum_v[:, None] > 0)
+        h = dev - v[..., None] * m_k[labels]
+        b = np.exp(np.asarray(strata.log_mass, dtype=float))
+        g = np.divide(sum_dev / d.size, b[:, None], out=np.zeros_like(sum_dev),
+                      where=b[:, None] > 0)  # d mu / d b_k
+        se = np.array([np.sqrt(_mcse_of_mean(h[..., j])[0] ** 2 + _mass_variance(g[:, j], st))
+                       for j in range(h.shape[-1])])
     if scalar:
         return WeightedMean(np.asarray(mu[0]), np.asarray(se[0]))
     return WeightedMean(mu, se)

@@ -302,3 +302,38 @@ def test_a_dense_base_from_too_few_draws_keeps_only_the_variances() -> None:
     weighted = np.full(4000, -np.inf)
     weighted[:7] = 0.0  # 7 draws carry all the weight: Kish ESS 7
     assert moment_match(z, weighted, covariance="dense").cov[0, 1] == 0.0
+
+
+def test_cells_of_two_centres_have_the_exact_base_masses() -> None:
+    """Two centres split whitened space by a hyperplane: cell 0 has mass Phi(c / |d1 - d0|)
+    with c = (|d1|^2 - |d0|^2) / 2 (d_k the whitened centres)."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(5, 5))
+    base = BaseDensity(rng.normal(size=5), a @ a.T + 0.5 * np.eye(5), "dense").validate()
+    centres = base.mean + rng.normal(size=(2, 5)) * 2.0
+    chol = np.linalg.cholesky(base.cov)
+    d0, d1 = np.linalg.solve(chol, (centres - base.mean).T).T
+    exact = norm.cdf(0.5 * (d1 @ d1 - d0 @ d0) / np.linalg.norm(d1 - d0))
+    mass = base.centre_masses(centres, 400_000, np.random.default_rng(1))
+    assert mass.sum() == pytest.approx(1.0)
+    assert abs(mass[0] - exact) < 4 * np.sqrt(exact * (1 - exact) / 400_000)
+    # the same cells as classifying full base draws by nearest centre
+    z = base.sample_z(100_000, np.random.default_rng(2))
+    share = np.mean(base.nearest_centre(z, centres) == 0)
+    assert abs(share - exact) < 4 * np.sqrt(exact * (1 - exact) / 100_000)
+    # each centre lies in its own cell
+    np.testing.assert_array_equal(base.nearest_centre(centres, centres), [0, 1])
+    with pytest.raises(ValueError, match="coordinates"):
+        base.nearest_centre(z, centres[:, :3])
+
+
+def test_cells_of_many_centres_in_few_dimensions() -> None:
+    base = BaseDensity(np.zeros(1), np.eye(1) * 4.0, "diag").validate()
+    centres = np.array([[-3.0], [0.0], [3.0], [10.0]])  # boundaries -1.5, 1.5, 6.5
+    mass = base.centre_masses(centres, 400_000, np.random.default_rng(5))
+    from scipy.stats import norm
+
+    exact = np.diff(norm.cdf([-np.inf, -1.5, 1.5, 6.5, np.inf], 0.0, 2.0))
+    np.testing.assert_allclose(mass, exact, atol=4 * np.sqrt(0.25 / 400_000))

@@ -9,6 +9,7 @@ from scipy.integrate import quad
 from scipy.stats import norm
 
 from pemc_stan.methods.continuous_tempering.tempering import (
+    Strata,
     as_chains,
     beta_of_u,
     ct_thermodynamic_integration,
@@ -18,6 +19,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     log_w0,
     log_w1,
     log_z_estimate,
+    stratified_log_w1,
     weighted_expectations,
 )
 
@@ -270,3 +272,110 @@ def test_weighted_expectations_extreme_delta_against_mpmath(shift: float) -> Non
              for v in d]
         ref = float(mp.fsum([wi * mp.mpf(fi) for wi, fi in zip(w, f)]) / mp.fsum(w))
         assert abs(float(est.mean) - ref) <= 1e-12 * max(1.0, abs(ref))
+
+
+# ----------------------------------------------------------------- post-stratification
+# Bimodal target gamma = Z2 [0.3 N(-3, 0.5^2) + 0.7 N(3, 0.5^2)], base N(1.2, 3^2): exact
+# i.i.d. draws of x from the CT joint's x-marginal q(x) ∝ b(x) (1 - e^-Delta) / Delta, by
+# inverse CDF on a fine grid.  Regions: x < 0 and x > 0 (exact base masses).
+
+W2, MU2, SD2, LOG_Z2, BM, BS = 0.3, 3.0, 0.5, 0.7, 1.2, 3.0
+
+
+def _bimodal_log_gamma(x: np.ndarray) -> np.ndarray:
+    return LOG_Z2 + np.logaddexp(np.log(W2) + norm.logpdf(x, -MU2, SD2),
+                                 np.log(1 - W2) + norm.logpdf(x, MU2, SD2))
+
+
+def _bimodal_draws(rng: np.random.Generator, n: int, log_zeta: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact x-marginal draws of the CT joint, and their Delta."""
+    grid = np.linspace(-15.0, 15.0, 600_001)
+    d = delta(_bimodal_log_gamma(grid), log_zeta, norm.logpdf(grid, BM, BS))
+    log_q = norm.logpdf(grid, BM, BS) - log_w0(d)  # b(x) int_0^1 e^{-beta Delta} d beta
+    q = np.exp(log_q - log_q.max())
+    cdf = np.concatenate([[0.0], np.cumsum((q[1:] + q[:-1]) / 2)])
+    x = np.interp(rng.uniform(size=n) * cdf[-1], cdf, grid)
+    return x, delta(_bimodal_log_gamma(x), log_zeta, norm.logpdf(x, BM, BS))
+
+
+def _sign_strata(x: np.ndarray) -> Strata:
+    b_left = norm.cdf(0.0, BM, BS)
+    return Strata((x > 0).astype(np.intp), np.log([b_left, 1.0 - b_left]), 0)
+
+
+def test_one_region_is_eq_20_and_21_exactly() -> None:
+    x, d = _bimodal_draws(np.random.default_rng(1), 4000, 0.3)
+    x, d = x.reshape(4, 1000), d.reshape(4, 1000)
+    one = Strata(np.zeros(d.shape, dtype=np.intp), np.zeros(1), 0)
+    a, b = log_z_estimate(d, 0.3), log_z_estimate(d, 0.3, strata=one)
+    assert b.log_z == pytest.approx(a.log_z, abs=1e-12)
+    assert b.std_error == pytest.approx(a.std_error, rel=1e-9)
+    e, f = weighted_expectations(x, d), weighted_expectations(x, d, strata=one)
+    assert float(f.mean) == pytest.approx(float(e.mean), abs=1e-12)
+    assert float(f.std_error) == pytest.approx(float(e.std_error), rel=1e-9)
+    lw = stratified_log_w1(d, one)
+    np.testing.assert_allclose(lw - lw.max(), log_w1(d) - log_w1(d).max(), atol=1e-12)
+
+
+def test_stratified_estimates_do_not_depend_on_how_long_chains_stay_in_each_mode() -> None:
+    """Keeping only 30% of the draws of the left mode (chains that rarely went there) biases
+    eq 21's mode mass by many standard errors; the stratified estimates stay right."""
+    rng = np.random.default_rng(7)
+    x, d = _bimodal_draws(rng, 40_000, 0.5)
+    keep = (x > 0) | (rng.uniform(size=x.size) < 0.3)
+    x, d = x[keep][:16_000].reshape(4, 4000), d[keep][:16_000].reshape(4, 4000)
+    st = _sign_strata(x)
+    neg = (x < 0).astype(float)
+    plain_p, strat_p = weighted_expectations(neg, d), weighted_expectations(neg, d, strata=st)
+    assert abs(float(plain_p.mean) - W2) > 10 * float(plain_p.std_error)
+    assert abs(float(strat_p.mean) - W2) < 4 * float(strat_p.std_error)
+    strat_z = log_z_estimate(d, 0.5, strata=st)
+    assert abs(strat_z.log_z - LOG_Z2) < 4 * strat_z.std_error
+    assert strat_z.diagnostics["regions"] == 2
+    np.testing.assert_allclose(np.exp(strat_z.diagnostics["region_log_z"]),
+                               np.exp(LOG_Z2) * np.array([W2, 1 - W2]), rtol=0.1)
+    mean = weighted_expectations(x, d, strata=st)
+    exact_mean = (1 - 2 * W2) * MU2
+    assert abs(float(mean.mean) - exact_mean) < 4 * float(mean.std_error)
+    # resampling weights: the stratified weights reproduce the stratified mean
+    w = np.exp(stratified_log_w1(d, st))
+    assert np.sum(w * x) / np.sum(w) == pytest.approx(float(mean.mean), rel=1e-12)
+
+
+def test_stratified_standard_errors_are_calibrated() -> None:
+    zs, zz = [], []
+    for seed in range(60):
+        x, d = _bimodal_draws(np.random.default_rng(500 + seed), 2000, 0.2)
+        x, d = x.reshape(4, 500), d.reshape(4, 500)
+        st = _sign_strata(x)
+        e = weighted_expectations(x, d, strata=st)
+        zs.append((float(e.mean) - (1 - 2 * W2) * MU2) / float(e.std_error))
+        z = log_z_estimate(d, 0.2, strata=st)
+        zz.append((z.log_z - LOG_Z2) / z.std_error)
+    for z in (np.array(zs), np.array(zz)):
+        assert abs(np.mean(z)) < 0.45
+        assert 0.7 < np.std(z) < 1.35
+
+
+def test_estimated_region_masses_widen_the_standard_error() -> None:
+    x, d = _bimodal_draws(np.random.default_rng(3), 4000, 0.2)
+    x, d = x.reshape(4, 1000), d.reshape(4, 1000)
+    exact = _sign_strata(x)
+    rough = exact._replace(n_mass=100)  # masses from 100 base draws: a large binomial error
+    a, b = log_z_estimate(d, 0.2, strata=exact), log_z_estimate(d, 0.2, strata=rough)
+    assert b.std_error > a.std_error
+    assert b.diagnostics["mass_variance"] > 0 == a.diagnostics["mass_variance"]
+    ea, eb = weighted_expectations(x, d, strata=exact), weighted_expectations(x, d, strata=rough)
+    assert float(eb.std_error) > float(ea.std_error)
+
+
+def test_strata_are_checked() -> None:
+    x, d = _bimodal_draws(np.random.default_rng(4), 400, 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        log_z_estimate(d.reshape(4, 100), 0.0, strata=Strata(np.zeros(3, np.intp), np.zeros(1)))
+    empty = Strata(np.zeros((4, 100), np.intp), np.log([0.5, 0.5]))
+    with pytest.raises(ValueError, match="no draw"):
+        log_z_estimate(d.reshape(4, 100), 0.0, strata=empty)
+    with pytest.raises(ValueError, match="target"):
+        weighted_expectations(x, d, which="base", strata=_sign_strata(x))
