@@ -558,9 +558,9 @@ class ExtendedFit:
         idx = self.resample_index()
         return np.take_along_axis(self.particles(column), idx[..., None], axis=-1)[..., 0]
 
-    def _sampler_rows(self, chain: int) -> NDArray[np.intp] | slice:
-        """Rows of the extended run whose sampler columns go with the resampled draws."""
-        return slice(None)
+    def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
+        """Columns ``cols`` of the extended run's rows that go with resampled chain ``chain``."""
+        return np.asarray(self._draws[:, chain][:, cols])
 
     def resampled_parameters_pd(self) -> pd.DataFrame:
         """Resampled draws of the original parameters (chains kept as chains).
@@ -627,8 +627,7 @@ class ExtendedFit:
     def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
         sampler = [c for c in SAMPLER_COLUMNS if c in self._col]
         cols = [self._col[c] for c in sampler]
-        values = [self._draws[self._sampler_rows(chain), chain][:, cols]
-                  for chain in range(self._draws.shape[1])]
+        values = [self._sampler_values(chain, cols) for chain in range(self._draws.shape[1])]
         return write_resampled_csvs(self.fit.runset.csv_files, params, sampler, values, out_dir)
 
     def extended_draws_pd(self) -> pd.DataFrame:

@@ -86,10 +86,13 @@ class ContinuousTemperingFit(ExtendedFit):
         ``(K, D)`` centres in base coordinates of the modes the pilot found;
         with two or more, the estimates are post-stratified by their cells
         (:meth:`strata`).
+    bias
+        The :class:`~pemc_stan.methods.continuous_tempering.tempering.BetaBias`
+        ``g(beta)`` of the run (default: none).
 
     Attributes
     ----------
-    method, fit, result, data, log_zeta, base, history, mode_centres
+    method, fit, result, data, log_zeta, base, history, mode_centres, bias
     """
 
     result: ContinuousTemperingResult
@@ -100,7 +103,7 @@ class ContinuousTemperingFit(ExtendedFit):
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None,
                  history: list[dict[str, Any]] | None = None,
-                 mode_centres: Any = None) -> None:
+                 mode_centres: Any = None, bias: T.BetaBias | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_zeta = float(log_zeta)
         self.base = base
@@ -112,6 +115,7 @@ class ContinuousTemperingFit(ExtendedFit):
         self.mode_centres = None if mode_centres is None else np.atleast_2d(
             np.asarray(mode_centres, dtype=float))
         self._strata: T.Strata | None | bool = False  # False: not computed yet
+        self.bias = bias or T.FLAT
 
     # ------------------------------------------------------------------ #
     # raw quantities, (chains, draws)
@@ -173,11 +177,11 @@ class ContinuousTemperingFit(ExtendedFit):
         """Log target weights per draw, (chains, draws): ``log w_1(x) = log p(beta = 1 | x)``
         of eq 20, post-stratified by the pilot's modes when it found several
         (:meth:`strata`; the weights are then ``w_1 b_k / E[w_0 1_k]`` up to a constant)."""
-        return T.stratified_log_w1(self.delta(), self.strata())
+        return T.stratified_log_w1(self.delta(), self.strata(), self.bias)
 
     def log_weights_base(self) -> NDArray[np.float64]:
         """``log w_0(x) = log p(beta = 0 | x)`` of eq 20 per draw, (chains, draws)."""
-        return T.log_w0(self.delta())
+        return self.bias.log_w_pair(self.delta())[0]
 
     def log_z(self) -> EvidenceEstimate:
         """``log Z`` by eq 20 with its Monte-Carlo standard error.
@@ -189,7 +193,8 @@ class ContinuousTemperingFit(ExtendedFit):
             under likelihood tempering this is ``log int p L - log int p`` (the evidence for a
             normalised prior).
         """
-        return T.log_z_estimate(self.delta(), self.log_zeta, strata=self.strata())
+        return T.log_z_estimate(self.delta(), self.log_zeta, strata=self.strata(),
+                                bias=self.bias)
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
@@ -207,7 +212,7 @@ class ContinuousTemperingFit(ExtendedFit):
         if estimator == "ct":
             return self.log_z()
         if estimator == "ti":
-            return T.ct_thermodynamic_integration(self.delta(), self.log_zeta,
+            return T.ct_thermodynamic_integration(self.delta(), self.log_zeta, bias=self.bias,
                                                   n_grid=int(settings.get("ti_grid", 101)))
         return super().evidence_estimate(estimator, **settings)
 
@@ -247,7 +252,7 @@ class ContinuousTemperingFit(ExtendedFit):
         else:
             values = np.asarray(f(_DrawView(self)), dtype=float)
         d = self.delta()
-        est = T.weighted_expectations(values, d, "target", strata=self.strata())
+        est = T.weighted_expectations(values, d, "target", strata=self.strata(), bias=self.bias)
         lw = self.log_weights()
         wn = np.exp(lw - np.max(lw))
         wn = wn / wn.sum()
@@ -275,8 +280,8 @@ class ContinuousTemperingFit(ExtendedFit):
         z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
         m = np.asarray(self.base.mean)
         v = np.diag(self.base.cov)
-        em = T.weighted_expectations(z, d, "base")
-        ev = T.weighted_expectations((z - m) ** 2, d, "base")
+        em = T.weighted_expectations(z, d, "base", bias=self.bias)
+        ev = T.weighted_expectations((z - m) ** 2, d, "base", bias=self.bias)
         names = self.result.coordinates.coordinate_names(self.data)
         with np.errstate(divide="ignore", invalid="ignore"):
             df = pd.DataFrame({
@@ -292,20 +297,31 @@ class ContinuousTemperingFit(ExtendedFit):
     # ------------------------------------------------------------------ #
 
     def resample_index(self) -> NDArray[np.intp]:
-        """Indices of the kept draws within each chain (systematic, by ``w_1``), (chains, draws)."""
+        """The kept draws, as indices into the draws of all chains in chain order (chain
+        ``c``, draw ``t`` is ``c * draws + t``), shape (chains, draws).
+
+        Systematic resampling over all draws by the target weights
+        (:meth:`log_weights`): the weights of different chains are on one scale
+        (a chain that spent longer in a mode carries less weight per draw there
+        under the post-stratification), so resampling within each chain would
+        give each chain an equal share whatever its weight.  The indices are
+        sorted and cut into chains of the original length, so resampled chain
+        ``c`` holds mostly draws of chain ``c`` in their order, and diagnostics
+        across chains keep their meaning.
+        """
         if self._index is None:
             rng = np.random.default_rng(self.seed)
             lw = self.log_weights()
-            self._index = np.stack([
-                np.sort(W.resample_indices(lw[c], rng, method="systematic"))
-                for c in range(lw.shape[0])])
+            flat = np.sort(W.resample_indices(lw.reshape(-1), rng, method="systematic"))
+            self._index = flat.reshape(lw.shape)
         return self._index
 
     def _resampled_values(self, column: str) -> NDArray[np.float64]:
-        return np.take_along_axis(self._column(column), self.resample_index(), axis=1)
+        return self._column(column).reshape(-1)[self.resample_index()]
 
-    def _sampler_rows(self, chain: int) -> NDArray[np.intp]:
-        return self.resample_index()[chain]
+    def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
+        draws = np.swapaxes(self._draws, 0, 1).reshape(-1, self._draws.shape[2])
+        return draws[self.resample_index()[chain]][:, cols]
 
     # ------------------------------------------------------------------ #
     # diagnostics
@@ -342,7 +358,7 @@ class ContinuousTemperingFit(ExtendedFit):
         values, d = self._column(column), self.delta()
         means, ses = [], []
         for c in range(values.shape[0]):
-            est = T.weighted_expectations(values[c:c + 1], d[c:c + 1], "target")
+            est = T.weighted_expectations(values[c:c + 1], d[c:c + 1], "target", bias=self.bias)
             means.append(float(est.mean))
             ses.append(float(est.std_error))
         return np.asarray(means), np.asarray(ses)
@@ -388,7 +404,8 @@ class ContinuousTemperingFit(ExtendedFit):
                 "converged", "increase iter_warmup / iter_sampling or adapt_delta")
         if beta.shape[0] > 1:
             d = self.delta()
-            per = [T.log_z_estimate(d[c:c + 1], self.log_zeta) for c in range(beta.shape[0])]
+            per = [T.log_z_estimate(d[c:c + 1], self.log_zeta, bias=self.bias)
+                   for c in range(beta.shape[0])]
             z = chains_disagree(np.array([e.log_z for e in per]),
                                 np.array([e.std_error for e in per]))
             yield "log_z_chains", None if not z > CHAIN_Z_MAX else Reason(

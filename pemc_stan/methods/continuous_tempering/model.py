@@ -31,6 +31,7 @@ from pemc_stan.methods.continuous_tempering.base_density import (
 )
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+from pemc_stan.methods.continuous_tempering.tempering import BetaBias, length_bias
 from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingResult,
     log_zeta_from_importance_weights,
@@ -235,14 +236,15 @@ class ContinuousTemperingModel(MethodModel):
 
     def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
              iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
-             show_progress: bool, history: list[dict[str, Any]], **kw: Any
-             ) -> ContinuousTemperingFit:
-        data = self.result.data(self.data, log_zeta=log_zeta, base=base)
+             show_progress: bool, history: list[dict[str, Any]], bias: BetaBias | None = None,
+             **kw: Any) -> ContinuousTemperingFit:
+        data = self.result.data(self.data, log_zeta=log_zeta, base=base, bias=bias)
         fit = self.run_nuts(data, chains, iter_warmup, iter_sampling, seed, output_dir,
                             show_progress, **kw)
         out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
                                      original_model=self.original_model, seed=seed,
-                                     history=history, mode_centres=self.mode_centres)
+                                     history=history, mode_centres=self.mode_centres,
+                                     bias=bias)
         out.pilot_notes = list(self.pilot_notes)
         return out
 
@@ -279,20 +281,22 @@ class ContinuousTemperingModel(MethodModel):
         """
         opts: ContinuousTemperingOptions = self.result.options
         base, log_zeta = self.fit_base(seed)
+        bias: BetaBias | None = None
         history: list[dict[str, Any]] = []
         fit: ContinuousTemperingFit | None = None
         for r in range(opts.bootstrap_rounds + 1):
             round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
             round_seed = None if seed is None else seed + r
             fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
-                            round_dir, show_progress, history, **cmdstanpy_kwargs)
+                            round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             est = fit.log_z()
             history.append({"round": r, "base": "prior" if base is None
                             else str(base.info.get("method", "given")),
                             "log_zeta": log_zeta, "log_z": est.log_z,
                             "std_error": est.std_error,
                             "share_near_1": float(np.mean(fit.beta() > 0.95)),
-                            "share_near_0": float(np.mean(fit.beta() < 0.05))})
+                            "share_near_0": float(np.mean(fit.beta() < 0.05)),
+                            "beta_bias": "flat" if bias is None or bias.is_flat else "length"})
             logger.info("CT round %d: log zeta %.6g -> log Z %.6g +/- %.3g", r, log_zeta,
                         est.log_z, est.std_error)
             if r == opts.bootstrap_rounds:
@@ -305,6 +309,8 @@ class ContinuousTemperingModel(MethodModel):
                     break
             if not math.isfinite(est.log_z):
                 break
+            if opts.beta_marginal == "length":
+                bias = length_bias(fit.delta(), fit.bias, log_zeta_shift=est.log_z - log_zeta)
             log_zeta = est.log_z
             if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
                 z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],

@@ -15,12 +15,16 @@ from pemc_stan.methods.options import (
     option,
 )
 
-__all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "COVARIANCES", "TEMPER_CHOICES"]
+__all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "BETA_MARGINALS", "COVARIANCES",
+           "TEMPER_CHOICES"]
 
 #: What can be tempered.
 TEMPER_CHOICES = ("posterior", "likelihood")
 #: Covariance forms of the Gaussian base ("auto": dense, or a given base's own form).
 COVARIANCES = ("auto", "dense", "diag")
+
+#: How the bootstrap shapes the beta-marginal of the next round.
+BETA_MARGINALS = ("length", "flat")
 
 #: Ways of fitting the initial base density and log zeta (section 6).
 BASE_METHODS = ("pathfinder", "advi", "laplace")
@@ -78,6 +82,17 @@ class ContinuousTemperingOptions(MethodOptions):
         to the NUTS run, hence 8.
     base_draws
         Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
+    beta_marginal
+        How each bootstrap round divides the chains' time between
+        temperatures.  ``"flat"``: the paper's joint, whose beta-marginal is
+        flat when ``zeta = Z`` and the base matches the target (eq 23).
+        ``"length"`` (the default): after each round a bias ``g(beta)``
+        (:func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias`)
+        spreads half of the time evenly along the bridge's thermodynamic
+        length and half evenly in beta.  Between modes a barrier of height
+        ``H`` shrinks to ``beta H``, so the chains change mode only at ``beta``
+        below about ``1 / H``; the length puts time there, where the tempered
+        densities change fastest.  The estimators account for ``g`` exactly.
     """
 
     temper: str = option("posterior", "temper the whole density or only the likelihood",
@@ -96,6 +111,9 @@ class ContinuousTemperingOptions(MethodOptions):
                             "for modes)", metavar="P")
     base_draws: int = option(1000, "draws per path (Pathfinder) or in total (ADVI, Laplace) "
                              "of the base fit", metavar="D")
+    beta_marginal: str = option("length", "how bootstrap rounds spread time over temperatures "
+                                "(length: evenly along the bridge's thermodynamic length and "
+                                "in beta; flat: the paper's joint)", choices=BETA_MARGINALS)
 
     def validate(self) -> ContinuousTemperingOptions:
         """Check the options.
@@ -122,6 +140,7 @@ class ContinuousTemperingOptions(MethodOptions):
         elif self.base not in BASE_METHODS:
             raise OptionsError("base", self.base, f"one of {BASE_METHODS} or a BaseDensity")
         check_choice("base_covariance", self.base_covariance, COVARIANCES)
+        check_choice("beta_marginal", self.beta_marginal, BETA_MARGINALS)
         if isinstance(self.base, BaseDensity) and self.base.covariance != self.covariance_form:
             raise OptionsError(
                 "base_covariance", self.base_covariance, "the base's own covariance form",

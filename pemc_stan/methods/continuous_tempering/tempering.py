@@ -58,7 +58,9 @@ __all__ = [
     "log_w0",
     "log_w1",
     "log_z_estimate",
+    "BetaBias",
     "Strata",
+    "length_bias",
     "stratified_log_w1",
     "weighted_expectations",
 ]
@@ -73,6 +75,197 @@ _SERIES_COEF = np.array(
     ]
 )
 _SERIES_CUTOFF = 0.5  # |y| = |Delta|/2 below which the series is used
+
+
+class BetaBias:
+    """A piecewise-linear bias ``g(beta)`` on the inverse temperature (shaping its marginal).
+
+    The CT program adds ``-g(beta)`` to the joint of eq 16, ``log p(x, beta) =
+    log b(x) - beta Delta(x) - g(beta) + const``, which changes only how the
+    chains divide their time between temperatures: the slices ``beta = 0`` and
+    ``beta = 1`` are still the base and the target, and with
+
+        ``p(beta | x) = exp(-beta Delta(x) - g(beta)) / N(x)``,
+        ``N(x) = int_0^1 exp(-beta Delta(x) - g(beta)) d beta``
+
+    the weights are ``w_0 = p(0 | x)``, ``w_1 = p(1 | x)`` and eq 20 becomes
+    ``Z = zeta e^{g(1) - g(0)} E[w_1] / E[w_0]``.  ``g`` is linear between
+    ``knots`` (0 = k_0 < ... < k_J = 1), so ``N(x)`` is a sum of exact
+    integrals of exponentials, one per segment.  ``g = 0`` is the paper's CT.
+
+    Parameters
+    ----------
+    knots
+        Increasing, from 0 to 1.
+    values
+        ``g`` at the knots (finite).
+
+    Raises
+    ------
+    ValueError
+        On knots that are not increasing from 0 to 1, or non-finite values.
+    """
+
+    def __init__(self, knots: ArrayLike = (0.0, 1.0), values: ArrayLike = (0.0, 0.0)) -> None:
+        k = np.asarray(knots, dtype=float).ravel()
+        v = np.asarray(values, dtype=float).ravel()
+        if k.size < 2 or k.shape != v.shape or k[0] != 0.0 or k[-1] != 1.0 or np.any(
+                np.diff(k) <= 0):
+            raise ValueError("beta bias knots must increase from 0 to 1, one value per knot")
+        if not np.all(np.isfinite(v)):
+            raise ValueError("beta bias values must be finite")
+        self.knots, self.values = k, v - v[0]
+
+    @property
+    def is_flat(self) -> bool:
+        """True when ``g`` is constant (the paper's CT)."""
+        return bool(np.all(self.values == 0.0))
+
+    @property
+    def offset(self) -> float:
+        """``g(1) - g(0)``, the factor of eq 20."""
+        return float(self.values[-1] - self.values[0])
+
+    def __call__(self, beta: ArrayLike) -> NDArray[np.float64]:
+        """``g(beta)``."""
+        return np.interp(np.asarray(beta, dtype=float), self.knots, self.values)
+
+    def stan_data(self) -> dict[str, object]:
+        """The CT program's entries ``pemc_n_knots``, ``pemc_knots``, ``pemc_bias``."""
+        return {"pemc_n_knots": int(self.knots.size), "pemc_knots": self.knots.tolist(),
+                "pemc_bias": self.values.tolist()}
+
+    def log_normaliser(self, delta_values: ArrayLike) -> NDArray[np.float64]:
+        """``log N(x)`` for each ``Delta(x)`` (finite).
+
+        On segment ``[k_j, k_j + h_j]`` with slope ``s_j`` the integral is
+        ``exp(-k_j Delta - g_j) h_j (1 - e^{-y}) / y``, ``y = h_j (Delta + s_j)``,
+        whose log is ``-k_j Delta - g_j + log h_j - log w_0(y)``.
+
+        Raises
+        ------
+        ValueError
+            If ``Delta`` is not finite.
+        """
+        d = np.asarray(delta_values, dtype=float)
+        h = np.diff(self.knots)
+        slope = np.diff(self.values) / h
+        y = h * (d[..., None] + slope)
+        terms = -self.knots[:-1] * d[..., None] - self.values[:-1] + np.log(h) - _log_w(y, 0)
+        return np.asarray(logsumexp(terms, axis=-1))
+
+    def log_w_pair(self, delta_values: ArrayLike
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(log p(beta=0 | x), log p(beta=1 | x))`` under this bias.
+
+        Raises
+        ------
+        ValueError
+            If ``Delta`` is not finite.
+        """
+        d = np.asarray(delta_values, dtype=float)
+        if self.is_flat:
+            return _log_w(d, 0), _log_w(d, 1)
+        log_n = self.log_normaliser(d)
+        return -self.values[0] - log_n, -d - self.values[-1] - log_n
+
+    def log_conditional(self, beta: ArrayLike, delta_values: ArrayLike) -> NDArray[np.float64]:
+        """``log p(beta | x)`` (broadcast).
+
+        Raises
+        ------
+        ValueError
+            If ``Delta`` is not finite.
+        """
+        b = np.asarray(beta, dtype=float)
+        d = np.asarray(delta_values, dtype=float)
+        return -b * d - self(b) - self.log_normaliser(d)
+
+
+FLAT = BetaBias()
+
+#: Share of the shaped beta-marginal that stays uniform (see :func:`length_bias`).
+UNIFORM_SHARE = 0.5
+
+
+def length_bias(delta_values: ArrayLike, bias: BetaBias = FLAT, log_zeta_shift: float = 0.0,
+                n_knots: int = 24, uniform_share: float = UNIFORM_SHARE,
+                max_range: float = 30.0) -> BetaBias:
+    """The bias for the next round: time spread evenly along the bridge's length.
+
+    How far apart two temperatures are, for the sampler, is measured by the
+    thermodynamic length ``ds = sd_beta(Delta) d beta`` (the Fisher metric of
+    the tempered family ``b^(1 - beta) gamma^beta``: ``d/d beta log`` of the
+    tempered density is ``-Delta + const``).  Where ``sd_beta(Delta)`` is large
+    the family changes fast, typically just above ``beta = 0``, where a
+    barrier of height ``H`` between modes shrinks to ``beta H``: a flat
+    beta-marginal leaves the chains little time there.  The next round's
+    beta-marginal is made proportional to
+
+        ``pi(beta) = (1 - u) sd_beta(Delta) / L + u``,   ``L = int_0^1 sd_beta(Delta)``
+
+    (``u = uniform_share`` keeps time at every temperature, including the
+    target's end), by ``g_new = g + log p_hat - log pi``, with ``p_hat(beta) =
+    mean_s p(beta | x_s)`` this round's beta-marginal and ``E_beta[Delta^m] =
+    sum_s p(beta | x_s) Delta_s^m / sum_s p(beta | x_s)`` (both
+    Rao-Blackwellised over the draws), less ``beta * log_zeta_shift`` when the
+    next round uses ``log zeta + log_zeta_shift`` (the marginal carries a
+    factor ``zeta^-beta``).  ``g_new`` is tabulated on a fine grid
+    and kept at ``n_knots`` knots placed at equal steps of ``pi``'s
+    cumulative mass.  Any ``g`` leaves the estimators exact; a poor one only
+    costs efficiency.
+
+    Parameters
+    ----------
+    delta_values
+        ``Delta(x)`` of this round's draws (any shape).
+    bias
+        The bias this round was run with.
+    log_zeta_shift
+        Next round's ``log zeta`` minus this round's.
+    n_knots
+        Knots of the new bias (>= 2).
+    uniform_share
+        ``u`` in [0, 1].
+    max_range
+        ``g_new`` is clipped to ``[-max_range, max_range]`` around ``g_new(0) = 0``.
+
+    Returns
+    -------
+    BetaBias
+
+    Raises
+    ------
+    ValueError
+        On non-finite ``Delta``, fewer than 2 knots or ``uniform_share`` outside [0, 1].
+    """
+    if n_knots < 2 or not 0.0 <= uniform_share <= 1.0:
+        raise ValueError("need n_knots >= 2 and uniform_share in [0, 1]")
+    d = np.asarray(delta_values, dtype=float).ravel()
+    _check_delta(d)
+    grid = np.unique(np.concatenate([[0.0], np.logspace(-8.0, -1.0, 120),
+                                     np.linspace(0.0, 1.0, 181)]))
+    chunks = [d[i:i + 8192] for i in range(0, d.size, 8192)]
+    log_p = np.stack([logsumexp(bias.log_conditional(grid[None, :], c[:, None]), axis=0)
+                      for c in chunks])
+    log_marg = logsumexp(log_p, axis=0)  # log sum_s p(beta | x_s), up to log n
+    m1 = np.zeros(grid.size)
+    m2 = np.zeros(grid.size)
+    for c in chunks:
+        w = np.exp(bias.log_conditional(grid[None, :], c[:, None]) - log_marg[None, :])
+        m1 += w.T @ c
+        m2 += w.T @ (c * c)
+    sd = np.sqrt(np.maximum(m2 - m1 * m1, 0.0))
+    dg = np.diff(grid)
+    length = float(np.sum(0.5 * (sd[1:] + sd[:-1]) * dg))
+    shape = sd / length if length > 0 and np.isfinite(length) else np.ones_like(sd)
+    pi = (1.0 - uniform_share) * shape + uniform_share
+    g_new = bias(grid) + log_marg - np.log(pi) - grid * float(log_zeta_shift)
+    g_new = np.clip(g_new - g_new[0], -max_range, max_range)
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (pi[1:] + pi[:-1]) * dg)])
+    knots = np.unique(np.concatenate([[0.0, 1.0], np.interp(
+        np.linspace(0.0, cdf[-1], n_knots), cdf, grid)]))
+    return BetaBias(knots, np.interp(knots, grid, g_new))
 
 
 def beta_of_u(u: ArrayLike) -> NDArray[np.float64]:
@@ -397,7 +590,8 @@ def _mass_variance(g: NDArray[np.float64], strata: Strata) -> float:
     return float(max(np.sum(b * g * g) - np.sum(b * g) ** 2, 0.0) / strata.n_mass)
 
 
-def stratified_log_w1(delta_values: ArrayLike, strata: Strata | None) -> NDArray[np.float64]:
+def stratified_log_w1(delta_values: ArrayLike, strata: Strata | None,
+                      bias: BetaBias = FLAT) -> NDArray[np.float64]:
     """Log target weights per draw: ``log w_1``, post-stratified when ``strata`` is given.
 
     With strata, ``log(w_1 b_k / (B_k D))`` (mean of the weights 1); without,
@@ -408,15 +602,15 @@ def stratified_log_w1(delta_values: ArrayLike, strata: Strata | None) -> NDArray
     ValueError
         As :func:`log_w1`, and on labels that do not match the draws.
     """
-    d = np.asarray(delta_values, dtype=float)
+    lw0, lw1 = bias.log_w_pair(np.asarray(delta_values, dtype=float))
     if strata is None:
-        return log_w1(d)
-    return _stratified(log_w1(d), log_w0(d), strata)[0]
+        return lw1
+    return _stratified(lw1, lw0, strata)[0]
 
 
 def log_z_estimate(
     delta_values: ArrayLike, log_zeta: float, chain_ids: ArrayLike | None = None,
-    strata: Strata | None = None,
+    strata: Strata | None = None, bias: BetaBias = FLAT,
 ) -> EvidenceEstimate:
     """``log Z`` from CT draws by the Rao-Blackwellised ratio estimator of eq 20.
 
@@ -446,6 +640,9 @@ def log_z_estimate(
         b_k A_k / B_k``; its influence values are ``h_s = a_s - v_s A_k / B_k``
         (see :func:`_stratified`), plus the binomial error of the region
         masses.  Labels shaped like ``delta_values`` after reshaping to chains.
+    bias : BetaBias, optional
+        The bias ``g`` the draws were made with (default none): the weights
+        are its ``p(0 | x)``, ``p(1 | x)`` and ``log Z`` gains ``g(1) - g(0)``.
 
     Returns
     -------
@@ -462,7 +659,8 @@ def log_z_estimate(
     d = as_chains(delta_values, chain_ids)
     if d.ndim != 2:
         raise ValueError("delta must be (n,) or (n_chains, n_draws)")
-    lw1, lw0 = log_w1(d), log_w0(d)
+    lw0, lw1 = bias.log_w_pair(d)
+    log_zeta = float(log_zeta) + bias.offset
     n = d.size
     log_a1 = logsumexp(lw1) - np.log(n)
     log_a0 = logsumexp(lw0) - np.log(n)
@@ -505,6 +703,7 @@ def weighted_expectations(
     which: Literal["target", "base"] = "target",
     chain_ids: ArrayLike | None = None,
     strata: Strata | None = None,
+    bias: BetaBias = FLAT,
 ) -> WeightedMean:
     """Expectations under the target (eq 21, weights ``w_1``) or base (eq 22, ``w_0``).
 
@@ -560,8 +759,9 @@ def weighted_expectations(
         raise ValueError("strata apply to target expectations (which='target') only")
     scalar = f.ndim == 2
     f3 = f[..., None] if scalar else f
+    lw0, lw1 = bias.log_w_pair(d)
     if strata is None:
-        lw = log_w1(d) if which == "target" else log_w0(d)
+        lw = lw1 if which == "target" else lw0
         w = np.exp(lw - (logsumexp(lw) - np.log(d.size)))  # w / mean(w)
         w3 = w[..., None]
         mu = np.sum(w3 * f3, axis=(0, 1)) / np.sum(w3, axis=(0, 1))
@@ -570,7 +770,7 @@ def weighted_expectations(
     else:
         labels = np.asarray(strata.labels).reshape(d.shape)
         st = Strata(labels, strata.log_mass, strata.n_mass)
-        la, lv, _, _ = _stratified(log_w1(d), log_w0(d), st)
+        la, lv, _, _ = _stratified(lw1, lw0, st)
         a3, v = np.exp(la)[..., None], np.exp(lv)
         mu = np.sum(a3 * f3, axis=(0, 1)) / np.sum(a3, axis=(0, 1))
         dev = a3 * (f3 - mu)  # (chains, draws, k)
@@ -596,6 +796,7 @@ def ct_thermodynamic_integration(
     n_grid: int = 101,
     rule: Literal["trapezoid", "simpson"] = "simpson",
     chain_ids: ArrayLike | None = None,
+    bias: BetaBias = FLAT,
 ) -> EvidenceEstimate:
     """Thermodynamic integration from CT draws reweighted to a grid of inverse temperatures.
 
@@ -627,6 +828,8 @@ def ct_thermodynamic_integration(
         Quadrature rule.
     chain_ids : array_like, optional
         Chain label per draw for flat input.
+    bias : BetaBias, optional
+        The bias ``g`` the draws were made with (default none).
 
     Returns
     -------
@@ -646,7 +849,10 @@ def ct_thermodynamic_integration(
     grid = np.linspace(0.0, 1.0, n_grid)
     c = quadrature_weights(grid, rule)
     f = float(log_zeta) - d.ravel()
-    log_p = log_conditional_beta(grid[:, None], d.ravel()[None, :])  # (K, n), eq 17
+    if bias.is_flat:
+        log_p = log_conditional_beta(grid[:, None], d.ravel()[None, :])  # (K, n), eq 17
+    else:
+        log_p = bias.log_conditional(grid[:, None], d.ravel()[None, :])
     rel_w = np.exp(log_p - (logsumexp(log_p, axis=1, keepdims=True) - np.log(f.size)))
     mu = np.mean(rel_w * f, axis=1)  # E_b[log L] at each grid point
     log_z = float(c @ mu)

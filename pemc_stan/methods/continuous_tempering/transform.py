@@ -78,6 +78,7 @@ from pemc_stan.methods.continuous_tempering.base_density import (
     base_coordinates,
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.options import resolve
 from pemc_stan.methods.templates import (
     block_text,
@@ -114,8 +115,10 @@ class ContinuousTemperingResult(TransformResult):
     coordinates: BaseCoordinates
 
     def data(self, user_data: Mapping[str, Any] | None, log_zeta: float | None = None,
-             base: BaseDensity | None = None, **values: Any) -> dict[str, Any]:
-        """The CT program's data: ``user_data`` plus ``pemc_log_zeta`` and the base.
+             base: BaseDensity | None = None, bias: BetaBias | None = None, **values: Any
+             ) -> dict[str, Any]:
+        """The CT program's data: ``user_data`` plus ``pemc_log_zeta``, the bias of beta
+        and the base.
 
         Parameters
         ----------
@@ -126,6 +129,9 @@ class ContinuousTemperingResult(TransformResult):
         base
             The Gaussian base (default: ``options.base`` when it is a
             BaseDensity); not used under likelihood tempering.
+        bias
+            The :class:`~pemc_stan.methods.continuous_tempering.tempering.BetaBias`
+            ``g(beta)`` (default: none, the paper's flat joint).
 
         Raises
         ------
@@ -139,6 +145,7 @@ class ContinuousTemperingResult(TransformResult):
             raise ValueError(f"log_zeta={lz!r}: a finite log zeta is needed; pass log_zeta= "
                              "or let pemc_stan.sample estimate it")
         out["pemc_log_zeta"] = float(lz)
+        out.update((bias or BetaBias()).stan_data())
         if self.options.temper == "likelihood":
             return out
         if base is None and isinstance(self.options.base, BaseDensity):

@@ -9,6 +9,7 @@ from scipy.integrate import quad
 from scipy.stats import norm
 
 from pemc_stan.methods.continuous_tempering.tempering import (
+    BetaBias,
     Strata,
     as_chains,
     beta_of_u,
@@ -18,6 +19,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     log_dbeta_du,
     log_w0,
     log_w1,
+    length_bias,
     log_z_estimate,
     stratified_log_w1,
     weighted_expectations,
@@ -379,3 +381,93 @@ def test_strata_are_checked() -> None:
         log_z_estimate(d.reshape(4, 100), 0.0, strata=empty)
     with pytest.raises(ValueError, match="target"):
         weighted_expectations(x, d, which="base", strata=_sign_strata(x))
+
+
+# ----------------------------------------------------------------- a bias g(beta)
+
+def _biased_ct_draws(rng: np.random.Generator, n: int, log_zeta: float, bias: BetaBias
+                     ) -> np.ndarray:
+    """Exact x draws of the CT joint with -g(beta) added (Gaussian case above)."""
+    grid = np.linspace(0.0, 1.0, 200_001)
+    logp = grid * (LOG_Z - log_zeta) + _log_c(grid) - bias(grid)
+    p = np.exp(logp - logp.max())
+    cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
+    beta = np.interp(rng.uniform(size=n) * cdf[-1], cdf, grid)
+    lam = beta / S**2 + (1 - beta)
+    return beta * M / S**2 / lam + rng.normal(size=n) / np.sqrt(lam)
+
+
+def _exact_log_marginal(grid: np.ndarray, log_zeta: float, bias: BetaBias) -> np.ndarray:
+    return grid * (LOG_Z - log_zeta) + _log_c(grid) - bias(grid)
+
+
+def test_bias_normaliser_against_quadrature() -> None:
+    bias = BetaBias([0.0, 0.003, 0.05, 0.4, 1.0], [0.0, -4.0, 2.5, 1.0, 7.0])
+    for d in (-800.0, -30.0, -1.0, -1e-9, 0.0, 0.7, 12.0, 400.0, 5e4):
+        ref = sum(quad(lambda b: np.exp(-b * d - bias(b) - (-min(d, 0.0) + 4.0)), lo, hi,
+                       epsabs=0, epsrel=1e-13, limit=200)[0]
+                  for lo, hi in zip(bias.knots[:-1], bias.knots[1:], strict=True))
+        got = float(bias.log_normaliser(d))
+        assert got == pytest.approx(np.log(ref) - min(d, 0.0) + 4.0, abs=1e-9), d
+        lw0, lw1 = bias.log_w_pair(np.array([d]))
+        assert float(lw0[0]) == pytest.approx(-got, abs=1e-12)
+        assert float(lw1[0]) == pytest.approx(-d - bias.offset - got, abs=1e-9)
+    flat = BetaBias()
+    d = np.array([-50.0, -0.2, 0.0, 3e-8, 2.0, 700.0])
+    lw0, lw1 = flat.log_w_pair(d)
+    np.testing.assert_array_equal(lw0, log_w0(d))
+    np.testing.assert_array_equal(lw1, log_w1(d))
+    np.testing.assert_allclose(BetaBias([0, 0.5, 1], [0, 0, 0]).log_normaliser(d),
+                               -log_w0(d), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="knots"):
+        BetaBias([0.0, 0.5], [0.0, 1.0])
+    with pytest.raises(ValueError, match="finite"):
+        BetaBias([0.0, 1.0], [0.0, np.inf])
+
+
+def test_estimates_with_a_bias_are_right_and_wrong_without_it() -> None:
+    bias = BetaBias([0.0, 0.01, 0.1, 0.5, 1.0], [0.0, -3.0, -2.0, 0.5, 2.0])
+    log_zeta = LOG_Z - 0.4
+    x = _biased_ct_draws(np.random.default_rng(8), 8000, log_zeta, bias).reshape(4, 2000)
+    d = _ct_delta(x, log_zeta)
+    est = log_z_estimate(d, log_zeta, bias=bias)
+    assert abs(est.log_z - LOG_Z) < 4 * est.std_error < 0.2
+    ignored = log_z_estimate(d, log_zeta)
+    assert abs(ignored.log_z - LOG_Z) > 10 * ignored.std_error
+    mean = weighted_expectations(x, d, bias=bias)
+    assert abs(float(mean.mean) - M) < 4 * float(mean.std_error)
+    base = weighted_expectations(x, d, which="base", bias=bias)
+    assert abs(float(base.mean)) < 4 * float(base.std_error)
+    ti = ct_thermodynamic_integration(d, log_zeta, bias=bias)
+    assert abs(ti.log_z - LOG_Z) < 4 * ti.std_error
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.8])
+def test_a_uniform_length_bias_makes_the_next_marginal_flat(shift: float) -> None:
+    """uniform_share=1: the next round's beta-marginal (exact, from the closed form) is flat,
+    also when the next round's log zeta moves by ``shift``."""
+    log_zeta = LOG_Z - shift
+    x = _ct_draws(np.random.default_rng(9), 8000, log_zeta)[0]
+    new = length_bias(_ct_delta(x, log_zeta), log_zeta_shift=shift, uniform_share=1.0)
+    grid = np.linspace(0.0, 1.0, 1001)
+    before = _exact_log_marginal(grid, log_zeta, BetaBias())
+    after = _exact_log_marginal(grid, log_zeta + shift, new)
+    assert np.ptp(before) > 0.15  # the flat joint's marginal is not flat here ...
+    assert np.ptp(after) < 0.04  # ... the biased one is
+
+
+def test_a_length_bias_spreads_time_along_the_thermodynamic_length() -> None:
+    """uniform_share=0: the next marginal is proportional to sd_beta(Delta), computed here from
+    exact draws of each tempered Gaussian."""
+    log_zeta = LOG_Z
+    x = _ct_draws(np.random.default_rng(10), 8000, log_zeta)[0]
+    new = length_bias(_ct_delta(x, log_zeta), uniform_share=0.0)
+    grid = np.array([0.0, 0.05, 0.2, 0.5, 0.8, 1.0])
+    lam = grid / S**2 + (1 - grid)
+    rng = np.random.default_rng(11)
+    sd = np.array([np.std(_ct_delta(b * M / S**2 / la + rng.normal(size=200_000) / np.sqrt(la),
+                                     log_zeta)) for b, la in zip(grid, lam, strict=True)])
+    log_p = _exact_log_marginal(grid, log_zeta, new)
+    ratio = np.exp(log_p - np.log(sd))
+    assert np.ptp(np.log(sd)) > 0.3  # the length is not spread evenly in beta here
+    np.testing.assert_allclose(ratio / ratio.mean(), 1.0, atol=0.15)

@@ -23,6 +23,7 @@ from pemc_stan.errors import DataError, UnsupportedBaseError
 from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
 from pemc_stan.errors import ContinuousTemperingWarning
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingResult,
     transform_continuous_tempering,
@@ -167,7 +168,12 @@ def test_data_entries() -> None:
     assert d["pemc_base_mean"] == [1.0, 2.0] and d["pemc_base_sd"] == [2.0, 3.0]
     dl = transform_continuous_tempering(SIMPLE, temper="likelihood").data({"n": 0, "y": []},
                                                                           log_zeta=2.0)
-    assert dl == {"n": 0, "y": [], "pemc_log_zeta": 2.0}
+    flat = {"pemc_n_knots": 2, "pemc_knots": [0.0, 1.0], "pemc_bias": [0.0, 0.0]}
+    assert dl == {"n": 0, "y": [], "pemc_log_zeta": 2.0, **flat}
+    bias = BetaBias([0.0, 0.1, 1.0], [0.0, -2.0, 1.0])
+    db = r.data({"n": 1, "y": [0.0]}, log_zeta=0.0, bias=bias,
+                base=BaseDensity(np.array([1.0, 2.0]), np.diag([4.0, 9.0])))
+    assert db["pemc_n_knots"] == 3 and db["pemc_bias"] == [0.0, -2.0, 1.0]
 
 
 def _corpus_with_parameters() -> list[Path]:
