@@ -341,6 +341,23 @@ def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installa
     assert abs(result["log_z"] - NORMAL_LOG_Z) < 4 * result["std_error"], result
 
 
+@pytest.mark.compiled
+def test_the_readme_main_command_finds_both_modes(cmdstan_installation: object,
+                                                  tmp_path: Path) -> None:
+    """The README's main command, defaults only: E[x] = 1.2 (one mode gives -3 or 3, the
+    chains' mode counts alone 0.9 or 2.1) within 3 standard errors, a standard error below
+    0.15 and a log Z whose error bar excludes log 0.7 (one mode)."""
+    out = tmp_path / "bimodal_ct"
+    proc = run_cli("sample", "example:bimodal_1d", "--method", "ct", "--seed", "1",
+                   "--output-dir", str(out))
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    estimates = json.loads((out / "estimates.json").read_text())
+    x = estimates["expectations"]["x"]
+    assert abs(x["mean"] - 1.2) < 3 * x["mcse"] and x["mcse"] < 0.15, x
+    log_z = estimates["log_z"]
+    assert abs(log_z["log_z"]) < 4 * log_z["std_error"] < abs(math.log(0.7)), log_z
+
+
 def test_evidence_unknown_estimator_is_a_usage_error() -> None:
     proc = run_cli("evidence", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "magic")
     assert_cause_and_remedy(proc, ExitCode.USAGE, "magic")

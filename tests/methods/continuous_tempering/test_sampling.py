@@ -195,6 +195,12 @@ def test_bimodal_mode_masses_where_nuts_is_stuck(compiled) -> None:  # noqa: ANN
     assert abs(left.mean - w) < 4 * left.mcse, left
     assert abs(right.mean - (1 - w)) < 4 * right.mcse, right
     _check_log_z(fit, 0.0)  # the mixture is normalised
+    # the pilot found both modes: the estimates are post-stratified by their two cells, and
+    # the second round ran with the thermodynamic-length bias of beta
+    assert fit.mode_centres is not None and fit.mode_centres.shape == (2, 1)
+    assert fit.log_z().diagnostics["regions"] == 2
+    assert [h["beta_bias"] for h in fit.history] == ["flat", "length"]
+    assert not fit.bias.is_flat
     # every CT chain visits both modes
     xs = fit._column("x")
     assert np.all((xs < 0).any(axis=1) & (xs > 0).any(axis=1))
