@@ -264,6 +264,10 @@ class ContinuousTemperingFit(ExtendedFit):
     def base_expectations(self) -> pd.DataFrame:
         """Eq 22 estimates of the base's mean and variance in base coordinates vs the known ones.
 
+        Post-stratified like the target estimates (:meth:`strata`): each cell of
+        the pilot's modes gets its known base mass, so the check is of the
+        sampling within the cells, which is what the stratified estimates rely on.
+
         Returns
         -------
         pandas.DataFrame
@@ -280,8 +284,9 @@ class ContinuousTemperingFit(ExtendedFit):
         z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
         m = np.asarray(self.base.mean)
         v = np.diag(self.base.cov)
-        em = T.weighted_expectations(z, d, "base", bias=self.bias)
-        ev = T.weighted_expectations((z - m) ** 2, d, "base", bias=self.bias)
+        st = self.strata()
+        em = T.weighted_expectations(z, d, "base", strata=st, bias=self.bias)
+        ev = T.weighted_expectations((z - m) ** 2, d, "base", strata=st, bias=self.bias)
         names = self.result.coordinates.coordinate_names(self.data)
         with np.errstate(divide="ignore", invalid="ignore"):
             df = pd.DataFrame({

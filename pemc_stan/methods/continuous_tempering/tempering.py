@@ -726,8 +726,11 @@ def weighted_expectations(
     chain_ids : array_like, optional
         Chain label per draw for flat input.
     strata : Strata, optional
-        Regions for post-stratified target expectations (``which="target"``
-        only): weights ``a_s`` of :func:`_stratified`, influence values
+        Regions for post-stratified expectations.  Base (eq 22): weights
+        ``w_0 b_k / E[w_0 1_k]`` (each cell gets its known base mass, so what
+        is checked is the sampling within the cells, on which the stratified
+        estimates rely), influence values ``v_s (f_s - m_k)`` with ``m_k`` the
+        cell's weighted mean.  Target: weights ``a_s`` of :func:`_stratified`, influence values
         ``h_s = a_s (f_s - mu) - v_s m_k`` with ``m_k = sum_{s in R_k} a_s (f_s -
         mu) / sum_{s in R_k} v_s`` (the error of ``B_k``), plus the binomial
         error of the region masses.
@@ -755,8 +758,6 @@ def weighted_expectations(
         raise ValueError(f"values shape {f.shape} does not match Delta shape {d.shape}")
     if not np.all(np.isfinite(f)):
         raise ValueError("values contain NaN or infinite entries")
-    if strata is not None and which != "target":
-        raise ValueError("strata apply to target expectations (which='target') only")
     scalar = f.ndim == 2
     f3 = f[..., None] if scalar else f
     lw0, lw1 = bias.log_w_pair(d)
@@ -771,16 +772,30 @@ def weighted_expectations(
         labels = np.asarray(strata.labels).reshape(d.shape)
         st = Strata(labels, strata.log_mass, strata.n_mass)
         la, lv, _, _ = _stratified(lw1, lw0, st)
+        k_regions = np.asarray(strata.log_mass).size
+        b = np.exp(np.asarray(strata.log_mass, dtype=float))
+        if which == "base":  # weights w_0 b_k / B_k: the cells get their known base mass
+            v3 = np.exp(lv - np.log(np.mean(np.exp(lv))))[..., None]
+            mu = np.sum(v3 * f3, axis=(0, 1)) / np.sum(v3, axis=(0, 1))
+            cell_w = np.array([v3[labels == j].sum() for j in range(k_regions)])
+            cell_mean = np.stack([(v3 * f3)[labels == j].sum(axis=0) for j in range(k_regions)])
+            cell_mean = np.divide(cell_mean, cell_w[:, None], out=np.zeros_like(cell_mean),
+                                  where=cell_w[:, None] > 0)
+            h = v3 * (f3 - cell_mean[labels])
+            se = np.array([np.sqrt(_mcse_of_mean(h[..., j])[0] ** 2
+                                   + _mass_variance(cell_mean[:, j] - mu[j], st))
+                           for j in range(h.shape[-1])])
+            if scalar:
+                return WeightedMean(np.asarray(mu[0]), np.asarray(se[0]))
+            return WeightedMean(mu, se)
         a3, v = np.exp(la)[..., None], np.exp(lv)
         mu = np.sum(a3 * f3, axis=(0, 1)) / np.sum(a3, axis=(0, 1))
         dev = a3 * (f3 - mu)  # (chains, draws, k)
-        k_regions = np.asarray(strata.log_mass).size
         sum_dev = np.stack([dev[labels == j].sum(axis=0) for j in range(k_regions)])  # (K, k)
         sum_v = np.array([v[labels == j].sum() for j in range(k_regions)])
         m_k = np.divide(sum_dev, sum_v[:, None], out=np.zeros_like(sum_dev),
                         where=sum_v[:, None] > 0)
         h = dev - v[..., None] * m_k[labels]
-        b = np.exp(np.asarray(strata.log_mass, dtype=float))
         g = np.divide(sum_dev / d.size, b[:, None], out=np.zeros_like(sum_dev),
                       where=b[:, None] > 0)  # d mu / d b_k
         se = np.array([np.sqrt(_mcse_of_mean(h[..., j])[0] ** 2 + _mass_variance(g[:, j], st))
