@@ -58,6 +58,10 @@ BASE_Z_MAX = 4.5
 #: iid base draws for the base masses of the post-stratification regions (binomial
 #: error ~ 1e-3 on a mass of 0.5, included in the standard errors).
 MASS_DRAWS = 200_000
+#: Steps between two cells at beta > 0.5 that show they are one mode (:meth:`strata`).
+MERGE_CROSSINGS = 5
+#: Fewest draws of a cell of its own (:meth:`strata`).
+MIN_CELL_DRAWS = 50
 
 
 class ContinuousTemperingFit(ExtendedFit):
@@ -146,10 +150,15 @@ class ContinuousTemperingFit(ExtendedFit):
         :meth:`BaseDensity.nearest_centre`), their base masses from
         ``MASS_DRAWS`` iid base draws.  A cell without draws of this run or
         without base mass is merged into its neighbours (its centre is
-        dropped).  See :mod:`pemc_stan.methods.continuous_tempering.tempering`
-        for why: the regions' shares of ``Z`` then come from the known base
-        masses and the draws inside each region, not from how often the chains
-        changed mode.
+        dropped).  Cells that are not separate modes are joined: when the
+        chains step from one cell into another ``MERGE_CROSSINGS`` times or
+        more between consecutive draws both at ``beta > 0.5`` (isolated modes
+        are crossed only near the base), the two count as one region (Pathfinder
+        paths of one skewed, high-dimensional mode often end apart); a cell with
+        fewer than ``MIN_CELL_DRAWS`` draws joins a neighbour.  See
+        :mod:`pemc_stan.methods.continuous_tempering.tempering` for why: the
+        regions' shares of ``Z`` then come from the known base masses and the
+        draws inside each region, not from how often the chains changed mode.
         """
         if self._strata is not False:
             return self._strata  # type: ignore[return-value]
@@ -167,7 +176,9 @@ class ContinuousTemperingFit(ExtendedFit):
                 mass = self.base.centre_masses(centres, MASS_DRAWS, rng)
                 empty = (mass <= 0) | (np.bincount(labels.ravel(), minlength=mass.size) == 0)
                 if not np.any(empty):
-                    out = T.Strata(labels, np.log(mass), MASS_DRAWS)
+                    labels, mass = _join_crossed_cells(labels, mass, self.beta())
+                    if mass.size > 1:
+                        out = T.Strata(labels, np.log(mass), MASS_DRAWS)
                     break
                 centres = centres[~empty]
         self._strata = out
@@ -546,6 +557,55 @@ class ContinuousTemperingFit(ExtendedFit):
                              "beta": np.asarray(self.beta()).reshape(-1),
                              "delta": np.asarray(self.delta()).reshape(-1),
                              "log_weight": lw.reshape(-1)})
+
+
+def _join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
+                        beta: NDArray[np.float64]) -> tuple[NDArray[np.intp],
+                                                            NDArray[np.float64]]:
+    """Join cells that are not separate modes (see :meth:`ContinuousTemperingFit.strata`).
+
+    Repeatedly joins the two cells with the most steps between them at ``beta
+    > 0.5`` while that count is at least ``MERGE_CROSSINGS``; then a cell with
+    fewer than ``MIN_CELL_DRAWS`` draws (too few to estimate its share of
+    ``Z``) joins the cell it is crossed into most often, or the largest one.
+    ``labels`` and ``beta`` are (chains, draws); returns cells ``0..K'-1`` and
+    their summed masses.
+    """
+    labels = np.asarray(labels).copy()
+    mass = np.asarray(mass, dtype=float).copy()
+
+    def join(i: int, j: int) -> None:  # cell j into cell i, then relabel 0..K-2
+        nonlocal labels, mass
+        labels[labels == j] = i
+        labels[labels > j] -= 1
+        mass[i] += mass[j]
+        mass = np.delete(mass, j)
+
+    def crossings(hot_only: bool) -> NDArray[np.int_]:
+        step = labels[:, 1:] != labels[:, :-1]
+        if hot_only:
+            step &= (beta[:, 1:] > 0.5) & (beta[:, :-1] > 0.5)
+        counts = np.zeros((mass.size, mass.size), dtype=int)
+        np.add.at(counts, (labels[:, :-1][step], labels[:, 1:][step]), 1)
+        return counts + counts.T
+
+    while mass.size > 1:
+        counts = crossings(True)
+        i, j = np.unravel_index(int(np.argmax(counts)), counts.shape)
+        if counts[i, j] < MERGE_CROSSINGS:
+            break
+        join(int(min(i, j)), int(max(i, j)))
+    while mass.size > 1:
+        sizes = np.bincount(labels.ravel(), minlength=mass.size)
+        small = int(np.argmin(sizes))
+        if sizes[small] >= MIN_CELL_DRAWS:
+            break
+        counts = crossings(False)[small]
+        counts[small] = -1
+        other = int(np.argmax(counts)) if counts.max() > 0 else int(
+            np.argmax(np.where(np.arange(mass.size) == small, -1, sizes)))
+        join(min(small, other), max(small, other))
+    return labels.astype(np.intp), mass
 
 
 class _DrawView:

@@ -227,6 +227,22 @@ class ContinuousTemperingModel(MethodModel):
                     "prior" if base is None else base.info.get("method", "given"))
         return base, float(log_zeta)
 
+    def _next_bias(self, fit: ContinuousTemperingFit, base: BaseDensity | None,
+                   new_base: BaseDensity | None, log_zeta: float, new_zeta: float) -> BetaBias:
+        """The next round's beta bias (:func:`length_bias`), from this round's draws."""
+        delta = fit.delta().reshape(-1)
+        log_n = fit.bias.log_normaliser(delta)
+        if new_base is None or new_base is base:
+            log_ratio = -log_n
+            delta_next = delta + (new_zeta - log_zeta)
+        else:
+            z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
+                         axis=-1).reshape(-1, self.dim)
+            log_b_next = new_base.log_density_z(z) + fit._column("pemc_log_jacobian").reshape(-1)
+            log_ratio = log_b_next - fit.log_base().reshape(-1) - log_n
+            delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
+        return length_bias(delta_next, log_ratio)
+
     def _note(self, how: str, exc: BaseException) -> None:
         reason = " ".join(str(exc).split())[:240] or type(exc).__name__
         logger.warning("the %s fit of the base density failed (%s); trying the next one", how,
@@ -309,9 +325,8 @@ class ContinuousTemperingModel(MethodModel):
                     break
             if not math.isfinite(est.log_z):
                 break
-            if opts.beta_marginal == "length":
-                bias = length_bias(fit.delta(), fit.bias, log_zeta_shift=est.log_z - log_zeta)
-            log_zeta = est.log_z
+            new_zeta = est.log_z
+            new: BaseDensity | None = base
             if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
                 z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
                              axis=-1).reshape(-1, self.dim)
@@ -319,10 +334,13 @@ class ContinuousTemperingModel(MethodModel):
                     new = moment_match(z, fit.log_weights().reshape(-1), None,
                                        opts.covariance_form)
                     new.info.update({"method": "bootstrap", "round": r + 1})
-                    base = new
                 except ValueError as exc:
                     logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
                                    "previous base", exc)
+                    new = base
+            if opts.beta_marginal == "length":
+                bias = self._next_bias(fit, base, new, log_zeta, new_zeta)
+            base, log_zeta = new, new_zeta
         assert fit is not None
         fit.history = history
         return fit

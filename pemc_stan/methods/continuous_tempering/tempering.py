@@ -188,10 +188,10 @@ FLAT = BetaBias()
 UNIFORM_SHARE = 0.5
 
 
-def length_bias(delta_values: ArrayLike, bias: BetaBias = FLAT, log_zeta_shift: float = 0.0,
-                n_knots: int = 24, uniform_share: float = UNIFORM_SHARE,
-                max_range: float = 30.0) -> BetaBias:
-    """The bias for the next round: time spread evenly along the bridge's length.
+def length_bias(delta_next: ArrayLike, log_ratio: ArrayLike, n_knots: int = 24,
+                uniform_share: float = UNIFORM_SHARE, max_range: float = 30.0,
+                min_ess: float = 100.0) -> BetaBias:
+    """The bias for the next round: time spread evenly along its bridge's length.
 
     How far apart two temperatures are, for the sampler, is measured by the
     thermodynamic length ``ds = sd_beta(Delta) d beta`` (the Fisher metric of
@@ -202,33 +202,43 @@ def length_bias(delta_values: ArrayLike, bias: BetaBias = FLAT, log_zeta_shift: 
     beta-marginal leaves the chains little time there.  The next round's
     beta-marginal is made proportional to
 
-        ``pi(beta) = (1 - u) sd_beta(Delta) / L + u``,   ``L = int_0^1 sd_beta(Delta)``
+        ``pi(beta) = (1 - u) sd_beta(Delta') / L + u``,   ``L = int_0^1 sd_beta(Delta')``
 
     (``u = uniform_share`` keeps time at every temperature, including the
-    target's end), by ``g_new = g + log p_hat - log pi``, with ``p_hat(beta) =
-    mean_s p(beta | x_s)`` this round's beta-marginal and ``E_beta[Delta^m] =
-    sum_s p(beta | x_s) Delta_s^m / sum_s p(beta | x_s)`` (both
-    Rao-Blackwellised over the draws), less ``beta * log_zeta_shift`` when the
-    next round uses ``log zeta + log_zeta_shift`` (the marginal carries a
-    factor ``zeta^-beta``).  ``g_new`` is tabulated on a fine grid
-    and kept at ``n_knots`` knots placed at equal steps of ``pi``'s
-    cumulative mass.  Any ``g`` leaves the estimators exact; a poor one only
-    costs efficiency.
+    target's end) by ``g(beta) = log p'(beta) - log pi(beta)``, where ``p'`` is
+    the beta-marginal the next round's bridge would have with no bias.  The
+    next round has its own base ``b'`` and ``zeta'`` (the bootstrap re-fits
+    both), so ``p'`` and ``sd_beta(Delta')`` are estimated from this round's
+    draws ``x_s`` by importance sampling: they come from this round's
+    x-marginal ``q(x) ∝ b(x) N(x)`` (:meth:`BetaBias.log_normaliser`), and the
+    next bridge's joint is ``b'(x) e^{-beta Delta'(x)}``, so
+
+        ``p'(beta) ∝ sum_s exp(r_s - beta Delta'_s)``,
+        ``r_s = log b'(x_s) - log b(x_s) - log N(x_s)``
+
+    and ``E'_beta[Delta'^m]`` is the same sum with ``Delta'^m`` (normalised).
+    ``g`` is tabulated on a fine grid and kept at ``n_knots`` knots placed at
+    equal steps of ``pi``'s cumulative mass.  Any ``g`` leaves the estimators
+    exact; a poor one only costs efficiency, so when the importance weights
+    have a Kish ESS below ``min_ess`` at ``beta = 0`` or ``beta = 1`` (the new
+    bridge is too far from this one to be judged from its draws) the flat
+    joint is returned.
 
     Parameters
     ----------
-    delta_values
-        ``Delta(x)`` of this round's draws (any shape).
-    bias
-        The bias this round was run with.
-    log_zeta_shift
-        Next round's ``log zeta`` minus this round's.
+    delta_next
+        ``Delta'(x_s) = log zeta' + log b'(x_s) - log gamma(x_s)`` of this
+        round's draws under the next round's base and ``zeta'`` (any shape).
+    log_ratio
+        ``r_s`` above, same shape.
     n_knots
         Knots of the new bias (>= 2).
     uniform_share
         ``u`` in [0, 1].
     max_range
-        ``g_new`` is clipped to ``[-max_range, max_range]`` around ``g_new(0) = 0``.
+        ``g`` is clipped to ``[-max_range, max_range]`` around ``g(0) = 0``.
+    min_ess
+        Smallest Kish ESS of the importance weights at either end.
 
     Returns
     -------
@@ -237,30 +247,44 @@ def length_bias(delta_values: ArrayLike, bias: BetaBias = FLAT, log_zeta_shift: 
     Raises
     ------
     ValueError
-        On non-finite ``Delta``, fewer than 2 knots or ``uniform_share`` outside [0, 1].
+        On non-finite ``Delta'``, shapes that differ, fewer than 2 knots or
+        ``uniform_share`` outside [0, 1].
     """
     if n_knots < 2 or not 0.0 <= uniform_share <= 1.0:
         raise ValueError("need n_knots >= 2 and uniform_share in [0, 1]")
-    d = np.asarray(delta_values, dtype=float).ravel()
+    d = np.asarray(delta_next, dtype=float).ravel()
+    r = np.asarray(log_ratio, dtype=float).ravel()
+    if d.shape != r.shape:
+        raise ValueError(f"delta_next has {d.size} values but log_ratio {r.size}")
     _check_delta(d)
+    r = np.where(np.isfinite(r), r, -np.inf)
+    for end in (0.0, 1.0):
+        lw = r - end * d
+        if not np.any(np.isfinite(lw)) or float(np.exp(
+                2 * logsumexp(lw) - logsumexp(2 * lw))) < min_ess:
+            logger.info("beta bias: the next bridge is too far from this round's draws "
+                        "(importance ESS < %g at beta = %g); keeping the flat joint", min_ess, end)
+            return FLAT
     grid = np.unique(np.concatenate([[0.0], np.logspace(-8.0, -1.0, 120),
                                      np.linspace(0.0, 1.0, 181)]))
-    chunks = [d[i:i + 8192] for i in range(0, d.size, 8192)]
-    log_p = np.stack([logsumexp(bias.log_conditional(grid[None, :], c[:, None]), axis=0)
-                      for c in chunks])
-    log_marg = logsumexp(log_p, axis=0)  # log sum_s p(beta | x_s), up to log n
+    chunks = [slice(i, i + 8192) for i in range(0, d.size, 8192)]
+
+    def log_terms(c: slice) -> NDArray[np.float64]:
+        return np.asarray(r[c, None] - grid[None, :] * d[c, None])
+
+    log_marg = logsumexp(np.stack([logsumexp(log_terms(c), axis=0) for c in chunks]), axis=0)
     m1 = np.zeros(grid.size)
     m2 = np.zeros(grid.size)
     for c in chunks:
-        w = np.exp(bias.log_conditional(grid[None, :], c[:, None]) - log_marg[None, :])
-        m1 += w.T @ c
-        m2 += w.T @ (c * c)
+        w = np.exp(log_terms(c) - log_marg[None, :])
+        m1 += w.T @ d[c]
+        m2 += w.T @ (d[c] * d[c])
     sd = np.sqrt(np.maximum(m2 - m1 * m1, 0.0))
     dg = np.diff(grid)
     length = float(np.sum(0.5 * (sd[1:] + sd[:-1]) * dg))
     shape = sd / length if length > 0 and np.isfinite(length) else np.ones_like(sd)
     pi = (1.0 - uniform_share) * shape + uniform_share
-    g_new = bias(grid) + log_marg - np.log(pi) - grid * float(log_zeta_shift)
+    g_new = log_marg - np.log(pi)
     g_new = np.clip(g_new - g_new[0], -max_range, max_range)
     cdf = np.concatenate([[0.0], np.cumsum(0.5 * (pi[1:] + pi[:-1]) * dg)])
     knots = np.unique(np.concatenate([[0.0, 1.0], np.interp(

@@ -144,3 +144,26 @@ def test_diagnostics_clean_and_with_advice() -> None:
         info = bad.diagnostics(warn=True)
     assert info["share_near_1"] < 0.01
     assert any("log_zeta" in m for m in info["messages"])
+
+
+def test_cells_crossed_at_high_beta_are_one_mode() -> None:
+    """Cells 0 and 1 are crossed often at beta > 0.5 (one mode split by the pilot), cell 2 only
+    near the base (a separate mode), cell 3 holds 10 draws: 0+1 join, 3 joins the cell it
+    steps into, 2 stays."""
+    from pemc_stan.methods.continuous_tempering.fit import _join_crossed_cells
+
+    rng = np.random.default_rng(0)
+    labels = np.zeros((2, 600), dtype=np.intp)
+    beta = np.full((2, 600), 0.9)
+    labels[0, :300] = rng.integers(0, 2, 300)  # 0 <-> 1 at beta 0.9
+    labels[0, 300:] = 2
+    beta[0, 295:305] = 0.01  # the step to cell 2 happens near the base
+    labels[1, :590] = 2
+    labels[1, 590:] = 3
+    out, mass = _join_crossed_cells(labels, np.array([0.3, 0.2, 0.4, 0.1]), beta)
+    assert mass.tolist() == pytest.approx([0.5, 0.5])  # {0, 1} and {2, 3}
+    assert np.all(out[0, :300] == 0) and np.all(out[0, 300:] == 1) and np.all(out[1] == 1)
+    # without crossings and with enough draws, nothing is joined
+    same, m = _join_crossed_cells(np.repeat([[0], [1]], 100, axis=1), np.array([0.5, 0.5]),
+                                  np.full((2, 100), 0.9))
+    assert m.size == 2 and np.array_equal(same[:, 0], [0, 1])

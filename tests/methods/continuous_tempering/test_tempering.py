@@ -467,7 +467,8 @@ def test_a_uniform_length_bias_makes_the_next_marginal_flat(shift: float) -> Non
     also when the next round's log zeta moves by ``shift``."""
     log_zeta = LOG_Z - shift
     x = _ct_draws(np.random.default_rng(9), 8000, log_zeta)[0]
-    new = length_bias(_ct_delta(x, log_zeta), log_zeta_shift=shift, uniform_share=1.0)
+    d = _ct_delta(x, log_zeta)
+    new = length_bias(d + shift, -BetaBias().log_normaliser(d), uniform_share=1.0)
     grid = np.linspace(0.0, 1.0, 1001)
     before = _exact_log_marginal(grid, log_zeta, BetaBias())
     after = _exact_log_marginal(grid, log_zeta + shift, new)
@@ -480,7 +481,8 @@ def test_a_length_bias_spreads_time_along_the_thermodynamic_length() -> None:
     exact draws of each tempered Gaussian."""
     log_zeta = LOG_Z
     x = _ct_draws(np.random.default_rng(10), 8000, log_zeta)[0]
-    new = length_bias(_ct_delta(x, log_zeta), uniform_share=0.0)
+    d = _ct_delta(x, log_zeta)
+    new = length_bias(d, -BetaBias().log_normaliser(d), uniform_share=0.0)
     grid = np.array([0.0, 0.05, 0.2, 0.5, 0.8, 1.0])
     lam = grid / S**2 + (1 - grid)
     rng = np.random.default_rng(11)
@@ -490,3 +492,21 @@ def test_a_length_bias_spreads_time_along_the_thermodynamic_length() -> None:
     ratio = np.exp(log_p - np.log(sd))
     assert np.ptp(np.log(sd)) > 0.3  # the length is not spread evenly in beta here
     np.testing.assert_allclose(ratio / ratio.mean(), 1.0, atol=0.15)
+
+
+def test_a_length_bias_is_for_the_next_rounds_own_base() -> None:
+    """Draws of a round with base N(0, 1) give the bias for a next round with base
+    N(M, S^2) = the target (then Delta' = log zeta - log Z is constant and the bridge has no
+    length): the unbiased marginal of the new bridge, (Z / zeta)^beta, is made flat."""
+    log_zeta = LOG_Z - 0.5
+    x = _ct_draws(np.random.default_rng(13), 8000, log_zeta)[0]
+    d = _ct_delta(x, log_zeta)
+    log_b_next = norm.logpdf(x, M, S)
+    d_next = LOG_Z + log_b_next - (LOG_Z + norm.logpdf(x, M, S))  # zeta' = Z
+    new = length_bias(d_next, log_b_next - norm.logpdf(x) - BetaBias().log_normaliser(d),
+                      uniform_share=0.0)
+    np.testing.assert_allclose(new.values, 0.0, atol=1e-6)
+    # a next base the draws cannot judge (far from them): the flat joint
+    far = norm.logpdf(x, 40.0, 0.1)
+    assert length_bias(LOG_Z + far - (LOG_Z + norm.logpdf(x, M, S)),
+                       far - norm.logpdf(x) - BetaBias().log_normaliser(d)).is_flat
