@@ -558,6 +558,11 @@ class ExtendedFit:
         idx = self.resample_index()
         return np.take_along_axis(self.particles(column), idx[..., None], axis=-1)[..., 0]
 
+    def _chain_resampled_values(self, column: str) -> NDArray[np.float64]:
+        """Resampled values of ``column`` with each chain's draws drawn from that chain
+        alone, for the R-hat and ESS checks (do the chains agree?)."""
+        return self._resampled_values(column)
+
     def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
         """Columns ``cols`` of the extended run's rows that go with resampled chain ``chain``."""
         return np.asarray(self._draws[:, chain][:, cols])
@@ -710,7 +715,7 @@ class ExtendedFit:
         worst_chain = (0.0, "")
         n_chains = self._draws.shape[1]
         for column in self.parameter_columns():
-            rhat, ess = rhat_and_ess(self._resampled_values(column))
+            rhat, ess = rhat_and_ess(self._chain_resampled_values(column))
             if np.isfinite(rhat) and not rhat <= worst_rhat[0]:
                 worst_rhat = (rhat, column)
             if np.isfinite(ess) and ess < worst_ess[0]:

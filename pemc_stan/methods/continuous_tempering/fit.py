@@ -120,6 +120,7 @@ class ContinuousTemperingFit(ExtendedFit):
             np.asarray(mode_centres, dtype=float))
         self._strata: T.Strata | None | bool = False  # False: not computed yet
         self.bias = bias or T.FLAT
+        self._chain_index: NDArray[np.intp] | None = None
 
     # ------------------------------------------------------------------ #
     # raw quantities, (chains, draws)
@@ -334,6 +335,18 @@ class ContinuousTemperingFit(ExtendedFit):
 
     def _resampled_values(self, column: str) -> NDArray[np.float64]:
         return self._column(column).reshape(-1)[self.resample_index()]
+
+    def _chain_resampled_values(self, column: str) -> NDArray[np.float64]:
+        """Each chain resampled (systematic) by its own draws' target weights: the R-hat
+        and ESS checks ask whether the chains agree, which the pooled resampling of
+        :meth:`resample_index` blurs by moving a heavy chain's draws into its neighbours."""
+        if self._chain_index is None:
+            rng = np.random.default_rng(self.seed)
+            lw = self.log_weights()
+            self._chain_index = np.stack([
+                np.sort(W.resample_indices(lw[c], rng, method="systematic"))
+                for c in range(lw.shape[0])])
+        return np.take_along_axis(self._column(column), self._chain_index, axis=1)
 
     def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
         draws = np.swapaxes(self._draws, 0, 1).reshape(-1, self._draws.shape[2])
