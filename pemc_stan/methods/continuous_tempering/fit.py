@@ -31,6 +31,7 @@ import cmdstanpy
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+from scipy.special import logsumexp
 
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
@@ -177,7 +178,8 @@ class ContinuousTemperingFit(ExtendedFit):
                 mass = self.base.centre_masses(centres, MASS_DRAWS, rng)
                 empty = (mass <= 0) | (np.bincount(labels.ravel(), minlength=mass.size) == 0)
                 if not np.any(empty):
-                    labels, mass = _join_crossed_cells(labels, mass, self.beta())
+                    labels, mass = _join_crossed_cells(labels, mass, self.beta(),
+                                                       self.log_weights_base())
                     if mass.size > 1:
                         out = T.Strata(labels, np.log(mass), MASS_DRAWS)
                     break
@@ -573,14 +575,17 @@ class ContinuousTemperingFit(ExtendedFit):
 
 
 def _join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
-                        beta: NDArray[np.float64]) -> tuple[NDArray[np.intp],
-                                                            NDArray[np.float64]]:
+                        beta: NDArray[np.float64], log_w0: NDArray[np.float64] | None = None
+                        ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """Join cells that are not separate modes (see :meth:`ContinuousTemperingFit.strata`).
 
     Repeatedly joins the two cells with the most steps between them at ``beta
     > 0.5`` while that count is at least ``MERGE_CROSSINGS``; then a cell with
-    fewer than ``MIN_CELL_DRAWS`` draws (too few to estimate its share of
-    ``Z``) joins the cell it is crossed into most often, or the largest one.
+    fewer than ``MIN_CELL_DRAWS`` draws, or whose base-end weights ``w_0``
+    (``log_w0``) have a Kish ESS below ``MIN_CELL_DRAWS / 5`` (its ``E[w_0 1_k]``,
+    the denominator of its share of ``Z``, rests on a few draws: a cell the
+    chains entered only near ``beta = 1``), joins the cell it is crossed into
+    most often, or the largest one.
     ``labels`` and ``beta`` are (chains, draws); returns cells ``0..K'-1`` and
     their summed masses.
     """
@@ -610,8 +615,14 @@ def _join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
         join(int(min(i, j)), int(max(i, j)))
     while mass.size > 1:
         sizes = np.bincount(labels.ravel(), minlength=mass.size)
-        small = int(np.argmin(sizes))
-        if sizes[small] >= MIN_CELL_DRAWS:
+        score = sizes.astype(float)
+        if log_w0 is not None:  # Kish ESS of w_0 in each cell, on the scale of the draws
+            kish = np.array([np.exp(2 * logsumexp(log_w0[labels == k])
+                                    - logsumexp(2 * log_w0[labels == k])) if sizes[k] else 0.0
+                             for k in range(mass.size)])
+            score = np.minimum(score, 5.0 * kish)
+        small = int(np.argmin(score))
+        if score[small] >= MIN_CELL_DRAWS:
             break
         counts = crossings(False)[small]
         counts[small] = -1

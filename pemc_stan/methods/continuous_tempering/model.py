@@ -31,7 +31,11 @@ from pemc_stan.methods.continuous_tempering.base_density import (
 )
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.continuous_tempering.tempering import BetaBias, length_bias
+from pemc_stan.methods.continuous_tempering.tempering import (
+    BetaBias,
+    length_bias,
+    log_z_estimate,
+)
 from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingResult,
     log_zeta_from_importance_weights,
@@ -325,14 +329,20 @@ class ContinuousTemperingModel(MethodModel):
                     break
             if not math.isfinite(est.log_z):
                 break
-            new_zeta = est.log_z
+            # the next log zeta from eq 20 without the post-stratification (as the base
+            # re-fit below): a cell whose sampling is incomplete can move the stratified
+            # estimate by nats (Boltzmann machine: -4), and a zeta that far off leaves the
+            # next round's chains at one end of the bridge
+            new_zeta = log_z_estimate(fit.delta(), log_zeta, bias=fit.bias).log_z
             new: BaseDensity | None = base
             if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
                 z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
                              axis=-1).reshape(-1, self.dim)
                 try:
-                    new = moment_match(z, fit.log_weights().reshape(-1), None,
-                                       opts.covariance_form)
+                    # eq-21 weights without the post-stratification: one cell whose
+                    # E[w0 1_k] rests on few draws would carry the whole re-fit
+                    new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
+                                       None, opts.covariance_form)
                     new.info.update({"method": "bootstrap", "round": r + 1})
                 except ValueError as exc:
                     logger.warning("bootstrap re-fit of the base failed (%s); keeping the "

@@ -167,3 +167,20 @@ def test_cells_crossed_at_high_beta_are_one_mode() -> None:
     same, m = _join_crossed_cells(np.repeat([[0], [1]], 100, axis=1), np.array([0.5, 0.5]),
                                   np.full((2, 100), 0.9))
     assert m.size == 2 and np.array_equal(same[:, 0], [0, 1])
+
+
+def test_a_cell_never_near_the_base_joins_a_neighbour() -> None:
+    """A cell entered only near beta = 1 (its w_0 all tiny, one draw dominating) cannot give
+    E[w_0 1_k], the denominator of its share of Z: it joins the cell it is crossed into."""
+    from pemc_stan.methods.continuous_tempering.fit import _join_crossed_cells
+
+    labels = np.repeat([[0] * 300 + [1] * 300], 2, axis=0).astype(np.intp)
+    beta = np.full(labels.shape, 0.3)
+    log_w0 = np.zeros(labels.shape)
+    log_w0[:, 300:] = -60.0
+    log_w0[0, 450] = -1.0  # one draw of cell 1 carries its base-end weight
+    mass = np.array([0.7, 0.3])
+    kept, m = _join_crossed_cells(labels, mass, beta)
+    assert m.size == 2  # enough draws, no crossings at beta > 0.5
+    joined, m = _join_crossed_cells(labels, mass, beta, log_w0)
+    assert m.tolist() == pytest.approx([1.0]) and np.all(joined == 0)
