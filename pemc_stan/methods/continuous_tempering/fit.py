@@ -37,8 +37,8 @@ from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
-from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,

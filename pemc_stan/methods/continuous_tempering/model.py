@@ -20,15 +20,9 @@ from typing import Any
 
 import cmdstanpy
 import numpy as np
-from scipy.special import logsumexp
 
-from pemc_stan.backend.pathfinder import ModeGroup, group_paths, log_importance_weights
 from pemc_stan.methods.base import MethodModel
-from pemc_stan.methods.continuous_tempering.base_density import (
-    BaseDensity,
-    extract_variable,
-    moment_match,
-)
+from pemc_stan.methods.base_density import BaseDensity, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import (
@@ -36,10 +30,8 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     length_bias,
     log_z_estimate,
 )
-from pemc_stan.methods.continuous_tempering.transform import (
-    ContinuousTemperingResult,
-    log_zeta_from_importance_weights,
-)
+from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
+from pemc_stan.methods.pilot import BasePilot
 
 logger = logging.getLogger(__name__)
 
@@ -86,73 +78,6 @@ class ContinuousTemperingModel(MethodModel):
         """The compiled CT program (cached by content hash)."""
         return self.method_model()
 
-    def _param_draws(self, values: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
-        out = {}
-        for b in self.result.coordinates.blocks:
-            arr, el = b.shape(self.result.coordinates.env(self.data))
-            out[b.name] = extract_variable(values, columns, b.name, (*arr, *el))
-        return out
-
-    def _pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
-        """Multi-path Pathfinder on the original model: (modes, log Z, base coordinates, the
-        modes' importance-weighted means in base coordinates)."""
-        opts: ContinuousTemperingOptions = self.result.options
-        pf = self.original_model().pathfinder(
-            data=self.data or None, seed=seed, num_paths=opts.num_paths, draws=opts.base_draws,
-            psis_resample=False, show_console=False)
-        cols = list(pf.column_names)
-        arr = np.asarray(pf.draws(), dtype=float)
-        lw = log_importance_weights(arr, cols)
-        if opts.temper == "posterior":
-            z, _ = self.result.coordinates.forward(self._param_draws(arr, cols), self.data)
-        else:  # group by the raw parameter columns
-            z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
-        groups, log_z = group_paths(z, lw, opts.num_paths, min_draws=2)
-        centres = np.array([np.exp(lw[idx] - logsumexp(lw[idx])) @ z[idx] for idx, _ in groups])
-        return groups, log_z, z, centres
-
-    def _approximation(self, how: str, seed: int | None) -> Any:
-        """Draws in base coordinates of an approximation of the posterior (``how``:
-        ``"advi"``, ``"laplace"`` or ``"nuts"``, a short plain-NUTS pilot)."""
-        opts: ContinuousTemperingOptions = self.result.options
-        model, data = self.original_model(), self.data or None
-        fit: Any
-        if how == "advi":
-            fit = model.variational(data=data, seed=seed, draws=opts.base_draws,
-                                    algorithm="meanfield", show_console=False,
-                                    require_converged=False)
-            arr = np.asarray(fit.variational_sample, dtype=float)
-        elif how == "laplace":
-            # the mode is written with 12 significant digits: CmdStan re-reads it and
-            # checks simplexes / correlation matrices to 1e-8
-            mode = model.optimize(data=data, seed=seed, jacobian=True, sig_figs=12,
-                                  show_console=False)
-            fit = model.laplace_sample(data=data, mode=mode, seed=seed, draws=opts.base_draws,
-                                       sig_figs=12)
-            arr = np.asarray(fit.draws(), dtype=float)
-        else:
-            fit = model.sample(data=data, seed=seed, chains=2, iter_warmup=500,
-                               iter_sampling=max(opts.base_draws // 2, 100), show_progress=False,
-                               show_console=False)
-            arr = np.asarray(fit.draws(concat_chains=True), dtype=float)
-        z, _ = self.result.coordinates.forward(self._param_draws(arr, list(fit.column_names)),
-                                               self.data)
-        return z
-
-    def _importance_log_zeta(self, base: BaseDensity, seed: int | None, n: int = 2000
-                             ) -> float:
-        """``log Z`` by importance sampling from the base, ``log gamma`` evaluated with every
-        constant by the density program (used when Pathfinder gave no estimate)."""
-        from pemc_stan.estimators.density import DensityEvaluator
-
-        coords = self.result.coordinates
-        z = base.sample_z(n, np.random.default_rng(seed))
-        draws = coords.inverse(z, self.data)
-        log_b = base.log_density(coords, draws, self.data)
-        log_gamma = DensityEvaluator(self.program, self.data, self.name).log_density(draws)
-        return log_zeta_from_importance_weights(np.where(np.isnan(log_gamma), -np.inf,
-                                                         log_gamma) - log_b)
-
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity | None, float]:
         """Initial base density and ``log zeta`` (section 6), with fallbacks.
 
@@ -161,16 +86,11 @@ class ContinuousTemperingModel(MethodModel):
         moment-matched and the modes combined as the mixture of eq 25 with
         weights from their importance-sampling masses; ``log zeta = log
         sum_modes Z_m``.  ``"advi"`` / ``"laplace"``: the base is
-        moment-matched to the approximation's draws; as CmdStan's ``log_p__``
-        of these methods drops the density's constants, ``log zeta`` comes
+        moment-matched to the approximation's draws and ``log zeta`` comes
         from the Pathfinder importance-sampling estimate.  A fixed
         ``BaseDensity`` is used as is.  ``options.log_zeta`` overrides the
-        estimate.
-
-        When an approximation fails, the next one is tried: Pathfinder, ADVI,
-        Laplace, then a short plain-NUTS pilot (which works wherever NUTS does);
-        without a Pathfinder estimate, ``log zeta`` is an importance-sampling
-        estimate from the base with the density program.  Each failure is
+        estimate.  When an approximation fails, the next one is tried
+        (:class:`~pemc_stan.methods.pilot.BasePilot`); each failure is
         recorded in :attr:`pilot_notes` and shown by the fit's diagnostics.
 
         Returns
@@ -184,49 +104,20 @@ class ContinuousTemperingModel(MethodModel):
             If every approximation fails (then NUTS itself cannot run the model).
         """
         opts: ContinuousTemperingOptions = self.result.options
-        posterior = opts.temper == "posterior"
-        base: BaseDensity | None = opts.base if isinstance(opts.base, BaseDensity) else None
-        log_zeta = opts.log_zeta
-        self.pilot_notes = []
-        self.mode_centres = None
-        wants_pf = log_zeta is None or (posterior and base is None
-                                        and opts.base == "pathfinder")
-        if wants_pf:
-            try:
-                groups, pf_log_zeta, z, centres = self._pathfinder(seed)
-                if log_zeta is None:
-                    log_zeta = pf_log_zeta
-                if posterior and base is None and opts.base == "pathfinder":
-                    base = moment_match(z, None, groups, opts.covariance_form)
-                    base.info.update({"method": "pathfinder", "modes": len(groups)})
-                    if len(groups) > 1:
-                        self.mode_centres = centres
-            except Exception as exc:  # noqa: BLE001 - fall back to the next approximation
-                self._note("pathfinder", exc)
-        if posterior and base is None:
-            order = [opts.base] if opts.base != "pathfinder" else []
-            order += [m for m in ("advi", "laplace", "nuts") if m not in order]
-            for how in order:
-                try:
-                    base = moment_match(self._approximation(how, seed), None, None,
-                                        opts.covariance_form)
-                    base.info.update({"method": how})
-                    break
-                except Exception as exc:  # noqa: BLE001 - fall back to the next one
-                    self._note(how, exc)
-            if base is None:
-                raise RuntimeError(
-                    f"no base density could be fitted for {self.name}: "
-                    + "; ".join(n[1] for n in self.pilot_notes)
-                    + "; pass a BaseDensity as base= and log_zeta=")
-        if log_zeta is None:
-            if base is not None:
-                log_zeta = self._importance_log_zeta(base, seed)
-            else:  # likelihood tempering without a Pathfinder estimate: the bootstrap starts at 0
-                log_zeta = 0.0
-                self.pilot_notes.append(("pilot", "no estimate of log zeta (Pathfinder failed), "
-                                         "so the first round started at log zeta = 0",
-                                         "pass log_zeta= or run more bootstrap rounds"))
+        pilot = BasePilot(self, self.result.coordinates, num_paths=opts.num_paths,
+                          draws=opts.base_draws, covariance=opts.covariance_form)
+        given = opts.base if isinstance(opts.base, BaseDensity) else None
+        base, log_zeta = pilot.fit(
+            seed, want_base=opts.temper == "posterior" and given is None,
+            first=opts.base if isinstance(opts.base, str) else "pathfinder", base=given,
+            log_z=opts.log_zeta)
+        self.pilot_notes = list(pilot.notes)
+        self.mode_centres = pilot.mode_centres
+        if log_zeta is None:  # likelihood tempering without a Pathfinder estimate
+            log_zeta = 0.0
+            self.pilot_notes.append(("pilot", "no estimate of log zeta (Pathfinder failed), "
+                                     "so the first round started at log zeta = 0",
+                                     "pass log_zeta= or run more bootstrap rounds"))
         logger.info("initial log zeta = %.6g (base %s)", log_zeta,
                     "prior" if base is None else base.info.get("method", "given"))
         return base, float(log_zeta)
@@ -246,13 +137,6 @@ class ContinuousTemperingModel(MethodModel):
             log_ratio = log_b_next - fit.log_base().reshape(-1) - log_n
             delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
         return length_bias(delta_next, log_ratio)
-
-    def _note(self, how: str, exc: BaseException) -> None:
-        reason = " ".join(str(exc).split())[:240] or type(exc).__name__
-        logger.warning("the %s fit of the base density failed (%s); trying the next one", how,
-                       reason)
-        self.pilot_notes.append((f"{how}_failed", f"the {how} fit of the base failed ({reason})",
-                                 "nothing to do when the next approximation worked"))
 
     def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
              iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,

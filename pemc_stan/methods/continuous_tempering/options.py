@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import OptionsError
-from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.options import (
     MethodOptions,
     check_choice,
@@ -47,7 +47,7 @@ class ContinuousTemperingOptions(MethodOptions):
         combined as the mixture of eq 25, weighted by their importance-sampling
         mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
         draws) or ``"laplace"`` (draws of the Laplace approximation at the
-        mode); or a fixed :class:`~pemc_stan.methods.continuous_tempering.base_density.BaseDensity`.
+        mode); or a fixed :class:`~pemc_stan.methods.base_density.BaseDensity`.
     base_covariance
         ``"dense"`` (one multivariate normal over all base coordinates, with
         the correlations the pilot measured), ``"diag"`` (independent

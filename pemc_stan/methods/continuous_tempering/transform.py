@@ -9,7 +9,7 @@ Notation
 constrained space, no Jacobian) from
 :func:`pemc_stan.stan.logdensity.log_density_functions`, ``Z = int gamma``;
 ``b(x) = exp(-psi(x))`` a normalised base density on the same space
-(:mod:`pemc_stan.methods.continuous_tempering.base_density`); ``log zeta`` an
+(:mod:`pemc_stan.methods.base_density`); ``log zeta`` an
 approximation of ``log Z``.
 
 Whole-posterior tempering (``temper="posterior"``, the paper's method)
@@ -66,16 +66,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from pemc_stan.errors import ContinuousTemperingWarning
 from pemc_stan.inputs import ProgramSource
 from pemc_stan.methods.base import TransformResult
-from pemc_stan.methods.continuous_tempering.base_density import (
+from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
-    ParameterBlock,
     base_coordinates,
+    stan_base_functions,
+    stan_coordinate_code,
+    stan_dim_expr,
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
@@ -90,12 +90,11 @@ from pemc_stan.methods.templates import (
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
-from pemc_stan.stan.printer import print_expr, print_stmt
+from pemc_stan.stan.printer import print_stmt
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ContinuousTemperingResult", "transform_continuous_tempering",
-           "log_zeta_from_importance_weights"]
+__all__ = ["ContinuousTemperingResult", "transform_continuous_tempering"]
 
 _TEMPLATE = "continuous_tempering.stan.jinja"
 
@@ -167,190 +166,6 @@ class ContinuousTemperingResult(TransformResult):
 
 
 # --------------------------------------------------------------------------- #
-# Stan helper functions of the base coordinates
-# --------------------------------------------------------------------------- #
-
-_BASE_FUNCTIONS: dict[str, str] = {
-    "lower": """\
-  vector pemc_base_lower(vector x, real lb) {
-    return log(x - lb);
-  }
-  real pemc_base_lower_jacobian(vector x, real lb) {
-    return -sum(log(x - lb));
-  }
-  vector pemc_base_lower(vector x, vector lb) {
-    return log(x - lb);
-  }
-  real pemc_base_lower_jacobian(vector x, vector lb) {
-    return -sum(log(x - lb));
-  }""",
-    "upper": """\
-  vector pemc_base_upper(vector x, real ub) {
-    return log(ub - x);
-  }
-  real pemc_base_upper_jacobian(vector x, real ub) {
-    return -sum(log(ub - x));
-  }
-  vector pemc_base_upper(vector x, vector ub) {
-    return log(ub - x);
-  }
-  real pemc_base_upper_jacobian(vector x, vector ub) {
-    return -sum(log(ub - x));
-  }""",
-    "interval": """\
-  vector pemc_base_interval(vector x, real lb, real ub) {
-    return log(x - lb) - log(ub - x);  // logit((x - lb) / (ub - lb))
-  }
-  real pemc_base_interval_jacobian(vector x, real lb, real ub) {
-    return num_elements(x) * log(ub - lb) - sum(log(x - lb)) - sum(log(ub - x));
-  }
-  vector pemc_base_interval(vector x, vector lb, vector ub) {
-    return log(x - lb) - log(ub - x);
-  }
-  real pemc_base_interval_jacobian(vector x, vector lb, vector ub) {
-    return sum(log(ub - lb)) - sum(log(x - lb)) - sum(log(ub - x));
-  }""",
-    "simplex": """\
-  vector pemc_base_simplex(vector x) {
-    int K = rows(x);
-    return log(x[1:(K - 1)]) - log(x[K]);  // additive log-ratios
-  }
-  real pemc_base_simplex_jacobian(vector x) {
-    return -sum(log(x));
-  }""",
-    "sum_to_zero": """\
-  vector pemc_base_sum_to_zero(vector x) {
-    return x[1:(rows(x) - 1)];
-  }
-  real pemc_base_sum_to_zero_jacobian(vector x) {
-    return 0;
-  }""",
-    "ordered": """\
-  vector pemc_base_ordered(vector x) {
-    int K = rows(x);
-    return append_row(x[1], log(x[2:K] - x[1:(K - 1)]));
-  }
-  real pemc_base_ordered_jacobian(vector x) {
-    int K = rows(x);
-    return -sum(log(x[2:K] - x[1:(K - 1)]));
-  }""",
-    "positive_ordered": """\
-  vector pemc_base_positive_ordered(vector x) {
-    int K = rows(x);
-    return append_row(log(x[1]), log(x[2:K] - x[1:(K - 1)]));
-  }
-  real pemc_base_positive_ordered_jacobian(vector x) {
-    int K = rows(x);
-    return -log(x[1]) - sum(log(x[2:K] - x[1:(K - 1)]));
-  }""",
-    "cholesky_factor_cov": """\
-  vector pemc_base_cholesky_factor_cov(matrix L) {
-    int M = rows(L);
-    int N = cols(L);
-    vector[N * (N + 1) %/% 2 + (M - N) * N] z;
-    int pos = 1;
-    for (j in 1:N) {
-      z[pos] = log(L[j, j]);
-      pos += 1;
-      for (i in (j + 1):M) {
-        z[pos] = L[i, j];
-        pos += 1;
-      }
-    }
-    return z;
-  }
-  real pemc_base_cholesky_factor_cov_jacobian(matrix L) {
-    return -sum(log(diagonal(L)));
-  }""",
-    "cov_matrix": """\
-  vector pemc_base_cov_matrix(matrix S) {
-    return pemc_base_cholesky_factor_cov(cholesky_decompose(S));
-  }
-  real pemc_base_cov_matrix_jacobian(matrix S) {
-    // |det dS/dL| = 2^K prod_i L_ii^(K - i + 1), and log L_ii adds -log L_ii
-    int K = rows(S);
-    vector[K] log_diag = log(diagonal(cholesky_decompose(S)));
-    real out = -K * log2();
-    for (i in 1:K) {
-      out -= (K - i + 2) * log_diag[i];
-    }
-    return out;
-  }""",
-    "stochastic": """\
-  vector pemc_base_stochastic(matrix X) {
-    // every column is a simplex: additive log-ratios, column by column
-    int K = rows(X);
-    int N = cols(X);
-    vector[(K - 1) * N] z;
-    for (j in 1:N) {
-      z[((j - 1) * (K - 1) + 1):(j * (K - 1))] = log(X[1:(K - 1), j]) - log(X[K, j]);
-    }
-    return z;
-  }
-  real pemc_base_stochastic_jacobian(matrix X) {
-    return -sum(log(X));
-  }""",
-}
-
-
-def _base_function_text(blocks: tuple[ParameterBlock, ...]) -> str:
-    needed: list[str] = []
-    for b in blocks:
-        key = {"column_stochastic": "stochastic", "row_stochastic": "stochastic"}.get(b.kind,
-                                                                                     b.kind)
-        if key == "cov_matrix" and "cholesky_factor_cov" not in needed:
-            needed.append("cholesky_factor_cov")
-        if key != "identity" and key not in needed:
-            needed.append(key)
-    order = list(_BASE_FUNCTIONS)
-    return "\n".join(_BASE_FUNCTIONS[k] for k in sorted(needed, key=order.index))
-
-
-def _coordinate_code(blocks: tuple[ParameterBlock, ...]) -> str:
-    """Statements filling ``pemc_z`` / ``pemc_log_jacobian`` (inside the TP block)."""
-    what = {"identity": "unchanged", "lower": "log(x - lower)", "upper": "log(upper - x)",
-            "interval": "logit((x - lower) / (upper - lower))",
-            "simplex": "additive log-ratios", "sum_to_zero": "first K - 1 entries",
-            "ordered": "first entry and log differences",
-            "positive_ordered": "log first entry and log differences",
-            "cholesky_factor_cov": "log diagonal and lower triangle",
-            "cov_matrix": "its Cholesky factor's log diagonal and lower triangle",
-            "column_stochastic": "additive log-ratios of each column",
-            "row_stochastic": "additive log-ratios of each row"}
-    lines: list[str] = []
-    for b in blocks:
-        lines.append(f"// {b.name} ({b.declared}): {what[b.kind]}")
-        idx = [f"pemc_i{j + 1}" for j in range(len(b.array_dims))]
-        index = f"[{', '.join(idx)}]" if idx else ""
-        z_expr, jac_expr = b.stan_element_call(b.name + index, index)
-        body = [f"pemc_n = {b.stan_dim()};",
-                f"pemc_z[pemc_pos:(pemc_pos + pemc_n - 1)] = {z_expr};"]
-        if jac_expr:
-            body.append(f"pemc_log_jacobian += {jac_expr};")
-        body.append("pemc_pos += pemc_n;")
-        depth = 0
-        for j, d in enumerate(b.array_dims):
-            lines.append("  " * depth + f"for ({idx[j]} in 1:{print_expr(d)}) {{")
-            depth += 1
-        lines.extend("  " * depth + s for s in body)
-        for _ in range(len(b.array_dims)):
-            depth -= 1
-            lines.append("  " * depth + "}")
-    return "\n".join("    " + s for s in lines)
-
-
-def _dim_expr(blocks: tuple[ParameterBlock, ...]) -> str:
-    terms = []
-    for b in blocks:
-        d = b.stan_dim()
-        factors = [print_expr(e) for e in b.array_dims]
-        if factors:
-            d = " * ".join(factors + [f"({d})" if (" " in d) else d])
-        terms.append(d if " + " not in d or len(blocks) == 1 else f"({d})")
-    return " + ".join(terms)
-
-
-# --------------------------------------------------------------------------- #
 # The transformation
 # --------------------------------------------------------------------------- #
 
@@ -408,10 +223,10 @@ def transform_continuous_tempering(
     stan_code = render(
         _TEMPLATE,
         model_name=model_name, temper=temper, covariance=options.covariance_form,
-        functions=fn_text, base_functions=_base_function_text(coords.blocks),
+        functions=fn_text, base_functions=stan_base_functions(coords.blocks),
         data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),
-        parameters=params_text, coordinates=_coordinate_code(coords.blocks),
-        dim_expr=_dim_expr(coords.blocks) if coords.blocks else "0",
+        parameters=params_text, coordinates=stan_coordinate_code(coords.blocks),
+        dim_expr=stan_dim_expr(coords.blocks) if coords.blocks else "0",
         base_lpdf=base_lpdf, log_density=functions.call("density"),
         log_prior=functions.call("prior"), log_likelihood=functions.call("likelihood"),
     )
@@ -436,20 +251,3 @@ def transform_continuous_tempering(
     return ContinuousTemperingResult(
         stan_code=stan_code, options=options, program=prepared, coordinates=coords,
         warnings=tuple(issued))
-
-
-def log_zeta_from_importance_weights(log_weights: np.ndarray) -> float:
-    """``log mean exp(log_weights)`` over finite entries (an IS estimate of ``log Z``).
-
-    Raises
-    ------
-    ValueError
-        If no weight is finite.
-    """
-    from scipy.special import logsumexp
-
-    lw = np.asarray(log_weights, dtype=float)
-    ok = np.isfinite(lw)
-    if not np.any(ok):
-        raise ValueError("no finite importance weight")
-    return float(logsumexp(lw[ok]) - math.log(int(ok.sum())))

@@ -17,10 +17,10 @@ import pytest
 from scipy.special import logit
 from scipy.stats import norm
 
-from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
-from pemc_stan.methods.continuous_tempering.transform import transform_continuous_tempering
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
+from pemc_stan.methods.continuous_tempering.transform import transform_continuous_tempering
 
 M, S, LOG_Z = 1.0, 0.7, 2.3
 PROGRAM = "parameters { real x; } model { x ~ normal(1, 0.7); }"

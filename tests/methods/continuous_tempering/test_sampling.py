@@ -20,8 +20,8 @@ import pytest
 from scipy.special import gammaln
 
 import pemc_stan
-from pemc_stan.methods.continuous_tempering.base_density import extract_variable
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.methods.base_density import extract_variable
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 
 pytestmark = pytest.mark.compiled

@@ -15,23 +15,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pemc_stan import transform
-
 from pemc_stan import pipeline as sampling
-from pemc_stan.errors import ReservedPrefixError
-from pemc_stan.errors import DataError, UnsupportedBaseError
-from pemc_stan.methods.continuous_tempering.base_density import BaseDensity
-from pemc_stan.errors import ContinuousTemperingWarning
+from pemc_stan import transform
+from pemc_stan.errors import (
+    ContinuousTemperingWarning,
+    DataError,
+    ReservedPrefixError,
+    StanProgramError,
+    UnsupportedBaseError,
+)
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.continuous_tempering.transform import (
     ContinuousTemperingResult,
     transform_continuous_tempering,
 )
-from pemc_stan.errors import StanProgramError
+from pemc_stan.pipeline import transform_result
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.stanc import check_with_stanc
-from pemc_stan.pipeline import transform_result
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "stan_corpus"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pemc_stan.methods.continuous_tempering.base_density import (
+from pemc_stan.methods.base_density import (
     BaseDensity,
     UnsupportedBaseError,
     base_coordinates,
