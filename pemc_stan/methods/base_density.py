@@ -84,6 +84,7 @@ __all__ = [
     "moment_match",
     "extract_variable",
     "stan_base_functions",
+    "stan_base_lpdf",
     "stan_coordinate_code",
     "stan_dim_expr",
 ]
@@ -1074,8 +1075,9 @@ def stan_base_functions(blocks: tuple[ParameterBlock, ...]) -> str:
 
 
 def stan_coordinate_code(blocks: tuple[ParameterBlock, ...],
-                         variable: Mapping[str, str] | None = None, indent: int = 4) -> str:
-    """Stan statements filling ``pemc_z`` and adding to ``pemc_log_jacobian``.
+                         variable: Mapping[str, str] | None = None, indent: int = 4,
+                         z: str = "pemc_z", jacobian: str = "pemc_log_jacobian") -> str:
+    """Stan statements filling the vector ``z`` and adding ``log |det dz/dx|`` to ``jacobian``.
 
     They use the integer locals ``pemc_pos`` (starting at 1) and ``pemc_n``.
     ``variable`` maps a parameter's name to the Stan expression of the value
@@ -1099,9 +1101,9 @@ def stan_coordinate_code(blocks: tuple[ParameterBlock, ...],
         name = (variable or {}).get(b.name, b.name)
         z_expr, jac_expr = b.stan_element_call(name + index, index)
         body = [f"pemc_n = {b.stan_dim()};",
-                f"pemc_z[pemc_pos:(pemc_pos + pemc_n - 1)] = {z_expr};"]
+                f"{z}[pemc_pos:(pemc_pos + pemc_n - 1)] = {z_expr};"]
         if jac_expr:
-            body.append(f"pemc_log_jacobian += {jac_expr};")
+            body.append(f"{jacobian} += {jac_expr};")
         body.append("pemc_pos += pemc_n;")
         depth = 0
         for j, d in enumerate(b.array_dims):
@@ -1124,3 +1126,11 @@ def stan_dim_expr(blocks: tuple[ParameterBlock, ...]) -> str:
             d = " * ".join(factors + [f"({d})" if (" " in d) else d])
         terms.append(d if " + " not in d or len(blocks) == 1 else f"({d})")
     return " + ".join(terms)
+
+
+def stan_base_lpdf(covariance: str, z: str = "pemc_z") -> str:
+    """Stan expression of ``log N(z | pemc_base_mean, S)`` for the data of
+    :meth:`BaseDensity.stan_data` (``covariance``: ``"diag"`` or ``"dense"``)."""
+    if covariance == "diag":
+        return f"normal_lpdf({z} | pemc_base_mean, pemc_base_sd)"
+    return f"multi_normal_cholesky_lpdf({z} | pemc_base_mean, pemc_base_chol)"

@@ -74,6 +74,7 @@ from pemc_stan.methods.base_density import (
     BaseDensity,
     base_coordinates,
     stan_base_functions,
+    stan_base_lpdf,
     stan_coordinate_code,
     stan_dim_expr,
 )
@@ -215,10 +216,7 @@ def transform_continuous_tempering(
     fn_text = functions_text(tree, functions.functions)
 
     params_text = "\n".join(print_stmt(s, 1) for s in tree.parameters.stmts)  # type: ignore
-    if options.covariance_form == "diag":
-        base_lpdf = "normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd)"
-    else:
-        base_lpdf = "multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol)"
+    base_lpdf = stan_base_lpdf(options.covariance_form)
 
     stan_code = render(
         _TEMPLATE,

@@ -84,6 +84,10 @@ class PseudoExtendedFit(ExtendedFit):
         self.n_pseudo = result.options.n_pseudo
         #: ``(name, message, remedy)`` of pilots that failed (set by the model).
         self.pilot_notes: list[tuple[str, str, str]] = []
+        #: The base density under ``temper="base"`` (set by the model), and the
+        #: approximations of it that failed and were replaced by the next one.
+        self.base: Any = None
+        self.base_notes: list[tuple[str, str, str]] = []
         self._particle_cols: dict[str, list[str]] | None = None
         #: Pseudo-samples whose log density was NaN, and draws where every one was.
         self.density_failures, self.failed_draws = self._carry_over_failed_draws()
@@ -155,7 +159,7 @@ class PseudoExtendedFit(ExtendedFit):
         """
         opts, result = self.result.options, self.result
         beta = self.beta()
-        tau = (self._gq("pemc_log_lik") if result.temper == "likelihood"
+        tau = (self._gq("pemc_log_lik") if result.temper in ("likelihood", "base")
                else self.log_gamma()) - self.log_scale
         with np.errstate(invalid="ignore"):
             lw = (1.0 - beta) * tau
@@ -349,7 +353,9 @@ class PseudoExtendedFit(ExtendedFit):
             "divergences": divergences,
             "max_treedepth_hits": nuts.max_treedepth_hits,
         }
-        msgs: list[str] = []
+        if self.base is not None:
+            info["base"] = str(self.base.info.get("method", "given"))
+        msgs: list[str] = [f"{message} ({remedy})" for _, message, remedy in self.base_notes]
         n = self.n_pseudo
         if n > 1 and info["max_weight_share"] > 0.9:
             msgs.append(

@@ -15,8 +15,9 @@ __all__ = ["AUTO", "AUTO_BETA_MIN", "BetaDensity", "PseudoExtendedOptions", "as_
            "parse_beta_density",
            "parse_ladder", "stan_number", "TEMPER_CHOICES"]
 
-#: What can be tempered ("auto": the likelihood when every parameter has a proper prior).
-TEMPER_CHOICES = ("auto", "posterior", "likelihood")
+#: What can be tempered ("auto": the likelihood when every parameter has a proper prior,
+#: else the whole posterior towards a base density).
+TEMPER_CHOICES = ("auto", "posterior", "likelihood", "base")
 #: The default of ``beta_prior`` and ``instrumental``: chosen so that the target is proper.
 AUTO = "auto"
 
@@ -125,12 +126,22 @@ class PseudoExtendedOptions(MethodOptions):
         ``g``) or a fixed ladder: a sequence of ``N`` values in (0, 1].
     temper
         ``"posterior"`` (eq 7, temper the whole density), ``"likelihood"``
-        (temper only the likelihood; the prior enters fully) or ``"auto"``
-        (the default): ``"likelihood"`` when the model has likelihood terms and
-        every parameter has a proper prior (then ``Z~(beta) = int p L~^beta <=
-        Z~^beta`` is finite for every ``beta``: the extended target is proper
-        by construction and the hot pseudo-samples roam the prior), otherwise
-        ``"posterior"`` with the ``"auto"`` instrumental below.
+        (temper only the likelihood; the prior enters fully), ``"base"``
+        (``q(x, beta) ∝ b(x)^(1 - beta) gamma~(x)^beta``: temper the whole
+        density towards a normalised Gaussian base ``b`` in the parameters'
+        base coordinates, fitted by a Pathfinder pilot with fallbacks) or
+        ``"auto"`` (the default): ``"likelihood"`` when the model has
+        likelihood terms and every parameter has a proper prior (then ``Z~(beta)
+        = int p L~^beta <= Z~^beta`` is finite for every ``beta``: the extended
+        target is proper by construction and the hot pseudo-samples roam the
+        prior), otherwise ``"base"`` (``int b^(1 - beta) gamma~^beta <=
+        Z~^beta`` by Hölder's inequality: proper by construction for every
+        model, whatever its priors and tails; ``gamma^beta`` alone is not for a
+        regression with flat priors on ``n`` observations and ``d``
+        coefficients when ``beta < (d + 1)/n``), and ``"posterior"`` with the
+        ``"auto"`` instrumental below when the parameters have no base density
+        (``unit_vector``, correlation matrices, bounds that depend on container
+        parameters).
     beta_prior
         ``pi(beta)``: ``"auto"`` (the default: ``pi = g``, so the weight is
         ``gamma~(x_i)^(1 - beta_i)``), ``"uniform"``, ``(a, b)`` or
@@ -208,8 +219,9 @@ class PseudoExtendedOptions(MethodOptions):
     beta: str | Sequence[float] = option(
         "estimate", "'estimate' or a fixed ladder of N inverse temperatures, e.g. 0.1,0.5,1",
         parse=parse_ladder, metavar="LADDER")
-    temper: str = option(AUTO, "temper the whole density, only the likelihood, or auto (the "
-                         "likelihood when every parameter has a proper prior)",
+    temper: str = option(AUTO, "temper the whole density, only the likelihood, the whole "
+                         "density towards a Gaussian base, or auto (the likelihood when every "
+                         "parameter has a proper prior, else towards a base)",
                          choices=TEMPER_CHOICES)
     beta_prior: Any = option(AUTO, "Beta prior pi(beta): 'auto' (= g), 'uniform' or A,B",
                              parse=parse_beta_density, metavar="A,B")
@@ -262,7 +274,8 @@ class PseudoExtendedOptions(MethodOptions):
                                    message="beta_prior/instrumental are only used when "
                                    "beta='estimate'; a fixed ladder has no beta densities")
         if self.temper not in TEMPER_CHOICES:
-            raise OptionsError("temper", self.temper, "'auto', 'posterior' or 'likelihood'")
+            raise OptionsError("temper", self.temper, "'auto', 'posterior', 'likelihood' or "
+                               "'base'")
         for name in ("beta_prior", "instrumental"):
             if not is_auto(getattr(self, name)):
                 as_beta(getattr(self, name), name)

@@ -36,6 +36,18 @@ Likelihood-only tempering (``temper="likelihood"``)
     The prior enters every pseudo-sample fully, so ``q`` is proper whenever the
     prior is (no heavy-tail problem), and ``Z^`` is again the evidence.
 
+Tempering towards a base density (``temper="base"``)
+    With ``b`` a normalised Gaussian density in the base coordinates of the
+    parameters (:mod:`pemc_stan.methods.base_density`, fitted by the pilot of
+    :mod:`pemc_stan.methods.pilot`), the instrumental is
+    ``q(x, beta) ∝ b(x)^(1 - beta) gamma~(x)^beta g(beta)``: likelihood-only
+    tempering with ``b`` as the "prior" and ``gamma~ / b`` as the "likelihood",
+    so the formulas above hold with ``p = b`` and ``L~ = gamma~ / b``.  By
+    Hölder's inequality ``int b^(1 - beta) gamma~^beta dx <= (Z / Z^)^beta``:
+    ``q`` is proper for every model with a finite evidence, every ``beta`` and
+    a uniform ``g``, with no condition on tails or priors.  The hottest
+    pseudo-samples follow ``b``, which covers the modes the pilot found.
+
 Fixed ladder (``beta=[b_1, ..., b_N]``)
     ``beta_i`` are data in (0, 1]; pseudo-sample ``i`` has its own
     instrumental ``q_i ∝ gamma~^(b_i)`` (resp. ``p L~^(b_i)``).  The unknown
@@ -77,6 +89,7 @@ standalone generated quantities of the original model).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -85,9 +98,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
+from pemc_stan.errors import (
+    PseudoExtendedWarning,
+    UnsupportedConstructError,
+)
 from pemc_stan.inputs import ProgramSource, StanProgram
 from pemc_stan.methods.base import TransformResult
+from pemc_stan.methods.base_density import (
+    BaseCoordinates,
+    BaseDensity,
+    base_coordinates,
+    stan_base_functions,
+    stan_base_lpdf,
+    stan_coordinate_code,
+    stan_dim_expr,
+)
 from pemc_stan.methods.options import resolve
 from pemc_stan.methods.pseudo_extended.options import (
     AUTO_BETA_MIN,
@@ -112,6 +137,7 @@ from pemc_stan.stan.analysis import (
     heavy_tailed_priors,
     is_scalar_expr,
 )
+from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_expr, print_type
 
@@ -176,6 +202,9 @@ class PseudoExtendedResult(TransformResult):
     pi_equals_g
         True when ``pi(beta) = g(beta)`` (``beta_prior="auto"``): their terms
         cancel in the weights.
+    coordinates
+        The base coordinate map of the parameters (``temper="base"``; empty
+        otherwise).
     """
 
     options: PseudoExtendedOptions
@@ -185,15 +214,21 @@ class PseudoExtendedResult(TransformResult):
     temper: str = "posterior"
     g_shape_from_data: bool = False
     pi_equals_g: bool = False
+    coordinates: BaseCoordinates = BaseCoordinates(())
+
+    #: The base's covariance form under ``temper="base"``.
+    BASE_COVARIANCE = "dense"
 
     def data(self, user_data: Mapping[str, Any] | None, log_scale: float | None = None,
-             g_shape: float | None = None, **values: Any) -> dict[str, Any]:
-        """The PE program's data: ``user_data`` plus :attr:`data_additions`.
+             g_shape: float | None = None, base: BaseDensity | None = None, **values: Any
+             ) -> dict[str, Any]:
+        """The PE program's data: ``user_data`` plus :attr:`data_additions` (and the base).
 
         Raises
         ------
         ValueError
-            If no log scale is known.
+            If no log scale is known, or under ``temper="base"`` the base is
+            missing or has the wrong dimension or covariance form.
         """
         out = dict(user_data or {})
         extra = dict(self.data_additions)
@@ -206,6 +241,18 @@ class PseudoExtendedResult(TransformResult):
                 raise ValueError("pemc_g_a (the shape of the 'auto' instrumental) is unknown: "
                                  "pass g_shape= ((d + 1)/2 for d unconstrained parameters)")
             extra["pemc_g_a"] = float(g_shape)
+        if self.temper == "base":
+            if base is None:
+                raise ValueError("base=None: the program tempers towards a base density; pass "
+                                 "a pemc_stan.methods.base_density.BaseDensity or let "
+                                 "pemc_stan.sample fit one")
+            base.validate()
+            d = self.coordinates.dim(user_data)
+            if base.dim != d or base.covariance != self.BASE_COVARIANCE:
+                raise ValueError(f"the base density has {base.dim} coordinates and covariance "
+                                 f"{base.covariance!r}; the program needs {d} and "
+                                 f"{self.BASE_COVARIANCE!r}")
+            extra.update(base.stan_data())
         out.update(values)
         out.update(extra)
         return out
@@ -335,7 +382,8 @@ def _indent(text: str, depth: int) -> str:
 
 def resolve_temper(temper: str, program: StanProgram) -> str:
     """``temper`` with ``"auto"`` resolved: ``"likelihood"`` when the model has likelihood
-    terms and every parameter has a proper prior, else ``"posterior"``."""
+    terms and every parameter has a proper prior, else ``"base"`` (the transformation
+    falls back to ``"posterior"`` when no base density exists for the parameters)."""
     if not is_auto(temper):
         return temper
     from pemc_stan.estimators.normalisation import prior_report
@@ -343,8 +391,8 @@ def resolve_temper(temper: str, program: StanProgram) -> str:
     try:
         has_likelihood = bool(program.analysis.likelihood_contributions())
     except Exception:  # noqa: BLE001 - analysis failures are reported by the rewrite
-        return "posterior"
-    return "likelihood" if has_likelihood and not prior_report(program).flat else "posterior"
+        return "base"
+    return "likelihood" if has_likelihood and not prior_report(program).flat else "base"
 
 
 def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
@@ -476,6 +524,32 @@ def transform_pseudo_extended(
 
     ladder = options.fixed_ladder
     temper = resolve_temper(options.temper, prepared)
+    coords = BaseCoordinates(())
+    if temper == "base":
+        where = (str(program) if isinstance(program, (str, os.PathLike))
+                 and str(program).endswith(".stan") else "<string>")
+        try:
+            # copy k of a parameter whose bounds name other parameters has the bounds
+            # renamed to copy k of those; fine when they are scalars (the analysis cannot
+            # tell the type of an indexed copy of a container parameter)
+            scalars = {p for t, p in param_decls
+                       if isinstance(t, ast.BasicType) and t.name == "real"}
+            for type_, pname in param_decls:
+                others = _referenced(_constraint_exprs(type_), param_names) - scalars
+                if copies[pname].unrolled and others:
+                    raise UnsupportedConstructError(
+                        f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend "
+                        f"on the container parameter(s) {', '.join(sorted(others))}; "
+                        "temper='base' supports bounds on scalar parameters only. Use "
+                        "temper='posterior' or 'likelihood'.", where, type_.line, type_.column,
+                        construct=pname)
+            coords = base_coordinates(param_decls, table, scalar_definitions(tree))
+        except UnsupportedConstructError as exc:  # UnsupportedBaseError included
+            if not is_auto(options.temper):
+                raise
+            logger.info("%s: no base density for temper='base' (%s); tempering the whole "
+                        "posterior", model_name, exc)
+            temper = "posterior"
     g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
     g_beta = (BetaDensity() if is_auto(options.instrumental) and not g_from_data
               else BetaDensity(1.0, 1.0) if g_from_data
@@ -504,20 +578,49 @@ def transform_pseudo_extended(
                 expr += f" - {g_stan(beta)}"
         return f"pemc_log_weight[{k}] = {expr};"
 
+    def base_block(k: str | int) -> list[str]:
+        variable = {p: (c.stan_variable(int(k)) if c.unrolled else f"{p}[{k}]")
+                    for p, c in copies.items()}
+        blocks = coords.blocks
+        if not n_in_data:  # bounds on other (scalar) parameters: on their copy k
+
+            def renamed(e: ast.Expr | None) -> ast.Expr | None:
+                return None if e is None else _rename_params(e, copies, int(k))  # type: ignore[return-value]
+
+            blocks = tuple(dataclasses.replace(b, lower=renamed(b.lower), upper=renamed(b.upper),
+                                               declared=b.declared) for b in blocks)
+        return (["{  // log b(x_k): the base density in the base coordinates z(x_k)",
+                 "  vector[pemc_D] pemc_z;",
+                 "  real pemc_base_jacobian = 0;  // log |det dz/dx|",
+                 "  int pemc_pos = 1;",
+                 "  int pemc_n;"]
+                + stan_coordinate_code(blocks, variable, indent=2,
+                                       jacobian="pemc_base_jacobian").split("\n")
+                + [f"  pemc_log_prior_x[{k}] = "
+                   f"{stan_base_lpdf(PseudoExtendedResult.BASE_COVARIANCE)} "
+                   "+ pemc_base_jacobian;", "}"])
+
     def body(k: str | int) -> list[str]:
         out = []
         if temper == "posterior":
             out.append(f"pemc_log_tempered[{k}] = {call('density', k)} - pemc_log_scale;")
+        elif temper == "base":
+            out.extend(base_block(k))
+            out.append(f"pemc_log_tempered[{k}] = {call('density', k)} - pemc_log_prior_x[{k}] "
+                       "- pemc_log_scale;")
         else:
             out.append(f"pemc_log_prior_x[{k}] = {call('prior', k)};")
             out.append(f"pemc_log_tempered[{k}] = {call('likelihood', k)} - pemc_log_scale;")
         out.append(weight_stmt(str(k)))
         return out
 
-    tempered_what = "log lik~(x_k)" if temper == "likelihood" else "log gamma~(x_k)"
+    tempered_what = {"likelihood": "log lik~(x_k)", "base": "log gamma~(x_k) - log b(x_k)"
+                     }.get(temper, "log gamma~(x_k)")
     local_lines = [f"vector[pemc_N] pemc_log_tempered;  // {tempered_what}"]
     if temper == "likelihood":
         local_lines.append("vector[pemc_N] pemc_log_prior_x;  // log prior(x_k)")
+    elif temper == "base":
+        local_lines.append("vector[pemc_N] pemc_log_prior_x;  // log b(x_k)")
     compute: list[str] = []
     if n_in_data:
         compute.append("for (pemc_k in 1:pemc_N) {")
@@ -527,7 +630,7 @@ def transform_pseudo_extended(
         for k in range(1, n + 1):
             compute.append(f"// pseudo-sample {k}")
             compute.extend(body(k))
-    gamma_tilde = ("pemc_log_prior_x + pemc_log_tempered" if temper == "likelihood"
+    gamma_tilde = ("pemc_log_prior_x + pemc_log_tempered" if temper in ("likelihood", "base")
                    else "pemc_log_tempered")
 
     fn_text = functions_text(tree, functions.functions)
@@ -547,6 +650,8 @@ def transform_pseudo_extended(
         g_density=g_stan("pemc_beta[pemc_k]") if ladder is None else "", g_from_data=g_from_data,
         pi_equals_g=pi_equals_g,
         beta_min=stan_number(beta_min) if beta_min > 0 else "0",
+        base_functions=stan_base_functions(coords.blocks) if temper == "base" else "",
+        dim_expr=stan_dim_expr(coords.blocks) if coords.blocks else "0",
     )
 
     issued: list[str] = []
@@ -593,4 +698,4 @@ def transform_pseudo_extended(
         stan_code=stan_code, options=options, program=prepared,
         parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
         temper=temper, g_shape_from_data=g_from_data, pi_equals_g=pi_equals_g,
-        warnings=tuple(issued))
+        coordinates=coords, warnings=tuple(issued))

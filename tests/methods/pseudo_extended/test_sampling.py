@@ -121,7 +121,10 @@ def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # 
     log_gamma = np.logaddexp(np.log(d["w"]) + stats.norm.logpdf(x, d["mu1"], d["sigma"]),
                              np.log1p(-d["w"]) + stats.norm.logpdf(x, d["mu2"], d["sigma"]))
     np.testing.assert_allclose(fit.log_gamma(), log_gamma, rtol=1e-8, atol=1e-8)
-    expected = (1 - fit.beta()) * (log_gamma - fit.log_scale)
+    # the default tempers towards the pilot's Gaussian base b (x is its own base coordinate)
+    assert fit.result.temper == "base"
+    log_b = stats.norm.logpdf(x, fit.base.mean[0], np.sqrt(fit.base.cov[0, 0]))
+    expected = (1 - fit.beta()) * (log_gamma - log_b - fit.log_scale)
     np.testing.assert_allclose(lw_py, expected, rtol=1e-8, atol=1e-8)
     wn = fit.normalised_weights()
     np.testing.assert_allclose(wn.sum(axis=-1), 1.0, rtol=1e-12)
@@ -248,8 +251,9 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN
     assert fit._original() is model  # the given model is reused for generated quantities
 
 
-def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
-    """Defaults on a 5-D standard normal (no likelihood: whole-posterior tempering).
+def test_posterior_tempering_target_is_proper_in_five_dimensions(compiled  # noqa: ANN001
+                                                                  ) -> None:
+    """Whole-posterior tempering on a 5-D standard normal, its default instrumental.
 
     With g = pi = Beta((d + 1)/2, 1) the instrumental's beta marginal is proportional to
     int gamma^beta dx * g(beta) = (2 pi)^(d (1 - beta) / 2) beta^(-d/2) * beta^((d - 1)/2),
@@ -260,8 +264,8 @@ def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa:
     the marginal is beta^(-d/2) exp(-c beta), piled at a, and this test fails."""
     d, n = 5, 2
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
-    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
-                           iter_sampling=1000, seed=11)
+    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, temper="posterior", chains=4,
+                           iter_warmup=500, iter_sampling=1000, seed=11)
     assert fit.result.temper == "posterior" and fit.g_shape == (d + 1) / 2
     from scipy.integrate import quad
 
@@ -281,3 +285,76 @@ def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa:
     second = fit.expectation(lambda v: v["x[1]"] ** 2)
     assert abs(second.mean - 1.0) < 4 * second.mcse
     assert fit.nuts_counts().divergences < 40  # < 1% of the transitions
+
+
+def _log_tempered_mass(beta: float, m: np.ndarray, S: np.ndarray) -> float:
+    """log int N(x | m, S)^(1 - beta) N(x | 0, I)^beta dx, in closed form."""
+    d, a = len(m), 1.0 - beta
+    s_inv = np.linalg.inv(S)
+    lam = a * s_inv + beta * np.eye(d)
+    eta = a * s_inv @ m
+    return float(-a / 2 * np.linalg.slogdet(2 * np.pi * S)[1] - beta * d / 2 * np.log(2 * np.pi)
+                 - a / 2 * m @ s_inv @ m + d / 2 * np.log(2 * np.pi)
+                 - 0.5 * np.linalg.slogdet(lam)[1] + 0.5 * eta @ np.linalg.solve(lam, eta))
+
+
+def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
+    """Defaults on a 5-D standard normal (no likelihood): the whole density is tempered
+    towards the pilot's Gaussian base b = N(m, S), q(x, beta) ∝ b^(1 - beta) gamma^beta with
+    a uniform g on (0, 1).  Its beta marginal is ∝ int b^(1 - beta) gamma^beta dx, in closed
+    form for the fitted base; each pseudo-sample is the target one (beta ~ pi = g, mean 1/2)
+    with probability 1/N.  A wrong log b in the program (a missing Jacobian or constant)
+    moves the marginal and fails this test."""
+    from scipy.integrate import quad
+
+    n = 2
+    code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
+    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=11)
+    assert fit.result.temper == "base" and fit.base is not None
+    m, S = fit.base.mean, fit.base.cov
+    log_norm = _log_tempered_mass(0.5, m, S)
+    dens = [quad(lambda b, k=k: b ** k * np.exp(_log_tempered_mass(b, m, S) - log_norm), 0, 1)[0]
+            for k in (0, 1)]
+    exact = 0.5 / n + (1 - 1 / n) * dens[1] / dens[0]
+    per_draw = fit.beta().mean(axis=-1)
+    import arviz as az
+
+    mcse = float(np.std(per_draw) / np.sqrt(float(az.ess(per_draw, method="mean"))))
+    assert mcse < 0.02
+    assert abs(per_draw.mean() - exact) < 4 * mcse, (per_draw.mean(), exact, mcse)
+    second = fit.expectation(lambda v: v["x[1]"] ** 2)
+    assert abs(second.mean - 1.0) < 4 * second.mcse and second.mcse < 0.1
+    assert fit.check().ok, fit.check()
+
+
+FLAT_NORMAL = """
+data { int<lower=3> n; vector[n] y; }
+parameters { real mu; real<lower=0> sigma; }
+model { y ~ normal(mu, sigma); }
+"""
+FLAT_NORMAL_Y = [5.582, -3.611, 2.336, 0.364, 0.595, 1.069, -2.54, 1.036, -0.23, 8.146, 1.952,
+                 0.795, 0.937, 0.164, -0.61, 0.718, 2.464, 1.023, 3.416, 1.1]
+
+
+def test_defaults_with_flat_priors_are_proper(compiled) -> None:  # noqa: ANN001
+    """Normal data, flat priors on mu and sigma (n = 20).  gamma^beta is not integrable for
+    beta <= 2/n (sigma^(1 - n beta) tails after integrating mu out), so tempering the whole
+    posterior with beta down to 0.01 is improper; the default tempers towards the base.
+    Exact (S the sum of squared deviations): E[mu] = mean(y), E[sigma] = sqrt(S/2)
+    Gamma((n-3)/2) / Gamma((n-2)/2), E[sigma^2] = S / (n - 4).  (The evidence is refused:
+    the priors are improper.)"""
+    from scipy.special import gammaln
+
+    y = np.asarray(FLAT_NORMAL_Y)
+    n, s = len(y), float(((y - y.mean()) ** 2).sum())
+    e_sigma = np.sqrt(s / 2) * np.exp(gammaln((n - 3) / 2) - gammaln((n - 2) / 2))
+    fit = pemc_stan.sample(FLAT_NORMAL, {"n": n, "y": y.tolist()}, method="pe", seed=4)
+    assert fit.result.temper == "base"
+    for f, exact in (("mu", y.mean()), ("sigma", e_sigma),
+                     (lambda v: v["sigma"] ** 2, s / (n - 4))):
+        e = fit.expectation(f)
+        assert abs(e.mean - exact) < 4 * e.mcse and e.mcse < 0.1 * exact, (f, e, exact)
+    assert fit.nuts_counts().divergences < 40  # < 1% of the transitions
+    verdict = fit.check()
+    assert verdict.ok, verdict

@@ -11,11 +11,13 @@ import os
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pemc_stan import transform
 from pemc_stan.errors import ReservedPrefixError
-from pemc_stan.errors import StanProgramError
+from pemc_stan.errors import StanProgramError, UnsupportedBaseError, UnsupportedConstructError
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.stan.parser import parse
 from pemc_stan.errors import PseudoExtendedWarning
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
@@ -319,3 +321,69 @@ def test_noncentring_rejects_unsupported_parameters(decl: str, what: str) -> Non
     with pytest.raises(UnsupportedConstructError, match="line 2") as info:
         transform(program, n_pseudo=2, beta_min=0.1, noncentring=0.5)
     assert what in str(info.value) and "noncentring=0" in str(info.value)
+
+
+# --------------------------------------------------------------------------- #
+# Tempering towards a base density (the default without proper priors)
+# --------------------------------------------------------------------------- #
+
+FLAT_REGRESSION = """
+data { int<lower=1> n; vector[n] x; vector[n] y; }
+parameters { real a; real b; real<lower=0> sigma; }
+model { y ~ normal(a + b * x, sigma); }
+"""
+
+
+def test_auto_tempers_towards_a_base_when_a_prior_is_flat() -> None:
+    """Flat priors: gamma^beta of a regression is not integrable for beta < (d + 1)/n, so
+    the default tempers towards the base (proper for every beta); proper priors keep the
+    likelihood tempering; explicit 'posterior' is kept."""
+    res = transform_result(FLAT_REGRESSION, method="pe", n_pseudo=2)
+    assert res.temper == "base"
+    assert [b.name for b in res.coordinates.blocks] == ["a", "b", "sigma"]
+    code = res.stan_code
+    assert "towards a base density b" in code
+    assert "array[pemc_N] real<lower=0, upper=1> pemc_beta;" in code  # no beta_min needed
+    assert "pemc_log_tempered[pemc_k] = pemc_log_density(" in code
+    assert "- pemc_log_prior_x[pemc_k] - pemc_log_scale;" in code
+    assert "pemc_z[pemc_pos:(pemc_pos + pemc_n - 1)] = pemc_base_lower(" in code
+    assert "pemc_beta_a" not in code and "pemc_g_a" not in code  # uniform g
+    check_with_stanc(code)
+    proper = FLAT_REGRESSION.replace("model {", "model { a ~ normal(0, 5); b ~ normal(0, 5); "
+                                     "sigma ~ exponential(1);")
+    assert transform_result(proper, method="pe").temper == "likelihood"
+    assert transform_result(FLAT_REGRESSION, method="pe", temper="posterior").temper == \
+        "posterior"
+
+
+def test_base_tempering_falls_back_where_no_base_exists() -> None:
+    """A unit vector has no base density, nor (here) a bound on a container parameter:
+    'auto' tempers the whole posterior there; an explicit temper='base' is refused with the
+    parameter's name and line.  Bounds on scalar parameters map copy k with copy k's bound."""
+    unit = "parameters { unit_vector[3] u; real m; } model { m ~ normal(u[1], 1); }"
+    assert transform_result(unit, method="pe").temper == "posterior"
+    with pytest.raises(UnsupportedBaseError, match="unit_vector"):
+        transform_result(unit, method="pe", temper="base")
+    nested = ("parameters { vector<lower=0>[2] tau; real<lower=-tau[1], upper=tau[2]> x; }\n"
+              "model { x ~ normal(0, 1); }")
+    assert transform_result(nested, method="pe").temper == "posterior"
+    with pytest.raises(UnsupportedConstructError, match="line 1: the bounds of parameter 'x'"):
+        transform_result(nested, method="pe", temper="base")
+    scalar = ("parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; }\n"
+              "model { x ~ normal(0, 1); }")
+    res = transform_result(scalar, method="pe", n_pseudo=2)
+    assert res.temper == "base" and not res.n_in_data
+    for k in (1, 2):
+        assert (f"pemc_base_interval([pemc_x_{k}]', -tau[{k}], tau[{k}])" in res.stan_code)
+    check_with_stanc(res.stan_code)
+
+
+def test_base_tempering_data_needs_a_base_of_the_right_size() -> None:
+    res = transform_result(FLAT_REGRESSION, method="pe", n_pseudo=2)
+    data = {"n": 3, "x": [0.0, 1.0, 2.0], "y": [0.1, 0.9, 2.2]}
+    with pytest.raises(ValueError, match="base=None"):
+        res.data(data, log_scale=0.0)
+    with pytest.raises(ValueError, match="has 2 coordinates"):
+        res.data(data, log_scale=0.0, base=BaseDensity(np.zeros(2), np.eye(2), "dense"))
+    out = res.data(data, log_scale=0.0, base=BaseDensity(np.zeros(3), np.eye(3), "dense"))
+    assert out["pemc_D"] == 3 and len(out["pemc_base_chol"]) == 3
