@@ -161,8 +161,8 @@ class BasePilot:
     # ------------------------------------------------------------------ the pilot
 
     def fit(self, seed: int | None, *, want_base: bool, first: str = "pathfinder",
-            base: BaseDensity | None = None, log_z: float | None = None
-            ) -> tuple[BaseDensity | None, float | None]:
+            base: BaseDensity | None = None, log_z: float | None = None,
+            pathfinder: bool = True) -> tuple[BaseDensity | None, float | None]:
         """Fit what is missing: the base (when ``want_base``) and ``log Z`` (when None).
 
         Parameters
@@ -176,6 +176,8 @@ class BasePilot:
             ``"laplace"`` or ``"nuts"``; the others follow on failure.
         base, log_z
             Given values (kept).
+        pathfinder
+            False when Pathfinder is known to fail (it is not tried again).
 
         Returns
         -------
@@ -190,7 +192,9 @@ class BasePilot:
         """
         self.notes = []
         self.mode_centres = None
-        if log_z is None or (want_base and first == "pathfinder"):
+        if first == "pathfinder" and not pathfinder:
+            first = APPROXIMATIONS[0]
+        if pathfinder and (log_z is None or (want_base and first == "pathfinder")):
             try:
                 groups, pf_log_z, z, centres = self.pathfinder(seed)
                 if log_z is None:

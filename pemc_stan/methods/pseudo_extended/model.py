@@ -94,13 +94,33 @@ class PseudoExtendedModel(MethodModel):
         return self.method_model()
 
     def log_scale(self, seed: int | None = None) -> float:
-        """``options.log_scale`` or the Pathfinder pilot estimate (0 when the pilot fails)."""
+        """``options.log_scale``, or the Pathfinder pilot estimate; when Pathfinder fails,
+        an importance-sampling estimate from a Gaussian fitted to ADVI, Laplace or a short
+        NUTS run (:class:`~pemc_stan.methods.pilot.BasePilot`); 0 when they all fail (or
+        the parameters have no base density), which :attr:`pilot_failure` records."""
         options: PseudoExtendedOptions = self.result.options
         if options.log_scale is not None:
             return float(options.log_scale)
         pilot = estimate_log_scale(self.original_model(), self.data, seed=seed)
         self.pilot_failure = pilot.failure
-        return pilot.log_z
+        if pilot.failure is None or not self.result.coordinates.blocks:
+            return pilot.log_z
+        fallback = BasePilot(self, self.result.coordinates, num_paths=self.PILOT_PATHS,
+                             draws=self.PILOT_DRAWS, covariance=self.result.BASE_COVARIANCE)
+        try:
+            base, log_z = fallback.fit(seed, want_base=True, pathfinder=False)
+        except Exception as exc:  # noqa: BLE001 - every approximation failed: log_scale = 0
+            logger.warning("no approximation gave a log-scale either (%s)", exc)
+            return pilot.log_z
+        assert base is not None and log_z is not None
+        self.base_notes = [("pathfinder_failed", "the Pathfinder pilot of log_scale failed "
+                            f"({pilot.failure}); the {base.info.get('method')} approximation "
+                            "gave it by importance sampling", "nothing to do")]
+        self.base_notes += fallback.notes
+        self.pilot_failure = None
+        logger.info("pilot log-scale from %s by importance sampling: %.4g",
+                    base.info.get("method"), log_z)
+        return log_z
 
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity, float]:
         """The base density and offset ``log Z^`` under ``temper="base"``.

@@ -203,8 +203,8 @@ class PseudoExtendedResult(TransformResult):
         True when ``pi(beta) = g(beta)`` (``beta_prior="auto"``): their terms
         cancel in the weights.
     coordinates
-        The base coordinate map of the parameters (``temper="base"``; empty
-        otherwise).
+        The base coordinate map of the parameters (empty when a parameter has
+        none; then ``temper`` is not ``"base"``).
     """
 
     options: PseudoExtendedOptions
@@ -550,6 +550,11 @@ def transform_pseudo_extended(
             logger.info("%s: no base density for temper='base' (%s); tempering the whole "
                         "posterior", model_name, exc)
             temper = "posterior"
+    else:  # the pilot's fallback estimates log_scale by importance sampling from a base
+        try:
+            coords = base_coordinates(param_decls, table, scalar_definitions(tree))
+        except UnsupportedConstructError:
+            coords = BaseCoordinates(())
     g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
     g_beta = (BetaDensity() if is_auto(options.instrumental) and not g_from_data
               else BetaDensity(1.0, 1.0) if g_from_data
