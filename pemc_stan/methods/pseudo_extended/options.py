@@ -130,18 +130,24 @@ class PseudoExtendedOptions(MethodOptions):
         (``q(x, beta) ∝ b(x)^(1 - beta) gamma~(x)^beta``: temper the whole
         density towards a normalised Gaussian base ``b`` in the parameters'
         base coordinates, fitted by a Pathfinder pilot with fallbacks) or
-        ``"auto"`` (the default): ``"likelihood"`` when the model has
-        likelihood terms and every parameter has a proper prior (then ``Z~(beta)
-        = int p L~^beta <= Z~^beta`` is finite for every ``beta``: the extended
-        target is proper by construction and the hot pseudo-samples roam the
-        prior), otherwise ``"base"`` (``int b^(1 - beta) gamma~^beta <=
-        Z~^beta`` by Hölder's inequality: proper by construction for every
-        model, whatever its priors and tails; ``gamma^beta`` alone is not for a
-        regression with flat priors on ``n`` observations and ``d``
-        coefficients when ``beta < (d + 1)/n``), and ``"posterior"`` with the
-        ``"auto"`` instrumental below when the parameters have no base density
-        (``unit_vector``, correlation matrices, bounds that depend on container
-        parameters).
+        ``"auto"`` (the default): ``"base"`` when a parameter has a flat
+        (improper) prior, where ``gamma^beta`` need not be integrable for small
+        ``beta`` (for a regression with flat priors on ``n`` observations and
+        ``d`` coefficients it is not for ``beta < (d + 1)/n``), while ``int
+        b^(1 - beta) gamma~^beta <= Z~^beta`` by Hölder's inequality: proper by
+        construction for every model; otherwise ``"likelihood"`` when the model
+        has likelihood terms (then ``Z~(beta) = int p L~^beta <= Z~^beta``: proper
+        by construction, and the hot pseudo-samples roam the prior), and
+        ``"posterior"`` with the ``"auto"`` instrumental below for a density
+        with no likelihood split (a mixture written as one ``target +=``): its hot
+        pseudo-samples roam the flattened density, beyond the modes a pilot
+        found, where a base fitted by Pathfinder would keep them near the modes
+        it found (the 20-Gaussian mixture on R^2: Pathfinder's paths, started
+        in (-2, 2), find the 2-3 modes near the origin, and base tempering gave
+        two runs of 5 with one corner's modes and an ok verdict).  When the
+        parameters have no base density (``unit_vector``, correlation
+        matrices, bounds that depend on container parameters), ``"posterior"``
+        replaces ``"base"``.
     beta_prior
         ``pi(beta)``: ``"auto"`` (the default: ``pi = g``, so the weight is
         ``gamma~(x_i)^(1 - beta_i)``), ``"uniform"``, ``(a, b)`` or
@@ -220,8 +226,8 @@ class PseudoExtendedOptions(MethodOptions):
         "estimate", "'estimate' or a fixed ladder of N inverse temperatures, e.g. 0.1,0.5,1",
         parse=parse_ladder, metavar="LADDER")
     temper: str = option(AUTO, "temper the whole density, only the likelihood, the whole "
-                         "density towards a Gaussian base, or auto (the likelihood when every "
-                         "parameter has a proper prior, else towards a base)",
+                         "density towards a Gaussian base, or auto (towards a base when a "
+                         "prior is flat, else the likelihood when there is one)",
                          choices=TEMPER_CHOICES)
     beta_prior: Any = option(AUTO, "Beta prior pi(beta): 'auto' (= g), 'uniform' or A,B",
                              parse=parse_beta_density, metavar="A,B")

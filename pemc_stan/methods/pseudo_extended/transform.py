@@ -381,18 +381,21 @@ def _indent(text: str, depth: int) -> str:
 
 
 def resolve_temper(temper: str, program: StanProgram) -> str:
-    """``temper`` with ``"auto"`` resolved: ``"likelihood"`` when the model has likelihood
-    terms and every parameter has a proper prior, else ``"base"`` (the transformation
-    falls back to ``"posterior"`` when no base density exists for the parameters)."""
+    """``temper`` with ``"auto"`` resolved: ``"base"`` when a parameter has a flat
+    (improper) prior (the transformation falls back to ``"posterior"`` when no base density
+    exists for the parameters), else ``"likelihood"`` when the model has likelihood terms,
+    else ``"posterior"``."""
     if not is_auto(temper):
         return temper
     from pemc_stan.estimators.normalisation import prior_report
 
+    if prior_report(program).flat:
+        return "base"
     try:
         has_likelihood = bool(program.analysis.likelihood_contributions())
     except Exception:  # noqa: BLE001 - analysis failures are reported by the rewrite
-        return "base"
-    return "likelihood" if has_likelihood and not prior_report(program).flat else "base"
+        return "posterior"
+    return "likelihood" if has_likelihood else "posterior"
 
 
 def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:

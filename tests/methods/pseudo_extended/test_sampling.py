@@ -121,10 +121,7 @@ def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # 
     log_gamma = np.logaddexp(np.log(d["w"]) + stats.norm.logpdf(x, d["mu1"], d["sigma"]),
                              np.log1p(-d["w"]) + stats.norm.logpdf(x, d["mu2"], d["sigma"]))
     np.testing.assert_allclose(fit.log_gamma(), log_gamma, rtol=1e-8, atol=1e-8)
-    # the default tempers towards the pilot's Gaussian base b (x is its own base coordinate)
-    assert fit.result.temper == "base"
-    log_b = stats.norm.logpdf(x, fit.base.mean[0], np.sqrt(fit.base.cov[0, 0]))
-    expected = (1 - fit.beta()) * (log_gamma - log_b - fit.log_scale)
+    expected = (1 - fit.beta()) * (log_gamma - fit.log_scale)
     np.testing.assert_allclose(lw_py, expected, rtol=1e-8, atol=1e-8)
     wn = fit.normalised_weights()
     np.testing.assert_allclose(wn.sum(axis=-1), 1.0, rtol=1e-12)
@@ -251,9 +248,8 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN
     assert fit._original() is model  # the given model is reused for generated quantities
 
 
-def test_posterior_tempering_target_is_proper_in_five_dimensions(compiled  # noqa: ANN001
-                                                                  ) -> None:
-    """Whole-posterior tempering on a 5-D standard normal, its default instrumental.
+def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
+    """Defaults on a 5-D standard normal (no likelihood: whole-posterior tempering).
 
     With g = pi = Beta((d + 1)/2, 1) the instrumental's beta marginal is proportional to
     int gamma^beta dx * g(beta) = (2 pi)^(d (1 - beta) / 2) beta^(-d/2) * beta^((d - 1)/2),
@@ -264,8 +260,8 @@ def test_posterior_tempering_target_is_proper_in_five_dimensions(compiled  # noq
     the marginal is beta^(-d/2) exp(-c beta), piled at a, and this test fails."""
     d, n = 5, 2
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
-    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, temper="posterior", chains=4,
-                           iter_warmup=500, iter_sampling=1000, seed=11)
+    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
+                           iter_sampling=1000, seed=11)
     assert fit.result.temper == "posterior" and fit.g_shape == (d + 1) / 2
     from scipy.integrate import quad
 
@@ -298,8 +294,8 @@ def _log_tempered_mass(beta: float, m: np.ndarray, S: np.ndarray) -> float:
                  - 0.5 * np.linalg.slogdet(lam)[1] + 0.5 * eta @ np.linalg.solve(lam, eta))
 
 
-def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
-    """Defaults on a 5-D standard normal (no likelihood): the whole density is tempered
+def test_base_tempered_target_in_five_dimensions(compiled) -> None:  # noqa: ANN001
+    """temper='base' on a 5-D standard normal: the whole density is tempered
     towards the pilot's Gaussian base b = N(m, S), q(x, beta) ∝ b^(1 - beta) gamma^beta with
     a uniform g on (0, 1).  Its beta marginal is ∝ int b^(1 - beta) gamma^beta dx, in closed
     form for the fitted base; each pseudo-sample is the target one (beta ~ pi = g, mean 1/2)
@@ -309,8 +305,8 @@ def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa:
 
     n = 2
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
-    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
-                           iter_sampling=1000, seed=11)
+    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, temper="base", chains=4,
+                           iter_warmup=500, iter_sampling=1000, seed=11)
     assert fit.result.temper == "base" and fit.base is not None
     m, S = fit.base.mean, fit.base.cov
     log_norm = _log_tempered_mass(0.5, m, S)

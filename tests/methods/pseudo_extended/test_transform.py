@@ -252,6 +252,8 @@ GOLDEN_CASES = {
     "gaussian_mixture_20_noncentring05": (
         ROOT / "models" / "gaussian_mixture_20" / "gaussian_mixture_20.stan",
         {"n_pseudo": 2, "beta_min": 0.001, "noncentring": 0.5}),
+    "decl_bounds_expressions_base_n2": (CORPUS / "decl_bounds_expressions.stan",
+                                        {"n_pseudo": 2, "temper": "base"}),
     "eight_schools_noncentered_ladder": (
         CORPUS / "eight_schools_noncentered.stan",
         {"n_pseudo": 3, "beta": [0.25, 0.5, 1.0], "temper": "likelihood"}),
@@ -269,6 +271,8 @@ def test_golden(case: str) -> None:
         golden.write_text(code)
     assert golden.exists(), f"missing golden file {golden}; regenerate on purpose"
     assert code == golden.read_text()
+    if options.get("temper") == "base":  # no default corpus program is base-tempered
+        check_with_stanc(code)
 
 
 def test_likelihood_tempering_without_likelihood_warns() -> None:
