@@ -70,8 +70,18 @@ def add_method_options(p: argparse.ArgumentParser, required: bool = False,
             default_text = "" if f.default is None else f" (default {_show(f.default)})"
             kwargs: dict[str, Any] = {"default": None, "dest": f.name,
                                       "help": str(meta.get("help", "")) + default_text}
-            if meta.get("choices"):
-                kwargs["choices"] = meta["choices"]
+            choices = meta.get("choices")
+            if shared:  # each method's own help, default and choices (it validates its value)
+                same = [next(g for g in cli_fields(o.options) if g.name == f.name)
+                        for o in owners[f.name]]
+                kwargs["help"] = "; ".join(
+                    f"{o.short}: {g.metadata.get('help', '')}"
+                    + ("" if g.default is None else f" (default {_show(g.default)})")
+                    for o, g in zip(owners[f.name], same, strict=True))
+                if all(g.metadata.get("choices") for g in same):
+                    choices = tuple(dict.fromkeys(c for g in same for c in g.metadata["choices"]))
+            if choices:
+                kwargs["choices"] = choices
             else:
                 kwargs["type"] = parse
                 kwargs["metavar"] = meta.get("metavar") or f.name.upper()

@@ -94,6 +94,20 @@ def test_option_of_the_other_method_is_a_usage_error() -> None:
     assert_cause_and_remedy(proc, ExitCode.USAGE, "--n-pseudo", "continuous-tempering")
 
 
+def test_a_shared_flag_takes_each_methods_own_values(tmp_path: Path) -> None:
+    """--temper belongs to PE and CT with different values: each method's are accepted for
+    it and refused for the other with the option's own message."""
+    out = tmp_path / "pe.stan"
+    assert main(["transform", str(BIMODAL), "--method", "pe", "--temper", "base",
+                 "-o", str(out)]) == ExitCode.OK
+    assert "towards a base density b" in out.read_text()
+    assert main(["transform", str(BIMODAL), "--method", "pe", "--temper", "auto",
+                 "-o", str(out)]) == ExitCode.OK
+    proc = run_cli("transform", str(BIMODAL), "--method", "ct", "--temper", "base")
+    assert_cause_and_remedy(proc, ExitCode.USAGE, "temper='base'", "'posterior' or "
+                            "'likelihood'")
+
+
 def test_invalid_option_value_is_a_usage_error() -> None:
     proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "0")
     assert_cause_and_remedy(proc, ExitCode.USAGE, "n_pseudo=0")
