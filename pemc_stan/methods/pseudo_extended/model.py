@@ -105,8 +105,7 @@ class PseudoExtendedModel(MethodModel):
         self.pilot_failure = pilot.failure
         if pilot.failure is None or not self.result.coordinates.blocks:
             return pilot.log_z
-        fallback = BasePilot(self, self.result.coordinates, num_paths=self.PILOT_PATHS,
-                             draws=self.PILOT_DRAWS, covariance=self.result.BASE_COVARIANCE)
+        fallback = self._pilot()
         try:
             base, log_z = fallback.fit(seed, want_base=True, pathfinder=False)
         except Exception as exc:  # noqa: BLE001 - every approximation failed: log_scale = 0
@@ -122,6 +121,10 @@ class PseudoExtendedModel(MethodModel):
                     base.info.get("method"), log_z)
         return log_z
 
+    def _pilot(self) -> BasePilot:
+        return BasePilot(self, self.result.coordinates, num_paths=self.PILOT_PATHS,
+                         draws=self.PILOT_DRAWS, covariance=self.result.BASE_COVARIANCE)
+
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity, float]:
         """The base density and offset ``log Z^`` under ``temper="base"``.
 
@@ -132,8 +135,7 @@ class PseudoExtendedModel(MethodModel):
             itself cannot run the model).
         """
         options: PseudoExtendedOptions = self.result.options
-        pilot = BasePilot(self, self.result.coordinates, num_paths=self.PILOT_PATHS,
-                          draws=self.PILOT_DRAWS, covariance=self.result.BASE_COVARIANCE)
+        pilot = self._pilot()
         base, log_z = pilot.fit(seed, want_base=True, log_z=options.log_scale)
         self.base_notes = list(pilot.notes)
         assert base is not None and log_z is not None

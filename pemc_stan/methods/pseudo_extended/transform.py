@@ -98,10 +98,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.errors import (
-    PseudoExtendedWarning,
-    UnsupportedConstructError,
-)
+from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
 from pemc_stan.inputs import ProgramSource, StanProgram
 from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.base_density import (
@@ -527,37 +524,34 @@ def transform_pseudo_extended(
 
     ladder = options.fixed_ladder
     temper = resolve_temper(options.temper, prepared)
-    coords = BaseCoordinates(())
+    # the base coordinates: for temper='base', and for the pilot's fallback estimate of
+    # log_scale (importance sampling from a base) under the other temperings
+    no_base: UnsupportedConstructError | None = None
+    try:
+        coords = base_coordinates(param_decls, table, scalar_definitions(tree))
+    except UnsupportedConstructError as exc:  # UnsupportedBaseError included
+        coords, no_base = BaseCoordinates(()), exc
     if temper == "base":
-        where = (str(program) if isinstance(program, (str, os.PathLike))
-                 and str(program).endswith(".stan") else "<string>")
-        try:
-            # copy k of a parameter whose bounds name other parameters has the bounds
-            # renamed to copy k of those; fine when they are scalars (the analysis cannot
-            # tell the type of an indexed copy of a container parameter)
-            scalars = {p for t, p in param_decls
-                       if isinstance(t, ast.BasicType) and t.name == "real"}
-            for type_, pname in param_decls:
-                others = _referenced(_constraint_exprs(type_), param_names) - scalars
-                if copies[pname].unrolled and others:
-                    raise UnsupportedConstructError(
-                        f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend "
-                        f"on the container parameter(s) {', '.join(sorted(others))}; "
-                        "temper='base' supports bounds on scalar parameters only. Use "
-                        "temper='posterior' or 'likelihood'.", where, type_.line, type_.column,
-                        construct=pname)
-            coords = base_coordinates(param_decls, table, scalar_definitions(tree))
-        except UnsupportedConstructError as exc:  # UnsupportedBaseError included
+        # copy k of a parameter whose bounds name other parameters has the bounds renamed
+        # to copy k of those; fine when they are scalars (the analysis cannot tell the type
+        # of an indexed copy of a container parameter)
+        scalars = {p for t, p in param_decls if isinstance(t, ast.BasicType) and t.name == "real"}
+        for type_, pname in param_decls:
+            others = _referenced(_constraint_exprs(type_), param_names) - scalars
+            if no_base is None and copies[pname].unrolled and others:
+                where = (str(program) if isinstance(program, (str, os.PathLike))
+                         and str(program).endswith(".stan") else "<string>")
+                no_base = UnsupportedConstructError(
+                    f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
+                    f"the container parameter(s) {', '.join(sorted(others))}; temper='base' "
+                    "supports bounds on scalar parameters only. Use temper='posterior' or "
+                    "'likelihood'.", where, type_.line, type_.column, construct=pname)
+        if no_base is not None:
             if not is_auto(options.temper):
-                raise
+                raise no_base
             logger.info("%s: no base density for temper='base' (%s); tempering the whole "
-                        "posterior", model_name, exc)
+                        "posterior", model_name, no_base)
             temper = "posterior"
-    else:  # the pilot's fallback estimates log_scale by importance sampling from a base
-        try:
-            coords = base_coordinates(param_decls, table, scalar_definitions(tree))
-        except UnsupportedConstructError:
-            coords = BaseCoordinates(())
     g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
     g_beta = (BetaDensity() if is_auto(options.instrumental) and not g_from_data
               else BetaDensity(1.0, 1.0) if g_from_data
@@ -595,8 +589,8 @@ def transform_pseudo_extended(
             def renamed(e: ast.Expr | None) -> ast.Expr | None:
                 return None if e is None else _rename_params(e, copies, int(k))  # type: ignore[return-value]
 
-            blocks = tuple(dataclasses.replace(b, lower=renamed(b.lower), upper=renamed(b.upper),
-                                               declared=b.declared) for b in blocks)
+            blocks = tuple(dataclasses.replace(b, lower=renamed(b.lower), upper=renamed(b.upper))
+                           for b in blocks)
         return (["{  // log b(x_k): the base density in the base coordinates z(x_k)",
                  "  vector[pemc_D] pemc_z;",
                  "  real pemc_base_jacobian = 0;  // log |det dz/dx|",
