@@ -51,6 +51,7 @@ from pemc_stan.output.diagnostics import (
     transition_counts,
 )
 from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
+from pemc_stan.stan.reparameterize import NonCentred
 
 logger = logging.getLogger(__name__)
 
@@ -92,12 +93,16 @@ class TransformResult:
         that nothing parses it again.
     warnings
         Messages of the warnings issued.
+    noncentred
+        The parameters the generated program declares with their prior's
+        location and scale as offset/multiplier (``reparameterize="auto"``).
     """
 
     stan_code: str
     options: Any
     program: StanProgram
     warnings: tuple[str, ...] = ()
+    noncentred: tuple[NonCentred, ...] = ()
 
     @property
     def method(self) -> str:

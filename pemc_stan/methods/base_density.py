@@ -16,7 +16,9 @@ The coordinate maps (each mirrored in Stan by
 =====================  ===================================  ==================================
 declared type          base coordinates ``z``                ``log |det dz/dx|``
 =====================  ===================================  ==================================
-unbounded (any shape)  ``x`` (offset/multiplier ignored)    0
+unbounded (any shape)  ``x``                                0
+``<offset=a,           ``(x - a) / m`` (Stan's own           ``-sum log m``
+multiplier=m>``        unconstrained coordinates)
 ``<lower=L>``          ``log(x - L)``                        ``-sum log(x - L)``
 ``<upper=U>``          ``log(U - x)``                        ``-sum log(U - x)``
 ``<lower=L,upper=U>``  ``logit((x - L) / (U - L))``          ``sum [log(U-L) - log(x-L)``
@@ -34,10 +36,11 @@ column/row stochastic  additive log-ratios of each           as ``simplex``, sum
                        column/row
 =====================  ===================================  ==================================
 
-Bounds may be data expressions (scalars or containers of the parameter's
-type) or depend on parameters declared earlier: the map of all parameters is
-then block-triangular, so ``log |det|`` is still the sum of the per-parameter
-terms and ``b`` stays normalised.
+Bounds, offsets and multipliers may be data expressions (scalars or
+containers of the parameter's type) or depend on parameters declared earlier
+(a non-centred hierarchy ``vector<multiplier=tau>[J] theta``): the map of all
+parameters is then block-triangular, so ``log |det|`` is still the sum of the
+per-parameter terms and ``b`` stays normalised.
 
 (``simplex``: ``x = softmax([z, 0])`` and ``|det dx_{1:K-1}/dz| = prod_k x_k``;
 ``cov_matrix``: ``|det dSigma/dL| = 2^K prod_i L_ii^(K-i+1)`` for the lower
@@ -90,6 +93,8 @@ __all__ = [
 ]
 
 _ELEMENTWISE_TYPES = ("real", "vector", "row_vector", "matrix")
+#: Coordinate maps acting entry by entry on the elementwise types.
+_ELEMENTWISE_KINDS = ("identity", "lower", "upper", "interval", "affine")
 _SUPPORTED = _ELEMENTWISE_TYPES + (
     "simplex", "sum_to_zero_vector", "ordered", "positive_ordered", "cholesky_factor_cov",
     "cov_matrix", "column_stochastic_matrix", "row_stochastic_matrix")
@@ -140,7 +145,7 @@ class ParameterBlock:
     name
         The parameter's name.
     kind
-        ``identity``, ``lower``, ``upper``, ``interval``, ``simplex``,
+        ``identity``, ``lower``, ``upper``, ``interval``, ``affine``, ``simplex``,
         ``sum_to_zero``, ``ordered``, ``positive_ordered``,
         ``cholesky_factor_cov``, ``cov_matrix``, ``column_stochastic`` or
         ``row_stochastic``.
@@ -149,7 +154,9 @@ class ParameterBlock:
     array_dims, element_sizes
         Size expressions (Stan ASTs) of the array dimensions and the element.
     lower, upper
-        Bound expressions (not depending on parameters) or None.
+        Bound expressions or None; for ``kind="affine"`` the offset (``lower``)
+        and the multiplier (``upper``), so that one pair of expressions serves
+        every elementwise map.
     declared
         The declared type as Stan text.
     lower_is_container, upper_is_container
@@ -202,7 +209,7 @@ class ParameterBlock:
     def element_dim(self, el: tuple[int, ...]) -> int:
         """Number of base coordinates of one element of shape ``el``."""
         k = self.kind
-        if k in ("identity", "lower", "upper", "interval"):
+        if k in _ELEMENTWISE_KINDS:
             return int(np.prod(el)) if el else 1
         if k in ("simplex", "sum_to_zero"):
             return el[0] - 1
@@ -249,8 +256,9 @@ class ParameterBlock:
             env = {**data, **{p: np.asarray(params[p], dtype=float)  # type: ignore[index]
                               for p in self.bound_parameters}}
         out = []
-        for expr, default, container in ((self.lower, -math.inf, self.lower_is_container),
-                                         (self.upper, math.inf, self.upper_is_container)):
+        defaults = (0.0, 1.0) if self.kind == "affine" else (-math.inf, math.inf)
+        for expr, default, container in ((self.lower, defaults[0], self.lower_is_container),
+                                         (self.upper, defaults[1], self.upper_is_container)):
             v = np.asarray(default if expr is None else evaluate(expr, env), dtype=float)
             if per_draw and expr is not None and v.ndim >= 1 and v.shape[0] == n_draws and (
                     not container or v.ndim == len(full) + 1):
@@ -269,10 +277,13 @@ class ParameterBlock:
         """(z (S, d), log|dz/dx| (S,)) for elements ``x`` of shape (S, *el)."""
         s = x.shape[0]
         k = self.kind
-        if k in ("identity", "lower", "upper", "interval"):
+        if k in _ELEMENTWISE_KINDS:
             v = x.reshape(s, -1, order="F")
             if k == "identity":
                 return v, np.zeros(s)
+            if k == "affine":  # lo: offset, hi: multiplier
+                scale = np.broadcast_to(hi, v.shape)
+                return (v - lo) / hi, -np.log(scale).sum(axis=1)
             if k == "lower":
                 z = np.log(v - lo)
                 return z, -z.sum(axis=1)
@@ -321,9 +332,11 @@ class ParameterBlock:
         """Elements (S, *el) from base coordinates (S, d)."""
         s = z.shape[0]
         k = self.kind
-        if k in ("identity", "lower", "upper", "interval"):
+        if k in _ELEMENTWISE_KINDS:
             if k == "identity":
                 v = z
+            elif k == "affine":
+                v = lo + hi * z
             elif k == "lower":
                 v = lo + np.exp(z)
             elif k == "upper":
@@ -448,6 +461,10 @@ class ParameterBlock:
             v = f"to_vector({elem})"
         if k == "identity":
             return v, ""
+        if k == "affine":
+            off, mult = lo or "0", hi or "1"
+            return (f"pemc_base_affine({v}, {off}, {mult})",
+                    f"pemc_base_affine_jacobian({v}, {mult})")
         if k == "lower":
             return f"pemc_base_lower({v}, {lo})", f"pemc_base_lower_jacobian({v}, {lo})"
         if k == "upper":
@@ -465,7 +482,7 @@ class ParameterBlock:
         """Stan integer expression of the number of base coordinates of one element."""
         s = [print_expr(e) for e in self.element_sizes]
         k = self.kind
-        if k in ("identity", "lower", "upper", "interval"):
+        if k in _ELEMENTWISE_KINDS:
             if self.element == "real":
                 return "1"
             if self.element in ("vector", "row_vector"):
@@ -537,14 +554,21 @@ def _block_for(name: str, type_: ast.Type, parameter_names: set[str],
             "method='pseudo_extended'", "<string>", type_.line, type_.column)
     lower = upper = None
     bound_params: set[str] = set()
+    affine = isinstance(el.constraint, ast.Affine) and el.name in _ELEMENTWISE_TYPES
     if isinstance(el.constraint, ast.Bounds):
         lower, upper = el.constraint.lower, el.constraint.upper
+    elif affine:
+        assert isinstance(el.constraint, ast.Affine)
+        lower, upper = el.constraint.offset, el.constraint.multiplier
+    if lower is not None or upper is not None:
         for e in (lower, upper):
             if e is None:
                 continue
             used = {n.name for n in ast.walk(e) if isinstance(n, ast.Variable)}
             bound_params |= used & parameter_names
-    if el.name in _ELEMENTWISE_TYPES:
+    if affine:
+        kind = "affine"
+    elif el.name in _ELEMENTWISE_TYPES:
         kind = ("interval" if lower is not None and upper is not None else
                 "lower" if lower is not None else "upper" if upper is not None else "identity")
     else:
@@ -977,6 +1001,25 @@ _BASE_FUNCTIONS: dict[str, str] = {
   real pemc_base_interval_jacobian(vector x, vector lb, vector ub) {
     return sum(log(ub - lb)) - sum(log(x - lb)) - sum(log(ub - x));
   }""",
+    "affine": """\
+  vector pemc_base_affine(vector x, real mu, real sigma) {
+    return (x - mu) / sigma;  // Stan's own unconstrained coordinates
+  }
+  vector pemc_base_affine(vector x, vector mu, real sigma) {
+    return (x - mu) / sigma;
+  }
+  vector pemc_base_affine(vector x, real mu, vector sigma) {
+    return (x - mu) ./ sigma;
+  }
+  vector pemc_base_affine(vector x, vector mu, vector sigma) {
+    return (x - mu) ./ sigma;
+  }
+  real pemc_base_affine_jacobian(vector x, real sigma) {
+    return -num_elements(x) * log(sigma);
+  }
+  real pemc_base_affine_jacobian(vector x, vector sigma) {
+    return -sum(log(sigma));
+  }""",
     "simplex": """\
   vector pemc_base_simplex(vector x) {
     int K = rows(x);
@@ -1085,6 +1128,7 @@ def stan_coordinate_code(blocks: tuple[ParameterBlock, ...],
     ``name[pemc_k]``); ``indent`` is the number of leading spaces.
     """
     what = {"identity": "unchanged", "lower": "log(x - lower)", "upper": "log(upper - x)",
+            "affine": "(x - offset) / multiplier",
             "interval": "logit((x - lower) / (upper - lower))",
             "simplex": "additive log-ratios", "sum_to_zero": "first K - 1 entries",
             "ordered": "first entry and log differences",

@@ -20,7 +20,10 @@ from typing import Any, TypeVar
 from pemc_stan.errors import OptionsError
 
 __all__ = ["MethodOptions", "option", "cli_fields", "field_names", "check_int", "check_number",
-           "check_choice", "resolve"]
+           "check_choice", "resolve", "REPARAMETERIZE_CHOICES"]
+
+#: ``reparameterize``: non-centre hierarchical normal priors (``auto``) or not (``none``).
+REPARAMETERIZE_CHOICES = ("auto", "none")
 
 OptionsT = TypeVar("OptionsT", bound="MethodOptions")
 

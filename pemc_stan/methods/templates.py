@@ -10,6 +10,7 @@ prints the pieces every template embeds unchanged (:func:`functions_text`,
 from __future__ import annotations
 
 import importlib.resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ import jinja2
 
 from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import check_reserved_prefix
+from pemc_stan.stan.analysis import SymbolTable, check_reserved_prefix
 from pemc_stan.stan.printer import print_program, print_stmt
+from pemc_stan.stan.reparameterize import NonCentred, noncentre
 
-__all__ = ["block_text", "functions_text", "load_template", "no_likelihood_message",
-           "prepare_program", "render"]
+__all__ = ["ParameterDeclarations", "block_text", "functions_text", "load_template",
+           "no_likelihood_message", "parameter_declarations", "prepare_program", "render"]
 
 
 def prepare_program(program: ProgramSource, name: str | None, method: str) -> StanProgram:
@@ -94,6 +96,66 @@ def block_text(block: ast.ProgramBlock | None) -> str:
     if block is None or not block.stmts:
         return ""
     return "\n".join(print_stmt(s, 1) for s in block.stmts)
+
+
+@dataclass(frozen=True)
+class ParameterDeclarations:
+    """The parameter declarations a generated program uses.
+
+    Attributes
+    ----------
+    block
+        The parameters block (the user's, or with non-centred declarations).
+    noncentred
+        The parameters declared with their prior's offset/multiplier.
+    """
+
+    block: ast.ProgramBlock
+    noncentred: tuple[NonCentred, ...] = ()
+
+    @property
+    def decls(self) -> list[tuple[ast.Type, str]]:
+        """``(declared type, name)`` of every parameter, in declaration order."""
+        return [(s.type, d.name) for s in self.block.stmts if isinstance(s, ast.VarDecl)
+                for d in s.declarators]
+
+    def note(self, name: str) -> str | None:
+        """A comment line for the declaration of ``name`` (None when it is as written)."""
+        for nc in self.noncentred:
+            if nc.name == name:
+                return f"// pemc-stan: {nc.describe()}"
+        return None
+
+    def text(self) -> str:
+        """The block's statements, printed one level deep, each non-centred declaration
+        preceded by a comment that says so."""
+        lines = []
+        for s in self.block.stmts:
+            if isinstance(s, ast.VarDecl):
+                for d in s.declarators:
+                    note = self.note(d.name)
+                    if note:
+                        lines.append("  " + note)
+            lines.append(print_stmt(s, 1))
+        return "\n".join(lines)
+
+
+def parameter_declarations(prepared: StanProgram, reparameterize: str,
+                           table: SymbolTable | None = None) -> ParameterDeclarations:
+    """The parameters block of a generated program: with ``reparameterize="auto"``, every
+    hierarchical normal prior non-centred (:func:`pemc_stan.stan.reparameterize.noncentre`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    block = prepared.tree.parameters
+    assert block is not None  # prepare_program requires parameters
+    if reparameterize != "auto":
+        return ParameterDeclarations(block)
+    new, done = noncentre(prepared.tree, table)
+    assert new is not None
+    return ParameterDeclarations(new, done)
 
 
 def load_template(name: str) -> str:

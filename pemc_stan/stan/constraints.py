@@ -12,7 +12,10 @@ Supported declared types (with Stan 2.35's parametrisation):
 * ``real``/``vector``/``row_vector``/``matrix`` (and arrays of them) with
   ``<lower>``, ``<upper>``, ``<lower, upper>`` (``x = lb + exp(u)``,
   ``x = ub - exp(u)``, ``x = lb + (ub - lb) logistic(u)``) or
-  ``<offset, multiplier>`` (``x = offset + multiplier u``);
+  ``<offset, multiplier>`` (``x = offset + multiplier u``; an offset or multiplier
+  that cannot be evaluated from the data, e.g. one depending on another
+  parameter, is replaced by the identity ``x = u``, an equally valid bijection
+  of the real line);
 * ``simplex`` (stick-breaking, ``z_k = logistic(u_k - log(K - k))``);
 * ``ordered``, ``positive_ordered``;
 * ``cholesky_factor_corr``, ``cholesky_factor_cov``, ``corr_matrix``,
@@ -672,9 +675,17 @@ def _one_transform(type_: ast.Type, name: str, data: Mapping[str, Any],
         if c.upper is not None:
             upper = evaluate_data_expression(c.upper, data, f"upper bound of {name}")
     elif isinstance(c, ast.Affine):
-        offset = (evaluate_data_expression(c.offset, data, f"offset of {name}")
-                  if c.offset is not None else None)
-        multiplier = (evaluate_data_expression(c.multiplier, data, f"multiplier of {name}")
-                      if c.multiplier is not None else None)
+        try:
+            offset = (evaluate_data_expression(c.offset, data, f"offset of {name}")
+                      if c.offset is not None else None)
+            multiplier = (evaluate_data_expression(c.multiplier, data, f"multiplier of {name}")
+                          if c.multiplier is not None else None)
+        except UnsupportedConstructError as exc:
+            # x = offset + multiplier * u ranges over all of R whatever the offset and
+            # the (positive) multiplier, so the identity is an equally valid bijection for
+            # the estimators (only self-consistency matters): an offset or multiplier that
+            # depends on other parameters (a non-centred hierarchy) needs no evaluation.
+            logger.debug("%s: using the identity as its unconstrained map (%s)", name, exc)
+            offset = multiplier = None
     return ParameterTransform(name, t, tuple(dims), tuple(shape), lower, upper, offset,
                               multiplier)

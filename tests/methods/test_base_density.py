@@ -337,3 +337,45 @@ def test_cells_of_many_centres_in_few_dimensions() -> None:
 
     exact = np.diff(norm.cdf([-np.inf, -1.5, 1.5, 6.5, np.inf], 0.0, 2.0))
     np.testing.assert_allclose(mass, exact, atol=4 * np.sqrt(0.25 / 400_000))
+
+
+def test_affine_declarations_use_stans_own_coordinates_and_stay_normalised() -> None:
+    """``real<offset=1, multiplier=exp(v / 2)> x``: z = (x - 1) / exp(v / 2), log|dz/dx| =
+    -v / 2, and the joint base of (v, x) integrates to one (a non-centred funnel)."""
+    coords = _coords("parameters { real v; real<offset=1, multiplier=exp(v / 2)> x; } "
+                     "model { }")
+    block = coords.blocks[1]
+    assert block.kind == "affine" and block.bound_parameters == ("v",)
+    draws = {"v": np.array([0.0, -2.0, 3.0]), "x": np.array([1.5, 0.0, 4.0])}
+    z, jac = coords.forward(draws, {})
+    assert np.allclose(z[:, 1], (draws["x"] - 1) / np.exp(draws["v"] / 2))
+    assert np.allclose(jac, -draws["v"] / 2)
+    back = coords.inverse(z, {})
+    assert np.allclose(back["x"], draws["x"]) and np.allclose(back["v"], draws["v"])
+    base = BaseDensity(np.array([0.3, -0.2]), np.array([[1.2, 0.3], [0.3, 0.7]]),
+                       "dense").validate()
+
+    def pdf(x: float, v: float) -> float:
+        d = {"v": np.array([v]), "x": np.array([x])}
+        return float(np.exp(base.log_density(coords, d, {}))[0])
+
+    mass = integrate.dblquad(pdf, -9, 9, lambda v: 1 - 12 * math.exp(v / 2),
+                             lambda v: 1 + 12 * math.exp(v / 2), epsabs=1e-9)[0]
+    assert mass == pytest.approx(1.0, abs=1e-5)
+
+
+def test_container_offset_and_scalar_multiplier_round_trip_with_the_jacobian() -> None:
+    from pemc_stan.stan.analysis import build_symbol_table
+
+    tree = parse("parameters { vector[2] m; real<lower=0> s; "
+                 "vector<offset=m, multiplier=s>[2] x; } model { }")
+    decls = [(s.type, d.name) for s in tree.parameters.stmts for d in s.declarators]
+    coords = base_coordinates(decls, build_symbol_table(tree))  # m is a container
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(5, coords.dim({})))
+    x = coords.inverse(z, {})
+    assert np.allclose((x["x"] - x["m"]) / x["s"][:, None], z[:, 3:])
+    z2, jac = coords.forward(x, {})
+    assert np.allclose(z2, z)
+    # log s (lower bound) and -2 log s (the multiplier of two entries)
+    assert np.allclose(jac, -np.log(x["s"]) - 2 * np.log(x["s"]))

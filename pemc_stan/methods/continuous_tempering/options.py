@@ -8,6 +8,7 @@ from typing import Any
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.options import (
+    REPARAMETERIZE_CHOICES,
     MethodOptions,
     check_choice,
     check_int,
@@ -93,6 +94,16 @@ class ContinuousTemperingOptions(MethodOptions):
         ``H`` shrinks to ``beta H``, so the chains change mode only at ``beta``
         below about ``1 / H``; the length puts time there, where the tempered
         densities change fastest.  The estimators account for ``g`` exactly.
+    reparameterize
+        ``"auto"`` (the default): a parameter whose only density is a normal
+        prior with a parameter-dependent scale (``theta ~ normal(mu, tau)``)
+        is declared in the generated program with that location and scale as
+        its offset and multiplier, Stan's non-centred parameterisation
+        (:mod:`pemc_stan.stan.reparameterize`).  That removes the funnel
+        between ``theta`` and ``tau`` that defeats NUTS's single step size;
+        the model, its draws and its evidence are unchanged, only the
+        coordinates the sampler moves are.  ``"none"``: the declarations as
+        written.
     """
 
     temper: str = option("posterior", "temper the whole density or only the likelihood",
@@ -114,6 +125,9 @@ class ContinuousTemperingOptions(MethodOptions):
     beta_marginal: str = option("length", "how bootstrap rounds spread time over temperatures "
                                 "(length: evenly along the bridge's thermodynamic length and "
                                 "in beta; flat: the paper's joint)", choices=BETA_MARGINALS)
+    reparameterize: str = option("auto", "non-centre hierarchical normal priors by offset/"
+                                 "multiplier in the generated program (auto) or not (none); "
+                                 "the model is unchanged", choices=REPARAMETERIZE_CHOICES)
 
     def validate(self) -> ContinuousTemperingOptions:
         """Check the options.
@@ -129,6 +143,7 @@ class ContinuousTemperingOptions(MethodOptions):
             Naming the argument, the value and what was expected.
         """
         check_choice("temper", self.temper, TEMPER_CHOICES)
+        check_choice("reparameterize", self.reparameterize, REPARAMETERIZE_CHOICES)
         if isinstance(self.base, BaseDensity):
             self.base.validate()
             if self.temper == "likelihood":

@@ -85,13 +85,13 @@ from pemc_stan.methods.templates import (
     block_text,
     functions_text,
     no_likelihood_message,
+    parameter_declarations,
     prepare_program,
     render,
 )
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
-from pemc_stan.stan.printer import print_stmt
 
 logger = logging.getLogger(__name__)
 
@@ -205,17 +205,20 @@ def transform_continuous_tempering(
     options = resolve(ContinuousTemperingOptions, options, option_kwargs)
     prepared = prepare_program(program, name, "continuous-tempering")
     tree, model_name = prepared.tree, prepared.name
-    param_decls = list(prepared.parameters)
+    table = build_symbol_table(tree)
+    # the declarations, hierarchical normal priors non-centred: the base coordinates of
+    # such a parameter are then Stan's own unconstrained ones, (x - offset) / multiplier
+    declarations = parameter_declarations(prepared, options.reparameterize, table)
 
     temper = options.temper
-    coords = (base_coordinates(param_decls, build_symbol_table(tree), scalar_definitions(tree))
+    coords = (base_coordinates(declarations.decls, table, scalar_definitions(tree))
               if temper == "posterior"
               else BaseCoordinates(()))
     functions = log_density_functions(tree, model_name)
 
     fn_text = functions_text(tree, functions.functions)
 
-    params_text = "\n".join(print_stmt(s, 1) for s in tree.parameters.stmts)  # type: ignore
+    params_text = declarations.text()
     base_lpdf = stan_base_lpdf(options.covariance_form)
 
     stan_code = render(
@@ -248,4 +251,4 @@ def transform_continuous_tempering(
                  "(slow mixing, large Delta); consider temper='posterior'.")
     return ContinuousTemperingResult(
         stan_code=stan_code, options=options, program=prepared, coordinates=coords,
-        warnings=tuple(issued))
+        warnings=tuple(issued), noncentred=declarations.noncentred)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import OptionsError
-from pemc_stan.methods.options import MethodOptions, option
+from pemc_stan.methods.options import REPARAMETERIZE_CHOICES, MethodOptions, check_choice, option
 
 __all__ = ["AUTO", "AUTO_BETA_MIN", "BetaDensity", "PseudoExtendedOptions", "as_beta", "is_auto",
            "parse_beta_density",
@@ -144,7 +144,11 @@ class PseudoExtendedOptions(MethodOptions):
         found, where a base fitted by Pathfinder would keep them near the modes
         it found (the 20-Gaussian mixture on R^2: Pathfinder's paths, started
         in (-2, 2), find the 2-3 modes near the origin, and base tempering gave
-        two runs of 5 with one corner's modes and an ok verdict).  When the
+        two runs of 5 with one corner's modes and an ok verdict), unless the
+        density has a hierarchical normal prior (non-centred by
+        ``reparameterize``): ``gamma^beta`` then pushes the hot pseudo-samples'
+        scale parameter far up (Neal's funnel: to ``v`` near ``18 / beta``,
+        92% divergent transitions), so ``"base"``.  When the
         parameters have no base density (``unit_vector``, correlation
         matrices, bounds that depend on container parameters), ``"posterior"``
         replaces ``"base"``.
@@ -219,6 +223,16 @@ class PseudoExtendedOptions(MethodOptions):
         error, but more gradients.  At N = 2 warm-up ended with a too large
         step size (divergences, doubled error) in 4 of 18 runs against 1 of 12
         without it, so check the divergences.  ``1`` was worse than ``0``.
+    reparameterize
+        ``"auto"`` (the default): a parameter whose only density is a normal
+        prior with a parameter-dependent scale (``theta ~ normal(mu, tau)``)
+        is declared in the generated program with that location and scale as
+        its offset and multiplier, Stan's non-centred parameterisation
+        (:mod:`pemc_stan.stan.reparameterize`).  That removes the funnel
+        between ``theta`` and ``tau`` that defeats NUTS's single step size;
+        the model, its draws and its evidence are unchanged, only the
+        coordinates the sampler moves are.  ``"none"``: the declarations as
+        written.
     """
 
     n_pseudo: int = option(2, "number of pseudo-samples N", metavar="N")
@@ -242,6 +256,9 @@ class PseudoExtendedOptions(MethodOptions):
     noncentring: float = option(0.0, "partial non-centring of the pseudo-samples' "
                                 "unconstrained coordinates by beta^(-ALPHA/2), ALPHA in [0, 1] "
                                 "(0: off)", metavar="ALPHA")
+    reparameterize: str = option("auto", "non-centre hierarchical normal priors by offset/"
+                                 "multiplier in the generated program (auto) or not (none); "
+                                 "the model is unchanged", choices=REPARAMETERIZE_CHOICES)
 
     def validate(self) -> PseudoExtendedOptions:
         """Check the options.
@@ -299,6 +316,7 @@ class PseudoExtendedOptions(MethodOptions):
         if self.log_scale is not None and not math.isfinite(float(self.log_scale)):
             raise OptionsError("log_scale", self.log_scale, "a finite number or None (pilot "
                                "estimate)")
+        check_choice("reparameterize", self.reparameterize, REPARAMETERIZE_CHOICES)
         return self
 
     @property

@@ -123,6 +123,7 @@ from pemc_stan.methods.templates import (
     block_text,
     functions_text,
     no_likelihood_message,
+    parameter_declarations,
     prepare_program,
     render,
 )
@@ -377,11 +378,23 @@ def _indent(text: str, depth: int) -> str:
     return "\n".join(pad + line if line else line for line in text.splitlines())
 
 
-def resolve_temper(temper: str, program: StanProgram) -> str:
-    """``temper`` with ``"auto"`` resolved: ``"base"`` when a parameter has a flat
-    (improper) prior (the transformation falls back to ``"posterior"`` when no base density
-    exists for the parameters), else ``"likelihood"`` when the model has likelihood terms,
-    else ``"posterior"``."""
+def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False) -> str:
+    """``temper`` with ``"auto"`` resolved.
+
+    ``"base"`` when a parameter has a flat (improper) prior; else ``"likelihood"`` when
+    the model has likelihood terms; else ``"base"`` when ``hierarchical`` (a normal prior
+    whose scale is a parameter, non-centred in the program), else ``"posterior"``.  (The
+    transformation falls back to ``"posterior"`` when no base density exists for the
+    parameters.)
+
+    Why a hierarchy is not tempered whole: ``int N(theta; mu, tau)^beta dtheta`` is
+    proportional to ``tau^(1 - beta)`` per coordinate, so ``gamma^beta`` carries an
+    extra ``tau^(J (1 - beta))`` that drives a hot pseudo-sample's scale ``tau`` far up
+    (Neal's funnel, ``tau = exp(v / 2)`` with ``v ~ normal(0, 3)`` and ``J = 4``: the
+    tempered ``v`` peaks near ``18 (1 - beta) / beta``, where NUTS diverges).  Tempering
+    towards the base, ``b^(1 - beta) gamma^beta``, is proper and shaped like ``b`` for
+    every beta (Hoelder); the likelihood split keeps the prior untempered.
+    """
     if not is_auto(temper):
         return temper
     from pemc_stan.estimators.normalisation import prior_report
@@ -392,7 +405,9 @@ def resolve_temper(temper: str, program: StanProgram) -> str:
         has_likelihood = bool(program.analysis.likelihood_contributions())
     except Exception:  # noqa: BLE001 - analysis failures are reported by the rewrite
         return "posterior"
-    return "likelihood" if has_likelihood else "posterior"
+    if has_likelihood:
+        return "likelihood"
+    return "base" if hierarchical else "posterior"
 
 
 def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
@@ -466,7 +481,12 @@ def transform_pseudo_extended(
     options = resolve(PseudoExtendedOptions, options, option_kwargs)
     prepared = prepare_program(program, name, "pseudo-extended")
     tree, model_name = prepared.tree, prepared.name
-    param_decls = list(prepared.parameters)
+    table = build_symbol_table(tree)
+    # hierarchical normal priors non-centred (not with noncentring > 0, whose raw
+    # coordinates need declarations without parameter-dependent constraints)
+    declarations = parameter_declarations(
+        prepared, options.reparameterize if options.noncentring == 0 else "none", table)
+    param_decls = declarations.decls
 
     functions = log_density_functions(tree, model_name)
     n = options.n_pseudo
@@ -476,7 +496,6 @@ def transform_pseudo_extended(
     # offset/multiplier) depends on another parameter (copy k must use copy k
     # of that parameter) or is a container (stanc rejects container bounds on
     # an array of containers).
-    table = build_symbol_table(tree)
     copies: dict[str, ParameterCopies] = {}
     for type_, pname in param_decls:
         bounds = _constraint_exprs(type_)
@@ -505,6 +524,9 @@ def transform_pseudo_extended(
         lines.extend(raw)
     for type_, pname in param_decls:
         c = copies[pname]
+        note = declarations.note(pname)
+        if note:
+            lines.append("  " + note)
         if not c.unrolled:
             if isinstance(type_, ast.ArrayType):
                 new_type: ast.Type = ast.ArrayType(type_.element,
@@ -523,7 +545,7 @@ def transform_pseudo_extended(
     parameters_text = "\n".join(lines)
 
     ladder = options.fixed_ladder
-    temper = resolve_temper(options.temper, prepared)
+    temper = resolve_temper(options.temper, prepared, bool(declarations.noncentred))
     # the base coordinates: for temper='base', and for the pilot's fallback estimate of
     # log_scale (importance sampling from a base) under the other temperings
     no_base: UnsupportedConstructError | None = None
@@ -700,4 +722,4 @@ def transform_pseudo_extended(
         stan_code=stan_code, options=options, program=prepared,
         parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
         temper=temper, g_shape_from_data=g_from_data, pi_equals_g=pi_equals_g,
-        coordinates=coords, warnings=tuple(issued))
+        coordinates=coords, warnings=tuple(issued), noncentred=declarations.noncentred)

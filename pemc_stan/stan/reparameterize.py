@@ -1,0 +1,223 @@
+"""Non-centring of hierarchical normal priors by ``offset``/``multiplier``.
+
+A parameter with a normal prior whose scale is another parameter,
+``vector[J] theta; ... theta ~ normal(mu, tau);``, makes a *funnel*: where
+``tau`` is small, ``theta`` is confined to a narrow neck that no single
+Hamiltonian step size fits, so NUTS diverges or never enters it, and a tempered
+or pseudo-extended version of the model inherits the neck.  Declaring the
+parameter with the prior's location and scale as its offset and multiplier,
+``vector<offset=mu, multiplier=tau>[J] theta;``, makes Stan sample
+``(theta - mu) / tau`` instead, which is ``N(0, 1)`` a priori whatever ``tau``:
+the non-centred parameterisation, as a change of *coordinates* only.  The
+model, its parameters, their posterior and its normalising constant are
+unchanged (Stan adds the affine map's log-Jacobian itself); every draw is still
+of ``theta``.
+
+:func:`noncentre` finds such parameters conservatively and returns the
+rewritten parameter declarations; the method transforms use them in the
+programs they generate (``reparameterize=True``, the default), and the user's
+program itself is never modified.  A parameter qualifies when
+
+* it is a ``real``, ``vector`` or ``row_vector`` (not an array), declared alone
+  and without bounds, offset or multiplier;
+* exactly one statement of the whole model is a density of it, and that
+  statement is ``name ~ normal(loc, scale)`` or ``target += normal_lpdf(name |
+  loc, scale)`` (``_lupdf`` too) at the top level of the model block, without
+  truncation;
+* ``scale`` depends on a parameter (else there is no funnel to remove);
+* ``loc`` and ``scale`` use only data, transformed data, parameters declared
+  before it, literals and built-in functions (a declaration may use nothing
+  else), and are scalars or, for a ``vector``/``row_vector``, elementwise
+  expressions of containers of the same type.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import SymbolTable, build_symbol_table, is_scalar_expr
+from pemc_stan.stan.printer import print_expr
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NonCentred", "noncentre"]
+
+_TYPES = ("real", "vector", "row_vector")
+_NORMAL_DENSITIES = ("normal_lpdf", "normal_lupdf")
+#: Elementwise functions allowed around container operands (a container's type is kept).
+_ELEMENTWISE_CALLS = frozenset({
+    "exp", "log", "sqrt", "square", "inv", "inv_sqrt", "inv_square", "fabs", "abs", "cbrt",
+    "exp2", "expm1", "log1p", "log2", "log10", "inv_logit", "logit", "softplus", "log1p_exp"})
+
+
+@dataclass(frozen=True)
+class NonCentred:
+    """One parameter declared with its prior's location and scale as offset/multiplier.
+
+    Attributes
+    ----------
+    name
+        The parameter.
+    offset
+        The prior's location (None when it is the literal 0).
+    multiplier
+        The prior's scale.
+    line
+        Line of the prior statement in the user's program.
+    """
+
+    name: str
+    offset: ast.Expr | None
+    multiplier: ast.Expr
+    line: int
+
+    def describe(self) -> str:
+        """A one-line account for comments and logs."""
+        loc = "0" if self.offset is None else print_expr(self.offset)
+        shifted = self.name if self.offset is None else f"({self.name} - {loc})"
+        return (f"{self.name} is sampled as {shifted} / "
+                f"{print_expr(self.multiplier)}, the non-centred coordinates of its prior "
+                f"normal({loc}, {print_expr(self.multiplier)}) (line {self.line}); the model "
+                "is unchanged")
+
+
+def _density_of(stmt: ast.Stmt) -> tuple[str, str, tuple[ast.Expr, ...], bool] | None:
+    """``(variate name, distribution, args, untruncated)`` of a density statement whose
+    variate is a bare variable, else None."""
+    if isinstance(stmt, ast.Tilde) and isinstance(stmt.arg, ast.Variable):
+        return stmt.arg.name, stmt.distribution, stmt.args, stmt.truncation is None
+    if isinstance(stmt, ast.TargetIncrement):
+        call = stmt.value
+        if (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Variable)
+                and call.name.endswith(("_lpdf", "_lupdf", "_lpmf", "_lupmf"))):
+            dist = call.name.rsplit("_", 1)[0]
+            return call.args[0].name, dist, call.args[1:], True
+    return None
+
+
+def _variates(node: ast.Node) -> list[str]:
+    """Every variable that is the variate of a density anywhere under ``node``."""
+    out: list[str] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Tilde):
+            out += [v.name for v in ast.walk(n.arg) if isinstance(v, ast.Variable)]
+        elif (isinstance(n, ast.Call) and n.args
+              and n.name.endswith(("_lpdf", "_lupdf", "_lpmf", "_lupmf"))):
+            out += [v.name for v in ast.walk(n.args[0]) if isinstance(v, ast.Variable)]
+    return out
+
+
+def _usable(expr: ast.Expr, allowed: set[str], table: SymbolTable) -> bool:
+    """Only allowed variables, literals and built-in (non-rng, non-_lp) functions."""
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Variable) and n.name not in allowed:
+            return False
+        if isinstance(n, ast.Call) and (n.name in table.functions
+                                        or n.name.endswith(("_rng", "_lp"))):
+            return False
+        if isinstance(n, (ast.TargetValue, ast.Conditional)):
+            return False
+    return True
+
+
+def _same_container(expr: ast.Expr, type_name: str, table: SymbolTable) -> bool:
+    """Whether ``expr`` is a ``type_name`` (vector/row_vector) built elementwise from
+    variables of that type and scalars."""
+    if is_scalar_expr(expr, table):
+        return True
+    if isinstance(expr, ast.Variable):
+        sym = table.lookup(expr.name)
+        return (sym is not None and isinstance(sym.type, ast.BasicType)
+                and sym.type.name == type_name)
+    if isinstance(expr, ast.UnaryOp):
+        return _same_container(expr.operand, type_name, table)
+    if isinstance(expr, ast.BinaryOp):
+        kids = (expr.left, expr.right)
+        if expr.op in ("+", "-", ".*", "./"):
+            return all(_same_container(k, type_name, table) for k in kids)
+        if expr.op in ("*", "/"):  # scalar times container only (else a matrix product)
+            return (sum(not is_scalar_expr(k, table) for k in kids) <= 1
+                    and all(_same_container(k, type_name, table) for k in kids))
+        return False
+    if isinstance(expr, ast.Call) and expr.name in _ELEMENTWISE_CALLS and len(expr.args) == 1:
+        return _same_container(expr.args[0], type_name, table)
+    return False
+
+
+def noncentre(program: ast.Program, table: SymbolTable | None = None
+              ) -> tuple[ast.ProgramBlock | None, tuple[NonCentred, ...]]:
+    """The parameters block with every qualifying parameter non-centred.
+
+    Parameters
+    ----------
+    program
+        The parsed program (not modified).
+    table
+        Its symbol table (built when not given).
+
+    Returns
+    -------
+    (ProgramBlock or None, tuple of NonCentred)
+        The rewritten parameters block (the original one when nothing
+        qualifies) and the parameters rewritten, in declaration order.
+
+    Raises
+    ------
+    Nothing: a parameter that does not clearly qualify is left as it is.
+    """
+    block = program.parameters
+    if block is None or program.model is None:
+        return block, ()
+    table = table if table is not None else build_symbol_table(program)
+    model_variates = _variates(program.model)
+    others = [b for b in (program.transformed_parameters, program.generated_quantities)
+              if b is not None]
+    elsewhere = {v for b in others for v in _variates(b)}
+    priors: dict[str, tuple[ast.Expr, ast.Expr, int]] = {}
+    for stmt in program.model.stmts:
+        found = _density_of(stmt)
+        if found is None:
+            continue
+        name, dist, args, untruncated = found
+        if dist == "normal" and len(args) == 2 and untruncated:
+            priors.setdefault(name, (args[0], args[1], stmt.line))
+    data_names = {n for b in (program.data, program.transformed_data) if b is not None
+                  for s in b.stmts if isinstance(s, ast.VarDecl) for n in
+                  (d.name for d in s.declarators)}
+    declared: set[str] = set()
+    params = {d.name for s in block.stmts if isinstance(s, ast.VarDecl) for d in s.declarators}
+    stmts: list[ast.Stmt] = []
+    done: list[NonCentred] = []
+    for stmt in block.stmts:
+        new = stmt
+        if isinstance(stmt, ast.VarDecl) and len(stmt.declarators) == 1:
+            name = stmt.declarators[0].name
+            t = stmt.type
+            prior = priors.get(name)
+            if (prior is not None and isinstance(t, ast.BasicType) and t.name in _TYPES
+                    and t.constraint is None and model_variates.count(name) == 1
+                    and name not in elsewhere):
+                loc, scale, line = prior
+                allowed = data_names | declared
+                scale_params = {v.name for v in ast.walk(scale) if isinstance(v, ast.Variable)
+                                } & params
+                if (scale_params and _usable(loc, allowed, table)
+                        and _usable(scale, allowed, table)
+                        and all(is_scalar_expr(e, table) if t.name == "real"
+                                else _same_container(e, t.name, table) for e in (loc, scale))):
+                    zero = isinstance(loc, (ast.IntLit, ast.RealLit)) and float(
+                        loc.text.replace("_", "")) == 0.0
+                    offset = None if zero else replace(loc, parens=False)
+                    affine = ast.Affine(offset, replace(scale, parens=False))
+                    new = replace(stmt, type=replace(t, constraint=affine))
+                    done.append(NonCentred(name, offset, affine.multiplier or scale, line))
+                    logger.info("%s", done[-1].describe())
+            declared.add(name)
+        elif isinstance(stmt, ast.VarDecl):
+            declared.update(d.name for d in stmt.declarators)
+        stmts.append(new)
+    if not done:
+        return block, ()
+    return replace(block, stmts=tuple(stmts)), tuple(done)
