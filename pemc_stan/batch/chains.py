@@ -115,8 +115,16 @@ class DaskChainRunner:
         # one future holding the whole dict (scattering a dict would name a future after
         # every key, and the next call's values would collide with those names)
         [payload] = self.client.scatter([dict(data)], hash=False)
+        inits = kwargs.pop("inits", None)
+
+        def chain_kwargs(c: int) -> dict[str, Any]:
+            # one init per chain (a list, as cmdstanpy takes it) goes to its own chain
+            if isinstance(inits, list) and len(inits) == chains:
+                return {**kwargs, "inits": inits[c - 1]}
+            return kwargs if inits is None else {**kwargs, "inits": inits}
+
         futures = [self.client.submit(run_chain, stan_code, name, payload, c, seed,
-                                      iter_warmup, iter_sampling, kwargs, pure=False,
+                                      iter_warmup, iter_sampling, chain_kwargs(c), pure=False,
                                       key=f"pemc-chain-{name}-{seed}-{c}-{os.urandom(4).hex()}")
                    for c in range(1, chains + 1)]
         results = self.client.gather(futures)

@@ -74,10 +74,12 @@ def test_a_batch_gives_byte_identical_estimates_with_one_and_two_workers(
 def test_one_fits_chains_on_two_workers_are_the_chains_of_one_process(
         two_workers: Any) -> None:
     stan, data = example("example:bimodal_1d")
-    for method in ("ct", "pe"):
-        here = pemc_stan.sample(stan, data=data, method=method, seed=11, chains=4, **ITER)
+    # PE towards a base also starts every chain at its own draws from the base
+    for method, kw in (("ct", {}), ("pe", {}), ("pe", {"temper": "base"})):
+        here = pemc_stan.sample(stan, data=data, method=method, seed=11, chains=4, **kw,
+                                **ITER)
         spread = pemc_stan.sample(stan, data=data, method=method, seed=11, chains=4,
-                                  client=two_workers, **ITER)
+                                  client=two_workers, **kw, **ITER)
         assert spread.fit.chains == 4
         np.testing.assert_array_equal(here._draws, spread._draws)
         np.testing.assert_array_equal(here.particle_log_weights(), spread.particle_log_weights())

@@ -20,6 +20,8 @@ import logging
 import os
 from typing import Any
 
+import numpy as np
+
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
@@ -142,6 +144,46 @@ class PseudoExtendedModel(MethodModel):
         logger.info("pilot: base from %s, log-scale %.4g", base.info.get("method"), log_z)
         return base, log_z
 
+    def inits_from_base(self, base: BaseDensity, chains: int, seed: int | None
+                        ) -> list[dict[str, Any]] | None:
+        """Initial values of every pseudo-sample of every chain, drawn from the base.
+
+        Stan's default inits, uniform on (-2, 2) in the unconstrained coordinates, can put
+        a copy where the model's density is numerically explosive (posteriordb's arma11:
+        an MA coefficient above 1 makes the errors grow like theta^T, log gamma near
+        -1e11); a hot copy feels only beta times that gradient, warm-up shrinks the step
+        size to 0 and the chain never moves.  Draws from the base, fitted to the posterior
+        by the pilot, start every copy where the posterior is.  The temperatures keep
+        Stan's own inits.  None (Stan's inits) with ``noncentring > 0``, whose raw
+        coordinates are what NUTS moves.
+
+        Raises
+        ------
+        Nothing: when the base cannot be sampled in the parameters' space, None.
+        """
+        options: PseudoExtendedOptions = self.result.options
+        if options.noncentring > 0:
+            return None
+        n = options.n_pseudo
+        rng = np.random.default_rng(None if seed is None else [int(seed), 8191])
+        try:
+            draws = base.sample(self.result.coordinates, chains * n, rng, self.data)
+        except Exception as exc:  # noqa: BLE001 - Stan's own inits then
+            logger.info("no inits from the base (%s); Stan's random inits are used", exc)
+            return None
+        out: list[dict[str, Any]] = []
+        for c in range(chains):
+            init: dict[str, Any] = {}
+            for copies in self.result.parameters:
+                values = np.asarray(draws[copies.name])[c * n:(c + 1) * n]
+                if copies.unrolled:
+                    for k in range(n):
+                        init[copies.stan_variable(k + 1)] = values[k].tolist()
+                else:
+                    init[copies.name] = values.tolist()
+            out.append(init)
+        return out
+
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
                show_progress: bool = False, **cmdstanpy_kwargs: Any) -> PseudoExtendedFit:
@@ -170,6 +212,10 @@ class PseudoExtendedModel(MethodModel):
         else:
             scale = self.log_scale(seed)
         g_shape = self.g_shape()
+        if base is not None and "inits" not in cmdstanpy_kwargs:
+            inits = self.inits_from_base(base, chains, seed)
+            if inits is not None:
+                cmdstanpy_kwargs["inits"] = inits
         run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
                                              base=base),
                             chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,

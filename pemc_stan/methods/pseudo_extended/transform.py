@@ -383,7 +383,9 @@ def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False
 
     ``"base"`` when a parameter has a flat (improper) prior; else ``"likelihood"`` when
     the model has likelihood terms; else ``"base"`` when ``hierarchical`` (a normal prior
-    whose scale is a parameter, non-centred in the program), else ``"posterior"``.  (The
+    whose scale is a parameter, non-centred in the program) or when a prior is
+    heavy-tailed (``gamma^beta`` of a Cauchy prior is not integrable for ``beta <= 1/2``:
+    the hot pseudo-samples fly off along its tails), else ``"posterior"``.  (The
     transformation falls back to ``"posterior"`` when no base density exists for the
     parameters.)
 
@@ -407,7 +409,9 @@ def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False
         return "posterior"
     if has_likelihood:
         return "likelihood"
-    return "base" if hierarchical else "posterior"
+    if hierarchical or heavy_tailed_priors(program.tree, program.analysis):
+        return "base"
+    return "posterior"
 
 
 def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:

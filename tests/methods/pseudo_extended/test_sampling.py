@@ -258,10 +258,11 @@ def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa:
     pseudo-sample is the target one with probability 1/N (beta ~ pi, mean
     ((d + 1)/2) / ((d + 3)/2); its mass below a is 1e-6).  With a uniform g (the paper's)
     the marginal is beta^(-d/2) exp(-c beta), piled at a, and this test fails."""
-    d, n = 5, 2
+    d = 5
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
     fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=11)
+    n = fit.result.options.n_pseudo  # the default N
     assert fit.result.temper == "posterior" and fit.g_shape == (d + 1) / 2
     from scipy.integrate import quad
 

@@ -360,6 +360,29 @@ def test_auto_tempers_towards_a_base_when_a_prior_is_flat() -> None:
         "posterior"
 
 
+def test_auto_tempers_towards_a_base_without_a_proper_likelihood_split() -> None:
+    """With no likelihood terms the whole density is tempered unless that is improper or
+    sends hot copies up a funnel: a heavy-tailed prior (Cauchy: gamma^beta not integrable
+    for beta <= 1/2) or a hierarchical normal prior (non-centred) then tempers towards
+    the base; a light-tailed mixture keeps whole-posterior tempering."""
+    heavy = ("parameters { real m; real<lower=0> s; } "
+             "model { s ~ cauchy(0, 2.5); m ~ normal(0, 1); target += -square(m - s); }")
+    assert transform_result(heavy, method="pe").temper == "base"
+    funnel = ("parameters { real v; vector[4] z; } "
+              "model { v ~ normal(0, 3); z ~ normal(0, exp(v / 2)); }")
+    res = transform_result(funnel, method="pe")
+    assert res.temper == "base" and [nc.name for nc in res.noncentred] == ["z"]
+    check_with_stanc(res.stan_code)
+    # reparameterize='none': the declarations as written, and nothing to push up
+    as_written = transform_result(funnel, method="pe", reparameterize="none")
+    assert as_written.noncentred == () and as_written.temper == "posterior"
+    assert "vector[4] z;" in as_written.stan_code or "array[pemc_N] vector[4] z;" in \
+        as_written.stan_code
+    mixture = ("parameters { real x; } "
+               "model { target += log_mix(0.3, normal_lpdf(x | -3, 1), normal_lpdf(x | 3, 1)); }")
+    assert transform_result(mixture, method="pe").temper == "posterior"
+
+
 def test_base_tempering_falls_back_where_no_base_exists() -> None:
     """A unit vector has no base density, nor (here) a bound on a container parameter:
     'auto' tempers the whole posterior there; an explicit temper='base' is refused with the
