@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pemc_stan.errors import OptionsError
 
 __all__ = ["MethodOptions", "option", "cli_fields", "field_names", "check_int", "check_number",
-           "check_choice", "resolve", "REPARAMETERIZE_CHOICES"]
+           "check_choice", "resolve", "REPARAMETERIZE_CHOICES", "reparameterize_option"]
 
 #: ``reparameterize``: non-centre hierarchical normal priors (``auto``) or not (``none``).
 REPARAMETERIZE_CHOICES = ("auto", "none")
@@ -56,6 +56,19 @@ def option(default: Any, help: str, *, parse: Callable[[str], Any] | None = None
     """
     return dataclasses.field(default=default, metadata={
         "help": help, "parse": parse, "metavar": metavar, "choices": choices, "cli": cli})
+
+
+def reparameterize_option() -> Any:
+    """The ``reparameterize`` field both methods share (see
+    :mod:`pemc_stan.stan.reparameterize`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return option("auto", "non-centre hierarchical normal priors by offset/multiplier in the "
+                  "generated program (auto) or not (none); the model is unchanged",
+                  choices=REPARAMETERIZE_CHOICES)
 
 
 def field_names(options_cls: type) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from pemc_stan.methods.options import (
     check_int,
     check_number,
     option,
+    reparameterize_option,
 )
 
 __all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "BETA_MARGINALS", "COVARIANCES",
@@ -95,15 +96,11 @@ class ContinuousTemperingOptions(MethodOptions):
         below about ``1 / H``; the length puts time there, where the tempered
         densities change fastest.  The estimators account for ``g`` exactly.
     reparameterize
-        ``"auto"`` (the default): a parameter whose only density is a normal
-        prior with a parameter-dependent scale (``theta ~ normal(mu, tau)``)
-        is declared in the generated program with that location and scale as
-        its offset and multiplier, Stan's non-centred parameterisation
-        (:mod:`pemc_stan.stan.reparameterize`).  That removes the funnel
-        between ``theta`` and ``tau`` that defeats NUTS's single step size;
-        the model, its draws and its evidence are unchanged, only the
-        coordinates the sampler moves are.  ``"none"``: the declarations as
-        written.
+        ``"auto"`` (the default) declares each parameter whose only density is
+        a normal prior with a parameter-dependent scale with that location and
+        scale as offset and multiplier (Stan's non-centred parameterisation,
+        :mod:`pemc_stan.stan.reparameterize`; the base density then lives in
+        those coordinates); ``"none"`` keeps the declarations as written.
     """
 
     temper: str = option("posterior", "temper the whole density or only the likelihood",
@@ -125,9 +122,7 @@ class ContinuousTemperingOptions(MethodOptions):
     beta_marginal: str = option("length", "how bootstrap rounds spread time over temperatures "
                                 "(length: evenly along the bridge's thermodynamic length and "
                                 "in beta; flat: the paper's joint)", choices=BETA_MARGINALS)
-    reparameterize: str = option("auto", "non-centre hierarchical normal priors by offset/"
-                                 "multiplier in the generated program (auto) or not (none); "
-                                 "the model is unchanged", choices=REPARAMETERIZE_CHOICES)
+    reparameterize: str = reparameterize_option()
 
     def validate(self) -> ContinuousTemperingOptions:
         """Check the options.

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import OptionsError
-from pemc_stan.methods.options import REPARAMETERIZE_CHOICES, MethodOptions, check_choice, option
+from pemc_stan.methods.options import (
+    REPARAMETERIZE_CHOICES,
+    MethodOptions,
+    check_choice,
+    option,
+    reparameterize_option,
+)
 
 __all__ = ["AUTO", "AUTO_BETA_MIN", "BetaDensity", "PseudoExtendedOptions", "as_beta", "is_auto",
            "parse_beta_density",
@@ -235,15 +241,10 @@ class PseudoExtendedOptions(MethodOptions):
         step size (divergences, doubled error) in 4 of 18 runs against 1 of 12
         without it, so check the divergences.  ``1`` was worse than ``0``.
     reparameterize
-        ``"auto"`` (the default): a parameter whose only density is a normal
-        prior with a parameter-dependent scale (``theta ~ normal(mu, tau)``)
-        is declared in the generated program with that location and scale as
-        its offset and multiplier, Stan's non-centred parameterisation
-        (:mod:`pemc_stan.stan.reparameterize`).  That removes the funnel
-        between ``theta`` and ``tau`` that defeats NUTS's single step size;
-        the model, its draws and its evidence are unchanged, only the
-        coordinates the sampler moves are.  ``"none"``: the declarations as
-        written.
+        ``"auto"`` (the default): non-centre hierarchical normal priors in the
+        generated program by offset/multiplier
+        (:mod:`pemc_stan.stan.reparameterize`: the funnel between ``theta``
+        and ``tau`` goes, the model stays); ``"none"``: as written.
     """
 
     n_pseudo: int = option(3, "number of pseudo-samples N", metavar="N")
@@ -267,9 +268,7 @@ class PseudoExtendedOptions(MethodOptions):
     noncentring: float = option(0.0, "partial non-centring of the pseudo-samples' "
                                 "unconstrained coordinates by beta^(-ALPHA/2), ALPHA in [0, 1] "
                                 "(0: off)", metavar="ALPHA")
-    reparameterize: str = option("auto", "non-centre hierarchical normal priors by offset/"
-                                 "multiplier in the generated program (auto) or not (none); "
-                                 "the model is unchanged", choices=REPARAMETERIZE_CHOICES)
+    reparameterize: str = reparameterize_option()
 
     def validate(self) -> PseudoExtendedOptions:
         """Check the options.
