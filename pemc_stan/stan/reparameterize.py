@@ -25,10 +25,12 @@ program itself is never modified.  A parameter qualifies when
   loc, scale)`` (``_lupdf`` too) at the top level of the model block, without
   truncation;
 * ``scale`` depends on a parameter (else there is no funnel to remove);
-* ``loc`` and ``scale`` use only data, transformed data, parameters declared
-  before it, literals and built-in functions (a declaration may use nothing
-  else), and are scalars or, for a ``vector``/``row_vector``, elementwise
-  expressions of containers of the same type.
+* ``loc`` and ``scale`` are scalar expressions of literals, scalar data and
+  scalar parameters declared before it, by arithmetic and the elementwise
+  functions in :data:`EVALUABLE_CALLS` (a declaration may use only earlier
+  variables, and the base density's Python mirror must evaluate them draw by
+  draw, with the parameters' draws along a leading axis: no indexing, no
+  containers, no transformed data).
 """
 
 from __future__ import annotations
@@ -37,19 +39,23 @@ import logging
 from dataclasses import dataclass, replace
 
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import SymbolTable, build_symbol_table, is_scalar_expr
+from pemc_stan.stan.analysis import SymbolTable, build_symbol_table, dims_of
 from pemc_stan.stan.printer import print_expr
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NonCentred", "noncentre"]
+__all__ = ["EVALUABLE_CALLS", "NonCentred", "noncentre"]
 
 _TYPES = ("real", "vector", "row_vector")
-_NORMAL_DENSITIES = ("normal_lpdf", "normal_lupdf")
-#: Elementwise functions allowed around container operands (a container's type is kept).
-_ELEMENTWISE_CALLS = frozenset({
-    "exp", "log", "sqrt", "square", "inv", "inv_sqrt", "inv_square", "fabs", "abs", "cbrt",
-    "exp2", "expm1", "log1p", "log2", "log10", "inv_logit", "logit", "softplus", "log1p_exp"})
+#: Functions a location or scale may call: those :mod:`pemc_stan.stan.evaluate` computes
+#: elementwise (one argument; ``pow``/``fmin``/``fmax`` two; constants none).
+EVALUABLE_CALLS = {
+    1: frozenset({"exp", "log", "sqrt", "square", "inv", "fabs", "abs", "expm1", "log1p",
+                  "log2", "log10", "inv_logit", "logit"}),
+    2: frozenset({"pow", "fmin", "fmax"}),
+    0: frozenset({"pi", "e", "sqrt2", "log2", "log10"}),
+}
+_ARITHMETIC = ("+", "-", "*", "/", "^", ".*", "./")
 
 
 @dataclass(frozen=True)
@@ -109,40 +115,23 @@ def _variates(node: ast.Node) -> list[str]:
     return out
 
 
-def _usable(expr: ast.Expr, allowed: set[str], table: SymbolTable) -> bool:
-    """Only allowed variables, literals and built-in (non-rng, non-_lp) functions."""
-    for n in ast.walk(expr):
-        if isinstance(n, ast.Variable) and n.name not in allowed:
-            return False
-        if isinstance(n, ast.Call) and (n.name in table.functions
-                                        or n.name.endswith(("_rng", "_lp"))):
-            return False
-        if isinstance(n, (ast.TargetValue, ast.Conditional)):
-            return False
-    return True
-
-
-def _same_container(expr: ast.Expr, type_name: str, table: SymbolTable) -> bool:
-    """Whether ``expr`` is a ``type_name`` (vector/row_vector) built elementwise from
-    variables of that type and scalars."""
-    if is_scalar_expr(expr, table):
+def _evaluable_scalar(expr: ast.Expr, allowed: set[str], table: SymbolTable) -> bool:
+    """Whether ``expr`` is a scalar of allowed scalar variables that the Python mirror of
+    the base coordinates can evaluate with one value per draw."""
+    if isinstance(expr, (ast.IntLit, ast.RealLit)):
         return True
     if isinstance(expr, ast.Variable):
         sym = table.lookup(expr.name)
-        return (sym is not None and isinstance(sym.type, ast.BasicType)
-                and sym.type.name == type_name)
+        return expr.name in allowed and sym is not None and dims_of(sym.type) == 0
     if isinstance(expr, ast.UnaryOp):
-        return _same_container(expr.operand, type_name, table)
+        return expr.op in ("-", "+") and _evaluable_scalar(expr.operand, allowed, table)
     if isinstance(expr, ast.BinaryOp):
-        kids = (expr.left, expr.right)
-        if expr.op in ("+", "-", ".*", "./"):
-            return all(_same_container(k, type_name, table) for k in kids)
-        if expr.op in ("*", "/"):  # scalar times container only (else a matrix product)
-            return (sum(not is_scalar_expr(k, table) for k in kids) <= 1
-                    and all(_same_container(k, type_name, table) for k in kids))
-        return False
-    if isinstance(expr, ast.Call) and expr.name in _ELEMENTWISE_CALLS and len(expr.args) == 1:
-        return _same_container(expr.args[0], type_name, table)
+        return expr.op in _ARITHMETIC and all(
+            _evaluable_scalar(e, allowed, table) for e in (expr.left, expr.right))
+    if isinstance(expr, ast.Call):
+        return (expr.name in EVALUABLE_CALLS.get(len(expr.args), frozenset())
+                and expr.name not in table.functions
+                and all(_evaluable_scalar(a, allowed, table) for a in expr.args))
     return False
 
 
@@ -183,9 +172,8 @@ def noncentre(program: ast.Program, table: SymbolTable | None = None
         name, dist, args, untruncated = found
         if dist == "normal" and len(args) == 2 and untruncated:
             priors.setdefault(name, (args[0], args[1], stmt.line))
-    data_names = {n for b in (program.data, program.transformed_data) if b is not None
-                  for s in b.stmts if isinstance(s, ast.VarDecl) for n in
-                  (d.name for d in s.declarators)}
+    data_names = {d.name for s in (program.data.stmts if program.data is not None else ())
+                  if isinstance(s, ast.VarDecl) for d in s.declarators}
     declared: set[str] = set()
     params = {d.name for s in block.stmts if isinstance(s, ast.VarDecl) for d in s.declarators}
     stmts: list[ast.Stmt] = []
@@ -203,10 +191,8 @@ def noncentre(program: ast.Program, table: SymbolTable | None = None
                 allowed = data_names | declared
                 scale_params = {v.name for v in ast.walk(scale) if isinstance(v, ast.Variable)
                                 } & params
-                if (scale_params and _usable(loc, allowed, table)
-                        and _usable(scale, allowed, table)
-                        and all(is_scalar_expr(e, table) if t.name == "real"
-                                else _same_container(e, t.name, table) for e in (loc, scale))):
+                if scale_params and all(_evaluable_scalar(e, allowed, table)
+                                        for e in (loc, scale)):
                     zero = isinstance(loc, (ast.IntLit, ast.RealLit)) and float(
                         loc.text.replace("_", "")) == 0.0
                     offset = None if zero else replace(loc, parens=False)

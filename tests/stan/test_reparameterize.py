@@ -88,30 +88,59 @@ def test_what_does_not_clearly_qualify_is_left_as_written(program: str) -> None:
     assert done == () and block is tree.parameters
 
 
-def test_container_locations_of_the_same_type_and_several_parameters() -> None:
+@pytest.mark.parametrize("program", [
+    # container locations or scales: the base's Python mirror evaluates offsets and
+    # multipliers with the draws along a leading axis, which containers would clash with
+    "data { int J; vector<lower=0>[J] s; } parameters { real mu; real<lower=0> tau; "
+    "vector[J] theta; } model { mu ~ normal(0, 5); tau ~ normal(0, 5); "
+    "theta ~ normal(mu, tau * s); }",
+    "data { int J; vector[J] m; } parameters { real<lower=0> tau; vector[J] theta; } "
+    "model { tau ~ normal(0, 5); theta ~ normal(m, tau); }",
+    # indexing a parameter
+    "parameters { vector<lower=0>[2] sigma; vector[3] x; } "
+    "model { sigma ~ normal(0, 1); x ~ normal(0, sigma[2]); }",
+    # transformed data (not in the data the mirror evaluates with)
+    "transformed data { real c = 2; } parameters { real<lower=0> t; real x; } "
+    "model { t ~ normal(0, 1); x ~ normal(0, c * t); }",
+    # a function the mirror cannot evaluate
+    "parameters { real v; real x; } model { v ~ normal(0, 1); x ~ normal(0, cbrt(exp(v))); }",
+])
+def test_what_the_base_mirror_cannot_evaluate_per_draw_is_left_alone(program: str) -> None:
+    tree = parse(program)
+    block, done = noncentre(tree)
+    assert done == () and block is tree.parameters
+
+
+def test_several_parameters_with_scalar_arithmetic_and_functions() -> None:
     program = """
-    data { int K; }
-    parameters {
-      vector[K] m; real<lower=0> t; vector[K] x; row_vector[K] r; real<lower=0> s; real w;
-    }
+    data { real s0; }
+    parameters { real<lower=0> t; real<lower=0> s; vector[3] x; real w; }
     model {
-      m ~ normal(0, 1); t ~ normal(0, 1); s ~ normal(0, 1);
-      x ~ normal(m + 2 * m, exp(m) * t);
-      r ~ normal(x', s);
+      t ~ normal(0, 1); s ~ normal(0, 1);
+      x ~ normal(-t, pow(s, 2) * s0 + inv_logit(t));
       w ~ normal(t, s);
     }
     """
     decls, names = _declarations(program)
-    assert names == ["x", "w"]  # r: a transposed vector is not an elementwise row_vector here
-    assert "vector<offset=m + 2 * m, multiplier=exp(m) * t>[K] x;" in decls
+    assert names == ["x", "w"]
+    assert "vector<offset=-t, multiplier=pow(s, 2) * s0 + inv_logit(t)>[3] x;" in decls
     assert "real<offset=t, multiplier=s> w;" in decls
+
+
+def test_every_allowed_function_is_one_the_evaluator_computes() -> None:
+    from pemc_stan.stan import evaluate
+    from pemc_stan.stan.reparameterize import EVALUABLE_CALLS
+
+    assert EVALUABLE_CALLS[1] <= set(evaluate._UNARY)
+    assert EVALUABLE_CALLS[2] <= set(evaluate._BINARY)
+    assert EVALUABLE_CALLS[0] <= set(evaluate._CONSTANTS)
 
 
 def test_the_rewritten_program_is_valid_stan() -> None:
     """stanc accepts the program with the rewritten declarations (types and scoping)."""
-    for program in (EIGHT_SCHOOLS, "data { int K; } parameters { vector[K] m; real v; "
-                    "vector[K] x; } model { m ~ normal(0, 1); v ~ normal(0, 1); "
-                    "x ~ normal(exp(m) .* m, exp(v / 2)); }"):
+    for program in (EIGHT_SCHOOLS, "data { int K; real c; } parameters { real m; real v; "
+                    "row_vector[K] x; } model { m ~ normal(0, 1); v ~ normal(0, 1); "
+                    "x ~ normal(exp(m) * c, exp(v / 2)); }"):
         tree = parse(program)
         block, done = noncentre(tree)
         assert done
