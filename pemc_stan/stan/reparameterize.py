@@ -39,7 +39,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import SymbolTable, build_symbol_table, dims_of
+from pemc_stan.stan.analysis import SymbolTable, build_symbol_table, density_variate, dims_of
 from pemc_stan.stan.printer import print_expr
 
 logger = logging.getLogger(__name__)
@@ -95,11 +95,11 @@ def _density_of(stmt: ast.Stmt) -> tuple[str, str, tuple[ast.Expr, ...], bool] |
     if isinstance(stmt, ast.Tilde) and isinstance(stmt.arg, ast.Variable):
         return stmt.arg.name, stmt.distribution, stmt.args, stmt.truncation is None
     if isinstance(stmt, ast.TargetIncrement):
-        call = stmt.value
-        if (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Variable)
-                and call.name.endswith(("_lpdf", "_lupdf", "_lpmf", "_lupmf"))):
-            dist = call.name.rsplit("_", 1)[0]
-            return call.args[0].name, dist, call.args[1:], True
+        variate = density_variate(stmt.value)
+        if isinstance(variate, ast.Variable):
+            assert isinstance(stmt.value, ast.Call)
+            return (variate.name, stmt.value.name.rsplit("_", 1)[0], stmt.value.args[1:],
+                    True)
     return None
 
 
@@ -107,11 +107,10 @@ def _variates(node: ast.Node) -> list[str]:
     """Every variable that is the variate of a density anywhere under ``node``."""
     out: list[str] = []
     for n in ast.walk(node):
-        if isinstance(n, ast.Tilde):
-            out += [v.name for v in ast.walk(n.arg) if isinstance(v, ast.Variable)]
-        elif (isinstance(n, ast.Call) and n.args
-              and n.name.endswith(("_lpdf", "_lupdf", "_lpmf", "_lupmf"))):
-            out += [v.name for v in ast.walk(n.args[0]) if isinstance(v, ast.Variable)]
+        variate = n.arg if isinstance(n, ast.Tilde) else (
+            density_variate(n) if isinstance(n, ast.Expr) else None)
+        if variate is not None:
+            out += [v.name for v in ast.walk(variate) if isinstance(v, ast.Variable)]
     return out
 
 
