@@ -35,7 +35,7 @@ from scipy.special import logsumexp
 
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
-from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.estimators.log_z import EvidenceEstimate, compare, pool_independent
 from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
@@ -113,6 +113,9 @@ class ContinuousTemperingFit(ExtendedFit):
         self.log_zeta = float(log_zeta)
         self.base = base
         self.history = list(history or [])
+        #: This run's index among the bootstrap rounds (the rounds before it are
+        #: ``history[:round]``; their eq-20 estimates join :meth:`log_z`).
+        self.round = len(self.history)
         #: ``(name, message, remedy)`` of pilots that failed or fell back (set by the model).
         self.pilot_notes: list[tuple[str, str, str]] = []
         names = set(result.parameter_names)
@@ -197,8 +200,8 @@ class ContinuousTemperingFit(ExtendedFit):
         """``log w_0(x) = log p(beta = 0 | x)`` of eq 20 per draw, (chains, draws)."""
         return self.bias.log_w_pair(self.delta())[0]
 
-    def log_z(self) -> EvidenceEstimate:
-        """``log Z`` by eq 20 with its Monte-Carlo standard error.
+    def round_log_z(self) -> EvidenceEstimate:
+        """This run's own ``log Z`` by eq 20 with its Monte-Carlo standard error.
 
         Returns
         -------
@@ -209,6 +212,32 @@ class ContinuousTemperingFit(ExtendedFit):
         """
         return T.log_z_estimate(self.delta(), self.log_zeta, strata=self.strata(),
                                 bias=self.bias)
+
+    def _earlier_rounds(self) -> list[EvidenceEstimate]:
+        """The eq-20 estimates of the bootstrap rounds before this run."""
+        return [EvidenceEstimate(float(h["log_z"]), float(h["std_error"]), "ct_eq20")
+                for h in self.history[:self.round] if "log_z" in h and "std_error" in h]
+
+    def log_z(self) -> EvidenceEstimate:
+        """``log Z`` by eq 20, pooled over the bootstrap rounds that agree with this one.
+
+        Every bootstrap round is a full CT run of the same target, so its eq-20
+        estimate is an independent estimate of the same ``log Z`` (a round's
+        base, ``log zeta`` and bias depend on the previous round's draws, but
+        its error, given them, comes from its own draws only).  Keeping only
+        the last round would discard the earlier rounds' draws; this is the
+        inverse-variance mean of this run's estimate (:meth:`round_log_z`) and
+        those of the earlier rounds within 2 combined standard errors of it
+        (:func:`~pemc_stan.estimators.log_z.pool_independent`; one that
+        disagrees is left out, and by more than 5 the verdict says so).
+
+        Returns
+        -------
+        EvidenceEstimate
+            This run's diagnostics, plus ``pooled`` (indices of the rounds used),
+            ``pooled_log_z`` and ``pooled_std_errors`` (every round's).
+        """
+        return pool_independent([*self._earlier_rounds(), self.round_log_z()])
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
@@ -433,6 +462,16 @@ class ContinuousTemperingFit(ExtendedFit):
                 "base_moments", f"the eq-22 estimates of the base's moments are {worst:.1f} "
                 "standard errors from the known ones: the joint (x, beta) chains have not "
                 "converged", "increase iter_warmup / iter_sampling or adapt_delta")
+        own = self.round_log_z()
+        gaps = [(abs(compare(e, own).z_score), i) for i, e in enumerate(self._earlier_rounds())
+                if e.std_error >= 0 and own.std_error >= 0]
+        if gaps:
+            z, i = max(gaps)
+            yield "log_z_rounds", None if not z > CHAIN_Z_MAX else Reason(
+                "log_z_rounds", f"the eq-20 estimates of log Z of bootstrap round {i} and of "
+                f"the final round differ by {z:.1f} standard errors: the two runs saw "
+                "different parts of the target, or an error bar is too small",
+                "run longer (iter_sampling) or more bootstrap rounds")
         if beta.shape[0] > 1:
             d = self.delta()
             per = [T.log_z_estimate(d[c:c + 1], self.log_zeta, bias=self.bias)
@@ -483,7 +522,7 @@ class ContinuousTemperingFit(ExtendedFit):
             "base_weight_ess": float(W.ess(self.log_weights_base().reshape(-1))),
             "log_z": lz.log_z,
             "log_z_se": lz.std_error,
-            "log_z_minus_log_zeta": lz.log_z - self.log_zeta,
+            "log_z_minus_log_zeta": self.round_log_z().log_z - self.log_zeta,
             "base_moment_max_abs_z": max_z,
             "divergences": divergences,
             "max_treedepth_hits": nuts.max_treedepth_hits,

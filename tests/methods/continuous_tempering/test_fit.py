@@ -62,8 +62,8 @@ class _FakeFit:
                             columns=list(self.column_names))
 
 
-def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1
-         ) -> ContinuousTemperingFit:
+def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1,
+         history: list[dict[str, float]] | None = None) -> ContinuousTemperingFit:
     rng = np.random.default_rng(seed)
     x, beta = _ct_draws(rng, n, log_zeta)
     log_gamma = LOG_Z + norm.logpdf(x, M, S)
@@ -75,7 +75,7 @@ def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1
     result = transform_continuous_tempering(PROGRAM)
     base = BaseDensity(np.zeros(1), np.eye(1))
     return ContinuousTemperingFit(_FakeFit(frame, chains), result, log_zeta, base=base,
-                                  seed=seed)
+                                  seed=seed, history=history)
 
 
 @pytest.mark.parametrize("offset", [-1.0, 0.0, 1.0])
@@ -95,6 +95,29 @@ def test_log_z_and_expectations_on_exact_draws(offset: float) -> None:
     assert abs(be["mean_z"].iloc[0]) < 4 and abs(be["var_z"].iloc[0]) < 4
     summary = fit.summary()
     assert summary.loc["x", "mean"] == pytest.approx(e.mean)
+
+
+def test_log_z_pools_the_bootstrap_rounds_that_agree() -> None:
+    """Two independent exact runs as bootstrap rounds 0 and 1: the final fit's log Z is
+    their inverse-variance mean, more precise than either and still within 4 SE of the
+    truth; a round 0 far off (7 SE) is left out and the verdict names it."""
+    first = _fit(LOG_Z - 0.5, n=4000, seed=11).round_log_z()
+    earlier = {"round": 0, "log_z": first.log_z, "std_error": first.std_error}
+    fit = _fit(LOG_Z, seed=12, history=[earlier])
+    own, pooled = fit.round_log_z(), fit.log_z()
+    prec = np.array([first.std_error, own.std_error]) ** -2.0
+    assert pooled.log_z == pytest.approx(prec @ [first.log_z, own.log_z] / prec.sum())
+    assert pooled.std_error == pytest.approx(prec.sum() ** -0.5)
+    assert pooled.std_error < min(first.std_error, own.std_error)
+    assert pooled.diagnostics["pooled"] == [0, 1]
+    assert abs(pooled.log_z - LOG_Z) < 4 * pooled.std_error
+    assert "log_z_rounds" in fit.check().checks and "log_z_rounds" not in fit.check().names()
+    off = {"round": 0, "log_z": own.log_z + 7 * own.std_error * math.sqrt(2),
+           "std_error": own.std_error}
+    bad = _fit(LOG_Z, seed=12, history=[off])
+    assert bad.log_z().log_z == own.log_z and bad.log_z().diagnostics["pooled"] == [1]
+    assert "log_z_rounds" in bad.check().names()
+    assert _fit(LOG_Z, seed=12).log_z().log_z == own.log_z  # a single round: eq 20 itself
 
 
 def test_wrong_target_would_fail() -> None:
