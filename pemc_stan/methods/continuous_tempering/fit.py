@@ -86,7 +86,8 @@ class ContinuousTemperingFit(ExtendedFit):
     seed
         Seed of the resampling.
     history
-        One dict per bootstrap round (``log_zeta``, ``log_z``, ``std_error``).
+        One dict per bootstrap round (``round``, ``log_zeta``, ``log_z``, ``std_error``,
+        ``log_z_problems``: the names of that round's failed :meth:`round_log_z_problems`).
     mode_centres
         ``(K, D)`` centres in base coordinates of the modes the pilot found;
         with two or more, the estimates are post-stratified by their cells
@@ -94,10 +95,12 @@ class ContinuousTemperingFit(ExtendedFit):
     bias
         The :class:`~pemc_stan.methods.continuous_tempering.tempering.BetaBias`
         ``g(beta)`` of the run (default: none).
+    round
+        This run's index among the bootstrap rounds (default: ``len(history)``).
 
     Attributes
     ----------
-    method, fit, result, data, log_zeta, base, history, mode_centres, bias
+    method, fit, result, data, log_zeta, base, history, mode_centres, bias, round
     """
 
     result: ContinuousTemperingResult
@@ -108,14 +111,15 @@ class ContinuousTemperingFit(ExtendedFit):
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None,
                  history: list[dict[str, Any]] | None = None,
-                 mode_centres: Any = None, bias: T.BetaBias | None = None) -> None:
+                 mode_centres: Any = None, bias: T.BetaBias | None = None,
+                 round: int | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_zeta = float(log_zeta)
         self.base = base
         self.history = list(history or [])
-        #: This run's index among the bootstrap rounds (the rounds before it are
-        #: ``history[:round]``; their eq-20 estimates join :meth:`log_z`).
-        self.round = len(self.history)
+        #: This run's index among the bootstrap rounds (default: ``len(history)``); the
+        #: rounds of ``history`` before it may join :meth:`log_z`.
+        self.round = len(self.history) if round is None else int(round)
         #: ``(name, message, remedy)`` of pilots that failed or fell back (set by the model).
         self.pilot_notes: list[tuple[str, str, str]] = []
         names = set(result.parameter_names)
@@ -175,7 +179,8 @@ class ContinuousTemperingFit(ExtendedFit):
             dim = self.base.dim
             z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
             shape = z.shape[:2]
-            rng = np.random.default_rng([0 if self.seed is None else int(self.seed), 22])
+            rng = np.random.default_rng([0 if self.seed is None else int(self.seed), 22,
+                                         self.round])
             while centres.shape[0] > 1:
                 labels = self.base.nearest_centre(z.reshape(-1, dim), centres).reshape(shape)
                 mass = self.base.centre_masses(centres, MASS_DRAWS, rng)
@@ -213,31 +218,51 @@ class ContinuousTemperingFit(ExtendedFit):
         return T.log_z_estimate(self.delta(), self.log_zeta, strata=self.strata(),
                                 bias=self.bias)
 
-    def _earlier_rounds(self) -> list[EvidenceEstimate]:
-        """The eq-20 estimates of the bootstrap rounds before this run."""
-        return [EvidenceEstimate(float(h["log_z"]), float(h["std_error"]), "ct_eq20")
-                for h in self.history[:self.round] if "log_z" in h and "std_error" in h]
+    def _earlier_rounds(self) -> list[tuple[int, EvidenceEstimate, list[str]]]:
+        """``(round, eq-20 estimate, failed checks)`` of the bootstrap rounds before this run."""
+        out: list[tuple[int, EvidenceEstimate, list[str]]] = []
+        for h in self.history[:self.round]:
+            if "log_z" in h and "std_error" in h:
+                est = EvidenceEstimate(float(h["log_z"]), float(h["std_error"]), "ct_eq20")
+                out.append((int(h.get("round", len(out))), est,
+                            list(h.get("log_z_problems", []))))
+        return out
 
     def log_z(self) -> EvidenceEstimate:
-        """``log Z`` by eq 20, pooled over the bootstrap rounds that agree with this one.
+        """``log Z`` by eq 20, pooled over the earlier bootstrap rounds that agree with this one.
 
         Every bootstrap round is a full CT run of the same target, so its eq-20
         estimate is an independent estimate of the same ``log Z`` (a round's
         base, ``log zeta`` and bias depend on the previous round's draws, but
         its error, given them, comes from its own draws only).  Keeping only
-        the last round would discard the earlier rounds' draws; this is the
+        the last round would discard the earlier rounds' draws.  This is the
         inverse-variance mean of this run's estimate (:meth:`round_log_z`) and
-        those of the earlier rounds within 2 combined standard errors of it
-        (:func:`~pemc_stan.estimators.log_z.pool_independent`; one that
-        disagrees is left out, and by more than 5 the verdict says so).
+        those of the earlier rounds that passed their own log-Z checks
+        (:meth:`round_log_z_problems`: round trips, both ends of the bridge
+        visited, chains agreeing) and lie within 2 combined standard errors of it
+        (:func:`~pemc_stan.estimators.log_z.pool_independent`).  An earlier round
+        that disagrees is left out, and by more than 5 standard errors the
+        verdict says so (``log_z_rounds``).
 
         Returns
         -------
         EvidenceEstimate
-            This run's diagnostics, plus ``pooled`` (indices of the rounds used),
-            ``pooled_log_z`` and ``pooled_std_errors`` (every round's).
+            This run's estimate and diagnostics when no earlier round joins; else
+            ``method="ct_eq20_pooled"`` with ``pooled`` (the rounds used),
+            ``pooled_log_z`` and ``pooled_std_errors`` (of every round in the
+            pool's candidates, this one last) added.
         """
-        return pool_independent([*self._earlier_rounds(), self.round_log_z()])
+        own = self.round_log_z()
+        healthy = [(r, est) for r, est, problems in self._earlier_rounds() if not problems]
+        if not healthy:
+            return own
+        pooled = pool_independent([est for _, est in healthy] + [own])
+        rounds = [r for r, _ in healthy] + [self.round]
+        used = [rounds[i] for i in pooled.diagnostics["pooled"]]
+        if len(used) == 1:
+            return own
+        return EvidenceEstimate(pooled.log_z, pooled.std_error, "ct_eq20_pooled",
+                                {**pooled.diagnostics, "pooled": used})
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
@@ -429,21 +454,7 @@ class ContinuousTemperingFit(ExtendedFit):
         for name, message, remedy in self.pilot_notes:
             if name == "pilot":  # a failed fit of the base that another one replaced is no fault
                 yield name, Reason(name, message, remedy)
-        trips = self.round_trips_per_chain()
-        yield "beta_round_trips", None if min(trips) >= 1 else Reason(
-            "beta_round_trips", f"round trips of beta between {NEAR_ZERO} and {NEAR_ONE} per "
-            f"chain: {trips}; a chain without one cannot have moved between modes through the "
-            "base", "run longer (iter_sampling) or more bootstrap rounds (bootstrap_rounds)"
-            + ("" if self.result.options.covariance_form == "dense"
-               or self.result.options.temper == "likelihood"
-               else ", or use base_covariance='dense'"))
-        beta = self.beta()
-        near = (float(np.mean(beta < NEAR_ZERO)), float(np.mean(beta > NEAR_ONE)))
-        yield "beta_ends", None if min(near) >= 0.01 else Reason(
-            "beta_ends", f"{100 * near[0]:.1f}% of the draws have beta < {NEAR_ZERO} and "
-            f"{100 * near[1]:.1f}% beta > {NEAR_ONE}: one end of the bridge is rarely "
-            "visited, so log zeta is far from log Z or the base far from the target",
-            "run more bootstrap rounds, or pass log_zeta close to log Z")
+        yield from self._round_log_z_checks()
         lw = self.log_weights()
         kish = float(W.ess(lw.reshape(-1)))
         yield "weight_ess", None if kish >= ESS_MIN else Reason(
@@ -463,15 +474,37 @@ class ContinuousTemperingFit(ExtendedFit):
                 "standard errors from the known ones: the joint (x, beta) chains have not "
                 "converged", "increase iter_warmup / iter_sampling or adapt_delta")
         own = self.round_log_z()
-        gaps = [(abs(compare(e, own).z_score), i) for i, e in enumerate(self._earlier_rounds())
-                if e.std_error >= 0 and own.std_error >= 0]
+        gaps: list[tuple[float, int]] = []
+        for r, est, _ in self._earlier_rounds():
+            both = (est.log_z, est.std_error, own.log_z, own.std_error)
+            if all(np.isfinite(both)) and np.hypot(est.std_error, own.std_error) > 0:
+                gaps.append((abs(compare(est, own).z_score), r))
         if gaps:
-            z, i = max(gaps)
+            z, r = max(gaps)
             yield "log_z_rounds", None if not z > CHAIN_Z_MAX else Reason(
-                "log_z_rounds", f"the eq-20 estimates of log Z of bootstrap round {i} and of "
+                "log_z_rounds", f"the eq-20 estimates of log Z of bootstrap round {r} and of "
                 f"the final round differ by {z:.1f} standard errors: the two runs saw "
                 "different parts of the target, or an error bar is too small",
                 "run longer (iter_sampling) or more bootstrap rounds")
+
+    def _round_log_z_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The checks this run's own eq-20 estimate rests on: beta round trips per chain,
+        both ends of the bridge visited, the chains' estimates agreeing."""
+        trips = self.round_trips_per_chain()
+        yield "beta_round_trips", None if min(trips) >= 1 else Reason(
+            "beta_round_trips", f"round trips of beta between {NEAR_ZERO} and {NEAR_ONE} per "
+            f"chain: {trips}; a chain without one cannot have moved between modes through the "
+            "base", "run longer (iter_sampling) or more bootstrap rounds (bootstrap_rounds)"
+            + ("" if self.result.options.covariance_form == "dense"
+               or self.result.options.temper == "likelihood"
+               else ", or use base_covariance='dense'"))
+        beta = self.beta()
+        near = (float(np.mean(beta < NEAR_ZERO)), float(np.mean(beta > NEAR_ONE)))
+        yield "beta_ends", None if min(near) >= 0.01 else Reason(
+            "beta_ends", f"{100 * near[0]:.1f}% of the draws have beta < {NEAR_ZERO} and "
+            f"{100 * near[1]:.1f}% beta > {NEAR_ONE}: one end of the bridge is rarely "
+            "visited, so log zeta is far from log Z or the base far from the target",
+            "run more bootstrap rounds, or pass log_zeta close to log Z")
         if beta.shape[0] > 1:
             d = self.delta()
             per = [T.log_z_estimate(d[c:c + 1], self.log_zeta, bias=self.bias)
@@ -482,6 +515,12 @@ class ContinuousTemperingFit(ExtendedFit):
                 "log_z_chains", f"the chains' eq-20 estimates of log Z differ by up to {z:.1f} "
                 "standard errors: the chains saw different parts of the target",
                 "run longer or more bootstrap rounds")
+
+    def round_log_z_problems(self) -> list[str]:
+        """Names of the failed checks this run's own eq-20 estimate rests on
+        (``beta_round_trips``, ``beta_ends``, ``log_z_chains``); a bootstrap round
+        with any joins no later round's :meth:`log_z`."""
+        return [name for name, reason in self._round_log_z_checks() if reason is not None]
 
     def diagnostics(self, warn: bool = True) -> dict[str, Any]:
         """Temperature, weight and convergence diagnostics, with advice.
@@ -496,11 +535,14 @@ class ContinuousTemperingFit(ExtendedFit):
             ``log_z_minus_log_zeta``, ``base_moment_max_abs_z`` (largest
             standardised eq-22 discrepancy, NaN under likelihood tempering),
             ``divergences``, ``max_treedepth_hits`` (transitions stopped at
-            ``max_treedepth``), ``messages`` (advice).
+            ``max_treedepth``), ``messages`` (advice).  ``log_z`` is :meth:`log_z`
+            (pooled over agreeing bootstrap rounds: ``log_z_rounds_pooled``);
+            ``round_log_z`` / ``round_log_z_se`` are this run's own estimate and
+            ``bootstrap_log_z`` / ``bootstrap_log_z_se`` every round's.
         """
         beta = self.beta()
         n_chains = beta.shape[0]
-        lz = self.log_z()
+        lz, own = self.log_z(), self.round_log_z()
         nuts = self.nuts_counts()
         divergences = nuts.divergences
         base_df = self.base_expectations()
@@ -522,7 +564,13 @@ class ContinuousTemperingFit(ExtendedFit):
             "base_weight_ess": float(W.ess(self.log_weights_base().reshape(-1))),
             "log_z": lz.log_z,
             "log_z_se": lz.std_error,
-            "log_z_minus_log_zeta": self.round_log_z().log_z - self.log_zeta,
+            "log_z_rounds_pooled": list(lz.diagnostics.get("pooled", [self.round])),
+            "round_log_z": own.log_z,
+            "round_log_z_se": own.std_error,
+            "bootstrap_log_z": [float(h["log_z"]) for h in self.history if "log_z" in h],
+            "bootstrap_log_z_se": [float(h["std_error"]) for h in self.history
+                                   if "std_error" in h],
+            "log_z_minus_log_zeta": own.log_z - self.log_zeta,
             "base_moment_max_abs_z": max_z,
             "divergences": divergences,
             "max_treedepth_hits": nuts.max_treedepth_hits,
@@ -574,8 +622,17 @@ class ContinuousTemperingFit(ExtendedFit):
     # ------------------------------------------------------------------ #
 
     def inference_attributes(self) -> dict[str, Any]:
-        """``pemc_log_zeta``."""
-        return {"pemc_log_zeta": float(self.log_zeta)}
+        """``pemc_log_zeta``, and this run's own eq-20 estimate (``pemc_round_log_z``,
+        ``pemc_round_log_z_std_error``: what the saved draws reproduce; ``pemc_log_z`` is
+        pooled over the bootstrap rounds, see :meth:`log_z`)."""
+        attrs: dict[str, Any] = {"pemc_log_zeta": float(self.log_zeta)}
+        try:
+            own = self.round_log_z()
+        except ValueError as exc:  # attributes must not stop the conversion
+            logger.warning("no round estimate recorded: %s", exc)
+            return attrs
+        return {**attrs, "pemc_round_log_z": float(own.log_z),
+                "pemc_round_log_z_std_error": float(own.std_error)}
 
     def run_settings(self) -> dict[str, Any]:
         """The ``log_zeta`` of the last round."""

@@ -148,7 +148,7 @@ class ContinuousTemperingModel(MethodModel):
         out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
                                      original_model=self.original_model, seed=seed,
                                      history=history, mode_centres=self.mode_centres,
-                                     bias=bias)
+                                     bias=bias, round=len(history))
         out.pilot_notes = list(self.pilot_notes)
         return out
 
@@ -198,6 +198,7 @@ class ContinuousTemperingModel(MethodModel):
                             else str(base.info.get("method", "given")),
                             "log_zeta": log_zeta, "log_z": est.log_z,
                             "std_error": est.std_error,
+                            "log_z_problems": fit.round_log_z_problems(),
                             "share_near_1": float(np.mean(fit.beta() > 0.95)),
                             "share_near_0": float(np.mean(fit.beta() < 0.05)),
                             "beta_bias": "flat" if bias is None or bias.is_flat else "length"})

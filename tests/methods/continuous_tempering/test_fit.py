@@ -115,9 +115,16 @@ def test_log_z_pools_the_bootstrap_rounds_that_agree() -> None:
     off = {"round": 0, "log_z": own.log_z + 7 * own.std_error * math.sqrt(2),
            "std_error": own.std_error}
     bad = _fit(LOG_Z, seed=12, history=[off])
-    assert bad.log_z().log_z == own.log_z and bad.log_z().diagnostics["pooled"] == [1]
+    assert bad.log_z() == own and bad.log_z().method == "ct_eq20"
     assert "log_z_rounds" in bad.check().names()
-    assert _fit(LOG_Z, seed=12).log_z().log_z == own.log_z  # a single round: eq 20 itself
+    assert _fit(LOG_Z, seed=12).log_z() == own  # a single round: eq 20 itself
+    # a round whose own log-Z checks failed (one end of the bridge unvisited) never joins
+    sick = _fit(LOG_Z, seed=12, history=[{**earlier, "log_z_problems": ["beta_ends"]}])
+    assert sick.log_z() == own
+    assert fit.log_z().method == "ct_eq20_pooled"
+    info = fit.diagnostics(warn=False)
+    assert info["log_z_rounds_pooled"] == [0, 1] and info["round_log_z"] == own.log_z
+    assert info["bootstrap_log_z"] == [first.log_z]
 
 
 def test_wrong_target_would_fail() -> None:
