@@ -112,9 +112,6 @@ class FakeCTFit(ContinuousTemperingFit):
     def log_z(self) -> object:
         return self._estimate
 
-    def round_log_z(self) -> object:
-        return self._estimate
-
     def resampled_draws_pd(self, output_dir: str | None = None) -> object:
         return self._resampled
 

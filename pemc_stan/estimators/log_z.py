@@ -7,8 +7,7 @@ Pure NumPy functions, each returning an :class:`EvidenceEstimate`:
 * :func:`importance_sampling` -- (Pareto-smoothed) importance sampling;
 * :func:`thermodynamic_integration` -- path sampling over a ladder of
   inverse temperatures;
-* :func:`compare` and :func:`bayes_factor` for pairs of estimates;
-* :func:`pool_independent` for estimates from independent runs of one target.
+* :func:`compare` and :func:`bayes_factor` for pairs of estimates.
 
 Background: Murray's thesis, chapter on normalising constants
 (Murray, "Advances in Markov chain Monte Carlo methods", 2007): importance sampling,
@@ -40,7 +39,6 @@ __all__ = [
     "bridge_sampling",
     "compare",
     "importance_sampling",
-    "pool_independent",
     "quadrature_weights",
     "thermodynamic_integration",
 ]
@@ -575,58 +573,6 @@ def compare(a: EvidenceEstimate, b: EvidenceEstimate, z_threshold: float = 3.0) 
     else:
         z = diff / se
     return Comparison(float(diff), se, float(z), bool(abs(z) > z_threshold))
-
-
-def pool_independent(estimates: Sequence[EvidenceEstimate], z_agree: float = 2.0
-                     ) -> EvidenceEstimate:
-    """Inverse-variance mean of independent estimates of one ``log Z`` that agree with the last.
-
-    The last estimate is the reference (in continuous tempering, the final
-    bootstrap round's).  An earlier one joins when it lies within ``z_agree``
-    combined standard errors of it (:func:`compare`) and has a finite, positive
-    standard error; the pooled value is ``sum(l_i / s_i^2) / sum(1 / s_i^2)``
-    with standard error ``sum(1 / s_i^2)^(-1/2)``.  An earlier estimate that
-    disagrees is left out rather than averaged in: its error bar was not
-    honest, or the reference's was not, and the reference is the better-tuned
-    run.
-
-    Parameters
-    ----------
-    estimates : sequence of EvidenceEstimate
-        Estimates from independent runs, the reference last.
-    z_agree : float, default 2.0
-        Largest ``|z|`` of :func:`compare` at which an earlier estimate joins.
-
-    Returns
-    -------
-    EvidenceEstimate
-        The reference's method and diagnostics, plus ``pooled`` (indices of the
-        estimates used), ``pooled_log_z`` and ``pooled_std_errors`` (all
-        inputs').  The reference itself when nothing joins.
-
-    Raises
-    ------
-    ValueError
-        If ``estimates`` is empty or ``z_agree <= 0``.
-    """
-    if not estimates:
-        raise ValueError("pool_independent needs at least one estimate")
-    if not z_agree > 0:
-        raise ValueError(f"z_agree must be positive, got {z_agree!r}")
-    ref = estimates[-1]
-    n = len(estimates)
-    if not (np.isfinite(ref.log_z) and np.isfinite(ref.std_error) and ref.std_error > 0):
-        return ref
-    used = [i for i, est in enumerate(estimates[:-1])
-            if np.isfinite(est.log_z) and np.isfinite(est.std_error) and est.std_error > 0
-            and not compare(est, ref, z_agree).disagree] + [n - 1]
-    prec = np.array([estimates[i].std_error ** -2.0 for i in used])
-    values = np.array([estimates[i].log_z for i in used])
-    diagnostics = {**ref.diagnostics, "pooled": used,
-                   "pooled_log_z": [float(e.log_z) for e in estimates],
-                   "pooled_std_errors": [float(e.std_error) for e in estimates]}
-    return EvidenceEstimate(float(prec @ values / prec.sum()), float(prec.sum() ** -0.5),
-                            ref.method, diagnostics)
 
 
 def bayes_factor(a: EvidenceEstimate, b: EvidenceEstimate) -> LogBayesFactor:

@@ -140,13 +140,10 @@ def test_calibration_on_continuously_tempered_fits(compiled: Any, case: str, met
     assert all(e.diagnostics["draws_from"] == "continuous_tempering" for e in est)
     if method == "ct":
         # TI over beta from CT draws, integrated exactly, IS eq. 20: d/db log(zeta^b mean_s
-        # p(b|x_s)) = E_b[log zeta - Delta]; Simpson on 101 points reproduces it (on the
-        # final round's draws; "ct" pools the bootstrap rounds' eq-20 estimates)
+        # p(b|x_s)) = E_b[log zeta - Delta]; Simpson on 101 points reproduces it
         for a, b in zip(est, _ct_estimates(case)["ti"], strict=True):
-            last = (a.diagnostics.get("pooled_log_z", [a.log_z])[-1],
-                    a.diagnostics.get("pooled_std_errors", [a.std_error])[-1])
-            assert b.log_z == pytest.approx(last[0], abs=1e-6)
-            assert b.std_error == pytest.approx(last[1], rel=1e-3)
+            assert b.log_z == pytest.approx(a.log_z, abs=1e-6)
+            assert b.std_error == pytest.approx(a.std_error, rel=1e-3)
 
 
 def test_bridge_seed_on_fits_is_reproducible_and_not_the_fit_seed() -> None:
@@ -213,9 +210,6 @@ def test_evidence_runs_continuous_tempering_from_a_model(compiled: Any) -> None:
     stan, data, exact = CASES["normal_normal"]
     ct = evidence(stan, data, method="ct", seed=4, **CT)
     ti = evidence(stan, data, method="ti", seed=4, **CT)
-    assert ct.method.startswith("ct_eq20") and ti.method.startswith(
-        "ct_thermodynamic_integration")
+    assert ct.method == "ct_eq20" and ti.method.startswith("ct_thermodynamic_integration")
     assert abs(ct.log_z - exact()) <= 4 * ct.std_error and ct.std_error < 0.01
-    # same seed, same CT run: TI is eq 20 on the final round's draws
-    assert ti.log_z == pytest.approx(ct.diagnostics.get("pooled_log_z", [ct.log_z])[-1],
-                                     abs=1e-6)
+    assert ti.log_z == pytest.approx(ct.log_z, abs=1e-6)  # same seed, same CT run

@@ -12,7 +12,6 @@ from pemc_stan.estimators.log_z import (
     bridge_sampling,
     compare,
     importance_sampling,
-    pool_independent,
     thermodynamic_integration,
 )
 
@@ -270,43 +269,6 @@ def test_compare() -> None:
         compare(a, EvidenceEstimate(1.0, float("nan"), "bad"))
     with pytest.raises(ValueError, match="z_threshold"):
         compare(a, b, z_threshold=0.0)
-
-
-def test_pool_independent_is_the_inverse_variance_mean_and_calibrated() -> None:
-    """Two independent unbiased estimates of log Z = 1.5 with SEs 0.2 and 0.1: the pooled
-    value is their precision-weighted mean, its SE 1/sqrt(25 + 100), and over 20,000
-    replicates the errors' sd matches that SE (a wrong weighting, e.g. the plain mean with SE
-    0.112, or keeping only the last, SE 0.1, fails the 2% bound)."""
-    one = pool_independent([EvidenceEstimate(1.0, 0.2, "m"), EvidenceEstimate(1.3, 0.1, "m")])
-    assert one.log_z == pytest.approx((25 * 1.0 + 100 * 1.3) / 125)
-    assert one.std_error == pytest.approx(125 ** -0.5)
-    assert one.diagnostics["pooled"] == [0, 1]
-    rng = np.random.default_rng(7)
-    truth, se = 1.5, np.array([0.2, 0.1])
-    draws = truth + rng.normal(size=(20_000, 2)) * se
-    pooled = np.array([pool_independent([EvidenceEstimate(a, se[0], "m"),
-                                         EvidenceEstimate(b, se[1], "m")], z_agree=50.0).log_z
-                       for a, b in draws])
-    assert np.mean(pooled) == pytest.approx(truth, abs=4 * 125 ** -0.5 / np.sqrt(draws.shape[0]))
-    assert np.std(pooled) == pytest.approx(125 ** -0.5, rel=0.02)
-
-
-def test_pool_independent_leaves_out_estimates_that_disagree_with_the_last() -> None:
-    ref = EvidenceEstimate(0.0, 0.1, "ct_eq20", {"n_draws": 10})
-    far = EvidenceEstimate(1.0, 0.1, "ct_eq20")  # 7 combined SEs away
-    out = pool_independent([far, ref])
-    assert (out.log_z, out.std_error, out.diagnostics["pooled"]) == (0.0, 0.1, [1])
-    assert out.diagnostics["n_draws"] == 10 and out.diagnostics["pooled_log_z"] == [1.0, 0.0]
-    near = EvidenceEstimate(0.2, 0.1, "ct_eq20")  # 1.4 combined SEs away
-    assert pool_independent([far, near, ref]).diagnostics["pooled"] == [1, 2]
-    assert pool_independent([EvidenceEstimate(0.1, float("nan"), "m"), ref]).log_z == 0.0
-    assert pool_independent([ref]).std_error == 0.1
-    bad_ref = EvidenceEstimate(0.0, float("inf"), "m")
-    assert pool_independent([near, bad_ref]) is bad_ref
-    with pytest.raises(ValueError, match="at least one"):
-        pool_independent([])
-    with pytest.raises(ValueError, match="z_agree"):
-        pool_independent([ref], z_agree=0.0)
 
 
 def test_evidence_estimate_is_frozen() -> None:

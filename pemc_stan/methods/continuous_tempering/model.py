@@ -193,7 +193,7 @@ class ContinuousTemperingModel(MethodModel):
             round_seed = None if seed is None else seed + r
             fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
                             round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
-            est = fit.round_log_z()
+            est = fit.log_z()
             history.append({"round": r, "base": "prior" if base is None
                             else str(base.info.get("method", "given")),
                             "log_zeta": log_zeta, "log_z": est.log_z,
