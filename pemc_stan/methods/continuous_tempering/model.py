@@ -5,7 +5,8 @@ of Graham & Storkey: multi-path Pathfinder by default, paths grouped by mode
 (:func:`pemc_stan.backend.pathfinder.group_paths`) and combined as the
 moment-matched mixture of eq 25; ADVI or Laplace selectable), then the CT
 program is run and, for ``bootstrap_rounds`` more rounds, the base is re-fitted
-to the eq-21 weighted draws and ``log zeta`` set to the eq-20 estimate,
+to the eq-21 weighted draws and ``log zeta`` set to the eq-20 estimate (by
+importance sampling from the re-fitted base after a round that stayed near beta = 1),
 re-fitting no more once ``log Z`` moves by less than ``bootstrap_tol`` combined
 standard errors.  The runs before the last are shortened
 (``bootstrap_fraction``); each run starts where the one before it ended, the
@@ -150,6 +151,38 @@ class ContinuousTemperingModel(MethodModel):
             delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
         return length_bias(delta_next, log_ratio)
 
+    def _one_ended_zeta(self, fit: ContinuousTemperingFit, base: BaseDensity,
+                        eq20: float, seed: int | None) -> float:
+        """The next ``log zeta`` after a round that stayed at the target's end of the bridge.
+
+        With (almost) no draws near beta = 0, eq 20 is a ratio of a sum to a
+        near-empty one: it says that ``log Z`` lies above ``log zeta``, not where
+        (earn_height: the ADVI base's ``log zeta`` was 400 nats low, round 0 stayed
+        at beta = 1 and its eq-20 value was 320 nats high, so the last round stayed
+        at beta = 0).  The round's draws are then draws of the target, the next base
+        is fitted to them, and ``log Z`` is estimated by importance sampling from that
+        base (:meth:`~pemc_stan.methods.pilot.BasePilot.importance_log_z`); the eq-20
+        value is kept when that fails.  (A round that stayed near beta = 0 sampled
+        the base: a base re-fitted to those draws is no better, and importance
+        sampling from a poor base underestimates ``log Z``, so eq 20 is kept.)
+        """
+        opts: ContinuousTemperingOptions = self.result.options
+        pilot = BasePilot(self, self.result.coordinates, num_paths=opts.num_paths,
+                          draws=opts.base_draws, covariance=opts.covariance_form)
+        try:
+            estimate = pilot.importance_log_z(base, seed)
+        except Exception as exc:  # noqa: BLE001 - keep eq 20 then
+            logger.warning("round %d stayed near beta = 1 and importance "
+                           "sampling from the re-fitted base failed (%s); the next log zeta "
+                           "is the eq-20 value", fit.round, exc)
+            return eq20
+        if not math.isfinite(estimate):
+            return eq20
+        logger.info("round %d stayed near beta = 1: next log zeta %.6g by "
+                    "importance sampling from the re-fitted base (eq 20 gave %.6g)",
+                    fit.round, estimate, eq20)
+        return float(estimate)
+
     def _base_start(self, base: BaseDensity | None, chains: int, seed: int | None
                     ) -> WarmStart | None:
         """The first round's start: inits drawn from the base, its variances as the metric.
@@ -190,7 +223,8 @@ class ContinuousTemperingModel(MethodModel):
 
         After each run the base is moment-matched to the eq-21 weighted draws
         in base coordinates (diagonal or dense, as configured) and ``log zeta``
-        set to the eq-20 estimate, for up to ``options.bootstrap_rounds`` extra
+        set to the eq-20 estimate (:meth:`_one_ended_zeta` after a round that stayed
+        near beta = 1), for up to ``options.bootstrap_rounds`` extra
         runs; the re-fits stop early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)`` (after a shortened run, one
         last full-length run follows).  Every run but the last has
@@ -290,6 +324,11 @@ class ContinuousTemperingModel(MethodModel):
                     logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
                                    "previous base", exc)
                     new = base
+            last = history[-1]
+            if ("beta_ends" in last["log_z_problems"] and new is not None
+                    and last["share_near_1"] > last["share_near_0"]):
+                new_zeta = self._one_ended_zeta(fit, new, new_zeta, round_seed)
+                history[-1]["next_log_zeta"] = new_zeta
             if opts.beta_marginal == "length":
                 bias = self._next_bias(fit, base, new, log_zeta, new_zeta)
             base, log_zeta = new, new_zeta

@@ -230,3 +230,33 @@ def test_defaults_non_centre_neals_funnel(compiled) -> None:  # noqa: ANN001
     _check_log_z(fit, 0.0, max_se=0.1)
     _stan_python_mirror(fit)  # the affine base coordinates in Stan and in Python
     assert fit.check().ok, fit.check()
+
+
+def test_a_round_stuck_at_the_target_gives_the_next_zeta_by_importance_sampling(
+        compiled) -> None:  # noqa: ANN001
+    """earn_height's situation, with an exact answer: a regression on an uncentred
+    predictor (coefficients correlated -0.99), a mean-field ADVI base and a log zeta
+    300 nats low (earn_height's pilot was 400 nats low) keep round 0 at beta = 1, where
+    eq 20 only says that log Z lies above log zeta.  Its value extrapolates: 19 nats high
+    here (which the next round's beta bias absorbs), 320 nats high on earn_height (whose
+    last round then stayed at beta = 0: 0 round trips, suspect).  The next log zeta now
+    comes from importance sampling with the base re-fitted to round 0's target draws."""
+    rng = np.random.default_rng(5)
+    h = 66 + 4 * rng.standard_normal(100)
+    x = np.column_stack([np.ones(100), h])
+    y = -60000 + 1300 * h + 19000 * rng.standard_normal(100)
+    data = {"N": 100, "K": 2, "X": x.tolist(), "y": y.tolist(), "sigma": 19000.0,
+            "tau": 1e5}
+    log_z, mean = _linear_regression_exact(data)
+    fit = pemc_stan.sample(MODELS / "linear_regression" / "linear_regression.stan", data,
+                           method="ct", base="advi", log_zeta=log_z - 300, chains=4,
+                           iter_warmup=500, iter_sampling=1000, seed=13)
+    assert fit.check().ok, fit.check()
+    _check_log_z(fit, log_z, max_se=0.05)
+    first, last = fit.history
+    assert first["share_near_0"] < 0.01 and "beta_ends" in first["log_z_problems"], first
+    assert abs(first["next_log_zeta"] - log_z) < 1.0, first
+    assert last["log_zeta"] == first["next_log_zeta"] and last["log_z_problems"] == []
+    for k in range(2):
+        e = fit.expectation(f"beta[{k + 1}]")
+        assert abs(e.mean - mean[k]) < 4 * e.mcse, (k, e, mean[k])
