@@ -8,8 +8,7 @@ program is run and, for ``bootstrap_rounds`` more rounds, the base is re-fitted
 to the eq-21 weighted draws and ``log zeta`` set to the eq-20 estimate (by
 importance sampling from the re-fitted base after a round that stayed near beta = 1),
 re-fitting no more once ``log Z`` moves by less than ``bootstrap_tol`` combined
-standard errors, and not at all when the first run confirms a one-mode pilot
-(``pilot_tol``).  The runs before the last are shortened
+standard errors.  The runs before the last are shortened
 (``bootstrap_fraction``); each run starts where the one before it ended, the
 first from the pilot's base (:mod:`pemc_stan.methods.warm_start`).
 """
@@ -152,26 +151,6 @@ class ContinuousTemperingModel(MethodModel):
             delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
         return length_bias(delta_next, log_ratio)
 
-    def _pilot_confirmed(self, fit: ContinuousTemperingFit, base: BaseDensity | None,
-                         log_zeta: float, log_z: float, full_length: bool) -> bool:
-        """Whether the first run is the result (``options.pilot_tol``).
-
-        Only a full-length first run from a Pathfinder base of one mode
-        qualifies, when it passed the checks its log Z rests on and that log Z
-        is within ``pilot_tol`` nats of the pilot's ``log zeta``.
-        """
-        opts: ContinuousTemperingOptions = self.result.options
-        if (fit.round != 0 or not full_length or base is None or opts.pilot_tol <= 0
-                or base.info.get("method") != "pathfinder" or base.info.get("modes") != 1
-                or not math.isfinite(log_z) or abs(log_z - log_zeta) > opts.pilot_tol):
-            return False
-        problems = fit.round_log_z_problems()
-        if problems:
-            return False
-        logger.info("CT round 0 confirms the pilot (one mode, log Z - log zeta = %.3g, its "
-                    "log-Z checks passed): no bootstrap round", log_z - log_zeta)
-        return True
-
     def _one_ended_zeta(self, fit: ContinuousTemperingFit, base: BaseDensity,
                         eq20: float, seed: int | None) -> float:
         """The next ``log zeta`` after a round that stayed at the target's end of the bridge.
@@ -306,10 +285,6 @@ class ContinuousTemperingModel(MethodModel):
             logger.info("CT round %d (%d + %d iterations): log zeta %.6g -> log Z %.6g "
                         "+/- %.3g", r, warmup, draws, log_zeta, est.log_z, est.std_error)
             if final:
-                break
-            if self._pilot_confirmed(fit, base, log_zeta, est.log_z,
-                                     (warmup, draws) == (iter_warmup, iter_sampling)):
-                history[-1]["pilot_confirmed"] = True
                 break
             if r > 0:
                 prev = history[-2]

@@ -84,17 +84,6 @@ class ContinuousTemperingOptions(MethodOptions):
     bootstrap_tol
         The bootstrap stops re-fitting early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
-    pilot_tol
-        The first run is the result, with no bootstrap round after it, when the
-        pilot's Pathfinder base found one mode, the run passed the checks its own
-        log Z rests on (round trips of beta in every chain, both ends of the
-        bridge visited, the chains' estimates agreeing) and its eq-20 log Z is
-        within ``pilot_tol`` nats of the pilot's ``log zeta``: the base and
-        ``log zeta`` the bootstrap would re-fit were already good enough for the
-        chains to cross the bridge, and the run's estimates are as valid as a
-        later round's.  A pilot that found several modes always gets its
-        bootstrap rounds (their beta bias is what spreads the chains' time
-        between modes).  0 always runs them.
     num_paths
         Pathfinder paths for ``base="pathfinder"``.  Each path starts at its
         own random point, so the paths are the pilot's independent searches
@@ -140,10 +129,6 @@ class ContinuousTemperingOptions(MethodOptions):
                                        "of iter_warmup and iter_sampling", metavar="F")
     bootstrap_tol: float = option(1.0, "the bootstrap stops re-fitting when log Z moves by less "
                                   "than this many combined standard errors", metavar="T")
-    pilot_tol: float = option(1.0, "the first run is the result when the pilot found one "
-                              "mode, the run passed its log-Z checks and its log Z is within "
-                              "this many nats of the pilot's log zeta (0: never)",
-                              metavar="NATS")
     num_paths: int = option(8, "Pathfinder paths of the base fit (independent searches "
                             "for modes)", metavar="P")
     base_draws: int = option(1000, "draws per path (Pathfinder) or in total (ADVI, Laplace) "
@@ -194,8 +179,6 @@ class ContinuousTemperingOptions(MethodOptions):
                      expected="a number in (0, 1]")
         check_number("bootstrap_tol", self.bootstrap_tol, 0.0, low_open=True,
                      expected="a number > 0 (in standard errors)")
-        check_number("pilot_tol", self.pilot_tol, 0.0,
-                     expected="a number >= 0 (in nats; 0: always run the bootstrap)")
         return self
 
     @property

@@ -111,27 +111,6 @@ def test_normal_normal_posterior_tempering(compiled) -> None:  # noqa: ANN001
         (var + NORMAL_DATA["sigma"] ** 2) / 1000)
 
 
-def test_a_first_run_that_confirms_a_one_mode_pilot_is_the_result(compiled) -> None:  # noqa: ANN001
-    """normal-normal: Pathfinder finds one mode and log Z within a nat, round 0 passes its
-    log-Z checks, so no bootstrap round follows (pilot_tol); with pilot_tol=0 it does.
-    Either way log Z and E[mu] are exact within 4 standard errors."""
-    log_z, mean, _ = _normal_exact()
-    runs = {tol: pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", pilot_tol=tol, chains=4,
-                                  iter_warmup=500, iter_sampling=1000, seed=14)
-            for tol in (1.0, 0.0)}
-    one, two = runs[1.0], runs[0.0]
-    assert len(one.history) == 1 and one.history[0]["pilot_confirmed"], one.history
-    assert one.history[0]["base"] == "pathfinder" and one.base.info["modes"] == 1
-    assert abs(one.history[0]["log_z"] - one.log_zeta) <= 1.0
-    assert len(two.history) == 2 and "pilot_confirmed" not in two.history[0], two.history
-    # the first run of both is the same run
-    assert two.history[0]["log_z"] == one.history[0]["log_z"]
-    for fit in (one, two):
-        assert fit.check().ok, fit.check()
-        _check_log_z(fit, log_z, max_se=0.05)
-        _check_mean(fit, "mu", mean)
-
-
 def test_normal_normal_likelihood_tempering(compiled) -> None:  # noqa: ANN001
     log_z, mean, _ = _normal_exact()
     fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", temper="likelihood",

@@ -62,8 +62,6 @@ model { mu ~ normal(0, 10); sigma ~ exponential(1); y ~ normal(mu, sigma); }
         ({"bootstrap_rounds": -1}, "bootstrap_rounds=-1"),
         ({"bootstrap_rounds": 1.5}, "bootstrap_rounds=1.5"),
         ({"bootstrap_tol": 0.0}, "bootstrap_tol=0.0"),
-        ({"pilot_tol": -0.5}, "pilot_tol=-0.5"),
-        ({"pilot_tol": float("inf")}, "pilot_tol=inf"),
         ({"num_paths": 0}, "num_paths=0"),
         ({"base_draws": 5}, "base_draws=5"),
     ],
