@@ -316,23 +316,15 @@ class MethodModel:
             # one seed for every chain, as a run in one process has
             seed = int(np.random.default_rng().integers(0, 2**31 - 1))
         started = cmdstanpy_kwargs if warm is None else warm.kwargs(cmdstanpy_kwargs)
-        added = [k for k, v in started.items() if v is not None
-                 and cmdstanpy_kwargs.get(k) is None]
-        if warm is not None and added:
-            folder = None if output_dir is None else Path(output_dir)
-            before = set(folder.iterdir()) if folder is not None and folder.is_dir() else set()
+        if started != cmdstanpy_kwargs:
+            assert warm is not None
             try:
                 return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
                                     show_progress, started)
             except RuntimeError as exc:
-                logger.warning("CmdStan failed when started from %s (%s: %s); running again "
-                               "without them", warm.source or "the warm start",
-                               ", ".join(added), str(exc).splitlines()[0] if str(exc)
-                               else type(exc).__name__)
-                if folder is not None and folder.is_dir():  # the failed attempt's files
-                    for path in set(folder.iterdir()) - before:
-                        if path.is_file():
-                            path.unlink()
+                logger.warning("CmdStan failed when started from %s (%s); running again from "
+                               "Stan's own inits and metric", warm.source or "the warm start",
+                               str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
                             show_progress, cmdstanpy_kwargs)
 

@@ -14,10 +14,8 @@ already know these scales before NUTS starts:
   of every base coordinate, and the base coordinates of every supported type
   have the same number of entries, in the same order, as Stan's unconstrained
   coordinates (identical maps for the elementwise, affine and ordered types;
-  Cholesky factors and row-stochastic matrices are put in Stan's order
-  (:func:`_stan_order`); for a simplex, a sum-to-zero vector and a stochastic
-  matrix the base's additive log-ratios are a different parametrisation of
-  the same number of coordinates, of comparable scales);
+  the additive log-ratios of a simplex and the column-wise Cholesky entries
+  are the same scales in a different parametrisation or order);
 * a later bootstrap round of continuous tempering runs the same program as the
   round before it, with a refitted base: that round's adapted metric, step
   sizes and last draws are where the next round's chains should start.
@@ -59,33 +57,9 @@ _DIAGONAL = (None, "diag", "diag_e")
 _DENSE = ("dense", "dense_e")
 
 
-def _stan_order(kind: str, el: tuple[int, ...]) -> NDArray[np.intp] | None:
-    """Where each of Stan's unconstrained coordinates of one element sits in the base's.
-
-    None when the orders agree.  The base lays Cholesky factors out column by column
-    from the diagonal down (log of the diagonal first) and keeps each row of a
-    row-stochastic matrix together; Stan reads a Cholesky factor (also the one of a
-    ``cov_matrix``) row by row, each row's diagonal last, and the free matrix of a
-    row-stochastic one column-major.
-    """
-    if kind in ("cholesky_factor_cov", "cov_matrix"):
-        rows, cols = (el[0], el[0]) if kind == "cov_matrix" else el
-        base = [(i, j) for j in range(cols) for i in range(j, rows)]
-        stan = [(m, n) for m in range(rows) for n in range(min(m + 1, cols))]
-        return np.array([base.index(p) for p in stan], dtype=np.intp)
-    if kind == "row_stochastic":
-        rows, cols = el
-        return np.array([i * (cols - 1) + k for k in range(cols - 1) for i in range(rows)],
-                        dtype=np.intp)
-    return None
-
-
 def base_variances(base: BaseDensity, coords: BaseCoordinates,
                    data: Mapping[str, Any] | None) -> list[NDArray[np.float64]]:
-    """The base's marginal variances, one array per parameter, each in Stan's order.
-
-    Array elements are contiguous in both; within an element the base's order is
-    changed to Stan's where they differ (:func:`_stan_order`).
+    """The base's marginal variances, one array per parameter in declaration order.
 
     Parameters
     ----------
@@ -114,14 +88,7 @@ def base_variances(base: BaseDensity, coords: BaseCoordinates,
         raise ValueError(f"the base has {base.dim} coordinates but the parameters have "
                          f"{sum(sizes)}")
     variances = np.diag(np.asarray(base.cov, dtype=float)).copy()
-    out = []
-    for block, v in zip(coords.blocks, np.split(variances, np.cumsum(sizes)[:-1]), strict=True):
-        _, el = block.shape(env)
-        order = _stan_order(block.kind, el)
-        if order is not None:
-            v = v.reshape(-1, order.size)[:, order].reshape(-1)
-        out.append(v)
-    return out
+    return list(np.split(variances, np.cumsum(sizes)[:-1]))
 
 
 def base_metric(base: BaseDensity, coords: BaseCoordinates, data: Mapping[str, Any] | None,
@@ -206,8 +173,7 @@ class WarmStart:
             ndim = np.ndim(first) if isinstance(self.inv_metric, list) else np.ndim(
                 self.inv_metric)
             wanted = out.get("metric")
-            named = wanted is None or isinstance(wanted, str)  # not a (deprecated) array
-            if named and ((ndim == 1 and wanted in _DIAGONAL) or (ndim == 2 and wanted in _DENSE)):
+            if (ndim == 1 and wanted in _DIAGONAL) or (ndim == 2 and wanted in _DENSE):
                 out["inv_metric"] = self.inv_metric
         if self.step_size is not None and out.get("step_size") is None:
             out["step_size"] = self.step_size

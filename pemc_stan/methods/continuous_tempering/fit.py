@@ -445,9 +445,8 @@ class ContinuousTemperingFit(ExtendedFit):
                 "base_moments", f"the eq-22 estimates of the base's moments are {worst:.1f} "
                 "standard errors from the known ones: the joint (x, beta) chains have not "
                 "converged", "increase iter_warmup / iter_sampling or adapt_delta")
-        # an earlier round that passed its own log-Z checks is a separate estimate of the
-        # same log Z (its own base, log zeta, bias and draws; it is not independent, as the
-        # next round starts where it ended): far apart, an error bar is wrong
+        # an earlier round that passed its own log-Z checks is an independent estimate of the
+        # same log Z (its base, log zeta and bias differ): far apart, an error bar is wrong
         own = self.log_z()
         gaps: list[tuple[float, int]] = []
         for r, est, problems in self._earlier_rounds():

@@ -298,13 +298,7 @@ class ContinuousTemperingModel(MethodModel):
                                 "round", r)
                     converged = True
             if not math.isfinite(est.log_z):
-                if (warmup, draws) == (iter_warmup, iter_sampling):
-                    break
-                # nothing to re-fit from; the result is still a full-length run
-                logger.warning("CT round %d gave no finite log Z; the last round runs with "
-                               "the same base and log zeta", r)
-                converged = True
-                continue
+                break
             # the next log zeta from eq 20 without the post-stratification (as the base
             # re-fit below): a cell whose sampling is incomplete can move the stratified
             # estimate by nats (Boltzmann machine: -4), and a zeta that far off leaves the

@@ -72,15 +72,12 @@ class ContinuousTemperingOptions(MethodOptions):
     bootstrap_fraction
         The length of every run before the last, as a fraction of
         ``iter_warmup`` and of ``iter_sampling`` (at least 100 iterations of
-        each, or all of them when fewer were asked for).  The last run, whose
-        draws are the result, always has both in full.  The default, 1, keeps
-        every run full length: the earlier runs' draws re-fit the base,
-        ``log zeta`` and the beta bias, and on multimodal targets those fits
-        need the round trips of a full run (measured over 8 seeds of the
-        validation's multimodal cases: with 0.5, ``bimodal_4d`` was suspect on
-        3 seeds against none, and ``label_switching_2``'s log Z standard error
-        rose from 0.14 to 0.25 on average).  Smaller values save time on
-        unimodal models.
+        each, or all of them when fewer were asked for).  Those runs' draws only
+        re-fit the base, ``log zeta`` and the beta bias (a few moments), and the
+        next run starts where they ended (their last draws, adapted metric and
+        step sizes; :mod:`pemc_stan.methods.warm_start`), so the last run, whose
+        draws are the result, has ``iter_warmup`` and ``iter_sampling`` in full
+        after a warm start.  1 makes every run full length.
     bootstrap_tol
         The bootstrap stops re-fitting early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
@@ -125,7 +122,7 @@ class ContinuousTemperingOptions(MethodOptions):
                                     metavar="X")
     bootstrap_rounds: int = option(1, "rounds of the section-6 bootstrap of base and log zeta",
                                    metavar="R")
-    bootstrap_fraction: float = option(1.0, "length of the runs before the last, as a fraction "
+    bootstrap_fraction: float = option(0.5, "length of the runs before the last, as a fraction "
                                        "of iter_warmup and iter_sampling", metavar="F")
     bootstrap_tol: float = option(1.0, "the bootstrap stops re-fitting when log Z moves by less "
                                   "than this many combined standard errors", metavar="T")

@@ -185,26 +185,28 @@ class PseudoExtendedModel(MethodModel):
             out.append(init)
         return out
 
-    def _base_metric(self, base: BaseDensity | None) -> WarmStart | None:
-        """The base's variances as the initial inverse metric of every copy.
+    def _base_start(self, base: BaseDensity | None, chains: int, seed: int | None,
+                    inits_given: bool) -> WarmStart | None:
+        """Every copy started at a draw of the base, the base's variances as the metric.
 
-        (The copies' inits from the base are passed as the run's own ``inits``, so
-        that they stay when CmdStan rejects the metric.)  None without a base, and
-        with ``noncentring > 0``, whose raw coordinates are what NUTS moves.
+        None without a base; the metric is left to CmdStan with ``noncentring > 0``
+        (NUTS then moves raw coordinates, not the parameters).
         """
+        if base is None:
+            return None
         options: PseudoExtendedOptions = self.result.options
-        if base is None or options.noncentring > 0:
-            return None
-        try:
-            metric = base_metric(base, self.result.coordinates, self.data,
-                                 copies=options.n_pseudo,
-                                 temperatures=0 if options.fixed_ladder is not None
-                                 else options.n_pseudo)
-        except Exception as exc:  # noqa: BLE001 - CmdStan's own metric then
-            logger.info("no metric from the base (%s); CmdStan adapts from the unit metric",
-                        exc)
-            return None
-        return WarmStart(inv_metric=metric, source="the pilot's base density")
+        inits = None if inits_given else self.inits_from_base(base, chains, seed)
+        metric = None
+        if options.noncentring == 0:
+            try:
+                metric = base_metric(base, self.result.coordinates, self.data,
+                                     copies=options.n_pseudo,
+                                     temperatures=0 if options.fixed_ladder is not None
+                                     else options.n_pseudo)
+            except Exception as exc:  # noqa: BLE001 - CmdStan's own metric then
+                logger.info("no metric from the base (%s); CmdStan adapts from the unit "
+                            "metric", exc)
+        return WarmStart(inits, metric, None, "the pilot's base density")
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
@@ -234,14 +236,11 @@ class PseudoExtendedModel(MethodModel):
         else:
             scale = self.log_scale(seed)
         g_shape = self.g_shape()
-        if base is not None and "inits" not in cmdstanpy_kwargs:
-            inits = self.inits_from_base(base, chains, seed)
-            if inits is not None:
-                cmdstanpy_kwargs["inits"] = inits
         run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
                                              base=base),
                             chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,
-                            self._base_metric(base), **cmdstanpy_kwargs)
+                            self._base_start(base, chains, seed, "inits" in cmdstanpy_kwargs),
+                            **cmdstanpy_kwargs)
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
                                 original_model=self.original_model, seed=seed, g_shape=g_shape)
         fit.base = base
