@@ -38,7 +38,6 @@ from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.inputs import StanProgram, read_data, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.warm_start import WarmStart
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     DIVERGENT_SHARE_MAX,
@@ -294,17 +293,14 @@ class MethodModel:
     def run_nuts(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
                  iter_sampling: int, seed: int | None,
                  output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                 warm: WarmStart | None = None, **cmdstanpy_kwargs: Any) -> cmdstanpy.CmdStanMCMC:
+                 **cmdstanpy_kwargs: Any) -> cmdstanpy.CmdStanMCMC:
         """Run CmdStan's NUTS on the transformed program.
 
         Resampled draws are written back as CSV for generate_quantities, so
         12 significant digits are kept by default (CmdStan checks simplexes and
         correlation matrices to 1e-8).  With a :attr:`chain_runner` the chains
         run as tasks of a cluster, with the same seed and chain ids, so the
-        draws are those of a run here.  ``warm`` (inits, inverse metric, step
-        sizes; :mod:`pemc_stan.methods.warm_start`) fills in what the user's
-        arguments leave to CmdStan; when CmdStan fails from that start, the
-        run is repeated from CmdStan's own.
+        draws are those of a run here.
 
         Raises
         ------
@@ -312,36 +308,17 @@ class MethodModel:
             If CmdStan fails.
         """
         cmdstanpy_kwargs.setdefault("sig_figs", 12)
-        if seed is None and self.chain_runner is not None:
-            # one seed for every chain, as a run in one process has
-            seed = int(np.random.default_rng().integers(0, 2**31 - 1))
-        started = cmdstanpy_kwargs if warm is None else warm.kwargs(cmdstanpy_kwargs)
-        if started != cmdstanpy_kwargs:
-            assert warm is not None
-            try:
-                return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
-                                    show_progress, started)
-            except RuntimeError as exc:
-                logger.warning("CmdStan failed when started from %s (%s); running again from "
-                               "Stan's own inits and metric", warm.source or "the warm start",
-                               str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
-                            show_progress, cmdstanpy_kwargs)
-
-    def _launch(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
-                iter_sampling: int, seed: int | None,
-                output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                kwargs: Mapping[str, Any]) -> cmdstanpy.CmdStanMCMC:
         if self.chain_runner is not None:
-            assert seed is not None
+            if seed is None:  # one seed for every chain, as a run in one process has
+                seed = int(np.random.default_rng().integers(0, 2**31 - 1))
             return self.chain_runner(self.result.stan_code, f"{self.name}_{self.spec().short}",
                                      data, chains, iter_warmup, iter_sampling, seed,
-                                     output_dir, **kwargs)
+                                     output_dir, **cmdstanpy_kwargs)
         return self.method_model().sample(
             data=dict(data), chains=chains, iter_warmup=iter_warmup,
             iter_sampling=iter_sampling, seed=seed,
             output_dir=None if output_dir is None else str(output_dir),
-            show_progress=show_progress, **kwargs)
+            show_progress=show_progress, **cmdstanpy_kwargs)
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,

@@ -7,10 +7,8 @@ moment-matched mixture of eq 25; ADVI or Laplace selectable), then the CT
 program is run and, for ``bootstrap_rounds`` more rounds, the base is re-fitted
 to the eq-21 weighted draws and ``log zeta`` set to the eq-20 estimate (by
 importance sampling from the re-fitted base after a round that stayed near beta = 1),
-re-fitting no more once ``log Z`` moves by less than ``bootstrap_tol`` combined
-standard errors.  The runs before the last are shortened
-(``bootstrap_fraction``); each run starts where the one before it ended, the
-first from the pilot's base (:mod:`pemc_stan.methods.warm_start`).
+stopping early once ``log Z`` moves by less than ``bootstrap_tol`` combined
+standard errors.
 """
 
 from __future__ import annotations
@@ -35,20 +33,10 @@ from pemc_stan.methods.continuous_tempering.tempering import (
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.pilot import BasePilot
-from pemc_stan.methods.warm_start import WarmStart, base_inits, base_metric, from_fit
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ContinuousTemperingModel"]
-
-
-#: The fewest warm-up iterations and draws of a shortened bootstrap run.
-_SHORTEST = 100
-
-
-def _shortened(n: int, fraction: float) -> int:
-    """``fraction`` of ``n`` iterations, at least :data:`_SHORTEST` (or ``n`` when fewer)."""
-    return min(n, max(int(round(n * fraction)), _SHORTEST))
 
 
 class ContinuousTemperingModel(MethodModel):
@@ -183,32 +171,13 @@ class ContinuousTemperingModel(MethodModel):
                     fit.round, estimate, eq20)
         return float(estimate)
 
-    def _base_start(self, base: BaseDensity | None, chains: int, seed: int | None
-                    ) -> WarmStart | None:
-        """The first round's start: inits drawn from the base, its variances as the metric.
-
-        None under likelihood tempering (no base) or when the base cannot be
-        sampled in the parameters' space (CmdStan's own start then).
-        """
-        if base is None:
-            return None
-        coords = self.result.coordinates
-        rng = np.random.default_rng(None if seed is None else [int(seed), 4099])
-        try:
-            return WarmStart(base_inits(base, coords, self.data, chains, rng),
-                             base_metric(base, coords, self.data, temperatures=1), None,
-                             "the pilot's base density")
-        except Exception as exc:  # noqa: BLE001 - CmdStan's own start then
-            logger.info("no start from the base (%s); CmdStan's own inits and metric", exc)
-            return None
-
     def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
              iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
              show_progress: bool, history: list[dict[str, Any]], bias: BetaBias | None = None,
-             warm: WarmStart | None = None, **kw: Any) -> ContinuousTemperingFit:
+             **kw: Any) -> ContinuousTemperingFit:
         data = self.result.data(self.data, log_zeta=log_zeta, base=base, bias=bias)
         fit = self.run_nuts(data, chains, iter_warmup, iter_sampling, seed, output_dir,
-                            show_progress, warm, **kw)
+                            show_progress, **kw)
         out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
                                      original_model=self.original_model, seed=seed,
                                      history=history, mode_centres=self.mode_centres,
@@ -225,12 +194,8 @@ class ContinuousTemperingModel(MethodModel):
         in base coordinates (diagonal or dense, as configured) and ``log zeta``
         set to the eq-20 estimate (:meth:`_one_ended_zeta` after a round that stayed
         near beta = 1), for up to ``options.bootstrap_rounds`` extra
-        runs; the re-fits stop early when ``|log Z_r - log Z_{r-1}| <=
-        bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)`` (after a shortened run, one
-        last full-length run follows).  Every run but the last has
-        ``options.bootstrap_fraction`` of the warm-up and the draws; every run
-        but the first starts from the last draws, metric and step sizes of the
-        one before it.  A fixed ``BaseDensity``
+        runs; the loop stops early when ``|log Z_r - log Z_{r-1}| <=
+        bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.  A fixed ``BaseDensity``
         is not re-fitted (only ``log zeta`` is updated); a given ``log_zeta``
         with ``bootstrap_rounds=0`` is used as is.
 
@@ -257,46 +222,30 @@ class ContinuousTemperingModel(MethodModel):
         bias: BetaBias | None = None
         history: list[dict[str, Any]] = []
         fit: ContinuousTemperingFit | None = None
-        parameters = [*self.result.parameter_names, "pemc_u"]
-        converged = False
         for r in range(opts.bootstrap_rounds + 1):
-            final = converged or r == opts.bootstrap_rounds
             round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
             round_seed = None if seed is None else seed + r
-            # round 0 starts from the pilot's base, every later round where the one
-            # before it ended (its last draws, adapted metric and step sizes)
-            warm = (self._base_start(base, chains, seed) if fit is None
-                    else from_fit(fit.fit, parameters, f"round {r - 1}"))
-            warmup, draws = ((iter_warmup, iter_sampling) if final else
-                             (_shortened(iter_warmup, opts.bootstrap_fraction),
-                              _shortened(iter_sampling, opts.bootstrap_fraction)))
-            fit = self._run(base, log_zeta, chains, warmup, draws, round_seed,
-                            round_dir, show_progress, history, bias, warm, **cmdstanpy_kwargs)
+            fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
+                            round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             est = fit.log_z()
             history.append({"round": r, "base": "prior" if base is None
                             else str(base.info.get("method", "given")),
                             "log_zeta": log_zeta, "log_z": est.log_z,
                             "std_error": est.std_error,
-                            "iter_warmup": warmup, "iter_sampling": draws,
                             "log_z_problems": fit.round_log_z_problems(),
                             "share_near_1": float(np.mean(fit.beta() > 0.95)),
                             "share_near_0": float(np.mean(fit.beta() < 0.05)),
                             "beta_bias": "flat" if bias is None or bias.is_flat else "length"})
-            logger.info("CT round %d (%d + %d iterations): log zeta %.6g -> log Z %.6g "
-                        "+/- %.3g", r, warmup, draws, log_zeta, est.log_z, est.std_error)
-            if final:
+            logger.info("CT round %d: log zeta %.6g -> log Z %.6g +/- %.3g", r, log_zeta,
+                        est.log_z, est.std_error)
+            if r == opts.bootstrap_rounds:
                 break
             if r > 0:
                 prev = history[-2]
                 if abs(est.log_z - prev["log_z"]) <= opts.bootstrap_tol * math.sqrt(
                         est.std_error**2 + prev["std_error"] ** 2):
-                    if (warmup, draws) == (iter_warmup, iter_sampling):
-                        logger.info("bootstrap converged after round %d", r)
-                        break
-                    # a shortened run is not the result: one last full-length round
-                    logger.info("bootstrap converged after round %d; one last full-length "
-                                "round", r)
-                    converged = True
+                    logger.info("bootstrap converged after round %d", r)
+                    break
             if not math.isfinite(est.log_z):
                 break
             # the next log zeta from eq 20 without the post-stratification (as the base

@@ -69,17 +69,8 @@ class ContinuousTemperingOptions(MethodOptions):
         the base is re-fitted to the eq-21 weighted moments of the target in
         base coordinates and ``log zeta`` set to the eq-20 estimate.  0 runs
         CT once.
-    bootstrap_fraction
-        The length of every run before the last, as a fraction of
-        ``iter_warmup`` and of ``iter_sampling`` (at least 100 iterations of
-        each, or all of them when fewer were asked for).  Those runs' draws only
-        re-fit the base, ``log zeta`` and the beta bias (a few moments), and the
-        next run starts where they ended (their last draws, adapted metric and
-        step sizes; :mod:`pemc_stan.methods.warm_start`), so the last run, whose
-        draws are the result, has ``iter_warmup`` and ``iter_sampling`` in full
-        after a warm start.  1 makes every run full length.
     bootstrap_tol
-        The bootstrap stops re-fitting early when ``|log Z_r - log Z_{r-1}| <=
+        The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
     num_paths
         Pathfinder paths for ``base="pathfinder"``.  Each path starts at its
@@ -122,10 +113,8 @@ class ContinuousTemperingOptions(MethodOptions):
                                     metavar="X")
     bootstrap_rounds: int = option(1, "rounds of the section-6 bootstrap of base and log zeta",
                                    metavar="R")
-    bootstrap_fraction: float = option(0.5, "length of the runs before the last, as a fraction "
-                                       "of iter_warmup and iter_sampling", metavar="F")
-    bootstrap_tol: float = option(1.0, "the bootstrap stops re-fitting when log Z moves by less "
-                                  "than this many combined standard errors", metavar="T")
+    bootstrap_tol: float = option(1.0, "the bootstrap stops when log Z moves by less than this "
+                                  "many combined standard errors", metavar="T")
     num_paths: int = option(8, "Pathfinder paths of the base fit (independent searches "
                             "for modes)", metavar="P")
     base_draws: int = option(1000, "draws per path (Pathfinder) or in total (ADVI, Laplace) "
@@ -172,8 +161,6 @@ class ContinuousTemperingOptions(MethodOptions):
                          expected="a finite number or None (estimate it)")
         for arg, low in (("bootstrap_rounds", 0), ("num_paths", 1), ("base_draws", 10)):
             check_int(arg, getattr(self, arg), low)
-        check_number("bootstrap_fraction", self.bootstrap_fraction, 0.0, 1.0, low_open=True,
-                     expected="a number in (0, 1]")
         check_number("bootstrap_tol", self.bootstrap_tol, 0.0, low_open=True,
                      expected="a number > 0 (in standard errors)")
         return self

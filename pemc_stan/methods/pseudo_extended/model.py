@@ -29,7 +29,6 @@ from pemc_stan.methods.pilot import BasePilot
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
-from pemc_stan.methods.warm_start import WarmStart, base_metric
 
 logger = logging.getLogger(__name__)
 
@@ -185,29 +184,6 @@ class PseudoExtendedModel(MethodModel):
             out.append(init)
         return out
 
-    def _base_start(self, base: BaseDensity | None, chains: int, seed: int | None,
-                    inits_given: bool) -> WarmStart | None:
-        """Every copy started at a draw of the base, the base's variances as the metric.
-
-        None without a base; the metric is left to CmdStan with ``noncentring > 0``
-        (NUTS then moves raw coordinates, not the parameters).
-        """
-        if base is None:
-            return None
-        options: PseudoExtendedOptions = self.result.options
-        inits = None if inits_given else self.inits_from_base(base, chains, seed)
-        metric = None
-        if options.noncentring == 0:
-            try:
-                metric = base_metric(base, self.result.coordinates, self.data,
-                                     copies=options.n_pseudo,
-                                     temperatures=0 if options.fixed_ladder is not None
-                                     else options.n_pseudo)
-            except Exception as exc:  # noqa: BLE001 - CmdStan's own metric then
-                logger.info("no metric from the base (%s); CmdStan adapts from the unit "
-                            "metric", exc)
-        return WarmStart(inits, metric, None, "the pilot's base density")
-
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
                show_progress: bool = False, **cmdstanpy_kwargs: Any) -> PseudoExtendedFit:
@@ -236,10 +212,13 @@ class PseudoExtendedModel(MethodModel):
         else:
             scale = self.log_scale(seed)
         g_shape = self.g_shape()
+        if base is not None and "inits" not in cmdstanpy_kwargs:
+            inits = self.inits_from_base(base, chains, seed)
+            if inits is not None:
+                cmdstanpy_kwargs["inits"] = inits
         run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
                                              base=base),
                             chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,
-                            self._base_start(base, chains, seed, "inits" in cmdstanpy_kwargs),
                             **cmdstanpy_kwargs)
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
                                 original_model=self.original_model, seed=seed, g_shape=g_shape)
