@@ -70,6 +70,9 @@ def run_chain(stan_code: str, name: str, data: Mapping[str, Any], chain_id: int,
 
 
 _TEMPORARY: list[str] = []
+#: ``CmdStanModel.sample`` arguments that take one entry per chain as a list (a list of
+#: step sizes is left out: CmdStan running the chains in one process takes the first).
+_PER_CHAIN = ("inits", "inv_metric")
 
 
 def _remove_temporary() -> None:
@@ -115,13 +118,12 @@ class DaskChainRunner:
         # one future holding the whole dict (scattering a dict would name a future after
         # every key, and the next call's values would collide with those names)
         [payload] = self.client.scatter([dict(data)], hash=False)
-        inits = kwargs.pop("inits", None)
 
         def chain_kwargs(c: int) -> dict[str, Any]:
-            # one init per chain (a list, as cmdstanpy takes it) goes to its own chain
-            if isinstance(inits, list) and len(inits) == chains:
-                return {**kwargs, "inits": inits[c - 1]}
-            return kwargs if inits is None else {**kwargs, "inits": inits}
+            # a per-chain list (as cmdstanpy takes inits and inverse metrics)
+            # gives each chain its own entry
+            return {k: v[c - 1] if k in _PER_CHAIN and isinstance(v, list) and len(v) == chains
+                    else v for k, v in kwargs.items()}
 
         futures = [self.client.submit(run_chain, stan_code, name, payload, c, seed,
                                       iter_warmup, iter_sampling, chain_kwargs(c), pure=False,

@@ -38,6 +38,7 @@ from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.inputs import StanProgram, read_data, read_program
 from pemc_stan.methods import registry
+from pemc_stan.methods.warm_start import WarmStart
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     DIVERGENT_SHARE_MAX,
@@ -293,14 +294,17 @@ class MethodModel:
     def run_nuts(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
                  iter_sampling: int, seed: int | None,
                  output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                 **cmdstanpy_kwargs: Any) -> cmdstanpy.CmdStanMCMC:
+                 warm: WarmStart | None = None, **cmdstanpy_kwargs: Any) -> cmdstanpy.CmdStanMCMC:
         """Run CmdStan's NUTS on the transformed program.
 
         Resampled draws are written back as CSV for generate_quantities, so
         12 significant digits are kept by default (CmdStan checks simplexes and
         correlation matrices to 1e-8).  With a :attr:`chain_runner` the chains
         run as tasks of a cluster, with the same seed and chain ids, so the
-        draws are those of a run here.
+        draws are those of a run here.  ``warm`` (an initial inverse metric and
+        step size; :mod:`pemc_stan.methods.warm_start`) fills in what the user's
+        arguments leave to CmdStan; when CmdStan fails from that start, the
+        run is repeated from CmdStan's own.
 
         Raises
         ------
@@ -308,17 +312,44 @@ class MethodModel:
             If CmdStan fails.
         """
         cmdstanpy_kwargs.setdefault("sig_figs", 12)
+        if seed is None and self.chain_runner is not None:
+            # one seed for every chain, as a run in one process has
+            seed = int(np.random.default_rng().integers(0, 2**31 - 1))
+        started = cmdstanpy_kwargs if warm is None else warm.kwargs(cmdstanpy_kwargs)
+        added = [k for k, v in started.items() if v is not None
+                 and cmdstanpy_kwargs.get(k) is None]
+        if warm is not None and added:
+            folder = None if output_dir is None else Path(output_dir)
+            before = set(folder.iterdir()) if folder is not None and folder.is_dir() else set()
+            try:
+                return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
+                                    show_progress, started)
+            except RuntimeError as exc:
+                logger.warning("CmdStan failed when started from %s (%s: %s); running again "
+                               "without them", warm.source or "the warm start",
+                               ", ".join(added), str(exc).splitlines()[0] if str(exc)
+                               else type(exc).__name__)
+                if folder is not None and folder.is_dir():  # the failed attempt's files
+                    for path in set(folder.iterdir()) - before:
+                        if path.is_file():
+                            path.unlink()
+        return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
+                            show_progress, cmdstanpy_kwargs)
+
+    def _launch(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
+                iter_sampling: int, seed: int | None,
+                output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                kwargs: Mapping[str, Any]) -> cmdstanpy.CmdStanMCMC:
         if self.chain_runner is not None:
-            if seed is None:  # one seed for every chain, as a run in one process has
-                seed = int(np.random.default_rng().integers(0, 2**31 - 1))
+            assert seed is not None
             return self.chain_runner(self.result.stan_code, f"{self.name}_{self.spec().short}",
                                      data, chains, iter_warmup, iter_sampling, seed,
-                                     output_dir, **cmdstanpy_kwargs)
+                                     output_dir, **kwargs)
         return self.method_model().sample(
             data=dict(data), chains=chains, iter_warmup=iter_warmup,
             iter_sampling=iter_sampling, seed=seed,
             output_dir=None if output_dir is None else str(output_dir),
-            show_progress=show_progress, **cmdstanpy_kwargs)
+            show_progress=show_progress, **kwargs)
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,

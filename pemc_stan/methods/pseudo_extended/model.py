@@ -29,6 +29,7 @@ from pemc_stan.methods.pilot import BasePilot
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
+from pemc_stan.methods.warm_start import WarmStart, base_metric
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +185,27 @@ class PseudoExtendedModel(MethodModel):
             out.append(init)
         return out
 
+    def _base_metric(self, base: BaseDensity | None) -> WarmStart | None:
+        """The base's variances as the initial inverse metric of every copy.
+
+        (The copies' inits from the base are passed as the run's own ``inits``, so
+        that they stay when CmdStan rejects the metric.)  None without a base, and
+        with ``noncentring > 0``, whose raw coordinates are what NUTS moves.
+        """
+        options: PseudoExtendedOptions = self.result.options
+        if base is None or options.noncentring > 0:
+            return None
+        try:
+            metric = base_metric(base, self.result.coordinates, self.data,
+                                 copies=options.n_pseudo,
+                                 temperatures=0 if options.fixed_ladder is not None
+                                 else options.n_pseudo)
+        except Exception as exc:  # noqa: BLE001 - CmdStan's own metric then
+            logger.info("no metric from the base (%s); CmdStan adapts from the unit metric",
+                        exc)
+            return None
+        return WarmStart(inv_metric=metric, source="the pilot's base density")
+
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
                show_progress: bool = False, **cmdstanpy_kwargs: Any) -> PseudoExtendedFit:
@@ -219,7 +241,7 @@ class PseudoExtendedModel(MethodModel):
         run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
                                              base=base),
                             chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,
-                            **cmdstanpy_kwargs)
+                            self._base_metric(base), **cmdstanpy_kwargs)
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
                                 original_model=self.original_model, seed=seed, g_shape=g_shape)
         fit.base = base
