@@ -1,41 +1,38 @@
-"""Where a method's NUTS run starts: its initial inverse metric and step size.
+"""Where a method's NUTS warm-up starts: its initial inverse metric.
 
 CmdStan's warm-up starts with the unit metric.  When the posterior's scales in
 the unconstrained coordinates differ by orders of magnitude, the first
 adaptation window (75 + 25 iterations) runs with tiny step sizes and trees of
 hundreds of leapfrog steps until the first metric estimate arrives.  On
 posteriordb's ``kidiq`` (variances 37 and 0.001) that window took 47% of the
-gradients of a pseudo-extended run and 36% of a continuous-tempering round
-(measured with ``save_warmup``).  The methods already know these scales before
-NUTS starts:
+gradients of a pseudo-extended run (measured with ``save_warmup``).  The
+pilot's base density (a Gaussian in base coordinates fitted to the posterior,
+:mod:`pemc_stan.methods.base_density`) knows these scales before NUTS starts:
+it has the marginal variance of every base coordinate, and the base
+coordinates of every supported type have the same number of entries, in the
+same order, as Stan's unconstrained coordinates (identical maps for the
+elementwise, affine and ordered types; Cholesky factors and row-stochastic
+matrices are put in Stan's order (:func:`_stan_order`); for a simplex, a
+sum-to-zero vector and a stochastic matrix the base's additive log-ratios are
+a different parametrisation of the same number of coordinates, of comparable
+scales).
 
-* the pilot's base density (a Gaussian in base coordinates fitted to the
-  posterior, :mod:`pemc_stan.methods.base_density`) has the marginal variances
-  of every base coordinate, and the base coordinates of every supported type
-  have the same number of entries, in the same order, as Stan's unconstrained
-  coordinates (identical maps for the elementwise, affine and ordered types;
-  Cholesky factors and row-stochastic matrices are put in Stan's order
-  (:func:`_stan_order`); for a simplex, a sum-to-zero vector and a stochastic
-  matrix the base's additive log-ratios are a different parametrisation of
-  the same number of coordinates, of comparable scales);
-* a later bootstrap round of continuous tempering runs the same program as the
-  round before it, with a refitted base: that round's adapted metric and step
-  size fit the next.
+Pseudo-extended MCMC uses it (its copies also start at draws of the base, and
+its tempered copies are what finds a mode the pilot missed).  Continuous
+tempering does not: measured side by side on the validation cases, the base's
+metric made its chains that start at CmdStan's random inits stall more often
+where the model's density is numerically explosive (posteriordb's ``arma11``)
+and diverge more (``gp_pois_regr``), for a median wall time of 2.64 times
+NUTS's against 2.97 without it; and its
+chains must keep CmdStan's random inits, so that one can start in a mode the
+pilot missed.
 
-Where the chains start is left to CmdStan (random inits, uniform on (-2, 2)
-in the unconstrained coordinates), independent of the pilot: chains started
-at draws of a base that covers only the modes the pilot found all sit in
-those modes, and a missed mode is then invisible to every check (measured:
-``bimodal_1d`` with a one-mode Pathfinder pilot gave ``log Z = log 0.7`` and
-an ok verdict; from random inits one chain started in the other mode and the
-verdict was suspect).
-
-:class:`WarmStart` carries the metric and step size;
-:meth:`WarmStart.kwargs` adds them to the ``CmdStanModel.sample`` arguments
-where the user set none, and :meth:`~pemc_stan.methods.base.MethodModel.run_nuts`
-falls back to CmdStan's own start when CmdStan rejects one.  Warm-up still runs
-in full (every adaptation window), so the draws' distribution is unchanged;
-only the start of the warm-up is cheaper.
+:class:`WarmStart` carries the metric; :meth:`WarmStart.kwargs` adds it to
+the ``CmdStanModel.sample`` arguments where the user set none, and
+:meth:`~pemc_stan.methods.base.MethodModel.run_nuts` falls back to CmdStan's
+own start when CmdStan rejects it.  Warm-up still runs in full (every
+adaptation window), so the draws' distribution is unchanged; only the start of
+the warm-up is cheaper.
 """
 
 from __future__ import annotations
@@ -46,7 +43,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
 
@@ -54,7 +50,7 @@ from pemc_stan.methods.base_density import BaseCoordinates, BaseDensity
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LOGIT_UNIFORM_VARIANCE", "WarmStart", "base_metric", "base_variances", "from_fit"]
+__all__ = ["LOGIT_UNIFORM_VARIANCE", "WarmStart", "base_metric", "base_variances"]
 
 #: Variance of ``logit(beta)`` for ``beta`` uniform on (0, 1) (the logistic
 #: distribution's ``pi^2 / 3``): the unconstrained scale of an inverse temperature
@@ -157,22 +153,18 @@ def base_metric(base: BaseDensity, coords: BaseCoordinates, data: Mapping[str, A
 
 @dataclass(frozen=True)
 class WarmStart:
-    """An initial inverse metric and step size for NUTS's warm-up.
+    """An initial inverse metric for NUTS's warm-up.
 
     Attributes
     ----------
     inv_metric
         The initial inverse metric: one diagonal vector for every chain, or a
         list with one (diagonal or dense) per chain, or None.
-    step_size
-        The initial step size of every chain, or None (one number: CmdStan
-        running several chains in one process takes only one).
     source
         What the start comes from (for the log).
     """
 
     inv_metric: NDArray[np.float64] | list[NDArray[np.float64]] | None = None
-    step_size: float | None = None
     source: str = ""
 
     def kwargs(self, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,42 +187,9 @@ class WarmStart:
             named = wanted is None or isinstance(wanted, str)  # not a (deprecated) array
             if named and ((ndim == 1 and wanted in _DIAGONAL) or (ndim == 2 and wanted in _DENSE)):
                 out["inv_metric"] = self.inv_metric
-        if self.step_size is not None and out.get("step_size") is None:
-            out["step_size"] = self.step_size
         return out
 
     @property
     def empty(self) -> bool:
         """Whether there is nothing to start from."""
-        return self.inv_metric is None and self.step_size is None
-
-
-def from_fit(fit: cmdstanpy.CmdStanMCMC, source: str = "") -> WarmStart:
-    """The metric and step size ``fit`` adapted, to start the next run of the same program.
-
-    Parameters
-    ----------
-    fit
-        A finished run.
-    source
-        What the start comes from (for the log).
-
-    Returns
-    -------
-    WarmStart
-        The adapted inverse metric of each chain and the median of the chains'
-        step sizes; both None when the fit has none (no adaptation) or one is
-        not finite and positive.
-    """
-    metric: list[NDArray[np.float64]] | None = None
-    step: float | None = None
-    try:
-        if fit.inv_metric is not None and fit.step_size is not None:
-            metric = [np.asarray(m, dtype=float) for m in fit.inv_metric]
-            step = float(np.median(np.asarray(fit.step_size, dtype=float)))
-            if not all(np.all(np.isfinite(m)) and np.all(np.diag(m) > 0 if m.ndim == 2 else m > 0)
-                       for m in metric) or not (math.isfinite(step) and step > 0):
-                metric, step = None, None
-    except (AttributeError, ValueError) as exc:
-        logger.info("no metric from the previous run (%s)", exc)
-    return WarmStart(metric, step, source)
+        return self.inv_metric is None

@@ -14,7 +14,6 @@ from pemc_stan.methods.warm_start import (
     WarmStart,
     base_metric,
     base_variances,
-    from_fit,
 )
 from pemc_stan.stan.parser import parse
 
@@ -90,8 +89,8 @@ def test_base_metric_repeats_each_parameter_per_copy_then_adds_temperatures() ->
 
 def test_warm_start_fills_only_what_the_user_left_to_cmdstan() -> None:
     diag = np.array([1.0, 2.0])
-    warm = WarmStart(diag, 0.1, "test")
-    assert warm.kwargs({}) == {"inv_metric": diag, "step_size": 0.1}
+    warm = WarmStart(diag, "test")
+    assert warm.kwargs({}) == {"inv_metric": diag}
     given = {"inits": 0.5, "inv_metric": np.ones(2), "step_size": 1.0, "adapt_delta": 0.9}
     assert warm.kwargs(given) == given
     # where the chains start is always CmdStan's (or the user's) choice
@@ -124,21 +123,3 @@ def test_base_metric_is_in_stans_order_of_the_unconstrained_coordinates(compiled
     grad = out.iloc[0, 1:].to_numpy(dtype=float)
     metric = base_metric(_prior_base(), _coords(), DATA)
     np.testing.assert_allclose(-1.0 / grad, metric, rtol=1e-8)
-
-
-@pytest.mark.compiled
-def test_from_fit_gives_each_chains_adapted_metric_and_the_median_step_size(compiled
-                                                                             ) -> None:
-    model = compiled(PROGRAM)
-    fit = model.sample(data=DATA, chains=2, iter_warmup=150, iter_sampling=20, seed=5,
-                       show_progress=False)
-    warm = from_fit(fit, "test")
-    assert warm.inv_metric is not None and len(warm.inv_metric) == 2
-    np.testing.assert_array_equal(warm.inv_metric[1], fit.inv_metric[1])
-    assert warm.step_size == pytest.approx(float(np.median(fit.step_size)))
-    # the next run from there: CmdStan accepts it, and starts at its own random inits
-    again = model.sample(data=DATA, chains=2, iter_warmup=150, iter_sampling=20, seed=6,
-                         show_progress=False, **warm.kwargs({}))
-    assert again.draws().shape[:2] == (20, 2)
-    header = Path(again.runset.csv_files[0]).read_text().split("lp__", 1)[0]
-    assert "init = 2" in header  # CmdStan's default: uniform on (-2, 2)

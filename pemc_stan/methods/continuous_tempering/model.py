@@ -8,10 +8,7 @@ program is run and, for ``bootstrap_rounds`` more rounds, the base is re-fitted
 to the eq-21 weighted draws and ``log zeta`` set to the eq-20 estimate (by
 importance sampling from the re-fitted base after a round that stayed near beta = 1),
 stopping early once ``log Z`` moves by less than ``bootstrap_tol`` combined
-standard errors.  Every round starts at CmdStan's random inits; the first
-round's initial inverse metric is the base's variances, each later round's the
-metric and step size the round before adapted
-(:mod:`pemc_stan.methods.warm_start`).
+standard errors.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ from pemc_stan.methods.continuous_tempering.tempering import (
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.pilot import BasePilot
-from pemc_stan.methods.warm_start import WarmStart, base_metric, from_fit
 
 logger = logging.getLogger(__name__)
 
@@ -175,33 +171,13 @@ class ContinuousTemperingModel(MethodModel):
                     fit.round, estimate, eq20)
         return float(estimate)
 
-    def _base_start(self, base: BaseDensity | None) -> WarmStart | None:
-        """The first round's initial inverse metric: the base's variances.
-
-        No inits: every chain starts at CmdStan's random inits, independent of the
-        pilot, so that a chain can start in a mode the pilot missed and the verdict
-        see it (started at draws of a one-mode base, every chain is in the found
-        mode and a missed one goes unflagged).  None under likelihood tempering (no
-        base) or when the base's layout cannot be put in Stan's order.
-        """
-        if base is None:
-            return None
-        try:
-            return WarmStart(inv_metric=base_metric(base, self.result.coordinates, self.data,
-                                                    temperatures=1),
-                             source="the pilot's base density")
-        except Exception as exc:  # noqa: BLE001 - CmdStan's own metric then
-            logger.info("no metric from the base (%s); CmdStan adapts from the unit metric",
-                        exc)
-            return None
-
     def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
              iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
              show_progress: bool, history: list[dict[str, Any]], bias: BetaBias | None = None,
-             warm: WarmStart | None = None, **kw: Any) -> ContinuousTemperingFit:
+             **kw: Any) -> ContinuousTemperingFit:
         data = self.result.data(self.data, log_zeta=log_zeta, base=base, bias=bias)
         fit = self.run_nuts(data, chains, iter_warmup, iter_sampling, seed, output_dir,
-                            show_progress, warm, **kw)
+                            show_progress, **kw)
         out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
                                      original_model=self.original_model, seed=seed,
                                      history=history, mode_centres=self.mode_centres,
@@ -249,12 +225,8 @@ class ContinuousTemperingModel(MethodModel):
         for r in range(opts.bootstrap_rounds + 1):
             round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
             round_seed = None if seed is None else seed + r
-            # round 0's metric from the pilot's base, each later round's the one adapted
-            # by the round before (the same program); the inits are always CmdStan's
-            warm = (self._base_start(base) if fit is None
-                    else from_fit(fit.fit, f"round {r - 1}"))
             fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
-                            round_dir, show_progress, history, bias, warm, **cmdstanpy_kwargs)
+                            round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             est = fit.log_z()
             history.append({"round": r, "base": "prior" if base is None
                             else str(base.info.get("method", "given")),
