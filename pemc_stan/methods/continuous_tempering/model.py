@@ -79,6 +79,12 @@ class ContinuousTemperingModel(MethodModel):
         """The compiled CT program (cached by content hash)."""
         return self.method_model()
 
+    def _pilot(self) -> BasePilot:
+        """The pilot of the base and ``log zeta``, with this model's options."""
+        opts: ContinuousTemperingOptions = self.result.options
+        return BasePilot(self, self.result.coordinates, num_paths=opts.num_paths,
+                         draws=opts.base_draws, covariance=opts.covariance_form)
+
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity | None, float]:
         """Initial base density and ``log zeta`` (section 6), with fallbacks.
 
@@ -105,8 +111,7 @@ class ContinuousTemperingModel(MethodModel):
             If every approximation fails (then NUTS itself cannot run the model).
         """
         opts: ContinuousTemperingOptions = self.result.options
-        pilot = BasePilot(self, self.result.coordinates, num_paths=opts.num_paths,
-                          draws=opts.base_draws, covariance=opts.covariance_form)
+        pilot = self._pilot()
         given = opts.base if isinstance(opts.base, BaseDensity) else None
         base, log_zeta = pilot.fit(
             seed, want_base=opts.temper == "posterior" and given is None,
@@ -154,9 +159,7 @@ class ContinuousTemperingModel(MethodModel):
         the base: a base re-fitted to those draws is no better, and importance
         sampling from a poor base underestimates ``log Z``, so eq 20 is kept.)
         """
-        opts: ContinuousTemperingOptions = self.result.options
-        pilot = BasePilot(self, self.result.coordinates, num_paths=opts.num_paths,
-                          draws=opts.base_draws, covariance=opts.covariance_form)
+        pilot = self._pilot()
         try:
             estimate = pilot.importance_log_z(base, seed)
         except Exception as exc:  # noqa: BLE001 - keep eq 20 then

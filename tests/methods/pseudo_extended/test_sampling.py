@@ -16,8 +16,8 @@ import pytest
 from scipy import stats
 
 import pemc_stan
-from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
 from pemc_stan.estimators.weights import chain_ess
+from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
 
 pytestmark = pytest.mark.compiled
 
