@@ -301,8 +301,8 @@ class MethodModel:
         12 significant digits are kept by default (CmdStan checks simplexes and
         correlation matrices to 1e-8).  With a :attr:`chain_runner` the chains
         run as tasks of a cluster, with the same seed and chain ids, so the
-        draws are those of a run here.  ``warm`` (an initial inverse metric and
-        step size; :mod:`pemc_stan.methods.warm_start`) fills in what the user's
+        draws are those of a run here.  ``warm`` (an initial inverse metric;
+        :mod:`pemc_stan.methods.warm_start`) fills in what the user's
         arguments leave to CmdStan; when CmdStan fails from that start, the
         run is repeated from CmdStan's own.
 
