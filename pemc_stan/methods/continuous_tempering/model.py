@@ -206,7 +206,9 @@ class ContinuousTemperingModel(MethodModel):
         ----------
         chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
             Passed to ``CmdStanModel.sample`` (every round; round ``r`` writes
-            to ``output_dir/round_r`` when given).
+            to ``output_dir/round_r`` when given; round 0 draws
+            ``options.round_sampling(0, iter_sampling, several_modes)`` when bootstrap
+            rounds follow, ``several_modes`` when the pilot found more than one).
         **cmdstanpy_kwargs
             Further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
 
@@ -228,12 +230,15 @@ class ContinuousTemperingModel(MethodModel):
         for r in range(opts.bootstrap_rounds + 1):
             round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
             round_seed = None if seed is None else seed + r
-            fit = self._run(base, log_zeta, chains, iter_warmup, iter_sampling, round_seed,
+            draws = opts.round_sampling(r, iter_sampling,
+                                        several_modes=self.mode_centres is not None)
+            fit = self._run(base, log_zeta, chains, iter_warmup, draws, round_seed,
                             round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             est = fit.log_z()
             history.append({"round": r, "base": "prior" if base is None
                             else str(base.info.get("method", "given")),
-                            "log_zeta": log_zeta, "log_z": est.log_z,
+                            "log_zeta": log_zeta, "iter_sampling": draws,
+                            "log_z": est.log_z,
                             "std_error": est.std_error,
                             "log_z_problems": fit.round_log_z_problems(),
                             "share_near_1": float(np.mean(fit.beta() > 0.95)),

@@ -64,6 +64,8 @@ model { mu ~ normal(0, 10); sigma ~ exponential(1); y ~ normal(mu, sigma); }
         ({"bootstrap_tol": 0.0}, "bootstrap_tol=0.0"),
         ({"num_paths": 0}, "num_paths=0"),
         ({"base_draws": 5}, "base_draws=5"),
+        ({"bootstrap_sampling": 0}, "bootstrap_sampling=0"),
+        ({"bootstrap_sampling": 2.5}, "bootstrap_sampling=2.5"),
     ],
 )
 def test_invalid_options(kwargs: dict, fragment: str) -> None:
@@ -71,6 +73,28 @@ def test_invalid_options(kwargs: dict, fragment: str) -> None:
         ContinuousTemperingOptions(**kwargs).validate()
     with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
         transform(SIMPLE, method="ct", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "iter_sampling", "expected"),
+    [
+        ({}, 1000, [250, 1000, 1000]),  # a quarter ...
+        ({}, 4000, [1000, 4000, 4000]),
+        ({}, 600, [250, 600, 600]),  # ... at least 250 ...
+        ({}, 100, [100, 100, 100]),  # ... at most iter_sampling
+        ({"bootstrap_sampling": 40}, 1000, [40, 1000, 1000]),
+        ({"bootstrap_rounds": 0}, 1000, [1000]),  # round 0 is then the fit itself
+        ({"bootstrap_rounds": 0, "bootstrap_sampling": 40}, 1000, [1000]),
+    ],
+)
+def test_round_sampling(kwargs: dict, iter_sampling: int, expected: list[int]) -> None:
+    opts = ContinuousTemperingOptions(**{"bootstrap_rounds": 2, **kwargs}).validate()
+    assert [opts.round_sampling(r, iter_sampling) for r in range(len(expected))] == expected
+    # with several pilot modes round 0 keeps every draw (for the length bias), unless told
+    told = "bootstrap_sampling" in kwargs and kwargs.get("bootstrap_rounds") != 0
+    several = [opts.round_sampling(r, iter_sampling, several_modes=True)
+               for r in range(len(expected))]
+    assert several == (expected if told else [iter_sampling] * len(expected))
 
 
 def test_fixed_base_options() -> None:
