@@ -232,11 +232,36 @@ def load(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _nuts_of_same_run(records: list[dict[str, Any]], seed: int) -> dict[int, dict[str, Any]]:
+    """For each record (by ``id``), the NUTS record of the same case it is timed against.
+
+    A wall-time ratio is only meaningful between runs made side by side: the NUTS record
+    of the same run (``run`` field) when there is one, else the case's latest NUTS record
+    written before it (a serial run writes NUTS first for each case).
+    """
+    by_run: dict[tuple[str, str], dict[str, Any]] = {}
+    before: dict[str, dict[str, Any]] = {}
+    out: dict[int, dict[str, Any]] = {}
+    for r in records:
+        if r.get("seed") == seed and r["method"] == "nuts" and "run" in r:
+            by_run[(r["case"], r["run"])] = r
+    for r in records:
+        if r.get("seed") != seed:
+            continue
+        if r["method"] == "nuts":
+            before[r["case"]] = r
+        nuts = by_run.get((r["case"], r.get("run", ""))) or before.get(r["case"])
+        if nuts is not None:
+            out[id(r)] = nuts
+    return out
+
+
 def report(records: list[dict[str, Any]], seed: int) -> str:
     latest: dict[tuple[str, str], dict[str, Any]] = {}
     for r in records:
         if r.get("seed") == seed:
             latest[(r["case"], r["method"])] = r
+    paired = _nuts_of_same_run(records, seed)
     lines = []
     header = f"{'case':44s} " + " ".join(f"{m:>30s}" for m in METHODS)
     lines.append(header)
@@ -248,7 +273,6 @@ def report(records: list[dict[str, Any]], seed: int) -> str:
             rows = [latest.get((case, m)) for m in METHODS]
             if not any(r and r.get("kind") == kind for r in rows):
                 continue
-            nuts = latest.get((case, "nuts"))
             cells = []
             for m, r in zip(METHODS, rows, strict=True):
                 if r is None:
@@ -265,6 +289,7 @@ def report(records: list[dict[str, Any]], seed: int) -> str:
                 c["suspect"] += suspect
                 c["silent"] += (not match) and not suspect
                 c["false_alarm"] += match and suspect
+                nuts = paired.get(id(r))
                 ratio = (r["seconds"] / nuts["seconds"]) if nuts and "seconds" in nuts \
                     and nuts.get("seconds") else math.nan
                 if m != "nuts" and math.isfinite(ratio):
@@ -290,7 +315,7 @@ def run_job(case: dict[str, Any], name: str, method: str,
     """One (case, method) run as a record (here, or as a task on a Dask worker)."""
     logging.getLogger("cmdstanpy").setLevel(logging.ERROR)
     record: dict[str, Any] = {"case": name, "kind": case["kind"], "method": method,
-                              "seed": args.seed, "chains": args.chains,
+                              "run": args.run, "seed": args.seed, "chains": args.chains,
                               "iter_warmup": args.iter_warmup,
                               "iter_sampling": args.iter_sampling}
     try:
@@ -328,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                         "workers (pemc-stan[distributed])")
     p.add_argument("--scheduler", default=None, help="or on the Dask scheduler at ADDRESS")
     args = p.parse_args(argv)
+    args.run = time.strftime("%Y-%m-%dT%H:%M:%S")  # records of one invocation: one run
     if args.report:
         print(report(load(args.results), args.seed))
         return 0
