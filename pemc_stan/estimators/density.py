@@ -29,7 +29,7 @@ from pemc_stan.stan import ast
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
 
-__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "density_program"]
+__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "density_program", "generated_column"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
@@ -163,46 +163,79 @@ class DensityEvaluator:
         RuntimeError
             If CmdStan's generate_quantities fails.
         """
-        names = list(draws)
-        n = int(np.shape(draws[names[0]])[0])
-        cols: list[str] = []
-        values: list[NDArray[np.float64]] = []
-        for nm in names:
-            arr = np.asarray(draws[nm], dtype=float)
-            for col, idx in _column_names(nm, arr.shape[1:]):
-                cols.append(col)
-                key: tuple[Any, ...] = (slice(None), *idx)
-                values.append(arr[key])
-        mat = np.column_stack(values) if values else np.zeros((n, 0))
         self._calls += 1
         if self.output_dir is None:  # nothing to keep: a temporary directory per call
             with tempfile.TemporaryDirectory(prefix="pemc_evidence_") as tmp:
-                return self._run(Path(tmp), cols, mat)
+                return generated_column(self.model, self.data, draws, DENSITY_COLUMN,
+                                        Path(tmp), f"{self.name}_model")
         run_dir = self.output_dir / f"density_eval_{self._calls}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        return self._run(run_dir, cols, mat)
+        return generated_column(self.model, self.data, draws, DENSITY_COLUMN, run_dir,
+                                f"{self.name}_model")
 
-    def _run(self, run_dir: Path, cols: list[str], mat: NDArray[np.float64]
-             ) -> NDArray[np.float64]:
-        n = mat.shape[0]
-        path = run_dir / "draws.csv"
-        sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
-        lines = [_CSV_HEADER.format(model=f"{self.name}_model", n=n).rstrip("\n"),
-                 ",".join(sampler + cols)]
-        zeros = ",".join(["0"] * len(sampler))
-        lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
-        lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
-                      "#                0 seconds (Sampling)", "#                0 seconds (Total)",
-                      "# "])
-        path.write_text("\n".join(lines) + "\n")
-        try:
-            gq = self.model.generate_quantities(data=self.data or None, previous_fit=[str(path)],
-                                                seed=1, gq_output_dir=str(run_dir / "gq"),
-                                                sig_figs=18)
-        except RuntimeError as err:
-            raise RuntimeError(f"evaluating the log density with CmdStan's generate_quantities "
-                               f"failed: {err}") from err
-        return _read_column(gq.runset.csv_files[0], DENSITY_COLUMN, n)
+
+def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
+                     draws: Mapping[str, NDArray[np.float64]], column: str, run_dir: Path,
+                     name: str = "model") -> NDArray[np.float64]:
+    """One generated quantity of a compiled model at given parameter values.
+
+    The values are written as a fixed-parameter CmdStan run and the model's
+    standalone ``generate_quantities`` is run on it.
+
+    Parameters
+    ----------
+    model
+        The compiled model.
+    data
+        Its data.
+    draws
+        Constrained values per parameter, ``(n, *shape)`` each, in the order of
+        the model's ``parameters`` block.
+    column
+        The generated quantity to read (a scalar).
+    run_dir
+        Where the CSV files go.
+    name
+        Model name written in the CSV's comments.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        NaN where CmdStan could not evaluate it.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan's generate_quantities fails.
+    """
+    names = list(draws)
+    n = int(np.shape(draws[names[0]])[0])
+    cols: list[str] = []
+    values: list[NDArray[np.float64]] = []
+    for nm in names:
+        arr = np.asarray(draws[nm], dtype=float)
+        for col, idx in _column_names(nm, arr.shape[1:]):
+            cols.append(col)
+            key: tuple[Any, ...] = (slice(None), *idx)
+            values.append(arr[key])
+    mat = np.column_stack(values) if values else np.zeros((n, 0))
+    path = run_dir / "draws.csv"
+    sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
+    lines = [_CSV_HEADER.format(model=name, n=n).rstrip("\n"), ",".join(sampler + cols)]
+    zeros = ",".join(["0"] * len(sampler))
+    lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
+    lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
+                  "#                0 seconds (Sampling)", "#                0 seconds (Total)",
+                  "# "])
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        gq = model.generate_quantities(data=dict(data) if data else None,
+                                       previous_fit=[str(path)], seed=1,
+                                       gq_output_dir=str(run_dir / "gq"), sig_figs=18)
+    except RuntimeError as err:
+        raise RuntimeError(f"evaluating {column} with CmdStan's generate_quantities "
+                           f"failed: {err}") from err
+    return _read_column(gq.runset.csv_files[0], column, n)
 
 
 def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:

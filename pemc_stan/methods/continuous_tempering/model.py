@@ -16,12 +16,15 @@ from __future__ import annotations
 import logging
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import cmdstanpy
 import numpy as np
+from numpy.typing import NDArray
 
+from pemc_stan.estimators.density import generated_column
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
@@ -30,6 +33,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     BetaBias,
     length_bias,
     log_z_estimate,
+    pooled_log_ratio,
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.pilot import BasePilot
@@ -129,20 +133,63 @@ class ContinuousTemperingModel(MethodModel):
         return base, float(log_zeta)
 
     def _next_bias(self, fit: ContinuousTemperingFit, base: BaseDensity | None,
-                   new_base: BaseDensity | None, log_zeta: float, new_zeta: float) -> BetaBias:
-        """The next round's beta bias (:func:`length_bias`), from this round's draws."""
+                   new_base: BaseDensity | None, log_zeta: float, new_zeta: float,
+                   seed: int | None = None) -> BetaBias:
+        """The next round's beta bias (:func:`length_bias`), from this round's draws.
+
+        Under posterior tempering the round's draws are pooled with as many iid draws
+        of the next base (:meth:`_base_draws_delta`, :func:`pooled_log_ratio`): only
+        the round's draws near ``beta = 0`` represent the next bridge's ``beta = 0``
+        end, a few percent of them on a multimodal target.
+        """
         delta = fit.delta().reshape(-1)
         log_n = fit.bias.log_normaliser(delta)
-        if new_base is None or new_base is base:
-            log_ratio = -log_n
-            delta_next = delta + (new_zeta - log_zeta)
+        if new_base is None:
+            return length_bias(delta + (new_zeta - log_zeta), -log_n)
+        if new_base is base:
+            log_b_next = fit.log_base().reshape(-1)
         else:
             z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
                          axis=-1).reshape(-1, self.dim)
             log_b_next = new_base.log_density_z(z) + fit._column("pemc_log_jacobian").reshape(-1)
-            log_ratio = log_b_next - fit.log_base().reshape(-1) - log_n
-            delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
-        return length_bias(delta_next, log_ratio)
+        log_q_ratio = fit.log_base().reshape(-1) - log_b_next  # log b - log b'
+        delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
+        extra = None if base is None else self._base_draws_delta(new_base, new_zeta, delta.size,
+                                                                 seed)
+        if extra is None:
+            return length_bias(delta_next, -log_q_ratio - log_n)
+        assert base is not None
+        z_y, delta_y = extra
+        q_ratio_y = base.log_density_z(z_y) - new_base.log_density_z(z_y)
+        log_n_y = fit.bias.log_normaliser(delta_y - new_zeta + log_zeta + q_ratio_y)
+        r_run, r_y = pooled_log_ratio(log_q_ratio, log_n, q_ratio_y, log_n_y)
+        return length_bias(np.concatenate([delta_next, delta_y]), np.concatenate([r_run, r_y]))
+
+    def _base_draws_delta(self, new_base: BaseDensity, new_zeta: float, n: int,
+                          seed: int | None) -> tuple[NDArray[np.float64],
+                                                     NDArray[np.float64]] | None:
+        """``n`` iid draws of the next base (base coordinates) and their ``Delta'``.
+
+        ``Delta'`` is the CT program's own ``pemc_delta`` under the next round's base and
+        ``log zeta`` (standalone generated quantities; no other program is compiled).
+        Draws where it cannot be evaluated are dropped; None when none is left or
+        CmdStan fails (the bias then rests on the round's draws alone).
+        """
+        rng = np.random.default_rng(None if seed is None else seed + 7919)
+        z = new_base.sample_z(n, rng)
+        try:
+            draws = dict(self.result.coordinates.inverse(z, self.data))
+            draws["pemc_u"] = np.zeros(n)
+            data = self.result.data(self.data, log_zeta=new_zeta, base=new_base)
+            with tempfile.TemporaryDirectory(prefix="pemc_bias_") as tmp:
+                delta = generated_column(self.method_model(), data, draws, "pemc_delta",
+                                         Path(tmp), "pemc_ct")
+        except Exception as exc:  # noqa: BLE001 - the round's draws alone then
+            logger.warning("evaluating Delta at draws of the next base failed (%s); the beta "
+                           "bias rests on this round's draws alone", exc)
+            return None
+        ok = np.isfinite(delta)
+        return (z[ok], delta[ok]) if np.any(ok) else None
 
     def _one_ended_zeta(self, fit: ContinuousTemperingFit, base: BaseDensity,
                         eq20: float, seed: int | None) -> float:
@@ -207,8 +254,7 @@ class ContinuousTemperingModel(MethodModel):
         chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
             Passed to ``CmdStanModel.sample`` (every round; round ``r`` writes
             to ``output_dir/round_r`` when given; round 0 draws
-            ``options.round_sampling(0, iter_sampling, several_modes)`` when bootstrap
-            rounds follow, ``several_modes`` when the pilot found more than one).
+            ``options.round_sampling(0, iter_sampling)`` when bootstrap rounds follow).
         **cmdstanpy_kwargs
             Further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
 
@@ -230,8 +276,7 @@ class ContinuousTemperingModel(MethodModel):
         for r in range(opts.bootstrap_rounds + 1):
             round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
             round_seed = None if seed is None else seed + r
-            draws = opts.round_sampling(r, iter_sampling,
-                                        several_modes=self.mode_centres is not None)
+            draws = opts.round_sampling(r, iter_sampling)
             fit = self._run(base, log_zeta, chains, iter_warmup, draws, round_seed,
                             round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             est = fit.log_z()
@@ -281,7 +326,7 @@ class ContinuousTemperingModel(MethodModel):
                 new_zeta = self._one_ended_zeta(fit, new, new_zeta, round_seed)
                 history[-1]["next_log_zeta"] = new_zeta
             if opts.beta_marginal == "length":
-                bias = self._next_bias(fit, base, new, log_zeta, new_zeta)
+                bias = self._next_bias(fit, base, new, log_zeta, new_zeta, round_seed)
             base, log_zeta = new, new_zeta
         assert fit is not None
         fit.history = history

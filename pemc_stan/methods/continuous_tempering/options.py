@@ -78,18 +78,15 @@ class ContinuousTemperingOptions(MethodOptions):
         round's time between the two ends of the bridge by a factor ``exp(e)``, so
         a standard error of tenths of a nat is enough, and the re-fitted base's
         covariance is kept dense only with at least ``4 D`` effective draws
-        (:func:`~pemc_stan.methods.base_density.moment_match`).  The third use
-        needs more: the length bias (``beta_marginal="length"``) is importance-
-        weighted from round 0's draws to the next bridge, whose ``beta = 0`` end
-        only the draws near ``beta = 0`` represent (about 4% of them on
-        ``label_switching_2``), and it falls back to the flat joint below an
-        importance ESS of 100 there.  The bias is what lets chains cross barriers
-        between modes, so None (the default) draws ``iter_sampling`` when the
-        pilot found several modes, and otherwise ``iter_sampling // 4``, at least
-        250 and at most ``iter_sampling`` (round 0's sampling is then about a
-        twentieth of a default CT run's time instead of a fifth).  Round 0's
-        warm-up is kept whole: the next round's base and ``log zeta`` are only as
-        good as its adaptation.
+        (:func:`~pemc_stan.methods.base_density.moment_match`).  The length bias
+        (``beta_marginal="length"``) is importance-weighted from round 0's draws
+        pooled with as many iid draws of the next base, which represent the next
+        bridge's ``beta = 0`` end (only about 4% of round 0's own draws are near
+        ``beta = 0`` on ``label_switching_2``).  None (the default) draws
+        ``iter_sampling // 4``, at least 250 and at most ``iter_sampling``: round 0's
+        sampling is then about a twentieth of a default CT run's time instead of
+        a fifth.  Round 0's warm-up is kept whole: the next round's base and
+        ``log zeta`` are only as good as its adaptation.
     bootstrap_tol
         The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
@@ -136,8 +133,8 @@ class ContinuousTemperingOptions(MethodOptions):
                                    metavar="R")
     bootstrap_sampling: int | None = option(
         None, "draws per chain of round 0, whose draws only re-fit the base, log zeta and "
-        "the beta bias when bootstrap rounds follow (default: iter_sampling when the pilot "
-        "found several modes, else a quarter of it, at least 250)", parse=int, metavar="N")
+        "the beta bias when bootstrap rounds follow (default: a quarter of iter_sampling, "
+        "at least 250)", parse=int, metavar="N")
     bootstrap_tol: float = option(1.0, "the bootstrap stops when log Z moves by less than this "
                                   "many combined standard errors", metavar="T")
     num_paths: int = option(8, "Pathfinder paths of the base fit (independent searches "
@@ -192,13 +189,12 @@ class ContinuousTemperingOptions(MethodOptions):
                      expected="a number > 0 (in standard errors)")
         return self
 
-    def round_sampling(self, r: int, iter_sampling: int, several_modes: bool = False) -> int:
+    def round_sampling(self, r: int, iter_sampling: int) -> int:
         """Draws per chain of round ``r`` of a run asked for ``iter_sampling`` draws.
 
         Round 0 draws ``bootstrap_sampling`` when a bootstrap round follows it
-        (default: ``iter_sampling`` when the pilot found ``several_modes``, else
-        ``iter_sampling // 4``, at least 250, at most ``iter_sampling``); every
-        other round draws ``iter_sampling``.
+        (default: ``iter_sampling // 4``, at least 250, at most ``iter_sampling``);
+        every other round draws ``iter_sampling``.
 
         Raises
         ------
@@ -208,8 +204,6 @@ class ContinuousTemperingOptions(MethodOptions):
             return iter_sampling
         if self.bootstrap_sampling is not None:
             return int(self.bootstrap_sampling)
-        if several_modes:
-            return iter_sampling
         return min(iter_sampling, max(250, iter_sampling // 4))
 
     @property

@@ -37,6 +37,7 @@ region (``b_1 = 1``) these are eqs 20 and 21 exactly.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -61,6 +62,7 @@ __all__ = [
     "BetaBias",
     "Strata",
     "length_bias",
+    "pooled_log_ratio",
     "stratified_log_w1",
     "weighted_expectations",
 ]
@@ -186,6 +188,56 @@ FLAT = BetaBias()
 
 #: Share of the shaped beta-marginal that stays uniform (see :func:`length_bias`).
 UNIFORM_SHARE = 0.5
+
+
+def pooled_log_ratio(log_q_ratio_run: ArrayLike, log_n_run: ArrayLike,
+                     log_q_ratio_base: ArrayLike, log_n_base: ArrayLike
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``log b'(x) - log q_mix(x)`` for a round's draws pooled with iid draws of the next base.
+
+    The round's draws ``x_s`` (``S`` of them) come from its x-marginal
+    ``q(x) = b(x) N(x) / C`` (:meth:`BetaBias.log_normaliser` gives ``log N``), and
+    ``M`` more are drawn from the next round's base ``b'``.  Pooled, they are draws of
+    the mixture ``q_mix = (S q + M b') / (S + M)`` (the balance heuristic of multiple
+    importance sampling), and ``b' / q_mix`` is bounded by ``(S + M) / M``: the next
+    bridge's ``beta = 0`` end is represented by at least about ``M`` effective draws,
+    however few of the round's draws were near ``beta = 0``.  ``C`` is exact from the
+    round's draws: ``E_q[1 / N(x)] = int b(x) dx / C = 1 / C``.
+
+    Parameters
+    ----------
+    log_q_ratio_run, log_n_run
+        At the round's draws: ``log b(x) - log b'(x)`` and ``log N(x)``.
+    log_q_ratio_base, log_n_base
+        The same at the iid draws of ``b'``.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        ``log b' - log q_mix`` at the round's draws and at the base draws (the
+        ``log_ratio`` of :func:`length_bias`, whose ``Delta'`` are those of the same
+        draws).
+
+    Raises
+    ------
+    ValueError
+        If the round has no draw with a finite ``log N``.
+    """
+    a_run = np.asarray(log_q_ratio_run, float).ravel() + np.asarray(log_n_run, float).ravel()
+    a_base = np.asarray(log_q_ratio_base, float).ravel() + np.asarray(log_n_base, float).ravel()
+    log_n = np.asarray(log_n_run, float).ravel()
+    ok = np.isfinite(log_n)
+    if not np.any(ok):
+        raise ValueError("no draw of the round has a finite log N(x)")
+    n_run, n_base = a_run.size, a_base.size
+    log_c = math.log(int(np.sum(ok))) - float(logsumexp(-log_n[ok]))
+
+    def ratio(a: NDArray[np.float64]) -> NDArray[np.float64]:
+        a = np.where(np.isfinite(a), a, np.inf)  # a draw q cannot judge gets no weight
+        return np.asarray(math.log(n_run + n_base)
+                          - np.logaddexp(math.log(n_run) + a - log_c, math.log(n_base)))
+
+    return ratio(a_run), ratio(a_base)
 
 
 def length_bias(delta_next: ArrayLike, log_ratio: ArrayLike, n_knots: int = 24,

@@ -21,6 +21,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     log_w1,
     length_bias,
     log_z_estimate,
+    pooled_log_ratio,
     stratified_log_w1,
     weighted_expectations,
 )
@@ -510,3 +511,60 @@ def test_a_length_bias_is_for_the_next_rounds_own_base() -> None:
     far = norm.logpdf(x, 40.0, 0.1)
     assert length_bias(LOG_Z + far - (LOG_Z + norm.logpdf(x, M, S)),
                        far - norm.logpdf(x) - BetaBias().log_normaliser(d)).is_flat
+
+
+# --------------------------------------------------------------------------- #
+# the round's draws pooled with iid draws of the next base
+# --------------------------------------------------------------------------- #
+
+
+def _round_marginal_draws(rng: np.random.Generator, n: int, log_zeta: float, mu: float,
+                          s: float) -> np.ndarray:
+    """Exact draws of a flat-bias round's x-marginal q(x) = b(x) N(x) / C (grid inverse CDF),
+    base N(0, 3^2), target exp(log_zeta) N(mu, s^2): most of q's mass sits at the target."""
+    grid = np.linspace(-15.0, 15.0, 200001)
+    log_b = norm.logpdf(grid, 0.0, 3.0)
+    d = log_zeta + log_b - (log_zeta + norm.logpdf(grid, mu, s))  # zeta = Z: Delta = log b/p
+    log_q = log_b + BetaBias().log_normaliser(d)
+    cdf = np.cumsum(np.exp(log_q - log_q.max()))
+    return np.interp(rng.uniform(0, cdf[-1], n), cdf, grid)
+
+
+@pytest.mark.parametrize("n_run", [400, 4000])
+def test_pooled_draws_represent_the_next_base_and_the_target(n_run: int) -> None:
+    rng = np.random.default_rng(3)
+    log_zeta, mu, s = -2.0, 4.0, 0.3
+    x = _round_marginal_draws(rng, n_run, log_zeta, mu, s)
+    # the next round: base N(2, 2^2), wider than the target, zeta' = Z
+    m2, s2 = 2.0, 2.0
+    y = rng.normal(m2, s2, n_run)
+
+    def parts(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        log_b, log_b2 = norm.logpdf(v, 0.0, 3.0), norm.logpdf(v, m2, s2)
+        log_p = norm.logpdf(v, mu, s)
+        d_old = log_b - log_p  # this round's Delta (zeta = Z)
+        return log_b - log_b2, BetaBias().log_normaliser(d_old), log_b2 - log_p  # Delta'
+
+    qr_x, ln_x, d_x = parts(x)
+    qr_y, ln_y, d_y = parts(y)
+    r_x, r_y = pooled_log_ratio(qr_x, ln_x, qr_y, ln_y)
+    draws, d, r = np.concatenate([x, y]), np.concatenate([d_x, d_y]), np.concatenate([r_x, r_y])
+    for beta, mean, sd in ((0.0, m2, s2), (1.0, mu, s)):
+        lw = r - beta * d
+        w = np.exp(lw - lw.max())
+        w /= w.sum()
+        ess = 1.0 / np.sum(w**2)
+        est = float(w @ draws)
+        assert abs(est - mean) < 5 * sd / np.sqrt(ess), (beta, est, ess)
+        if beta == 0.0:
+            # the next base's end rests on about n_run effective draws, not on the few
+            # draws of the round that sat near beta = 0
+            assert ess > 0.5 * n_run
+            alone = -qr_x - ln_x  # log b'/q + const: the round's draws alone
+            w0 = np.exp(alone - alone.max())
+            assert 1.0 / np.sum((w0 / w0.sum()) ** 2) < 0.2 * n_run
+
+
+def test_pooled_log_ratio_rejects_a_round_without_finite_normalisers() -> None:
+    with pytest.raises(ValueError, match="finite log N"):
+        pooled_log_ratio([0.0], [np.inf], [0.0], [0.0])

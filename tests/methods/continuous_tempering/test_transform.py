@@ -90,11 +90,6 @@ def test_invalid_options(kwargs: dict, fragment: str) -> None:
 def test_round_sampling(kwargs: dict, iter_sampling: int, expected: list[int]) -> None:
     opts = ContinuousTemperingOptions(**{"bootstrap_rounds": 2, **kwargs}).validate()
     assert [opts.round_sampling(r, iter_sampling) for r in range(len(expected))] == expected
-    # with several pilot modes round 0 keeps every draw (for the length bias), unless told
-    told = "bootstrap_sampling" in kwargs and kwargs.get("bootstrap_rounds") != 0
-    several = [opts.round_sampling(r, iter_sampling, several_modes=True)
-               for r in range(len(expected))]
-    assert several == (expected if told else [iter_sampling] * len(expected))
 
 
 def test_fixed_base_options() -> None:
