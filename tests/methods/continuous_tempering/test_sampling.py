@@ -264,3 +264,25 @@ def test_a_round_stuck_at_the_target_gives_the_next_zeta_by_importance_sampling(
     for k in range(2):
         e = fit.expectation(f"beta[{k + 1}]")
         assert abs(e.mean - mean[k]) < 4 * e.mcse, (k, e, mean[k])
+
+
+def test_delta_at_draws_of_the_next_base_is_the_programs_own(compiled) -> None:  # noqa: ANN001
+    """The beta bias's iid base draws get Delta' from the CT program's generated
+    quantities: parameter order, the bound's Jacobian, the next base and log zeta."""
+    from scipy.stats import norm
+
+    from pemc_stan.methods.continuous_tempering.model import ContinuousTemperingModel
+
+    program = ("parameters { real<lower=0> s; real m; }\n"
+               "model { s ~ exponential(1); m ~ normal(1, 2); }\n")
+    model = ContinuousTemperingModel(program, {})
+    base, log_zeta = model.fit_base(1)
+    assert base is not None
+    out = model._base_draws_delta(base, log_zeta + 0.5, 300, seed=3)
+    assert out is not None
+    z, delta_next = out
+    assert z.shape == (300, 2) and delta_next.shape == (300,)
+    log_s, m = z[:, 0], z[:, 1]
+    log_b = base.log_density_z(z) - log_s  # b as a density of (s, m): |dz/ds| = 1/s
+    log_gamma = -np.exp(log_s) + norm.logpdf(m, 1.0, 2.0)
+    assert np.allclose(delta_next, log_zeta + 0.5 + log_b - log_gamma, rtol=1e-9, atol=1e-8)
