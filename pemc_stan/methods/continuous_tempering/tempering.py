@@ -201,8 +201,8 @@ def pooled_log_ratio(log_q_ratio_run: ArrayLike, log_n_run: ArrayLike,
     the mixture ``q_mix = (S q + M b') / (S + M)`` (the balance heuristic of multiple
     importance sampling), and ``b' / q_mix`` is bounded by ``(S + M) / M``: the next
     bridge's ``beta = 0`` end is represented by at least about ``M`` effective draws,
-    however few of the round's draws were near ``beta = 0``.  ``C`` is exact from the
-    round's draws: ``E_q[1 / N(x)] = int b(x) dx / C = 1 / C``.
+    however few of the round's draws were near ``beta = 0``.  ``C`` is estimated on the
+    round's draws through the identity ``E_q[1 / N(x)] = int b(x) dx / C = 1 / C``.
 
     Parameters
     ----------
