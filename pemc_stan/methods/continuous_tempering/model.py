@@ -154,11 +154,10 @@ class ContinuousTemperingModel(MethodModel):
             log_b_next = new_base.log_density_z(z) + fit._column("pemc_log_jacobian").reshape(-1)
         log_q_ratio = fit.log_base().reshape(-1) - log_b_next  # log b - log b'
         delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
-        extra = None if base is None else self._base_draws_delta(new_base, new_zeta, delta.size,
-                                                                 seed)
-        if extra is None:
+        extra = (None if base is None
+                 else self._base_draws_delta(new_base, new_zeta, delta.size, seed))
+        if base is None or extra is None:
             return length_bias(delta_next, -log_q_ratio - log_n)
-        assert base is not None
         z_y, delta_y = extra
         q_ratio_y = base.log_density_z(z_y) - new_base.log_density_z(z_y)
         log_n_y = fit.bias.log_normaliser(delta_y - new_zeta + log_zeta + q_ratio_y)
