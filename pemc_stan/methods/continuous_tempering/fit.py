@@ -59,8 +59,12 @@ BASE_Z_MAX = 4.5
 #: iid base draws for the base masses of the post-stratification regions (binomial
 #: error ~ 1e-3 on a mass of 0.5, included in the standard errors).
 MASS_DRAWS = 200_000
-#: Steps between two cells at beta > 0.5 that show they are one mode (:meth:`strata`).
+#: Fewest steps between two cells at beta > 0.5 that show they are one mode (:meth:`strata`).
 MERGE_CROSSINGS = 5
+#: ... and the least share of the steps between them that independent draws would make:
+#: parts of one mode are crossed at a rate of order 1 / (the autocorrelation time of the
+#: cell indicator), isolated modes only where a chain passes a barrier at beta > 0.5.
+MERGE_RATE = 0.05
 #: Fewest draws of a cell of its own (:meth:`strata`).
 MIN_CELL_DRAWS = 50
 
@@ -161,10 +165,12 @@ class ContinuousTemperingFit(ExtendedFit):
         ``MASS_DRAWS`` iid base draws.  A cell without draws of this run or
         without base mass is merged into its neighbours (its centre is
         dropped).  Cells that are not separate modes are joined: when the
-        chains step from one cell into another ``MERGE_CROSSINGS`` times or
-        more between consecutive draws both at ``beta > 0.5`` (isolated modes
-        are crossed only near the base), the two count as one region (Pathfinder
-        paths of one skewed, high-dimensional mode often end apart); a cell with
+        chains step from one cell into another between consecutive draws both
+        at ``beta > 0.5`` at least ``MERGE_CROSSINGS`` times and at least
+        ``MERGE_RATE`` times as often as independent draws would (isolated modes
+        are crossed only near the base, or rarely where a barrier is low), the
+        two count as one region (Pathfinder paths of one skewed,
+        high-dimensional mode often end apart); a cell with
         fewer than ``MIN_CELL_DRAWS`` draws joins a neighbour.  See
         :mod:`pemc_stan.methods.continuous_tempering.tempering` for why: the
         regions' shares of ``Z`` then come from the known base masses and the
@@ -638,7 +644,11 @@ def _join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
     """Join cells that are not separate modes (see :meth:`ContinuousTemperingFit.strata`).
 
     Repeatedly joins the two cells with the most steps between them at ``beta
-    > 0.5`` while that count is at least ``MERGE_CROSSINGS``; then a cell with
+    > 0.5`` while that count is at least ``MERGE_CROSSINGS`` and at least
+    ``MERGE_RATE`` times ``2 H p_i p_j``, the count of ``H`` such steps between
+    independent draws whose shares of the cells are ``p_i`` and ``p_j``
+    (``bimodal_1d``, modes 6 sd apart: 0-6 steps against about 1300; one mode
+    split in two: a share of order one over the autocorrelation time); then a cell with
     fewer than ``MIN_CELL_DRAWS`` draws, or whose base-end weights ``w_0``
     (``log_w0``) have a Kish ESS below ``MIN_CELL_DRAWS / 5`` (its ``E[w_0 1_k]``,
     the denominator of its share of ``Z``, rests on a few draws: a cell the
@@ -665,10 +675,14 @@ def _join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
         np.add.at(counts, (labels[:, :-1][step], labels[:, 1:][step]), 1)
         return counts + counts.T
 
+    hot = (beta[:, 1:] > 0.5) & (beta[:, :-1] > 0.5)
     while mass.size > 1:
         counts = crossings(True)
+        share = np.bincount(labels[:, 1:][hot], minlength=mass.size) / max(int(hot.sum()), 1)
+        independent = 2.0 * hot.sum() * np.outer(share, share)
+        counts[(counts < MERGE_CROSSINGS) | (counts < MERGE_RATE * independent)] = 0
         i, j = np.unravel_index(int(np.argmax(counts)), counts.shape)
-        if counts[i, j] < MERGE_CROSSINGS:
+        if counts[i, j] == 0:
             break
         join(int(min(i, j)), int(max(i, j)))
     while mass.size > 1:

@@ -196,6 +196,36 @@ def test_cells_crossed_at_high_beta_are_one_mode() -> None:
     assert m.size == 2 and np.array_equal(same[:, 0], [0, 1])
 
 
+def test_modes_crossed_rarely_at_high_beta_stay_apart() -> None:
+    """Two modes whose barrier is low enough to be crossed a few times at beta > 0.5 in
+    8000 draws (bimodal_1d: 0-6 times) are not one mode: independent draws would step
+    between them about 2 * 8000 * 0.3 * 0.7 = 3360 times.  One mode split in two is
+    crossed at a share of that of order one over its autocorrelation time."""
+    from pemc_stan.methods.continuous_tempering.fit import _join_crossed_cells
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    beta = np.full((4, n), 0.9)
+    # each chain stays in a mode for hundreds of draws, then changes mode: 6 of the
+    # changes happen at beta 0.9, the others near the base
+    labels = np.zeros((4, n), dtype=np.intp)
+    for c in range(4):
+        cuts = np.sort(rng.choice(np.arange(1, n), 5, replace=False))
+        for k, cut in enumerate(cuts):
+            labels[c, cut:] = (k + 1) % 2
+            if 5 * c + k >= 6:  # all but 6 of the 20 changes go through the base
+                beta[c, cut - 1:cut + 1] = 0.02
+    steps = (labels[:, 1:] != labels[:, :-1]) & (beta[:, 1:] > 0.5) & (beta[:, :-1] > 0.5)
+    assert steps.sum() == 6
+    kept, m = _join_crossed_cells(labels, np.array([0.3, 0.7]), beta)
+    assert m.size == 2 and np.array_equal(kept, labels)
+    # the same cells of one mode, crossed at a tenth of the independent rate, join
+    flips = rng.random((4, n)) < 0.1 * 0.42
+    one = np.cumsum(flips, axis=1) % 2
+    joined, m = _join_crossed_cells(one.astype(np.intp), np.array([0.3, 0.7]), np.full((4, n), 0.9))
+    assert m.tolist() == pytest.approx([1.0])
+
+
 def test_a_cell_never_near_the_base_joins_a_neighbour() -> None:
     """A cell entered only near beta = 1 (its w_0 all tiny, one draw dominating) cannot give
     E[w_0 1_k], the denominator of its share of Z: it joins the cell it is crossed into."""
