@@ -252,7 +252,8 @@ class ContinuousTemperingModel(MethodModel):
         ----------
         chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
             Passed to ``CmdStanModel.sample`` (every round; round ``r`` writes
-            to ``output_dir/round_r`` when given; round 0 draws
+            to ``output_dir/round_r`` when given; round 0 warms up
+            ``options.round_warmup(0, iter_warmup)`` and draws
             ``options.round_sampling(0, iter_sampling)`` when bootstrap rounds follow).
         **cmdstanpy_kwargs
             Further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
@@ -276,12 +277,14 @@ class ContinuousTemperingModel(MethodModel):
             round_dir = None if output_dir is None else Path(output_dir) / f"round_{r}"
             round_seed = None if seed is None else seed + r
             draws = opts.round_sampling(r, iter_sampling)
-            fit = self._run(base, log_zeta, chains, iter_warmup, draws, round_seed,
+            warmup = opts.round_warmup(r, iter_warmup)
+            fit = self._run(base, log_zeta, chains, warmup, draws, round_seed,
                             round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             est = fit.log_z()
             history.append({"round": r, "base": "prior" if base is None
                             else str(base.info.get("method", "given")),
-                            "log_zeta": log_zeta, "iter_sampling": draws,
+                            "log_zeta": log_zeta, "iter_warmup": warmup,
+                            "iter_sampling": draws,
                             "log_z": est.log_z,
                             "std_error": est.std_error,
                             "log_z_problems": fit.round_log_z_problems(),

@@ -101,9 +101,12 @@ def test_normal_normal_posterior_tempering(compiled) -> None:  # noqa: ANN001
     info = fit.diagnostics(warn=False)
     assert info["round_trips"] >= 4 and info["messages"] == []
     assert len(fit.history) >= 1 and fit.history[-1]["log_zeta"] == fit.log_zeta
-    # round 0 only re-fits the base and log zeta: a quarter of the draws, at least 250;
+    # round 0 only re-fits the base and log zeta: a quarter of the draws, at least 250 ...
     # the fit itself is the last round, with every draw asked for
     assert [h["iter_sampling"] for h in fit.history] == [250] + [1000] * (len(fit.history) - 1)
+    # ... after half the warm-up, at least 150; the fit's own round warms up in full
+    assert [h["iter_warmup"] for h in fit.history] == [250] + [500] * (len(fit.history) - 1)
+    assert fit.fit.metadata.cmdstan_config["num_warmup"] == 500
     assert fit.delta().shape == (4, 1000)
     # resampled draws with the original model's generated quantities, chains kept
     draws = fit.resampled_draws_pd()

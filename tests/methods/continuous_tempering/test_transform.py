@@ -66,6 +66,8 @@ model { mu ~ normal(0, 10); sigma ~ exponential(1); y ~ normal(mu, sigma); }
         ({"base_draws": 5}, "base_draws=5"),
         ({"bootstrap_sampling": 0}, "bootstrap_sampling=0"),
         ({"bootstrap_sampling": 2.5}, "bootstrap_sampling=2.5"),
+        ({"bootstrap_warmup": 0}, "bootstrap_warmup=0"),
+        ({"bootstrap_warmup": 2.5}, "bootstrap_warmup=2.5"),
     ],
 )
 def test_invalid_options(kwargs: dict, fragment: str) -> None:
@@ -90,6 +92,23 @@ def test_invalid_options(kwargs: dict, fragment: str) -> None:
 def test_round_sampling(kwargs: dict, iter_sampling: int, expected: list[int]) -> None:
     opts = ContinuousTemperingOptions(**{"bootstrap_rounds": 2, **kwargs}).validate()
     assert [opts.round_sampling(r, iter_sampling) for r in range(len(expected))] == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "iter_warmup", "expected"),
+    [
+        ({}, 1000, [500, 1000, 1000]),  # half ...
+        ({}, 200, [150, 200, 200]),  # ... at least 150 ...
+        ({}, 100, [100, 100, 100]),  # ... at most iter_warmup
+        ({}, 0, [0, 0, 0]),  # (the user's run without adaptation)
+        ({"bootstrap_warmup": 40}, 1000, [40, 1000, 1000]),
+        ({"bootstrap_rounds": 0}, 1000, [1000]),  # round 0 is then the fit itself
+        ({"bootstrap_rounds": 0, "bootstrap_warmup": 40}, 1000, [1000]),
+    ],
+)
+def test_round_warmup(kwargs: dict, iter_warmup: int, expected: list[int]) -> None:
+    opts = ContinuousTemperingOptions(**{"bootstrap_rounds": 2, **kwargs}).validate()
+    assert [opts.round_warmup(r, iter_warmup) for r in range(len(expected))] == expected
 
 
 def test_fixed_base_options() -> None:
