@@ -218,11 +218,7 @@ class ContinuousTemperingOptions(MethodOptions):
         ------
         Nothing.
         """
-        if r > 0 or self.bootstrap_rounds == 0:
-            return iter_sampling
-        if self.bootstrap_sampling is not None:
-            return int(self.bootstrap_sampling)
-        return min(iter_sampling, max(250, iter_sampling // 4))
+        return self._round_zero(r, iter_sampling, self.bootstrap_sampling, 4, 250)
 
     def round_warmup(self, r: int, iter_warmup: int) -> int:
         """Warm-up iterations of round ``r`` of a run asked for ``iter_warmup``.
@@ -235,11 +231,17 @@ class ContinuousTemperingOptions(MethodOptions):
         ------
         Nothing.
         """
+        return self._round_zero(r, iter_warmup, self.bootstrap_warmup, 2, 150)
+
+    def _round_zero(self, r: int, asked: int, given: int | None, divisor: int,
+                    least: int) -> int:
+        """``asked``, except in round 0 when a bootstrap round follows it: ``given``, or
+        ``asked // divisor``, at least ``least`` and at most ``asked``."""
         if r > 0 or self.bootstrap_rounds == 0:
-            return iter_warmup
-        if self.bootstrap_warmup is not None:
-            return int(self.bootstrap_warmup)
-        return min(iter_warmup, max(150, iter_warmup // 2))
+            return asked
+        if given is not None:
+            return int(given)
+        return min(asked, max(least, asked // divisor))
 
     @property
     def covariance_form(self) -> str:
