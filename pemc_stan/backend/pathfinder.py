@@ -18,6 +18,12 @@ approximations underestimate); distinct modes add up::
 
 It is only an offset: modes no path found make it too low (by the log of the
 missed mass).
+
+:func:`mode_centres` places each mode at its narrowest path's importance-weighted
+mean: a path whose approximation stopped wide, between modes, can join a mode's
+group, and its draws would pull a centre computed from the whole group towards
+the other modes (``bimodal_1d``, seed 4: one of 8 paths had mean 2.85 and sd
+2.58 between modes at -3 and 3 of sd 0.5; the mode at -3 was placed at -0.92).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from scipy.special import logsumexp
 logger = logging.getLogger(__name__)
 
 __all__ = ["ModeGroup", "PilotEstimate", "group_paths", "log_importance_weights",
+           "mode_centres",
            "mode_aware_log_z", "estimate_log_scale"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
@@ -109,6 +116,39 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: int,
             groups.append([path])
     out = [(np.concatenate([p[0] for p in g]), max(p[1] for p in g)) for g in groups]
     return out, float(logsumexp([m for _, m in out]))
+
+
+def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[ModeGroup],
+                 num_paths: int) -> NDArray[np.float64]:
+    """Each mode's centre: the importance-weighted mean of its narrowest path's draws.
+
+    Parameters
+    ----------
+    z, lw, num_paths
+        As :func:`group_paths`.
+    groups
+        Its modes.
+
+    Returns
+    -------
+    ndarray
+        (modes, dims).  The narrowest path has the least log-volume (sum of the log
+        standard deviations) of its draws; when the draws cannot be split by path,
+        the mean of the whole group.
+
+    Raises
+    ------
+    Nothing.
+    """
+    n = z.shape[0]
+    per = n // num_paths if num_paths >= 1 and n % num_paths == 0 else n
+    out = []
+    for idx, _ in groups:
+        paths = [idx[idx // per == p] for p in np.unique(idx // per)]
+        spread = [float(np.sum(np.log(np.maximum(z[i].std(axis=0), 1e-300)))) for i in paths]
+        best = paths[int(np.argmin(spread))]
+        out.append(np.exp(lw[best] - logsumexp(lw[best])) @ z[best])
+    return np.array(out)
 
 
 def mode_aware_log_z(draws: NDArray[np.float64], names: list[str], num_paths: int) -> float:

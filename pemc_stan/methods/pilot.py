@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from pemc_stan.backend.pathfinder import ModeGroup, group_paths, log_importance_weights
+from pemc_stan.backend.pathfinder import (
+    ModeGroup,
+    group_paths,
+    log_importance_weights,
+    mode_centres,
+)
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
@@ -102,7 +107,7 @@ class BasePilot:
     def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
         """Multi-path Pathfinder on the original model: (modes, log Z, draws in base
         coordinates (raw parameter columns without coordinates), the modes'
-        importance-weighted means in the same coordinates)."""
+        centres in the same coordinates, :func:`mode_centres`)."""
         owner = self.owner
         pf = owner.original_model().pathfinder(
             data=owner.data or None, seed=seed, num_paths=self.num_paths, draws=self.draws,
@@ -115,8 +120,7 @@ class BasePilot:
         else:  # group by the raw parameter columns
             z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
         groups, log_z = group_paths(z, lw, self.num_paths, min_draws=2)
-        centres = np.array([np.exp(lw[idx] - logsumexp(lw[idx])) @ z[idx] for idx, _ in groups])
-        return groups, log_z, z, centres
+        return groups, log_z, z, mode_centres(z, lw, groups, self.num_paths)
 
     def approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pemc_stan.backend.pathfinder import group_paths, mode_aware_log_z
+from pemc_stan.backend.pathfinder import group_paths, mode_aware_log_z, mode_centres
 
 
 def test_mode_aware_pilot_combines_paths() -> None:
@@ -35,6 +35,32 @@ def test_group_paths_returns_each_modes_draws_and_skips_thin_paths() -> None:
     assert log_z == pytest.approx(np.log(2.0))
     groups, _ = group_paths(z, lw, 3, min_draws=1)
     assert [g[0].size for g in groups] == [51, 50]  # the one-draw path joins its mode
+
+
+def test_a_modes_centre_is_its_narrowest_paths_mean() -> None:
+    """bimodal_1d, seed 4: a path stopped wide between the modes (mean 2.85, sd 2.6) joins
+    the group of the mode at -3 (its 3 sd reach it); its draws, weighted by the target,
+    sit mostly at 3 and would move that mode's centre towards the other mode."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(-3, 0.5, 400), rng.normal(3, 0.5, 400),
+                        rng.normal(2.85, 2.6, 400), rng.normal(-3, 0.5, 400)])
+    z = x[:, None]
+    log_target = np.logaddexp(np.log(0.3) - 2 * (x + 3) ** 2, np.log(0.7) - 2 * (x - 3) ** 2)
+    log_q = np.concatenate([-2 * (x[:400] + 3) ** 2, -2 * (x[400:800] - 3) ** 2,
+                            -0.5 * ((x[800:1200] - 2.85) / 2.6) ** 2 - np.log(5.2),
+                            -2 * (x[1200:] + 3) ** 2])
+    lw = log_target - log_q
+    groups, _ = group_paths(z, lw, 4)
+    assert sorted(int(i.size) for i, _ in groups) == [400, 1200]  # the wide path joined -3
+    left = next(g for g in groups if g[0].size == 1200)
+    pooled = float(np.exp(lw[left[0]] - np.logaddexp.reduce(lw[left[0]])) @ x[left[0]])
+    assert pooled > -1.5  # what a centre of the whole group would be
+    centres = mode_centres(z, lw, groups, 4)
+    assert sorted(centres[:, 0]) == pytest.approx([-3.0, 3.0], abs=0.1)
+    # draws that cannot be split by path: the group's own weighted mean
+    one = [(np.arange(1600), 0.0)]
+    whole = mode_centres(z, np.zeros(1600), one, 7)
+    assert whole[0, 0] == pytest.approx(x.mean())
 
 
 @pytest.mark.compiled
