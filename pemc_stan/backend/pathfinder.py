@@ -133,7 +133,8 @@ def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[M
     -------
     ndarray
         (modes, dims).  The narrowest path has the least log-volume (sum of the log
-        standard deviations) of its draws; when the draws cannot be split by path,
+        standard deviations) of its draws among the group's paths with at least half
+        as many finite draws as its fullest; when the draws cannot be split by path,
         the mean of the whole group.
 
     Raises
@@ -145,6 +146,9 @@ def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[M
     out = []
     for idx, _ in groups:
         paths = [idx[idx // per == p] for p in np.unique(idx // per)]
+        # a path with few finite draws can look narrow by chance
+        most = max(i.size for i in paths)
+        paths = [i for i in paths if 2 * i.size >= most]
         spread = [float(np.sum(np.log(np.maximum(z[i].std(axis=0), 1e-300)))) for i in paths]
         best = paths[int(np.argmin(spread))]
         out.append(np.exp(lw[best] - logsumexp(lw[best])) @ z[best])

@@ -57,6 +57,16 @@ def test_a_modes_centre_is_its_narrowest_paths_mean() -> None:
     assert pooled > -1.5  # what a centre of the whole group would be
     centres = mode_centres(z, lw, groups, 4)
     assert sorted(centres[:, 0]) == pytest.approx([-3.0, 3.0], abs=0.1)
+    # a path with few finite draws does not count as the narrowest: here the last path
+    # keeps 3, close together at -2 (of the left mode's group)
+    few_z, few_lw = z.copy(), lw.copy()
+    few_z[1200:1203, 0] = [-2.01, -2.0, -1.99]
+    few_lw[1203:] = np.nan
+    groups, _ = group_paths(few_z, few_lw, 4, min_draws=2)
+    assert sorted(int(i.size) for i, _ in groups) == [400, 803]
+    ok = [(i[np.isfinite(few_lw[i])], m) for i, m in groups]
+    assert sorted(mode_centres(few_z, few_lw, ok, 4)[:, 0]) == pytest.approx([-3.0, 3.0],
+                                                                             abs=0.1)
     # draws that cannot be split by path: the group's own weighted mean
     one = [(np.arange(1600), 0.0)]
     whole = mode_centres(z, np.zeros(1600), one, 7)
