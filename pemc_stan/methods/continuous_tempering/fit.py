@@ -151,6 +151,16 @@ class ContinuousTemperingFit(ExtendedFit):
         """``log b(x)`` (normalised base; the prior under likelihood tempering)."""
         return self._column("pemc_log_base")
 
+    def base_z(self) -> NDArray[np.float64]:
+        """The base coordinates ``z(x)`` of every draw, shape (chains, draws, D).
+
+        D is 0 under likelihood tempering (the program has no ``pemc_z``).
+        """
+        names = [c for c in self._columns if c.startswith("pemc_z[")]
+        if not names:
+            return np.zeros((*self._column("pemc_u").shape, 0))
+        return np.stack([self._column(c) for c in names], axis=-1)
+
     def delta(self) -> NDArray[np.float64]:
         """``Delta(x) = log zeta + log b(x) - log gamma(x)`` (eq 17), shape (chains, draws)."""
         if self.result.options.temper == "likelihood":
@@ -184,7 +194,7 @@ class ContinuousTemperingFit(ExtendedFit):
                 and centres.shape[1] == self.base.dim
                 and self.result.options.temper == "posterior"):
             dim = self.base.dim
-            z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
+            z = self.base_z()
             shape = z.shape[:2]
             rng = np.random.default_rng([0 if self.seed is None else int(self.seed), 22,
                                          self.round])
@@ -327,7 +337,7 @@ class ContinuousTemperingFit(ExtendedFit):
                                          "known_var", "var", "var_mcse", "var_z"])
         d = self.delta()
         dim = self.base.dim
-        z = np.stack([self._column(f"pemc_z[{j + 1}]") for j in range(dim)], axis=-1)
+        z = self.base_z()
         m = np.asarray(self.base.mean)
         v = np.diag(self.base.cov)
         st = self.strata()

@@ -149,8 +149,7 @@ class ContinuousTemperingModel(MethodModel):
         if new_base is base:
             log_b_next = fit.log_base().reshape(-1)
         else:
-            z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
-                         axis=-1).reshape(-1, self.dim)
+            z = fit.base_z().reshape(-1, self.dim)
             log_b_next = new_base.log_density_z(z) + fit._column("pemc_log_jacobian").reshape(-1)
         log_q_ratio = fit.log_base().reshape(-1) - log_b_next  # log b - log b'
         delta_next = new_zeta + log_b_next - fit.log_gamma().reshape(-1)
@@ -310,8 +309,7 @@ class ContinuousTemperingModel(MethodModel):
             new_zeta = log_z_estimate(fit.delta(), log_zeta, bias=fit.bias).log_z
             new: BaseDensity | None = base
             if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
-                z = np.stack([fit._column(f"pemc_z[{j + 1}]") for j in range(self.dim)],
-                             axis=-1).reshape(-1, self.dim)
+                z = fit.base_z().reshape(-1, self.dim)
                 try:
                     # eq-21 weights without the post-stratification: one cell whose
                     # E[w0 1_k] rests on few draws would carry the whole re-fit
