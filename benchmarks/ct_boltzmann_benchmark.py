@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         b_mean, b_cov = base_moments(fit)
         try:
             diag = fit.diagnostics(warn=False)
-        except Exception as exc:  # noqa: BLE001 - report, don't abort the benchmark
+        except Exception as exc:
             diag = {"error": repr(exc)}
         nuts_x, t_nuts, nuts_iter = run_nuts(plain, data_file, args.chains, args.iter_warmup,
                                              args.iter_sampling, seed, t_ct, str(out / "nuts"))

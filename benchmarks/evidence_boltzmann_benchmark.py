@@ -4,7 +4,7 @@ For each seed, on models/boltzmann_machine (27-D mixture of 2^28 Gaussians with
 exact log Z from enumeration):
 
 * plain NUTS on the unchanged model, then bridge sampling on its draws
-  (``estimate_evidence(nuts_fit, method="bridge")``): NUTS stays near a few
+  (``estimate_evidence(nuts_fit, estimator="bridge")``): NUTS stays near a few
   modes, so the bridge estimates the mass of those modes only;
 * pseudo-extended MCMC (``pemc_stan.sample(method="pe")``, by default 5
   pseudo-samples all at the fixed beta = 0.5, like the PE paper's fixed-beta runs on
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     import pemc_stan
     from pemc_stan.backend import runtime
     from pemc_stan.backend.compile import compile_model
-    from pemc_stan.estimators.evidence import evidence as estimate_evidence
+    from pemc_stan.evidence import evidence as estimate_evidence
 
     runtime.activate()
     ct_bench = load_ct_benchmark()
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         def attempt(name: str, fn: Callable[[], Any]) -> tuple[Any, float]:
             try:
                 return _timed(fn)
-            except Exception as exc:  # noqa: BLE001 - a failing estimator is a result
+            except Exception as exc:
                 failures.setdefault(name, []).append(seed)
                 print(f"  {name:<12} FAILED: {type(exc).__name__}: {exc}", flush=True)
                 return None, 0.0
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         nuts, t_nuts = _timed(lambda: plain.sample(data=data_file, seed=seed,
                                                    output_dir=str(out / "nuts"), **run))
         est, t_b = attempt("NUTS+bridge", lambda: estimate_evidence(
-            nuts, data_file, method="bridge", program=stan_file, seed=seed))
+            nuts, data_file, estimator="bridge", program=stan_file, seed=seed))
         if est is not None:
             report("NUTS+bridge", est,
                    visited_mass(nuts.stan_variable("x"), Q, b, truth.log_z), t_nuts + t_b)
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    n_pseudo=args.n_pseudo, seed=seed,
                                                    temper=args.pe_temper, beta=pe_beta,
                                                    output_dir=str(out / "pe"), **run))
-        est, t_b = attempt("PE+bridge", lambda: estimate_evidence(pe, method="bridge",
+        est, t_b = attempt("PE+bridge", lambda: estimate_evidence(pe, estimator="bridge",
                                                                   seed=seed))
         if est is not None:
             pe_x = pe.resampled_parameters_pd()[x_cols].to_numpy(dtype=float)
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    **ct_run))
         ct_x = ct.resampled_parameters_pd()[x_cols].to_numpy(dtype=float)
         report("CT eq.20", ct.log_z(), visited_mass(ct_x, Q, b, truth.log_z), t_ct)
-        est, t_b = attempt("CT+bridge", lambda: estimate_evidence(ct, method="bridge",
+        est, t_b = attempt("CT+bridge", lambda: estimate_evidence(ct, estimator="bridge",
                                                                   seed=seed))
         if est is not None:
             report("CT+bridge", est, None, t_b)

@@ -57,9 +57,9 @@ from typing import Any
 import numpy as np
 
 from pemc_stan.backend import runtime
-from pemc_stan.methods.pseudo_extended.options import parse_beta_density as beta_density
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
+from pemc_stan.methods.pseudo_extended.options import parse_beta_density as beta_density
+from pemc_stan.pipeline import method_model
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_DIR = ROOT / "models" / "gaussian_mixture_20"
@@ -95,7 +95,7 @@ def run_nuts(data: dict[str, Any], seed: int, args: argparse.Namespace) -> dict[
 def run_pe(data: dict[str, Any], n: int, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """One pseudo-extended fit with ``n`` pseudo-samples."""
     scale = None if args.log_scale == "pilot" else float(args.log_scale)
-    pe = PseudoExtendedModel(MODEL, data, n_pseudo=n, beta_min=args.beta_min, log_scale=scale,
+    pe = method_model(MODEL, data, method="pe", n_pseudo=n, beta_min=args.beta_min, log_scale=scale,
                              noncentring=args.noncentring,
                              instrumental=beta_density(args.instrumental),
                              beta_prior=beta_density(args.beta_prior))

@@ -21,7 +21,7 @@ import numpy as np
 
 from pemc_stan.backend import runtime
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
+from pemc_stan.pipeline import method_model
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "models" / "gaussian_mixture_20"
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     nuts = compile_model(stan).sample(data=data, chains=1, iter_sampling=args.draws,
                                       seed=args.seed, show_progress=False)
     x_nuts = nuts.stan_variable("x")
-    pe = PseudoExtendedModel(stan, data, n_pseudo=5, beta_min=0.001, log_scale=0.0)
+    pe = method_model(stan, data, method="pe", n_pseudo=5, beta_min=0.001, log_scale=0.0)
     fit = pe.sample(chains=1, iter_sampling=args.draws, seed=args.seed)
     resampled = fit.resampled_parameters_pd()
     x_pe = resampled[["x[1]", "x[2]"]].to_numpy()

@@ -373,7 +373,7 @@ def pemc_run(target: Target, method: str, seed: int, chains: int, iter_sampling:
             est = _fit_log_z(fit, seed)
         out.update(log_z=float(est.log_z), log_z_se=float(est.std_error),
                    log_z_method=str(est.method))
-    except Exception as exc:  # noqa: BLE001 - a failed estimate is a result
+    except Exception as exc:
         out.update(log_z=math.nan, log_z_se=math.nan, log_z_method=None,
                    log_z_error=f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
     out["log_z_seconds"] = seconds + (time.perf_counter() - t0)
@@ -711,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     res = run_smc(python, target, seeds, smc_draws, args.smc_chains,
                                   args.smc_cores, not args.no_smc_warmup)
-                except Exception as exc:  # noqa: BLE001 - a failed sampler is a result
+                except Exception as exc:
                     rec = {**base, "sampler": "smc", **_failure(exc)}
                     _append(args.results, rec)
                     runs["smc"].append(rec)
@@ -739,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             try:
                 compile_seconds = warm_pemc(target, sampler)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 rec = {**base, "sampler": sampler, "stage": "warm-up", **_failure(exc)}
                 _append(args.results, rec)
                 runs[sampler].append(rec)
@@ -753,7 +753,7 @@ def main(argv: list[str] | None = None) -> int:
                        "iter_sampling": iter_sampling}
                 try:
                     rec.update(pemc_run(target, sampler, seed, chains, iter_sampling))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     rec.update(_failure(exc))
                 _append(args.results, rec)
                 runs[sampler].append(rec)

@@ -184,7 +184,7 @@ def run_nuts(case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         import pemc_stan
 
         log_z = pemc_stan.evidence(fit, data=data, program=str(folder / "model.stan"),
-                                   method="bridge", seed=args.seed)
+                                   estimator="bridge", seed=args.seed)
     summary = fit.summary()
     rhat = float(np.nanmax(summary["R_hat"].to_numpy())) if "R_hat" in summary else math.nan
     divergences = int(np.sum(fit.method_variables()["divergent__"]))
@@ -219,7 +219,7 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
     frame = fit.resampled_draws_pd()
     log_z = None
     if case["kind"] == "multimodal":
-        log_z = fit.log_z() or pemc_stan.evidence(fit, method="bridge", seed=args.seed)
+        log_z = fit.log_z() or pemc_stan.evidence(fit, estimator="bridge", seed=args.seed)
     verdict = fit.check()
     return {"seconds": seconds, "verdict": "ok" if verdict.ok else "suspect",
             "reasons": [str(r) for r in verdict.reasons],
@@ -321,7 +321,7 @@ def run_job(case: dict[str, Any], name: str, method: str,
     try:
         result = (run_nuts(case, args) if method == "nuts" else run_method(case, method, args))
         record.update(result)
-    except Exception as exc:  # noqa: BLE001 - a failed run is a result
+    except Exception as exc:
         record["failure"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         record["traceback"] = traceback.format_exc()[-2000:]
     return record

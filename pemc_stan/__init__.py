@@ -7,19 +7,18 @@ lives is described in the README ("Where things live").
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from pemc_stan.errors import OptionsError, PemcStanError  # noqa: E402
-from pemc_stan.estimators.evidence import bayes_factor, evidence  # noqa: E402
-from pemc_stan.methods.continuous_tempering import (  # noqa: E402
+from pemc_stan._version import __version__
+from pemc_stan.errors import OptionsError, PemcStanError
+from pemc_stan.evidence import bayes_factor, evidence
+from pemc_stan.methods.continuous_tempering import (
     ContinuousTemperingFit,
     ContinuousTemperingOptions,
 )
-from pemc_stan.methods.pseudo_extended import (  # noqa: E402
+from pemc_stan.methods.pseudo_extended import (
     PseudoExtendedFit,
     PseudoExtendedOptions,
 )
-from pemc_stan.pipeline import sample, transform, transform_result  # noqa: E402
+from pemc_stan.pipeline import sample, transform, transform_result
 
 __all__ = ["__version__", "transform", "transform_result", "sample", "evidence",
            "bayes_factor", "PseudoExtendedFit", "ContinuousTemperingFit",

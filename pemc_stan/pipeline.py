@@ -1,12 +1,17 @@
 """The front doors: :func:`transform` and :func:`sample`, for any registered method.
 
-Stan text → :class:`~pemc_stan.inputs.StanProgram` (read and parsed once) →
-the method's transformation (:mod:`pemc_stan.methods.registry`) → its model
-class, which compiles through the content-hash cache and runs CmdStan's NUTS →
-the method's fit.  Options are the method's options dataclass, given as an
-object (``options=PseudoExtendedOptions(n_pseudo=5)``) or as keywords
+Each front door settles everything once, before anything is compiled: the
+method (one registry lookup), its options (built and validated once by
+:meth:`~pemc_stan.methods.registry.Method.build_options`), the program (read
+and parsed once into a :class:`~pemc_stan.inputs.StanProgram`) and the
+sampler's arguments.  :func:`run` then carries them down: the method's
+transformation → its model (``method.model(result, data)``), which compiles
+through the content-hash cache and runs CmdStan's NUTS → the method's fit.
+Options are the method's options dataclass, given as an object
+(``options=PseudoExtendedOptions(n_pseudo=5)``) or as keywords
 (``n_pseudo=5``); which keywords belong to which method is read from the
-registered options classes.
+registered options classes.  The command line and the batch runner settle the
+same things themselves and call :func:`run`.
 """
 
 from __future__ import annotations
@@ -23,19 +28,15 @@ import cmdstanpy
 from pemc_stan.backend.console import collapse_cmdstanpy_messages, is_cmdstan_failure, run_error
 from pemc_stan.backend.processes import ending_children
 from pemc_stan.errors import OptionsError
-from pemc_stan.inputs import ProgramSource, read_program
+from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import (
-    ExtendedFit,
-    TransformResult,
-    build_options,
-    transform_program,
-)
+from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
 from pemc_stan.methods.options import check_int, check_number, field_names
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["transform", "transform_result", "sample", "split_options", "SamplerArgs"]
+__all__ = ["transform", "transform_result", "method_model", "sample", "run", "split_options",
+           "SamplerArgs"]
 
 
 @dataclass
@@ -85,12 +86,9 @@ class SamplerArgs:
 
 
 def _check_inputs(model: Any, data: Any) -> None:
-    import cmdstanpy as _cmdstanpy
-
-    from pemc_stan.inputs import StanProgram
     from pemc_stan.stan import ast
 
-    if not isinstance(model, (str, os.PathLike, _cmdstanpy.CmdStanModel, StanProgram,
+    if not isinstance(model, (str, os.PathLike, cmdstanpy.CmdStanModel, StanProgram,
                               ast.Program)):
         raise OptionsError("model", model, "Stan program text, a .stan path, a "
                            "cmdstanpy.CmdStanModel or a pemc_stan StanProgram")
@@ -98,19 +96,18 @@ def _check_inputs(model: Any, data: Any) -> None:
         raise OptionsError("data", data, "a dict of data values or a JSON file path")
 
 
-def split_options(method: registry.Method, kwargs: dict[str, Any]
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split keywords into the method's options and the rest.
+def split_options(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split keywords into options of the methods and the rest (cmdstanpy's arguments).
 
-    Keywords that are options of another registered method stay with the
-    options, so that :func:`~pemc_stan.methods.base.build_options` reports
-    them by name.
+    Keywords that are options of any registered method go with the options, so
+    that :meth:`~pemc_stan.methods.registry.Method.build_options` reports one of
+    another method by name.
 
     Raises
     ------
     Nothing.
     """
-    known = set(field_names(method.options))
+    known: set[str] = set()
     for m in registry.methods():
         known |= set(field_names(m.options))
     options = {k: v for k, v in kwargs.items() if k in known}
@@ -118,7 +115,8 @@ def split_options(method: registry.Method, kwargs: dict[str, Any]
     return options, rest
 
 
-def transform_result(program: ProgramSource, method: str = registry.DEFAULT_METHOD,
+def transform_result(program: ProgramSource,
+                     method: str | registry.Method = registry.DEFAULT_METHOD,
                      options: Any = None, *, name: str | None = None,
                      **option_kwargs: Any) -> TransformResult:
     """Transform a program and return the program with its metadata.
@@ -129,7 +127,7 @@ def transform_result(program: ProgramSource, method: str = registry.DEFAULT_METH
         Stan program text, a ``.stan`` path, a parsed program or a
         :class:`~pemc_stan.inputs.StanProgram`.
     method
-        A registered method's name or alias (pe, ct, ...).
+        A registered method's name or alias (pe, ct, ...), or its registry entry.
     options
         The method's options object; keywords override its fields.
     name
@@ -140,7 +138,7 @@ def transform_result(program: ProgramSource, method: str = registry.DEFAULT_METH
     Returns
     -------
     TransformResult
-        The method's result class.
+        The method's result class; ``result.method`` is the method.
 
     Raises
     ------
@@ -150,12 +148,31 @@ def transform_result(program: ProgramSource, method: str = registry.DEFAULT_METH
         For programs the transformation does not apply to.
     """
     spec = registry.get(method)
-    opts = build_options(spec, options, **option_kwargs)
-    result: TransformResult = transform_program(spec, read_program(program, name), opts)
-    return result
+    opts = spec.build_options(options, **option_kwargs)
+    return spec.transform_program(read_program(program, name), opts)
 
 
-def transform(program: ProgramSource, method: str = registry.DEFAULT_METHOD, options: Any = None,
+def method_model(program: ProgramSource, data: Any = None,
+                 method: str | registry.Method = registry.DEFAULT_METHOD, options: Any = None,
+                 **option_kwargs: Any) -> MethodModel:
+    """The method's model of a program, ready to run its pilots or ``sample``.
+
+    :func:`transform_result` then ``method.model(result, data)``: the same
+    settling as :func:`sample` (method, options and program once), for code
+    that drives a method's steps itself (benchmarks, tests).
+
+    Raises
+    ------
+    OptionsError, StanProgramError, DataError
+        As :func:`sample`, before anything is compiled.
+    """
+    given = program if isinstance(program, cmdstanpy.CmdStanModel) else None
+    result = transform_result(program, method, options, **option_kwargs)
+    return result.require_method().model(result, data, given)
+
+
+def transform(program: ProgramSource, method: str | registry.Method = registry.DEFAULT_METHOD,
+              options: Any = None,
               *, name: str | None = None, **option_kwargs: Any) -> str:
     """Return the Stan code of the transformed program.
 
@@ -176,7 +193,7 @@ def transform(program: ProgramSource, method: str = registry.DEFAULT_METHOD, opt
 def sample(
     model: ProgramSource,
     data: Any = None,
-    method: str = registry.DEFAULT_METHOD,
+    method: str | registry.Method = registry.DEFAULT_METHOD,
     options: Any = None,
     *,
     chains: int = 4,
@@ -239,22 +256,58 @@ def sample(
         CmdStan, make and compiler processes the call started.
     """
     spec = registry.get(method)
-    option_kwargs, cmdstanpy_kwargs = split_options(spec, kwargs)
-    opts = build_options(spec, options, **option_kwargs)
-    SamplerArgs(chains, iter_warmup, iter_sampling, seed, show_progress,
-                cmdstanpy_kwargs).validate()
+    option_kwargs, cmdstanpy_kwargs = split_options(kwargs)
+    opts = spec.build_options(options, **option_kwargs)
+    sampler = SamplerArgs(chains, iter_warmup, iter_sampling, seed, show_progress,
+                          cmdstanpy_kwargs).validate()
     _check_inputs(model, data)
-    method_model = spec.model(model, data, opts)
+    given = model if isinstance(model, cmdstanpy.CmdStanModel) else None
+    result = spec.transform_program(read_program(model), opts)  # program errors first
+    return run(result, data, sampler, output_dir=output_dir, client=client, original_model=given)
+
+
+def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
+        output_dir: str | os.PathLike[str] | None = None, client: Any = None,
+        original_model: cmdstanpy.CmdStanModel | None = None) -> ExtendedFit:
+    """Run a transformed program whose method, options, program and sampler arguments
+    are settled (:func:`sample` settles them; so do the command line and the batch runner).
+
+    Parameters
+    ----------
+    result
+        A result of :meth:`~pemc_stan.methods.registry.Method.transform_program`.
+    data
+        The user's data (dict or JSON path), checked against the data block here.
+    sampler
+        Validated NUTS arguments.
+    output_dir, client
+        As :func:`sample`.
+    original_model
+        The user's compiled program, if they gave one.
+
+    Returns
+    -------
+    ExtendedFit
+
+    Raises
+    ------
+    DataError
+        For data that do not match the data block (before compiling).
+    CmdStanRunError, KeyboardInterrupt, ImportError
+        As :func:`sample`.
+    """
+    method_model = result.require_method().model(result, data, original_model)
     if client is not None:
-        from pemc_stan.batch.chains import DaskChainRunner
+        from pemc_stan.backend.chains import DaskChainRunner
 
         method_model.chain_runner = DaskChainRunner(client)
     collapse_cmdstanpy_messages()
     try:
         with ending_children():
             fit: ExtendedFit = method_model.sample(
-                chains=chains, iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
-                output_dir=output_dir, show_progress=show_progress, **cmdstanpy_kwargs)
+                chains=sampler.chains, iter_warmup=sampler.iter_warmup,
+                iter_sampling=sampler.iter_sampling, seed=sampler.seed, output_dir=output_dir,
+                show_progress=sampler.show_progress, **sampler.extra)
     except RuntimeError as exc:
         if not is_cmdstan_failure(exc):
             raise

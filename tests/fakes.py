@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 
 from pemc_stan.errors import PseudoExtendedWarning
-from pemc_stan.inputs import read_program
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
-from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.pipeline import transform_result
 
@@ -77,8 +74,7 @@ class FakeCTFit(ContinuousTemperingFit):
         from pemc_stan.estimators.log_z import EvidenceEstimate
 
         rng = np.random.default_rng(seed)
-        self.result = SimpleNamespace(program=read_program(CODE),  # type: ignore[assignment]
-                                      options=ContinuousTemperingOptions())
+        self.result = transform_result(CODE, method="ct")  # type: ignore[assignment]
         self.data = DATA
         self.log_zeta = -2.0
         self.seed = seed

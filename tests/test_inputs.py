@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_a_missing_data_variable_is_named_by_the_api_before_compiling(
         raise AssertionError("compile_model was called")
 
     monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
-    monkeypatch.setattr("pemc_stan.estimators.evidence.compile_model", never)
+    monkeypatch.setattr(importlib.import_module("pemc_stan.evidence"), "compile_model", never)
     for method in ("pe", "ct"):
         with pytest.raises(DataError, match="no value for 'mu1'"):
             pemc_stan.sample(_DATA_PROGRAM, {"N": 2, "y": [1, 2], "idx": [1, 2]}, method=method)

@@ -23,7 +23,7 @@ def test_grammar_and_type_marker_ship() -> None:
     assert importlib.resources.files("pemc_stan").joinpath("py.typed").is_file()
 
 
-def test_build_ingredients_cover_every_cpp_source(monkeypatch) -> None:  # noqa: ANN001
+def test_build_ingredients_cover_every_cpp_source(monkeypatch) -> None:
     """Changing any C++ source, the makefile or an extra header changes the build's key."""
     key = runtime.build_ingredients()["sources_sha256"]
     real = runtime._package_file

@@ -11,7 +11,6 @@ import pemc_stan
 from pemc_stan.errors import OptionsError, UnsupportedConstructError
 from pemc_stan.inputs import read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import build_options, transform_program
 
 SIMPLE = """
 data { int<lower=0> n; array[n] real y; }
@@ -63,7 +62,7 @@ def test_program_too_deep_for_the_transformation_names_its_deepest_line() -> Non
     for method in registry.methods():
         spec = dataclasses.replace(method, transform=too_deep)
         with pytest.raises(UnsupportedConstructError, match="nested too deeply") as info:
-            transform_program(spec, program, build_options(method))
+            spec.transform_program(program, method.build_options())
         err = info.value
         assert (err.filename, err.line, err.column) == ("simple", 5, 26)
         assert err.construct == "deep nesting"

@@ -210,7 +210,7 @@ def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | 
         est = mode_aware_log_z(arr, names, num_paths)
         logger.info("pilot log-scale (Pathfinder IS estimate of log Z): %.4g", est)
         return PilotEstimate(est)
-    except Exception as exc:  # noqa: BLE001 - a pilot failure must not stop sampling
+    except Exception as exc:
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         logger.warning("Pathfinder pilot failed (%s); using log_scale = 0. Pass log_scale= "
                        "to set it.", reason)

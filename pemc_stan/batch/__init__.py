@@ -23,7 +23,7 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess by t
         "pemc_stan.batch needs Dask's distributed scheduler, which is not installed; "
         "install the extra: pip install 'pemc-stan[distributed]'") from _exc
 
-from pemc_stan.batch.chains import DaskChainRunner
+from pemc_stan.backend.chains import DaskChainRunner
 from pemc_stan.batch.runner import BatchResult, TaskOutcome, local_client, run
 from pemc_stan.batch.tasks import ResolvedTask, Task, load_tasks, tasks_from
 

@@ -194,9 +194,10 @@ def execute(task: ResolvedTask) -> dict[str, Any]:
     KeyboardInterrupt
         Only when the worker itself is interrupted.
     """
-    import pemc_stan
+    from pemc_stan._version import __version__
     from pemc_stan.inputs import read_program
     from pemc_stan.output.writers import save_fit
+    from pemc_stan.pipeline import sample
 
     start = time.perf_counter()
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -211,20 +212,19 @@ def execute(task: ResolvedTask) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="pemc_task_") as tmp:
             stage = Path(tmp) / "run"
             program = read_program(task.program_text, task.model_name)
-            fit = pemc_stan.sample(program, data=task.data, method=task.method,
-                                   chains=task.sampler["chains"],
-                                   iter_warmup=task.sampler["iter_warmup"],
-                                   iter_sampling=task.sampler["iter_sampling"],
-                                   seed=task.sampler["seed"],
-                                   output_dir=str(stage / "cmdstan"), **task.options, **extra)
+            fit = sample(program, data=task.data, method=task.method,
+                         chains=task.sampler["chains"], iter_warmup=task.sampler["iter_warmup"],
+                         iter_sampling=task.sampler["iter_sampling"],
+                         seed=task.sampler["seed"], output_dir=str(stage / "cmdstan"),
+                         **task.options, **extra)
             save_fit(fit, stage, name=task.model_name, model_label=task.model_label,
                      data_label=task.data_label, sampler=task.sampler)
             seconds = time.perf_counter() - start
             record = {"name": task.name, "key": task.key, "seconds": round(seconds, 3),
-                      "worker": worker, "pemc_stan": pemc_stan.__version__}
+                      "worker": worker, "pemc_stan": __version__}
             (stage / TASK_RECORD).write_text(json.dumps(record, indent=1) + "\n")
             return {"archive": _pack(stage), "seconds": seconds, "worker": worker}
-    except Exception as exc:  # noqa: BLE001 - reported per task, the batch goes on
+    except Exception as exc:
         message = " ".join(f"{type(exc).__name__}: {exc}".split())
         logger.warning("task %s failed on %s: %s", task.name, worker, message)
         return {"error": message, "seconds": time.perf_counter() - start, "worker": worker}
@@ -302,7 +302,7 @@ def _running(client: Any, keys: set[str]) -> int:
     try:
         processing = client.processing()
         threads = sum(client.nthreads().values())
-    except Exception:  # noqa: BLE001 - a count for the progress line only
+    except Exception:
         return 0
     return min(threads, sum(1 for tasks in processing.values() for k in tasks if k in keys))
 
@@ -398,7 +398,7 @@ def _submit_all(client: Any, pending: list[ResolvedTask], root: Path,
             folder = root / task.name
             try:
                 result = future.result()
-            except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker after repeated losses
+            except Exception as exc:
                 result = {"error": " ".join(f"{type(exc).__name__}: {exc}".split())}
             if "error" in result:
                 outcomes[task.name] = TaskOutcome(task.name, "failed", folder,
@@ -407,7 +407,7 @@ def _submit_all(client: Any, pending: list[ResolvedTask], root: Path,
                 try:
                     _store(task, folder, result["archive"])
                     outcomes[task.name] = _finished(task.name, folder, "done")
-                except Exception as exc:  # noqa: BLE001 - the folder's problem, per task
+                except Exception as exc:
                     outcomes[task.name] = TaskOutcome(
                         task.name, "failed", folder, error=" ".join(str(exc).split()))
             future.release()

@@ -104,7 +104,11 @@ class Task:
         OptionsError
             Naming the task, the argument, the value and what was expected.
         """
-        from pemc_stan.methods.base import build_options
+        self._settle()
+        return self
+
+    def _settle(self) -> tuple[registry.Method, Any]:
+        """The task's method and validated options, after checking every argument."""
         from pemc_stan.pipeline import SamplerArgs
 
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -112,12 +116,12 @@ class Task:
                                "and '-' (it names the task's output folder)")
         try:
             spec = registry.get(self.method)
-            build_options(spec, None, **dict(self.options))
+            options = spec.build_options(**dict(self.options))
             SamplerArgs(**self.sampler_args(), extra=dict(self.sampler)).validate()
         except OptionsError as exc:
             raise OptionsError(exc.argument, exc.value, exc.expected,
                                message=f"task {self.name!r}: {exc}") from None
-        return self
+        return spec, options
 
     def sampler_args(self) -> dict[str, Any]:
         """``chains``, ``iter_warmup``, ``iter_sampling`` (the sampler's defaults where not
@@ -151,9 +155,8 @@ class Task:
         """
         from pemc_stan.examples import example, is_example
         from pemc_stan.inputs import read_data, read_program
-        from pemc_stan.methods.base import build_options, transform_program
 
-        self.validate()
+        spec, options = self._settle()
         model: Any = self.model
         data: Any = self.data
         label = str(model) if isinstance(model, Path) or (
@@ -169,11 +172,9 @@ class Task:
             program = read_program(model)
             if programs is not None:
                 programs[memo_key] = program
-        spec = registry.get(self.method)
-        options = build_options(spec, None, **dict(self.options))
         # program errors before submitting; the generated program is part of the key, so a
         # pemc-stan that writes another program for the same options reruns the task
-        transformed = transform_program(spec, program, options)
+        transformed = spec.transform_program(program, options)
         values = read_data(program, data)
         data_label = str(data) if isinstance(data, (str, Path)) else (
             None if data is None else "<dict>")

@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from pemc_stan import __version__
+from pemc_stan._version import __version__
 from pemc_stan.backend.processes import adopt_orphans, ending_children
 from pemc_stan.cli import batch, evidence, runtime, sample, transform
 from pemc_stan.cli.console import configure_logging
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, Interrupted):
             return 128 + exc.signum
         return int(ExitCode.INTERRUPTED)
-    except Exception as exc:  # noqa: BLE001 - every error becomes cause + remedy
+    except Exception as exc:
         if args.debug:
             raise
         cause, remedy, code = describe_error(exc)

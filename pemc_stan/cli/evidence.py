@@ -1,9 +1,15 @@
-"""``pemc-stan evidence``: estimate log Z of a model, running what the estimator needs."""
+"""``pemc-stan evidence``: estimate log Z of a model, running what the estimator needs.
+
+The estimator is chosen with ``--estimator``; ``--method``, its former name, is
+still accepted (with a deprecation warning on standard error): in ``pemc-stan
+sample`` a method is a sampling method.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import textwrap
 from typing import Any
 
@@ -11,11 +17,17 @@ from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
 from pemc_stan.cli.options import add_sampler_options
-from pemc_stan.estimators.evidence import evidence
+from pemc_stan.errors import CliError
+from pemc_stan.evidence import evidence
 from pemc_stan.output.folder import check_output_file, write_text_atomically
 from pemc_stan.output.writers import json_safe
 
 __all__ = ["add_parser", "run"]
+
+logger = logging.getLogger(__name__)
+
+#: Said on standard error (once) when the deprecated ``--method`` names the estimator.
+METHOD_DEPRECATED = "--method is deprecated for 'pemc-stan evidence'; use --estimator"
 
 
 def add_parser(sub: Any) -> None:
@@ -27,14 +39,16 @@ def add_parser(sub: Any) -> None:
             "Estimate log Z of MODEL.stan with DATA.json (log marginal likelihood, all "
             "constants kept), running what the estimator needs (NUTS for bridge sampling, "
             "Pathfinder for importance sampling, continuous tempering for ct/ti).", 79),
-        epilog="example: pemc-stan evidence model.stan --data data.json --method bridge")
+        epilog="example: pemc-stan evidence model.stan --data data.json --estimator bridge")
     p.add_argument("model", metavar="MODEL.stan", help=MODEL_HELP)
     p.add_argument("--data", metavar="DATA.json", help="data file (CmdStan JSON)")
-    p.add_argument("--method", default=None, metavar="METHOD",
+    p.add_argument("--estimator", default=None, metavar="ESTIMATOR",
                    help="estimator of pemc_stan.evidence: bridge (default; bridge "
                         "sampling on NUTS draws), is (Pathfinder importance "
                         "sampling), ct (continuous tempering, eq 20), ti "
                         "(thermodynamic integration over CT draws)")
+    p.add_argument("--method", default=None, metavar="METHOD",
+                   help="deprecated spelling of --estimator")
     add_sampler_options(p)
     p.add_argument("--json", metavar="OUT.json", help="also write the estimate here")
     p.set_defaults(handler=run)
@@ -46,17 +60,19 @@ def run(args: argparse.Namespace) -> ExitCode:
     Raises
     ------
     OptionsError, StanProgramError, DataError, CliError, RuntimeError
-        For bad options, programs, data, files, or a CmdStan failure.
+        For bad options (``--estimator`` and ``--method`` both given is a
+        usage error), programs, data, files, or a CmdStan failure.
     """
     quiet_cmdstanpy(args.debug)
+    estimator = _estimator(args)
     json_path = check_output_file(args.json) if args.json else None  # before any work
     model, data_path = model_and_data(args)
     program = read_model(model)
     data = read_data(program, model, data_path)
     kwargs: dict[str, Any] = {"chains": args.chains, "iter_warmup": args.iter_warmup,
                               "iter_sampling": args.iter_sampling, "seed": args.seed}
-    if args.method is not None:
-        kwargs["method"] = args.method.replace("-", "_")
+    if estimator is not None:
+        kwargs["estimator"] = estimator.replace("-", "_")
     try:
         estimate = evidence(program, data, **kwargs)
     except RuntimeError as exc:
@@ -79,3 +95,22 @@ def run(args: argparse.Namespace) -> ExitCode:
             {"log_z": estimate.log_z, "std_error": estimate.std_error,
              "method": estimate.method, "diagnostics": estimate.diagnostics}), indent=2) + "\n")
     return ExitCode.SUSPECT if reasons else ExitCode.OK
+
+
+def _estimator(args: argparse.Namespace) -> str | None:
+    """The estimator named by ``--estimator`` or by the deprecated ``--method`` (None: the
+    default).
+
+    Raises
+    ------
+    CliError
+        If both are given (a usage error).
+    """
+    if args.method is None:
+        return str(args.estimator) if args.estimator is not None else None
+    if args.estimator is not None:
+        raise CliError(f"--estimator {args.estimator} and --method {args.method} both name "
+                       "the estimator", "give --estimator alone (--method is deprecated)",
+                       ExitCode.USAGE)
+    logger.warning(METHOD_DEPRECATED)
+    return str(args.method)

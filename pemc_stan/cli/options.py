@@ -11,11 +11,8 @@ options' own defaults apply.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
-from pemc_stan.cli.errors import ExitCode
-from pemc_stan.errors import CliError
 from pemc_stan.methods import registry
 from pemc_stan.methods.options import cli_fields
 
@@ -94,26 +91,16 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def method_options(args: argparse.Namespace, method: registry.Method) -> dict[str, Any]:
-    """The options given on the command line for ``method``.
+def method_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The method options given on the command line (flags of any registered method:
+    :meth:`~pemc_stan.methods.registry.Method.build_options` refuses another method's).
 
     Raises
     ------
-    CliError
-        With exit code 2 for a flag of another method.
+    Nothing.
     """
-    mine = {f.name for f in dataclasses.fields(method.options)}
-    out: dict[str, Any] = {}
-    for name in _owners():
-        value = getattr(args, name, None)
-        if value is None:
-            continue
-        if name not in mine:
-            flag = flag_of(name)
-            raise CliError(f"{flag} is not an option of --method {method.label}",
-                           f"drop {flag}, or choose the method it belongs to", ExitCode.USAGE)
-        out[name] = value
-    return out
+    return {name: getattr(args, name) for name in _owners()
+            if getattr(args, name, None) is not None}
 
 
 def add_sampler_options(p: argparse.ArgumentParser) -> None:

@@ -9,15 +9,15 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pemc_stan
 from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
 from pemc_stan.cli.options import add_method_options, add_sampler_options, method_options
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import build_options
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
+from pemc_stan.pipeline import SamplerArgs
+from pemc_stan.pipeline import run as run_method
 
 __all__ = ["add_parser", "run", "EPILOG"]
 
@@ -112,22 +112,21 @@ def run(args: argparse.Namespace) -> ExitCode:
     quiet_cmdstanpy(args.debug)
     model, data_path = model_and_data(args)
     spec = registry.get(args.method)
-    options = build_options(spec, **method_options(args, spec))  # checked before compiling
-    program = read_model(model)  # syntax errors before anything else
-    data = read_data(program, model, data_path)
-    out = (Path(args.output_dir) if args.output_dir
-           else Path.cwd() / f"{model.stem}_{spec.short}_output")
+    options = spec.build_options(**method_options(args))  # checked before compiling
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
     cmdstan_kwargs: dict[str, Any] = {}
     if args.adapt_delta is not None:
         cmdstan_kwargs["adapt_delta"] = args.adapt_delta
+    sampler = SamplerArgs(args.chains, args.iter_warmup, args.iter_sampling, args.seed,
+                          show_progress, cmdstan_kwargs).validate()
+    program = read_model(model)  # syntax errors before anything else
+    data = read_data(program, model, data_path)
+    result = spec.transform_program(program, options)
+    out = (Path(args.output_dir) if args.output_dir
+           else Path.cwd() / f"{model.stem}_{spec.short}_output")
     with RunFolder(out, overwrite=args.overwrite) as run:  # checked and locked before compiling
         try:
-            fit = pemc_stan.sample(program, data=data, method=spec.name, options=options,
-                                   chains=args.chains, iter_warmup=args.iter_warmup,
-                                   iter_sampling=args.iter_sampling, seed=args.seed,
-                                   output_dir=str(run.staging / "cmdstan"),
-                                   show_progress=show_progress, **cmdstan_kwargs)
+            fit = run_method(result, data, sampler, output_dir=str(run.staging / "cmdstan"))
             saved = save_fit(fit, run.staging, name=model.stem, model_label=str(model),
                              data_label=str(data_path) if data_path is not None else None,
                              sampler={"chains": args.chains, "iter_warmup": args.iter_warmup,

@@ -13,7 +13,6 @@ from pemc_stan.cli.errors import ExitCode
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_model
 from pemc_stan.cli.options import add_method_options, method_options
 from pemc_stan.errors import CliError
-from pemc_stan.methods import registry
 from pemc_stan.pipeline import transform
 
 logger = logging.getLogger(__name__)
@@ -46,9 +45,8 @@ def run(args: argparse.Namespace) -> ExitCode:
         For bad options, programs or files.
     """
     model, _ = model_and_data(args)
-    spec = registry.get(args.method)
-    options = method_options(args, spec)
-    code = transform(read_model(model), method=spec.name, name=model.stem, **options)
+    code = transform(read_model(model), method=args.method, name=model.stem,
+                     **method_options(args))
     if args.output:
         out = Path(args.output)
         if out.exists() and out.resolve() == model.resolve():

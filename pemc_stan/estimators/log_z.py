@@ -265,13 +265,7 @@ def bridge_sampling(
     if warp:
         l1, l2 = _warp3_log_ratios(proposal, bridge_draws, lp_bridge, log_target_fn, rng, n2)
     else:
-        prop_draws = proposal.sample(rng, n2)
-        q_prop = _finite_1d("log_target_fn output", log_target_fn(prop_draws),
-                            allow_neg_inf=True)
-        if q_prop.shape != (n2,):
-            raise ValueError(f"log_target_fn returned shape {q_prop.shape}, expected ({n2},)")
-        l1 = lp_bridge - proposal.logpdf(bridge_draws.reshape(-1, dim)).reshape(lp_bridge.shape)
-        l2 = q_prop - proposal.logpdf(prop_draws)
+        l1, l2 = _plain_log_ratios(proposal, bridge_draws, lp_bridge, log_target_fn, rng, n2)
     n1_eff = float(n1)
     if use_neff:
         n1_eff = float(np.median([chain_ess(bridge_draws[..., j]) for j in range(dim)]))
@@ -281,29 +275,45 @@ def bridge_sampling(
     log_z, n_iter, converged = _bridge_iterate(l1.ravel(), l2, log_s1, log_s2, tol, max_iter)
     if not converged:
         logger.warning("bridge sampling did not converge in %d iterations", max_iter)
-    # Fruehwirth-Schnatter relative MSE; f1 in [0, 1/s1], f2 in [0, 1/s2].
-    f1 = np.exp((l2 - log_z) - np.logaddexp(log_s1 + l2 - log_z, log_s2))
-    f2 = np.exp(-np.logaddexp(log_s1 + l1 - log_z, log_s2))
-    ess_f2 = chain_ess(f2)
-    tau_f2 = n1 / ess_f2
-    term1 = np.var(f1, ddof=1) / (n2 * np.mean(f1) ** 2)
-    term2 = tau_f2 * np.var(f2, ddof=1) / (n1 * np.mean(f2) ** 2)
-    re2 = float(term1 + term2)
-    diagnostics = {
-        "n_iter": n_iter,
-        "converged": converged,
-        "re2": re2,
-        "re2_proposal_term": float(term1),
-        "re2_posterior_term": float(term2),
-        "n1": int(n1),
-        "n2": int(n2),
-        "n1_eff": n1_eff,
-        "tau_f2": float(tau_f2),
-        "n_fit": int(n_chains * half),
-        "warp": bool(warp),
-    }
+    re2, parts = _bridge_relative_mse(l1, l2, log_z, log_s1, log_s2)
+    diagnostics = {"n_iter": n_iter, "converged": converged, "re2": re2, **parts,
+                   "n1": int(n1), "n2": int(n2), "n1_eff": n1_eff,
+                   "n_fit": int(n_chains * half), "warp": bool(warp)}
     method = "bridge_sampling_warp3" if warp else "bridge_sampling"
     return EvidenceEstimate(float(log_z), float(np.sqrt(re2)), method, diagnostics)
+
+
+def _plain_log_ratios(
+    proposal: _Normal,
+    bridge_draws: NDArray[np.float64],
+    lp_bridge: NDArray[np.float64],
+    log_target_fn: Callable[[NDArray[np.float64]], ArrayLike],
+    rng: np.random.Generator,
+    n2: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``log q/g`` at the bridge draws (chains, draws) and at ``n2`` proposal draws."""
+    dim = bridge_draws.shape[-1]
+    prop_draws = proposal.sample(rng, n2)
+    q_prop = _finite_1d("log_target_fn output", log_target_fn(prop_draws), allow_neg_inf=True)
+    if q_prop.shape != (n2,):
+        raise ValueError(f"log_target_fn returned shape {q_prop.shape}, expected ({n2},)")
+    l1 = lp_bridge - proposal.logpdf(bridge_draws.reshape(-1, dim)).reshape(lp_bridge.shape)
+    return l1, q_prop - proposal.logpdf(prop_draws)
+
+
+def _bridge_relative_mse(l1: NDArray[np.float64], l2: NDArray[np.float64], log_z: float,
+                         log_s1: float, log_s2: float) -> tuple[float, dict[str, float]]:
+    """Fruehwirth-Schnatter's relative MSE of the optimal bridge and its two terms, with
+    ``tau_f2`` the integrated autocorrelation time of ``f2`` over the chains
+    (``f1`` in [0, 1/s1] at the proposal draws, ``f2`` in [0, 1/s2] at the bridge draws)."""
+    n1, n2 = l1.size, l2.size
+    f1 = np.exp((l2 - log_z) - np.logaddexp(log_s1 + l2 - log_z, log_s2))
+    f2 = np.exp(-np.logaddexp(log_s1 + l1 - log_z, log_s2))
+    tau_f2 = n1 / chain_ess(f2)
+    term1 = np.var(f1, ddof=1) / (n2 * np.mean(f1) ** 2)
+    term2 = tau_f2 * np.var(f2, ddof=1) / (n1 * np.mean(f2) ** 2)
+    return float(term1 + term2), {"re2_proposal_term": float(term1),
+                                  "re2_posterior_term": float(term2), "tau_f2": float(tau_f2)}
 
 
 def _warp3_log_ratios(

@@ -128,7 +128,7 @@ def _bound(expr: ast.Expr | None, data: Mapping[str, Any], default: float) -> fl
         return default
     try:
         value = np.asarray(evaluate(expr, data), dtype=float)
-    except Exception:  # noqa: BLE001 - a bound that is not a data constant: undecided
+    except Exception:
         return None
     return float(value) if value.ndim == 0 else None
 
@@ -143,7 +143,7 @@ def prior_report(program: StanProgram, data: Mapping[str, Any] | None = None) ->
     data = with_definitions(data, scalar_definitions(program.tree))
     try:
         analysis = program.analysis
-    except Exception:  # noqa: BLE001 - the transformations report analysis errors
+    except Exception:
         return PriorReport()
     params = {name: t for t, name in program.parameters}
     covered: set[str] = set()
@@ -207,7 +207,7 @@ def prior_report(program: StanProgram, data: Mapping[str, Any] | None = None) ->
                 continue
             try:
                 args = [evaluate(a, data) for a in stmt.args]
-            except Exception:  # noqa: BLE001 - arguments that are not data: undecided
+            except Exception:
                 continue
             dist = _cdf(stmt.distribution, args)
             n = _n_elements(decl_type, data)

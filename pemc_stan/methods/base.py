@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import cmdstanpy
 import numpy as np
@@ -36,8 +36,7 @@ from pemc_stan.backend.compile import compile_model
 from pemc_stan.errors import FitSuspectWarning, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.inputs import StanProgram, read_data, read_program
-from pemc_stan.methods import registry
+from pemc_stan.inputs import StanProgram, read_data
 from pemc_stan.methods.warm_start import WarmStart
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
@@ -54,10 +53,12 @@ from pemc_stan.output.diagnostics import (
 from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
 from pemc_stan.stan.reparameterize import NonCentred
 
+if TYPE_CHECKING:
+    from pemc_stan.methods.registry import Method
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["TransformResult", "MethodModel", "ExtendedFit", "WeightedEstimate",
-           "build_options", "transform_program"]
+__all__ = ["TransformResult", "MethodModel", "ExtendedFit", "FitHooks", "WeightedEstimate"]
 
 
 class WeightedEstimate(dict[str, float]):
@@ -97,6 +98,11 @@ class TransformResult:
     noncentred
         The parameters the generated program declares with their prior's
         location and scale as offset/multiplier (``reparameterize="auto"``).
+    method
+        The registry entry of the method that made it, set by
+        :meth:`~pemc_stan.methods.registry.Method.transform_program` (None for a
+        result built by calling a transformation directly); the model and the
+        fit take their method from here.
     """
 
     stan_code: str
@@ -104,14 +110,21 @@ class TransformResult:
     program: StanProgram
     warnings: tuple[str, ...] = ()
     noncentred: tuple[NonCentred, ...] = ()
+    method: Method | None = None
 
-    @property
-    def method(self) -> str:
-        """The canonical name of the method whose options these are (from the registry)."""
-        for m in registry.methods():
-            if isinstance(self.options, m.options):
-                return m.name
-        raise TypeError(f"{type(self.options).__name__} is not a registered method's options")
+    def require_method(self) -> Method:
+        """The method that made this result.
+
+        Raises
+        ------
+        ValueError
+            If the result was not made through the registry.
+        """
+        if self.method is None:
+            raise ValueError("this TransformResult was built by calling a transformation "
+                             "directly, so it has no method; build it with "
+                             "pemc_stan.transform_result(...) or Method.transform_program")
+        return self.method
 
     @property
     def original_code(self) -> str:
@@ -139,112 +152,41 @@ class TransformResult:
         return dict(user_data or {})
 
 
-def build_options(method: registry.Method, options: Any = None, **kwargs: Any) -> Any:
-    """Validated options of ``method`` from an options object and/or keywords.
-
-    Keywords override fields of ``options``.  A keyword that is an option of
-    another method only, or of no method, is an :class:`OptionsError`.
-
-    Raises
-    ------
-    OptionsError
-        For options of another method, unknown keywords or invalid values.
-    """
-    from pemc_stan.methods.options import field_names
-
-    if options is not None and not isinstance(options, method.options):
-        raise OptionsError("options", options, f"a {method.options.__name__} for "
-                           f"method={method.short!r}")
-    mine = set(field_names(method.options))
-    foreign = sorted(k for k in kwargs if k not in mine)
-    if foreign:
-        owners = [m for m in registry.methods() if m.name != method.name
-                  and set(foreign) <= set(field_names(m.options))]
-        if owners:
-            raise OptionsError(
-                foreign[0], kwargs[foreign[0]], f"an option of method={method.short!r}",
-                message=f"{foreign} are {owners[0].label} options but method="
-                        f"{method.short!r}; remove them or use method={owners[0].short!r}")
-        raise OptionsError(foreign[0], kwargs[foreign[0]],
-                           f"an option of method={method.short!r}: one of "
-                           f"{', '.join(sorted(mine))}")
-    built: Any = options
-    if built is None:
-        built = method.options(**kwargs)
-    elif kwargs:
-        built = dataclasses.replace(built, **kwargs)
-    return built.validate()
-
-
-def transform_program(method: registry.Method, program: StanProgram,
-                      options: Any) -> TransformResult:
-    """``method.transform(program, options)``: the method's result for a program read once.
-
-    Raises
-    ------
-    UnsupportedConstructError
-        If the program is nested too deeply for the (recursive) analysis,
-        transformation or printer, naming its most deeply nested line.
-    OptionsError, StanProgramError
-        As the method's transformation.
-    """
-    try:
-        result: TransformResult = method.transform(program, options)
-    except RecursionError:
-        from pemc_stan.stan.parser import nesting_error
-
-        filename = program.path.name if program.path is not None else program.name
-        raise nesting_error(filename, program.tree) from None
-    return result
-
-
 class MethodModel:
-    """A user's model prepared for one method: program, data, transform, compiled programs.
+    """A user's model prepared for one method: transformed program, data, compiled programs.
+
+    Built by the front doors as ``method.model(result, data)`` from a result of
+    :meth:`~pemc_stan.methods.registry.Method.transform_program` (the program
+    read once, the options validated once); it does neither again.
 
     Parameters
     ----------
-    model
-        Stan text, a ``.stan`` path, a ``cmdstanpy.CmdStanModel``, a parsed
-        program or a :class:`~pemc_stan.inputs.StanProgram` (read once, here).
+    result
+        The method's :class:`TransformResult` (it carries the method).
     data
-        The model's data (dict or JSON path).
-    options
-        The method's options object, or pass its fields as keyword arguments.
+        The model's data (dict or JSON path), checked against the data block.
+    original_model
+        The user's compiled program, when they gave a ``cmdstanpy.CmdStanModel``
+        (otherwise it is compiled when first needed).
 
     Raises
     ------
-    OptionsError, StanProgramError
-        As the method's transformation (raised here, before anything is compiled).
     DataError
-        For data that do not match the data block (also before compiling).
+        For data that do not match the data block (before anything is compiled).
+    ValueError
+        For a result that was not made through the registry.
     """
 
-    def __init__(self, model: Any, data: Any = None, options: Any = None,
-                 **option_kwargs: Any) -> None:
-        spec = self.spec()
-        opts = build_options(spec, options, **option_kwargs)
-        self._given_model = model if isinstance(model, cmdstanpy.CmdStanModel) else None
-        self.program: StanProgram = read_program(model)
-        self.result = transform_program(spec, self.program, opts)  # program errors first
+    def __init__(self, result: TransformResult, data: Any = None,
+                 original_model: cmdstanpy.CmdStanModel | None = None) -> None:
+        self.method: Method = result.require_method()
+        self.result = result
+        self.program: StanProgram = result.program
         self.data: dict[str, Any] = read_data(self.program, data)
         self._method_model: cmdstanpy.CmdStanModel | None = None
-        self._orig_model: cmdstanpy.CmdStanModel | None = self._given_model
-        #: Runs the chains elsewhere (``pemc_stan.batch.chains.DaskChainRunner``); None: here.
+        self._orig_model: cmdstanpy.CmdStanModel | None = original_model
+        #: Runs the chains elsewhere (``pemc_stan.backend.chains.DaskChainRunner``); None: here.
         self.chain_runner: Callable[..., cmdstanpy.CmdStanMCMC] | None = None
-
-    @classmethod
-    def spec(cls) -> registry.Method:
-        """The registry entry of this model class's method.
-
-        Raises
-        ------
-        TypeError
-            If no registered method uses this class.
-        """
-        for m in registry.methods():
-            if m.model is cls:
-                return m
-        raise TypeError(f"{cls.__name__} is not the model class of a registered method")
 
     @property
     def name(self) -> str:
@@ -276,7 +218,7 @@ class MethodModel:
         """
         if self._method_model is None:
             self._method_model = compile_model(self.result.stan_code,
-                                               name=f"{self.name}_{self.spec().short}")
+                                               name=f"{self.name}_{self.method.short}")
         return self._method_model
 
     def original_model(self) -> cmdstanpy.CmdStanModel:
@@ -342,7 +284,7 @@ class MethodModel:
                 kwargs: Mapping[str, Any]) -> cmdstanpy.CmdStanMCMC:
         if self.chain_runner is not None:
             assert seed is not None
-            return self.chain_runner(self.result.stan_code, f"{self.name}_{self.spec().short}",
+            return self.chain_runner(self.result.stan_code, f"{self.name}_{self.method.short}",
                                      data, chains, iter_warmup, iter_sampling, seed,
                                      output_dir, **kwargs)
         return self.method_model().sample(
@@ -366,9 +308,67 @@ class MethodModel:
         """
         run = self.run_nuts(self.result.data(self.data), chains, iter_warmup, iter_sampling,
                             seed, output_dir, show_progress, **cmdstanpy_kwargs)
-        fit: ExtendedFit = self.spec().fit(run, self.result, data=self.data,
+        fit: ExtendedFit = self.method.fit(run, self.result, data=self.data,
                                            original_model=self.original_model, seed=seed)
         return fit
+
+
+@dataclass(frozen=True)
+class OutputExtras:
+    """A method's own additions to the InferenceData and to ``estimates.json``.
+
+    Attributes
+    ----------
+    attributes
+        Attributes of the posterior group (numbers and strings: ``pemc_log_zeta``).
+    settings
+        Values the run used besides its options (an estimated offset), for ``estimates.json``.
+    sample_stats
+        ``sample_stats`` variables, ``name -> (dims, values)``.
+    sample_stats_attrs
+        Attributes of the ``sample_stats`` group.
+    extended
+        Variables of the ``extended_posterior`` group, ``(chain, draw[, particle])``.
+    """
+
+    attributes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    sample_stats: Mapping[str, tuple[tuple[str, ...], NDArray[Any]]] = dataclasses.field(
+        default_factory=dict)
+    sample_stats_attrs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    extended: Mapping[str, NDArray[Any]] = dataclasses.field(default_factory=dict)
+
+
+class FitHooks(Protocol):
+    """What a method's fit supplies; :class:`ExtendedFit` has a default for each.
+
+    A method's fit subclasses :class:`ExtendedFit` and overrides only these
+    public hooks (and the class attributes ``particle_dim`` and ``resampling``);
+    everything else (expectations, resampling, generated quantities, the shared
+    checks, summaries, output) is :class:`ExtendedFit`'s and works from them.
+    """
+
+    def particle_columns(self) -> dict[str, list[str]]:
+        """Original parameter column -> the extended columns of its particles."""
+
+    def particle_log_weights(self) -> NDArray[np.float64]:
+        """Unnormalised log weights of the particles, shape (chains, draws, K)."""
+
+    def chain_expectations(self, column: str) -> tuple[NDArray[np.float64],
+                                                       NDArray[np.float64]]:
+        """Each chain's weighted mean of ``column`` and its standard error."""
+
+    def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The method's own named checks of the verdict."""
+
+    def log_z(self) -> EvidenceEstimate | None:
+        """The method's own ``log Z`` estimate (None when it has none)."""
+
+    def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
+        """``log Z`` by one of the method's own estimators."""
+
+    def output_extras(self) -> OutputExtras:
+        """The method's additions to the InferenceData and the run folder."""
 
 
 class _ColumnView:
@@ -405,6 +405,10 @@ class ExtendedFit:
 
     #: Name of the particle dimension in InferenceData (None: one particle per draw).
     particle_dim: ClassVar[str | None] = None
+    #: How the resampled draws are drawn (:meth:`resample_index`): ``"within_draw"``
+    #: (the particles of one draw share a target) or ``"pooled"`` (one particle per
+    #: draw, weights on one scale across all draws and chains).
+    resampling: ClassVar[str] = "within_draw"
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: TransformResult,
                  data: Mapping[str, Any] | None = None,
@@ -420,12 +424,19 @@ class ExtendedFit:
         self._col = {c: i for i, c in enumerate(self._columns)}
         self._resampled: pd.DataFrame | None = None
         self._index: NDArray[np.intp] | None = None
+        self._chain_index: NDArray[np.intp] | None = None
 
     # ------------------------------------------------------------------ identity
     @property
     def method(self) -> str:
-        """The method's canonical name (from the registry)."""
-        return registry.for_fit(self).name
+        """The canonical name of the method that made the fit (its result's method).
+
+        Raises
+        ------
+        ValueError
+            For a fit of a result that was not made through the registry.
+        """
+        return self.result.require_method().name
 
     @property
     def program(self) -> StanProgram:
@@ -572,35 +583,67 @@ class ExtendedFit:
 
         Raises
         ------
-        ValueError
+        OptionsError
             For an estimator the method does not have.
         """
-        raise ValueError(f"{type(self).__name__} has no estimator {estimator!r} of its own; "
-                         "use method='bridge'")
+        raise OptionsError("estimator", estimator, "an estimator of this fit: 'bridge'",
+                           message=f"{type(self).__name__} has no estimator {estimator!r} of "
+                                   "its own; use estimator='bridge'")
 
     # ------------------------------------------------------------------ resampling
     def resample_index(self) -> NDArray[np.intp]:
-        """The particle kept at each iteration (0-based), shape (chains, draws).
+        """What is kept at each iteration of the resampled draws, shape (chains, draws).
 
-        Multinomial within each draw, by the normalised particle weights.
+        ``resampling = "within_draw"``: the particle kept (0-based), multinomial
+        within each draw by the normalised particle weights.  ``"pooled"``: the
+        draw kept, as an index into the draws of all chains in chain order
+        (chain ``c``, draw ``t`` is ``c * draws + t``), by systematic resampling
+        over all draws; the indices are sorted and cut into chains of the
+        original length, so resampled chain ``c`` holds mostly draws of chain
+        ``c`` in their order and diagnostics across chains keep their meaning.
+
+        Raises
+        ------
+        Nothing.
         """
         if self._index is None:
             rng = np.random.default_rng(self.seed)
-            self._index = W.resample_indices(self.particle_log_weights(), rng, axis=-1)
+            lw = self.particle_log_weights()
+            if self.resampling == "pooled":
+                flat = W.resample_indices(lw[..., 0].reshape(-1), rng, method="systematic")
+                self._index = np.sort(flat).reshape(lw.shape[:2])
+            else:
+                self._index = W.resample_indices(lw, rng, axis=-1)
         return self._index
 
     def _resampled_values(self, column: str) -> NDArray[np.float64]:
         """The kept particle's value of ``column`` at every iteration, (chains, draws)."""
         idx = self.resample_index()
+        if self.resampling == "pooled":
+            return self.particles(column)[..., 0].reshape(-1)[idx]
         return np.take_along_axis(self.particles(column), idx[..., None], axis=-1)[..., 0]
 
     def _chain_resampled_values(self, column: str) -> NDArray[np.float64]:
         """Resampled values of ``column`` with each chain's draws drawn from that chain
-        alone, for the R-hat and ESS checks (do the chains agree?)."""
-        return self._resampled_values(column)
+        alone, for the R-hat and ESS checks (do the chains agree?).  Under pooled
+        resampling each chain is resampled (systematic) by its own draws' weights: the
+        pooled resampling blurs the chains by moving a heavy chain's draws into its
+        neighbours."""
+        if self.resampling != "pooled":
+            return self._resampled_values(column)
+        if self._chain_index is None:
+            rng = np.random.default_rng(self.seed)
+            lw = self.particle_log_weights()[..., 0]
+            self._chain_index = np.stack([
+                np.sort(W.resample_indices(lw[c], rng, method="systematic"))
+                for c in range(lw.shape[0])])
+        return np.take_along_axis(self.particles(column)[..., 0], self._chain_index, axis=1)
 
     def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
         """Columns ``cols`` of the extended run's rows that go with resampled chain ``chain``."""
+        if self.resampling == "pooled":
+            draws = np.swapaxes(self._draws, 0, 1).reshape(-1, self._draws.shape[2])
+            return np.asarray(draws[self.resample_index()[chain]][:, cols])
         return np.asarray(self._draws[:, chain][:, cols])
 
     def resampled_parameters_pd(self) -> pd.DataFrame:
@@ -720,15 +763,21 @@ class ExtendedFit:
         """
         reasons: list[Reason] = []
         names: list[str] = []
-        for name, found in self._checks():
+        for name, found in (*self._shared_checks(), *self.method_checks()):
             names.append(name)
             if found is not None:
                 reasons.append(found)
         return Verdict(tuple(reasons), tuple(names))
 
-    def _chain_expectation(self, column: str) -> tuple[NDArray[np.float64],
+    def chain_expectations(self, column: str) -> tuple[NDArray[np.float64],
                                                        NDArray[np.float64]]:
-        """Each chain's weighted mean of ``column`` and its Monte-Carlo standard error."""
+        """Each chain's weighted mean of ``column`` and its Monte-Carlo standard error.
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        """
         lw = self.particle_log_weights()
         wn = np.exp(W.log_normalise(lw, axis=-1))
         h = np.sum(np.where(wn > 0, wn * self.particles(column), 0.0), axis=-1)
@@ -739,8 +788,17 @@ class ExtendedFit:
             ses.append(float(np.std(chain, ddof=1) / np.sqrt(max(ess, 1.0))))
         return np.asarray(means), np.asarray(ses)
 
-    def _checks(self) -> Iterator[tuple[str, Reason | None]]:
-        """``(check name, Reason or None)`` pairs; methods extend this with their own."""
+    def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The method's own ``(check name, Reason or None)`` pairs, after the shared ones.
+
+        Raises
+        ------
+        Nothing in the default (which has none).
+        """
+        return iter(())
+
+    def _shared_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
         nuts = self.nuts_counts()
         share = nuts.divergences / max(nuts.transitions, 1)
         yield "divergences", None if share <= DIVERGENT_SHARE_MAX else Reason(
@@ -757,7 +815,7 @@ class ExtendedFit:
             if np.isfinite(ess) and ess < worst_ess[0]:
                 worst_ess = (ess, column)
             if n_chains > 1:
-                z = chains_disagree(*self._chain_expectation(column))
+                z = chains_disagree(*self.chain_expectations(column))
                 if np.isfinite(z) and z > worst_chain[0]:
                     worst_chain = (z, column)
         yield "rhat", None if not worst_rhat[0] > RHAT_MAX else Reason(
@@ -786,33 +844,15 @@ class ExtendedFit:
         return info
 
     # ------------------------------------------------------------------ output
-    def inference_attributes(self) -> dict[str, Any]:
-        """Method-specific attributes of the InferenceData (numbers and strings).
+    def output_extras(self) -> OutputExtras:
+        """The method's own attributes, settings and variables for the InferenceData
+        and the run folder (the default has none).
 
         Raises
         ------
         Nothing.
         """
-        return {}
-
-    def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
-                                         dict[str, Any]]:
-        """Method-specific ``sample_stats`` variables ``name -> (dims, values)`` and attributes.
-
-        Raises
-        ------
-        Nothing.
-        """
-        return {}, {}
-
-    def extended_vars(self) -> dict[str, NDArray[Any]]:
-        """Method-specific variables of the ``extended_posterior`` group, (chain, draw[, K]).
-
-        Raises
-        ------
-        Nothing.
-        """
-        return {}
+        return OutputExtras()
 
     def weights_frame(self) -> pd.DataFrame:
         """Per draw: chain, draw and the particles' log weights (``weights.csv``).
@@ -828,15 +868,6 @@ class ExtendedFit:
         for j in range(k):
             frame["log_weight" if k == 1 else f"log_weight_{j + 1}"] = lw[:, :, j].reshape(-1)
         return pd.DataFrame(frame)
-
-    def run_settings(self) -> dict[str, Any]:
-        """Values the run used besides its options (e.g. an estimated offset).
-
-        Raises
-        ------
-        Nothing.
-        """
-        return {}
 
     def to_inference_data(self, **kwargs: Any) -> Any:
         """ArviZ InferenceData of this fit (see :mod:`pemc_stan.output.inference_data`).

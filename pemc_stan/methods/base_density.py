@@ -1,6 +1,13 @@
-"""Base densities of continuous tempering (Graham & Storkey 2017, sections 5-6).
+"""Gaussian base densities in per-type base coordinates, shared by the methods.
 
-The base density ``b(x) = exp(-psi(x))`` must be a **normalised** density on
+Three users: continuous tempering's base density ``b(x) = exp(-psi(x))``
+(Graham & Storkey 2017, sections 5-6), pseudo-extended tempering towards a
+base (``temper="base"``, :mod:`pemc_stan.methods.pseudo_extended.transform`)
+and the pilot (:mod:`pemc_stan.methods.pilot`), which fits the base and uses
+it for importance sampling.  Messages therefore name the method only when the
+caller passes it (``base_coordinates(..., method=...)``).
+
+The base density must be a **normalised** density on
 the parameters' constrained space (the same space and reference measure as
 the Stan model's density ``gamma(x)``: Lebesgue measure on the free
 coordinates of each constrained type, as Stan uses).  It is built as a
@@ -10,8 +17,9 @@ constraint type, plus the log-Jacobian of that map::
     log b(x) = log N(c(x); m, S) + log |det dc/dx|
 
 so that ``x = c^{-1}(z)`` with ``z ~ N(m, S)`` has exactly the density ``b``.
-The coordinate maps (each mirrored in Stan by
-:mod:`pemc_stan.methods.continuous_tempering.transform`):
+The coordinate maps (each mirrored in Stan by the functions of
+``stan_templates/base_density.stan.jinja``, :func:`stan_base_functions`, and
+called by the statements of :func:`stan_coordinate_code`):
 
 =====================  ===================================  ==================================
 declared type          base coordinates ``z``                ``log |det dz/dx|``
@@ -70,6 +78,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit, logsumexp
 
 from pemc_stan.errors import UnevaluableExpressionError, UnsupportedBaseError
+from pemc_stan.methods.templates import render
 from pemc_stan.stan import ast
 from pemc_stan.stan.evaluate import evaluate as evaluate_expression
 from pemc_stan.stan.evaluate import with_definitions
@@ -123,12 +132,13 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
         if err.missing:
             raise UnsupportedBaseError(
                 f"the base density needs the value of {err.missing!r} (in a size or bound), "
-                "which is not in the data; continuous tempering supports sizes and bounds "
-                "computed from data variables and literals only") from None
+                "which is not in the data; base coordinates support sizes and bounds computed "
+                f"from data variables and literals only: pass {err.missing!r} as data or "
+                "write the size or bound with data variables") from None
         raise UnsupportedBaseError(
-            f"cannot evaluate {print_expr(expr)!r} for the base density ({err.reason}); "
-            "continuous tempering supports sizes and bounds computed from data variables and "
-            "literals only") from None
+            f"cannot evaluate {print_expr(expr)!r} for the base density ({err.reason}); base "
+            "coordinates support sizes and bounds computed from data variables and literals "
+            "only: write the size or bound with data variables") from None
 
 
 # --------------------------------------------------------------------------- #
@@ -540,18 +550,27 @@ def _is_container(expr: ast.Expr, table: Any) -> bool:
 
 
 def _block_for(name: str, type_: ast.Type, parameter_names: set[str],
-               table: Any = None) -> ParameterBlock:
+               table: Any = None, method: str | None = None) -> ParameterBlock:
+    """How parameter ``name`` of type ``type_`` maps to base coordinates.
+
+    Raises
+    ------
+    UnsupportedBaseError
+        For a type without a base density, naming ``method`` when given.
+    """
     dims: tuple[ast.Expr, ...] = ()
     el = type_
     if isinstance(type_, ast.ArrayType):
         dims, el = type_.dims, type_.element
     if not isinstance(el, ast.BasicType) or el.name not in _SUPPORTED:
         what = el.name if isinstance(el, ast.BasicType) else print_type(el)
+        who = f"the {method} program" if method else "pemc-stan"
         raise UnsupportedBaseError(
-            f"parameter {name!r} has type {print_type(type_)}: continuous tempering has no "
-            f"base density for {what} (supported: {', '.join(_SUPPORTED)}, with any bounds); "
-            "use temper='likelihood' (the prior is then the base), reparameterise it, or use "
-            "method='pseudo_extended'", "<string>", type_.line, type_.column)
+            f"parameter {name!r} has type {print_type(type_)}: {who} has no base density "
+            f"for {what} (supported: {', '.join(_SUPPORTED)}, with any bounds); use "
+            "temper='likelihood', which needs no base density (the prior is then the "
+            "base), or reparameterise the parameter with a supported type",
+            "<string>", type_.line, type_.column)
     lower = upper = None
     bound_params: set[str] = set()
     affine = isinstance(el.constraint, ast.Affine) and el.name in _ELEMENTWISE_TYPES
@@ -663,8 +682,8 @@ class BaseCoordinates:
 
 
 def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = None,
-                     definitions: tuple[tuple[str, ast.Expr], ...] = ()
-                     ) -> BaseCoordinates:
+                     definitions: tuple[tuple[str, ast.Expr], ...] = (), *,
+                     method: str | None = None) -> BaseCoordinates:
     """The base coordinate map of declared parameters ``[(type, name), ...]``.
 
     Parameters
@@ -674,6 +693,11 @@ def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = N
     table
         The program's :class:`~pemc_stan.stan.analysis.SymbolTable` (to tell
         container bounds from scalar ones; without it variables are scalars).
+    definitions
+        Transformed-data scalars defined where declared (sizes and bounds may use them).
+    method
+        The label of the method that needs the base (``"continuous-tempering"``,
+        ``"pseudo-extended"``), named in error messages; None for a neutral wording.
 
     Raises
     ------
@@ -681,8 +705,8 @@ def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = N
         For a type or bound without a base density.
     """
     names = {n for _, n in param_decls}
-    return BaseCoordinates(tuple(_block_for(n, t, names, table) for t, n in param_decls),
-                           definitions)
+    return BaseCoordinates(tuple(_block_for(n, t, names, table, method)
+                                 for t, n in param_decls), definitions)
 
 
 # --------------------------------------------------------------------------- #
@@ -753,7 +777,7 @@ class BaseDensity:
         return np.sqrt(np.diag(self.cov))
 
     def stan_data(self) -> dict[str, Any]:
-        """The CT program's base-density data entries."""
+        """The base-density data entries of a generated program (``pemc_D``, ``pemc_base_*``)."""
         out: dict[str, Any] = {"pemc_D": self.dim, "pemc_base_mean": np.asarray(self.mean).tolist()}
         if self.covariance == "diag":
             out["pemc_base_sd"] = self.sd.tolist()
@@ -958,163 +982,26 @@ def extract_variable(values: NDArray[np.float64], columns: Sequence[str], name: 
 
 
 # --------------------------------------------------------------------------- #
-# The same maps in Stan (used by the continuous-tempering and pseudo-extended programs)
+# The same maps in Stan (used by the continuous-tempering and pseudo-extended programs;
+# the functions are in stan_templates/base_density.stan.jinja)
 # --------------------------------------------------------------------------- #
 
-_BASE_FUNCTIONS: dict[str, str] = {
-    "lower": """\
-  vector pemc_base_lower(vector x, real lb) {
-    return log(x - lb);
-  }
-  real pemc_base_lower_jacobian(vector x, real lb) {
-    return -sum(log(x - lb));
-  }
-  vector pemc_base_lower(vector x, vector lb) {
-    return log(x - lb);
-  }
-  real pemc_base_lower_jacobian(vector x, vector lb) {
-    return -sum(log(x - lb));
-  }""",
-    "upper": """\
-  vector pemc_base_upper(vector x, real ub) {
-    return log(ub - x);
-  }
-  real pemc_base_upper_jacobian(vector x, real ub) {
-    return -sum(log(ub - x));
-  }
-  vector pemc_base_upper(vector x, vector ub) {
-    return log(ub - x);
-  }
-  real pemc_base_upper_jacobian(vector x, vector ub) {
-    return -sum(log(ub - x));
-  }""",
-    "interval": """\
-  vector pemc_base_interval(vector x, real lb, real ub) {
-    return log(x - lb) - log(ub - x);  // logit((x - lb) / (ub - lb))
-  }
-  real pemc_base_interval_jacobian(vector x, real lb, real ub) {
-    return num_elements(x) * log(ub - lb) - sum(log(x - lb)) - sum(log(ub - x));
-  }
-  vector pemc_base_interval(vector x, vector lb, vector ub) {
-    return log(x - lb) - log(ub - x);
-  }
-  real pemc_base_interval_jacobian(vector x, vector lb, vector ub) {
-    return sum(log(ub - lb)) - sum(log(x - lb)) - sum(log(ub - x));
-  }""",
-    "affine": """\
-  vector pemc_base_affine(vector x, real mu, real sigma) {
-    return (x - mu) / sigma;  // Stan's own unconstrained coordinates
-  }
-  vector pemc_base_affine(vector x, vector mu, real sigma) {
-    return (x - mu) / sigma;
-  }
-  vector pemc_base_affine(vector x, real mu, vector sigma) {
-    return (x - mu) ./ sigma;
-  }
-  vector pemc_base_affine(vector x, vector mu, vector sigma) {
-    return (x - mu) ./ sigma;
-  }
-  real pemc_base_affine_jacobian(vector x, real sigma) {
-    return -num_elements(x) * log(sigma);
-  }
-  real pemc_base_affine_jacobian(vector x, vector sigma) {
-    return -sum(log(sigma));
-  }""",
-    "simplex": """\
-  vector pemc_base_simplex(vector x) {
-    int K = rows(x);
-    return log(x[1:(K - 1)]) - log(x[K]);  // additive log-ratios
-  }
-  real pemc_base_simplex_jacobian(vector x) {
-    return -sum(log(x));
-  }""",
-    "sum_to_zero": """\
-  vector pemc_base_sum_to_zero(vector x) {
-    return x[1:(rows(x) - 1)];
-  }
-  real pemc_base_sum_to_zero_jacobian(vector x) {
-    return 0;
-  }""",
-    "ordered": """\
-  vector pemc_base_ordered(vector x) {
-    int K = rows(x);
-    return append_row(x[1], log(x[2:K] - x[1:(K - 1)]));
-  }
-  real pemc_base_ordered_jacobian(vector x) {
-    int K = rows(x);
-    return -sum(log(x[2:K] - x[1:(K - 1)]));
-  }""",
-    "positive_ordered": """\
-  vector pemc_base_positive_ordered(vector x) {
-    int K = rows(x);
-    return append_row(log(x[1]), log(x[2:K] - x[1:(K - 1)]));
-  }
-  real pemc_base_positive_ordered_jacobian(vector x) {
-    int K = rows(x);
-    return -log(x[1]) - sum(log(x[2:K] - x[1:(K - 1)]));
-  }""",
-    "cholesky_factor_cov": """\
-  vector pemc_base_cholesky_factor_cov(matrix L) {
-    int M = rows(L);
-    int N = cols(L);
-    vector[N * (N + 1) %/% 2 + (M - N) * N] z;
-    int pos = 1;
-    for (j in 1:N) {
-      z[pos] = log(L[j, j]);
-      pos += 1;
-      for (i in (j + 1):M) {
-        z[pos] = L[i, j];
-        pos += 1;
-      }
-    }
-    return z;
-  }
-  real pemc_base_cholesky_factor_cov_jacobian(matrix L) {
-    return -sum(log(diagonal(L)));
-  }""",
-    "cov_matrix": """\
-  vector pemc_base_cov_matrix(matrix S) {
-    return pemc_base_cholesky_factor_cov(cholesky_decompose(S));
-  }
-  real pemc_base_cov_matrix_jacobian(matrix S) {
-    // |det dS/dL| = 2^K prod_i L_ii^(K - i + 1), and log L_ii adds -log L_ii
-    int K = rows(S);
-    vector[K] log_diag = log(diagonal(cholesky_decompose(S)));
-    real out = -K * log2();
-    for (i in 1:K) {
-      out -= (K - i + 2) * log_diag[i];
-    }
-    return out;
-  }""",
-    "stochastic": """\
-  vector pemc_base_stochastic(matrix X) {
-    // every column is a simplex: additive log-ratios, column by column
-    int K = rows(X);
-    int N = cols(X);
-    vector[(K - 1) * N] z;
-    for (j in 1:N) {
-      z[((j - 1) * (K - 1) + 1):(j * (K - 1))] = log(X[1:(K - 1), j]) - log(X[K, j]);
-    }
-    return z;
-  }
-  real pemc_base_stochastic_jacobian(matrix X) {
-    return -sum(log(X));
-  }""",
-}
+#: The template of the coordinate maps' Stan functions.
+_FUNCTIONS_TEMPLATE = "base_density.stan.jinja"
 
 
 def stan_base_functions(blocks: tuple[ParameterBlock, ...]) -> str:
-    """The Stan functions the parameters' coordinate maps need (see :data:`_BASE_FUNCTIONS`)."""
-    needed: list[str] = []
-    for b in blocks:
-        key = {"column_stochastic": "stochastic", "row_stochastic": "stochastic"}.get(b.kind,
-                                                                                     b.kind)
-        if key == "cov_matrix" and "cholesky_factor_cov" not in needed:
-            needed.append("cholesky_factor_cov")
-        if key != "identity" and key not in needed:
-            needed.append(key)
-    order = list(_BASE_FUNCTIONS)
-    return "\n".join(_BASE_FUNCTIONS[k] for k in sorted(needed, key=order.index))
+    """The Stan functions the parameters' coordinate maps need, one group per map.
+
+    Rendered from ``stan_templates/base_density.stan.jinja`` (``""`` when every
+    parameter is unconstrained).
+
+    Raises
+    ------
+    Nothing.
+    """
+    kinds = sorted({b.kind for b in blocks})
+    return render(_FUNCTIONS_TEMPLATE, kinds=kinds).removeprefix("\n")
 
 
 def stan_coordinate_code(blocks: tuple[ParameterBlock, ...],

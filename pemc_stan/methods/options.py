@@ -15,18 +15,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from pemc_stan.errors import OptionsError
 
 __all__ = ["MethodOptions", "option", "cli_fields", "field_names", "check_int", "check_number",
-           "check_choice", "resolve", "REPARAMETERIZE_CHOICES", "reparameterize_option"]
+           "check_choice", "REPARAMETERIZE_CHOICES", "reparameterize_option"]
 
 #: ``reparameterize``: non-centre hierarchical normal priors (``auto``) or not (``none``).
 REPARAMETERIZE_CHOICES = ("auto", "none")
-
-OptionsT = TypeVar("OptionsT", bound="MethodOptions")
-
 
 def option(default: Any, help: str, *, parse: Callable[[str], Any] | None = None,
            metavar: str | None = None, choices: tuple[str, ...] | None = None,
@@ -140,26 +137,6 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise OptionsError(name, value, " or ".join(repr(c) for c in choices))
 
 
-def resolve(options_cls: type[OptionsT], options: OptionsT | None, kwargs: dict[str, Any]
-            ) -> OptionsT:
-    """``options`` (or the defaults) with the fields in ``kwargs`` replaced, validated.
-
-    Raises
-    ------
-    OptionsError
-        For an unknown field or an invalid value.
-    """
-    base = options if options is not None else options_cls()
-    names = field_names(options_cls)
-    unknown = sorted(set(kwargs) - set(names))
-    if unknown:
-        raise OptionsError(unknown[0], kwargs[unknown[0]],
-                           f"one of the options {', '.join(names)}")
-    out = dataclasses.replace(base, **kwargs) if kwargs else base  # type: ignore[type-var]
-    out.validate()
-    return out
-
-
 class MethodOptions:
     """Base of every method's options dataclass.
 
@@ -176,22 +153,6 @@ class MethodOptions:
             For an invalid value (subclasses check their fields).
         """
         return self
-
-    @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> MethodOptions:
-        """Build and validate options from keyword arguments.
-
-        Raises
-        ------
-        OptionsError
-            For an unknown keyword or an invalid value.
-        """
-        names = field_names(cls)
-        unknown = sorted(set(kwargs) - set(names))
-        if unknown:
-            raise OptionsError(unknown[0], kwargs[unknown[0]],
-                               f"one of the options {', '.join(names)}")
-        return cls(**kwargs).validate()
 
     def changed(self) -> dict[str, Any]:
         """The options that differ from their defaults.

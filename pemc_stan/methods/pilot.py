@@ -152,7 +152,7 @@ class BasePilot:
     def importance_log_z(self, base: BaseDensity, seed: int | None, n: int = 2000) -> float:
         """``log Z`` by importance sampling from the base, ``log gamma`` evaluated with every
         constant by the density program."""
-        from pemc_stan.estimators.density import DensityEvaluator
+        from pemc_stan.methods.density import DensityEvaluator
 
         coords, data = self.coordinates, self.owner.data
         z = base.sample_z(n, np.random.default_rng(seed))
@@ -208,7 +208,7 @@ class BasePilot:
                     base.info.update({"method": "pathfinder", "modes": len(groups)})
                     if len(groups) > 1:
                         self.mode_centres = centres
-            except Exception as exc:  # noqa: BLE001 - fall back to the next approximation
+            except Exception as exc:
                 self._note("pathfinder", exc)
         if want_base and base is None:
             order = [first] if first != "pathfinder" else []
@@ -219,7 +219,7 @@ class BasePilot:
                                         self.covariance)
                     base.info.update({"method": how})
                     break
-                except Exception as exc:  # noqa: BLE001 - fall back to the next one
+                except Exception as exc:
                     self._note(how, exc)
             if base is None:
                 raise RuntimeError(

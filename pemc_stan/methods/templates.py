@@ -66,7 +66,7 @@ def no_likelihood_message(prepared: StanProgram) -> str | None:
     try:
         if prepared.analysis.likelihood_contributions():
             return None
-    except Exception:  # noqa: BLE001 - analysis failures are reported elsewhere
+    except Exception:
         return None
     return (f"{prepared.name}: temper='likelihood' but no statement of the model is classified "
             "as likelihood (it has no data-dependent density terms), so nothing is tempered; "

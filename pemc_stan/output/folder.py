@@ -210,7 +210,7 @@ class RunFolder:
 
         lock_path = self.path / LOCK_NAME
         try:
-            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the run
+            handle = open(lock_path, "a+")
         except OSError as exc:
             raise OutputPathError(f"the output folder {self.path} is not writable: "
                                   f"{_reason(exc)}", "pass a folder you can write to",

@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan import __version__
+from pemc_stan._version import __version__
 from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
@@ -188,15 +188,12 @@ class InferenceDataConverter:
 
     def __init__(self, fit: Any, evidence: Any = None, include_extended: bool = True,
                  output_dir: str | None = None) -> None:
-        from pemc_stan.methods import registry
-
-        try:
-            self.method: str = registry.for_fit(fit).name
-        except TypeError:
+        if not callable(getattr(fit, "output_extras", None)) or not hasattr(fit, "result"):
             raise TypeError(
                 f"to_inference_data expects the fit of a pemc-stan method (e.g. a "
                 f"PseudoExtendedFit or ContinuousTemperingFit), got {type(fit).__name__}; for "
-                "a plain cmdstanpy fit use arviz.from_cmdstanpy") from None
+                "a plain cmdstanpy fit use arviz.from_cmdstanpy")
+        self.method: str = fit.method
         self.fit = fit
         self.evidence = evidence
         self.include_extended = include_extended
@@ -312,12 +309,12 @@ class InferenceDataConverter:
             "pemc_method": self.method,
             "pemc_options": options_json(fit.result.options),
         }
-        attrs.update(fit.inference_attributes())
+        attrs.update(fit.output_extras().attributes)
         estimate = self.evidence
         if estimate is None:
             try:
                 estimate = fit.log_z()
-            except Exception as exc:  # noqa: BLE001 - attributes must not stop conversion
+            except Exception as exc:
                 logger.warning("no evidence estimate recorded: fit.log_z() failed (%s)", exc)
         if estimate is not None:
             attrs["pemc_log_z"] = float(estimate.log_z)
@@ -361,7 +358,8 @@ class InferenceDataConverter:
         import xarray as xr
 
         stats = self._dataset(self._sampler_arrays())
-        extra, attrs = self.fit.sample_stats_vars()
+        extras = self.fit.output_extras()
+        extra, attrs = extras.sample_stats, extras.sample_stats_attrs
         coords: dict[str, Any] = {}
         dim = self.fit.particle_dim
         for dims, values in extra.values():
@@ -380,7 +378,7 @@ class InferenceDataConverter:
         """
         fit = self.fit
         dim = fit.particle_dim
-        extra = fit.extended_vars()
+        extra = fit.output_extras().extended
         if dim is not None:  # every particle of every parameter, along the particle dim
             grouped: dict[str, list[tuple[tuple[int, ...], NDArray[np.float64]]]] = {}
             for col in fit.parameter_columns():
@@ -427,7 +425,7 @@ class InferenceDataConverter:
                 if c.kind == "likelihood" and c.variate is not None:
                     observed_names.update(n.name for n in ast.walk(c.variate)
                                           if isinstance(n, ast.Variable) and n.name in declared)
-        except Exception as exc:  # noqa: BLE001 - classification is a nicety here
+        except Exception as exc:
             logger.debug("could not classify data as observed (%s)", exc)
         observed: dict[str, Any] = {}
         constant: dict[str, Any] = {}

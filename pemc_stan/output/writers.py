@@ -178,7 +178,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
         "verdict": {"status": verdict.status, "checks": list(verdict.checks),
                     "reasons": [dataclasses.asdict(r) for r in verdict.reasons]},
     }
-    estimates.update(json_safe(fit.run_settings()))
+    estimates.update(json_safe(dict(fit.output_extras().settings)))
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]

@@ -21,9 +21,9 @@ import pytest
 
 pytest.importorskip("distributed")  # the extra; CI installs it with the test extra
 
-import pemc_stan  # noqa: E402
-from pemc_stan import batch  # noqa: E402
-from pemc_stan.examples import example  # noqa: E402
+import pemc_stan
+from pemc_stan import batch
+from pemc_stan.examples import example
 
 pytestmark = pytest.mark.compiled
 

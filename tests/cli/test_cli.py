@@ -122,8 +122,8 @@ def test_runtime_with_bad_cmdstan_path(tmp_path: Path) -> None:
 
 
 def test_transform_prints_readable_pseudo_extended_program() -> None:
-    from pemc_stan.stan.parser import parse
     from pemc_stan.pipeline import transform
+    from pemc_stan.stan.parser import parse
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pseudo-extended", "--n-pseudo", "5")
     assert proc.returncode == ExitCode.OK, proc.stderr

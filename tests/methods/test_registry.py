@@ -1,8 +1,10 @@
 """The method registry: a third method added from this file alone, and nothing else naming methods.
 
-``PowerPosterior`` is a complete method in about 60 lines: a fixed-beta power
+``PowerPosterior`` is a complete method in about 50 lines: a fixed-beta power
 posterior ``gamma(x)^beta`` (the target multiplied into the log density by a
-data ``beta``).  It is registered here and run through ``pemc_stan.transform``,
+data ``beta``): options, a transformation and a registry entry, with the
+shared model and fit classes (no class of its own is needed to serve as a
+key).  It is registered here and run through ``pemc_stan.transform``,
 ``pemc_stan.sample``, ``to_inference_data`` and ``pemc-stan transform`` with no
 edit to any module of the package.
 """
@@ -24,7 +26,7 @@ from pemc_stan.cli import main
 from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import StanProgram
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
+from pemc_stan.methods.base import ExtendedFit, TransformResult
 from pemc_stan.methods.options import MethodOptions, check_number, option
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program
 from pemc_stan.stan.logdensity import log_density_functions
@@ -68,18 +70,9 @@ def transform_power(program: Any, options: PowerOptions) -> PowerResult:
     return PowerResult(stan_code=code, options=options, program=prepared)
 
 
-class PowerFit(ExtendedFit):
-    """Draws of the power posterior: one unweighted particle per draw (the base class's default)."""
-
-
-class PowerModel(MethodModel):
-    """Runs the power-posterior program (the base class's default ``sample``)."""
-
-
 POWER = registry.Method(name="power_posterior", short="power", label="power-posterior",
                         summary="a fixed-beta power posterior (test method)",
-                        options=PowerOptions, transform=transform_power, model=PowerModel,
-                        fit=PowerFit)
+                        options=PowerOptions, transform=transform_power)
 
 NORMAL = "parameters { real mu; } model { mu ~ normal(1, 2); }"
 
@@ -101,7 +94,7 @@ def test_third_method_transforms_and_validates_its_options(power_method: registr
         == code  # the power is data: one program for every beta
     with pytest.raises(OptionsError, match="power=1.5"):
         pemc_stan.transform(NORMAL, method="power", power=1.5)
-    with pytest.raises(OptionsError, match="pseudo-extended options"):
+    with pytest.raises(OptionsError, match="it is a pseudo-extended option"):
         pemc_stan.transform(NORMAL, method="power", n_pseudo=3)
     with pytest.raises(OptionsError, match="power"):
         pemc_stan.transform(NORMAL, method="pe", power=0.5)
@@ -114,7 +107,8 @@ def test_third_method_on_the_command_line(power_method: registry.Method, tmp_pat
     assert main(["transform", str(stan), "--method", "power", "--power", "0.25"]) == 0
     assert "target += pemc_power * pemc_log_density(mu);" in capsys.readouterr().out
     assert main(["transform", str(stan), "--method", "power", "--n-pseudo", "3"]) == 2
-    assert "--n-pseudo is not an option of --method power-posterior" in capsys.readouterr().err
+    assert ("n_pseudo (--n-pseudo) is not an option of method 'power-posterior'"
+            in capsys.readouterr().err)
 
 
 @pytest.mark.compiled
@@ -123,7 +117,7 @@ def test_third_method_samples_and_converts(power_method: registry.Method,
     beta = 0.25  # gamma(mu)^beta of N(1, 2^2) is N(1, 4^2)
     fit = pemc_stan.sample(NORMAL, method="power", power=beta, chains=4, iter_sampling=2000,
                            seed=3)
-    assert isinstance(fit, PowerFit) and fit.method == "power_posterior"
+    assert type(fit) is ExtendedFit and fit.method == "power_posterior"
     mean = fit.expectation("mu")
     assert abs(mean.mean - 1.0) < 4 * mean.mcse
     assert mean.mcse < 0.25
@@ -187,32 +181,48 @@ def test_the_scan_sees_a_method_name() -> None:
     assert len(list(_outside_the_methods())) > 20
 
 
-# --------------------------------------------------------------------------- parse once
+# --------------------------------------------------------------------------- settled once
 
 
 @pytest.mark.compiled
-def test_sample_parses_the_users_program_once(monkeypatch: pytest.MonkeyPatch,
-                                              cmdstan_installation: Any) -> None:
-    """One ``sample()`` (transform, compile, run, weights, InferenceData) parses the user's
-    program once: everything downstream receives the parsed program."""
+def test_sample_settles_method_options_and_program_once(monkeypatch: pytest.MonkeyPatch,
+                                                        cmdstan_installation: Any) -> None:
+    """One ``sample()`` looks the method up once, validates its options once and parses the
+    user's program once; the summary, InferenceData and evidence downstream parse nothing."""
     import pemc_stan.stan.parser as parser
+    from pemc_stan.methods.pseudo_extended import PseudoExtendedOptions
 
-    calls: list[str] = []
-    real = parser._run
+    parses: list[str] = []
+    lookups: list[object] = []
+    validations: list[object] = []
+    real_run, real_get = parser._run, registry.get
+    real_validate = PseudoExtendedOptions.validate
 
-    def counting(text: str, start: str, filename: str, stanc_accepted: bool) -> Any:
+    def counting_run(text: str, start: str, filename: str, stanc_accepted: bool) -> Any:
         if start == "start":
-            calls.append(filename)
-        return real(text, start, filename, stanc_accepted)
+            parses.append(filename)
+        return real_run(text, start, filename, stanc_accepted)
 
-    monkeypatch.setattr(parser, "_run", counting)
+    def counting_get(method: Any) -> registry.Method:
+        lookups.append(method)
+        return real_get(method)
+
+    def counting_validate(self: PseudoExtendedOptions) -> PseudoExtendedOptions:
+        validations.append(self)
+        return real_validate(self)
+
+    monkeypatch.setattr(parser, "_run", counting_run)
+    monkeypatch.setattr(registry, "get", counting_get)
+    monkeypatch.setattr(PseudoExtendedOptions, "validate", counting_validate)
     code = ("data { int N; vector[N] y; } parameters { real mu; real<lower=0> s; } "
             "model { s ~ exponential(1); mu ~ normal(0, 5); y ~ normal(mu, s); } "
             "generated quantities { real y_rep = normal_rng(mu, s); }")
     fit = pemc_stan.sample(code, {"N": 3, "y": [0.1, -0.4, 0.9]}, method="pe", log_scale=0.0,
                            chains=1, iter_warmup=200, iter_sampling=100, seed=1)
+    assert (len(lookups), len(validations), len(parses)) == (1, 1, 1), (lookups, parses)
+    assert fit.result.method is real_get("pe") and fit.method == "pseudo_extended"
     fit.summary()
     fit.to_inference_data()
-    pemc_stan.evidence(fit, method="bridge", seed=1)
-    assert calls == ["model"], calls
+    pemc_stan.evidence(fit, estimator="bridge", seed=1)
+    assert parses == ["model"], parses
     assert math.isfinite(fit.expectation("mu").mean)

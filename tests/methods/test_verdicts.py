@@ -146,7 +146,7 @@ def test_evidence_on_nuts_draws_of_a_bimodal_model_is_suspect(cmdstan_installati
     log 0.7 or log 0.3, not 0): multi-path Pathfinder finds both modes, so the estimate is
     marked suspect instead of printed as if it were right."""
     with pytest.warns(pemc_stan.errors.FitSuspectWarning, match="modes"):
-        est = pemc_stan.evidence(BIMODAL, BIMODAL_DATA, method="bridge", chains=2,
+        est = pemc_stan.evidence(BIMODAL, BIMODAL_DATA, estimator="bridge", chains=2,
                                  iter_sampling=500, seed=1)
     assert est.diagnostics["verdict"] == "suspect"
     assert any(r.startswith("modes:") for r in est.diagnostics["reasons"])

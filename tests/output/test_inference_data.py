@@ -15,13 +15,9 @@ from pathlib import Path
 import arviz as az
 import numpy as np
 import pytest
+from fakes import DATA, SAMPLER, FakeCTFit, fake_pe_fit
 
 from pemc_stan.output.inference_data import EXTENDED_GROUP, from_pemc_stan, to_inference_data
-from pemc_stan.errors import PseudoExtendedWarning
-from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
-from pemc_stan.pipeline import transform_result
-
-from fakes import CODE, DATA, SAMPLER, FakeCTFit, fake_pe_fit  # noqa: E402
 
 
 def test_groups_dims_and_coords_follow_the_declarations() -> None:
@@ -236,8 +232,8 @@ def test_posterior_has_transformed_parameters(cmdstan_installation: object) -> N
 @pytest.mark.compiled
 def test_continuous_tempering_fit_to_inference_data(cmdstan_installation: object,
                                                     tmp_path: Path) -> None:
-    from pemc_stan.methods.continuous_tempering import fit as ct
     import pemc_stan
+    from pemc_stan.methods.continuous_tempering import fit as ct
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

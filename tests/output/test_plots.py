@@ -14,15 +14,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from pemc_stan.output import plots  # noqa: E402
-from pemc_stan.output.inference_data import to_inference_data  # noqa: E402
-from pemc_stan.errors import PseudoExtendedWarning  # noqa: E402
-from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit  # noqa: E402
-from pemc_stan.pipeline import transform_result  # noqa: E402
+from pemc_stan.errors import PseudoExtendedWarning
+from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
+from pemc_stan.output import plots
+from pemc_stan.output.inference_data import to_inference_data
+from pemc_stan.pipeline import transform_result
 
 CODE = """
 parameters { real x; vector[2] v; }
@@ -44,7 +44,7 @@ class _FakeFit:
         return self._draws
 
 
-def _fake_idata(n_chains: int = 2, n_draws: int = 30, n: int = 3):  # noqa: ANN202
+def _fake_idata(n_chains: int = 2, n_draws: int = 30, n: int = 3):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
         res = transform_result(CODE, n_pseudo=n, beta_min=0.1, temper="posterior")
@@ -129,7 +129,6 @@ def test_plots_of_a_continuous_tempering_fit() -> None:
 
 def test_arviz_trace_and_pair_plots_work_on_the_inference_data() -> None:
     import arviz as az
-
     from fakes import fake_pe_fit
 
     idata = to_inference_data(fake_pe_fit())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     ReservedPrefixError,
@@ -12,7 +13,6 @@ from pemc_stan.stan.analysis import (
     check_reserved_prefix,
     suffix_kind,
 )
-from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan.parser import parse
 
 PROGRAM = """

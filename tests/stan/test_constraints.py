@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan import ast
 from pemc_stan.stan.constraints import (
     ParameterTransform,
     evaluate_data_expression,
     parameter_space,
 )
-from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan.parser import parse
 
 CASES: list[tuple[str, ParameterTransform]] = [

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pemc_stan.errors import ReservedPrefixError, UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.errors import ReservedPrefixError
-from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan.logdensity import add_log_density_functions, log_density_functions
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_program, print_stmt

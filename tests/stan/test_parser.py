@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from pemc_stan.stan import ast
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
+from pemc_stan.stan import ast
 from pemc_stan.stan.parser import parse, parse_expression, parse_statement
 
 

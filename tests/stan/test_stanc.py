@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pemc_stan.stan import ast
 from pemc_stan.errors import (
     StanProgramError,
     StanSemanticError,
     StanSyntaxError,
 )
+from pemc_stan.stan import ast
 from pemc_stan.stan.parser import parse, parse_expression
 from pemc_stan.stan.printer import print_expr, print_program
 from pemc_stan.stan.stanc import (

@@ -25,9 +25,9 @@ __all__ = ["BaseDensity", "ContinuousTemperingFit", "ContinuousTemperingModel",
            "ContinuousTemperingOptions", "ContinuousTemperingResult",
            "transform_continuous_tempering", "METHOD"]
 
-#: The registry entry of the method.
-METHOD = registry.register(registry.Method(
+#: The registry entry of the method (registered by :mod:`pemc_stan.methods`).
+METHOD = registry.Method(
     name="continuous_tempering", short="ct", label="continuous-tempering",
     summary="continuous tempering (Graham & Storkey 2017): one chain over x and beta, with log Z",
     options=ContinuousTemperingOptions, transform=transform_continuous_tempering,
-    model=ContinuousTemperingModel, fit=ContinuousTemperingFit, estimators=("ct", "ti")))
+    model=ContinuousTemperingModel, fit=ContinuousTemperingFit, estimators=("ct", "ti"))

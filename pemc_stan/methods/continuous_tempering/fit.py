@@ -24,8 +24,8 @@ p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.continuous_t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import cmdstanpy
 import numpy as np
@@ -36,7 +36,7 @@ from scipy.special import logsumexp
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate, compare
-from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
+from pemc_stan.methods.base import ExtendedFit, OutputExtras, WeightedEstimate
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
@@ -90,9 +90,11 @@ class ContinuousTemperingFit(ExtendedFit):
     seed
         Seed of the resampling.
     history
-        One dict per bootstrap round (``round``, ``log_zeta``, ``log_z``, ``std_error``,
-        ``log_z_problems``: the names of that round's failed :meth:`round_log_z_problems`;
-        an earlier round without any is compared with this one, ``log_z_rounds``).
+        One dict per bootstrap round before this run (``round``, ``log_zeta``, ``log_z``,
+        ``std_error``, ``log_z_problems``: the names of that round's failed
+        :meth:`round_log_z_problems`; an earlier round without any is compared with
+        this one, ``log_z_rounds``).  :attr:`history` adds this run's own record
+        (:meth:`round_record`).
     mode_centres
         ``(K, D)`` centres in base coordinates of the modes the pilot found;
         with two or more, the estimates are post-stratified by their cells
@@ -102,38 +104,73 @@ class ContinuousTemperingFit(ExtendedFit):
         ``g(beta)`` of the run (default: none).
     round
         This run's index among the bootstrap rounds (default: ``len(history)``).
+    pilot_notes
+        ``(name, message, remedy)`` of the pilots that failed or fell back.
+    round_settings
+        This run's ``iter_warmup`` and ``iter_sampling``, for its :meth:`round_record`.
 
     Attributes
     ----------
-    method, fit, result, data, log_zeta, base, history, mode_centres, bias, round
+    method, fit, result, data, log_zeta, base, history, mode_centres, bias, round, pilot_notes
     """
 
     result: ContinuousTemperingResult
+    #: One draw per iteration, its target weight on one scale across all draws and chains.
+    resampling: ClassVar[str] = "pooled"
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: ContinuousTemperingResult,
                  log_zeta: float, base: BaseDensity | None = None,
                  data: Mapping[str, Any] | None = None,
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None,
-                 history: list[dict[str, Any]] | None = None,
+                 history: Sequence[Mapping[str, Any]] | None = None,
                  mode_centres: Any = None, bias: T.BetaBias | None = None,
-                 round: int | None = None) -> None:
+                 round: int | None = None,
+                 pilot_notes: Sequence[tuple[str, str, str]] = (),
+                 round_settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_zeta = float(log_zeta)
         self.base = base
-        self.history = list(history or [])
+        self._earlier = [dict(h) for h in history or []]
         #: This run's index among the bootstrap rounds (default: ``len(history)``); the
         #: rounds of ``history`` before it are checked against :meth:`log_z`.
-        self.round = len(self.history) if round is None else int(round)
-        #: ``(name, message, remedy)`` of pilots that failed or fell back (set by the model).
-        self.pilot_notes: list[tuple[str, str, str]] = []
+        self.round = len(self._earlier) if round is None else int(round)
+        #: ``(name, message, remedy)`` of pilots that failed or fell back.
+        self.pilot_notes: tuple[tuple[str, str, str], ...] = tuple(pilot_notes)
+        self.round_settings = dict(round_settings or {})
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
         self.mode_centres = None if mode_centres is None else np.atleast_2d(
             np.asarray(mode_centres, dtype=float))
         self._strata: T.Strata | None | bool = False  # False: not computed yet
         self.bias = bias or T.FLAT
-        self._chain_index: NDArray[np.intp] | None = None
+        self._record: dict[str, Any] | None = None
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """One dict per bootstrap round: the rounds before this run, then this run's own
+        :meth:`round_record` (when it is the last)."""
+        if self.round < len(self._earlier):
+            return [dict(h) for h in self._earlier]
+        return [*(dict(h) for h in self._earlier), self.round_record()]
+
+    def round_record(self) -> dict[str, Any]:
+        """This run's entry of :attr:`history`: its base, ``log zeta``, settings, eq-20
+        ``log Z`` with its failed checks, and the shares of draws near each end of beta."""
+        if self._record is None:
+            est = self.log_z()
+            beta = self.beta()
+            self._record = {
+                "round": self.round,
+                "base": "prior" if self.base is None
+                else str(self.base.info.get("method", "given")),
+                "log_zeta": self.log_zeta, **self.round_settings,
+                "log_z": est.log_z, "std_error": est.std_error,
+                "log_z_problems": self.round_log_z_problems(),
+                "share_near_1": float(np.mean(beta > 0.95)),
+                "share_near_0": float(np.mean(beta < 0.05)),
+                "beta_bias": "flat" if self.bias.is_flat else "length"}
+        return dict(self._record)
 
     # ------------------------------------------------------------------ #
     # raw quantities, (chains, draws)
@@ -245,7 +282,7 @@ class ContinuousTemperingFit(ExtendedFit):
     def _earlier_rounds(self) -> list[tuple[int, EvidenceEstimate, list[str]]]:
         """``(round, eq-20 estimate, failed checks)`` of the bootstrap rounds before this run."""
         out: list[tuple[int, EvidenceEstimate, list[str]]] = []
-        for h in self.history[:self.round]:
+        for h in self._earlier[:self.round]:
             if "log_z" in h and "std_error" in h:
                 est = EvidenceEstimate(float(h["log_z"]), float(h["std_error"]), "ct_eq20")
                 out.append((int(h.get("round", len(out))), est,
@@ -354,49 +391,6 @@ class ContinuousTemperingFit(ExtendedFit):
         return df
 
     # ------------------------------------------------------------------ #
-    # draws
-    # ------------------------------------------------------------------ #
-
-    def resample_index(self) -> NDArray[np.intp]:
-        """The kept draws, as indices into the draws of all chains in chain order (chain
-        ``c``, draw ``t`` is ``c * draws + t``), shape (chains, draws).
-
-        Systematic resampling over all draws by the target weights
-        (:meth:`log_weights`): the weights of different chains are on one scale
-        (a chain that spent longer in a mode carries less weight per draw there
-        under the post-stratification), so resampling within each chain would
-        give each chain an equal share whatever its weight.  The indices are
-        sorted and cut into chains of the original length, so resampled chain
-        ``c`` holds mostly draws of chain ``c`` in their order, and diagnostics
-        across chains keep their meaning.
-        """
-        if self._index is None:
-            rng = np.random.default_rng(self.seed)
-            lw = self.log_weights()
-            flat = np.sort(W.resample_indices(lw.reshape(-1), rng, method="systematic"))
-            self._index = flat.reshape(lw.shape)
-        return self._index
-
-    def _resampled_values(self, column: str) -> NDArray[np.float64]:
-        return self._column(column).reshape(-1)[self.resample_index()]
-
-    def _chain_resampled_values(self, column: str) -> NDArray[np.float64]:
-        """Each chain resampled (systematic) by its own draws' target weights: the R-hat
-        and ESS checks ask whether the chains agree, which the pooled resampling of
-        :meth:`resample_index` blurs by moving a heavy chain's draws into its neighbours."""
-        if self._chain_index is None:
-            rng = np.random.default_rng(self.seed)
-            lw = self.log_weights()
-            self._chain_index = np.stack([
-                np.sort(W.resample_indices(lw[c], rng, method="systematic"))
-                for c in range(lw.shape[0])])
-        return np.take_along_axis(self._column(column), self._chain_index, axis=1)
-
-    def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
-        draws = np.swapaxes(self._draws, 0, 1).reshape(-1, self._draws.shape[2])
-        return draws[self.resample_index()[chain]][:, cols]
-
-    # ------------------------------------------------------------------ #
     # diagnostics
     # ------------------------------------------------------------------ #
 
@@ -425,7 +419,7 @@ class ContinuousTemperingFit(ExtendedFit):
             out.append(crossings // 2)
         return out
 
-    def _chain_expectation(self, column: str) -> tuple[NDArray[np.float64],
+    def chain_expectations(self, column: str) -> tuple[NDArray[np.float64],
                                                        NDArray[np.float64]]:
         """Each chain's eq-21 estimate of the mean of ``column`` and its standard error."""
         values, d = self._column(column), self.delta()
@@ -436,9 +430,8 @@ class ContinuousTemperingFit(ExtendedFit):
             ses.append(float(est.std_error))
         return np.asarray(means), np.asarray(ses)
 
-    def _checks(self) -> Iterator[tuple[str, Reason | None]]:
-        """The shared checks, then the temperature, weights, eq-22 and log Z checks."""
-        yield from super()._checks()
+    def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The pilot, temperature, weights, eq-22 and log Z checks."""
         for name, message, remedy in self.pilot_notes:
             if name == "pilot":  # a failed fit of the base that another one replaced is no fault
                 yield name, Reason(name, message, remedy)
@@ -608,18 +601,11 @@ class ContinuousTemperingFit(ExtendedFit):
     # output
     # ------------------------------------------------------------------ #
 
-    def inference_attributes(self) -> dict[str, Any]:
-        """``pemc_log_zeta``."""
-        return {"pemc_log_zeta": float(self.log_zeta)}
-
-    def run_settings(self) -> dict[str, Any]:
-        """The ``log_zeta`` of the last round."""
-        return {"log_zeta": float(self.log_zeta)}
-
-    def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
-                                         dict[str, Any]]:
-        """``beta``, ``delta``, ``log_weight`` (``log w1``), ``weight`` (normalised over all
-        draws), and the attribute ``weight_ess``."""
+    def output_extras(self) -> OutputExtras:
+        """``pemc_log_zeta`` (attribute) and ``log_zeta`` (setting) of the last round;
+        sample stats ``beta``, ``delta``, ``log_weight`` (``log w1``), ``weight``
+        (normalised over all draws) and the attribute ``weight_ess``; extended
+        ``pemc_beta``, ``pemc_delta`` and ``pemc_log_weight``."""
         lw = np.asarray(self.log_weights(), dtype=float)
         finite = np.isfinite(lw)
         w = np.zeros_like(lw)
@@ -627,15 +613,15 @@ class ContinuousTemperingFit(ExtendedFit):
             w[finite] = np.exp(W.log_normalise(lw[finite]))
         both = ("chain", "draw")
         ess = 1.0 / float(np.sum(w ** 2)) if np.any(finite) else float("nan")
-        return {"beta": (both, np.asarray(self.beta(), dtype=float)),
-                "delta": (both, np.asarray(self.delta(), dtype=float)),
-                "log_weight": (both, lw), "weight": (both, w)}, {"weight_ess": ess}
-
-    def extended_vars(self) -> dict[str, NDArray[Any]]:
-        """``pemc_beta``, ``pemc_delta`` and ``pemc_log_weight`` (``log w1``)."""
-        return {"pemc_beta": np.asarray(self.beta(), dtype=float),
-                "pemc_delta": np.asarray(self.delta(), dtype=float),
-                "pemc_log_weight": np.asarray(self.log_weights(), dtype=float)}
+        beta = np.asarray(self.beta(), dtype=float)
+        delta = np.asarray(self.delta(), dtype=float)
+        return OutputExtras(
+            attributes={"pemc_log_zeta": float(self.log_zeta)},
+            settings={"log_zeta": float(self.log_zeta)},
+            sample_stats={"beta": (both, beta), "delta": (both, delta),
+                          "log_weight": (both, lw), "weight": (both, w)},
+            sample_stats_attrs={"weight_ess": ess},
+            extended={"pemc_beta": beta, "pemc_delta": delta, "pemc_log_weight": lw})
 
     def weights_frame(self) -> pd.DataFrame:
         """Per draw: chain, draw, ``beta``, ``delta`` and ``log_weight`` (``log w1``)."""

@@ -24,7 +24,6 @@ import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
 
-from pemc_stan.estimators.density import generated_column
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
@@ -36,6 +35,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     pooled_log_ratio,
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
+from pemc_stan.methods.density import generated_column
 from pemc_stan.methods.pilot import BasePilot
 
 logger = logging.getLogger(__name__)
@@ -48,20 +48,20 @@ class ContinuousTemperingModel(MethodModel):
 
     Parameters
     ----------
-    model
-        Stan text, a ``.stan`` path or a ``cmdstanpy.CmdStanModel``.
+    result
+        The CT transformation of the user's program (from the registry's
+        ``transform_program``).
     data
         The model's data (dict or JSON path).
-    options
-        :class:`~pemc_stan.methods.continuous_tempering.transform.ContinuousTemperingOptions`, or
-        pass its fields as keyword arguments.
+    original_model
+        The user's compiled program, if they gave one.
 
     Raises
     ------
-    ValueError, StanProgramError
-        As :func:`~pemc_stan.methods.continuous_tempering.transform.transform_continuous_tempering`
-        (raised here, before anything is compiled), and when the base
-        coordinates' sizes or bounds cannot be evaluated from the data.
+    DataError
+        For data that do not match the data block (before anything is compiled).
+    ValueError
+        When the base coordinates' sizes or bounds cannot be evaluated from the data.
     """
 
     result: ContinuousTemperingResult
@@ -72,10 +72,9 @@ class ContinuousTemperingModel(MethodModel):
     #: cells (:class:`~pemc_stan.methods.continuous_tempering.tempering.Strata`).
     mode_centres: Any = None
 
-    def __init__(self, model: Any, data: Any = None,
-                 options: ContinuousTemperingOptions | None = None,
-                 **option_kwargs: Any) -> None:
-        super().__init__(model, data, options, **option_kwargs)
+    def __init__(self, result: ContinuousTemperingResult, data: Any = None,
+                 original_model: cmdstanpy.CmdStanModel | None = None) -> None:
+        super().__init__(result, data, original_model)
         if self.result.options.temper == "posterior":
             self.dim = self.result.coordinates.dim(self.data)  # sizes must come from data
 
@@ -182,7 +181,7 @@ class ContinuousTemperingModel(MethodModel):
             with tempfile.TemporaryDirectory(prefix="pemc_bias_") as tmp:
                 delta = generated_column(self.method_model(), data, draws, "pemc_delta",
                                          Path(tmp), "pemc_ct")
-        except Exception as exc:  # noqa: BLE001 - the round's draws alone then
+        except Exception as exc:
             logger.warning("evaluating Delta at draws of the next base failed (%s); the beta "
                            "bias rests on this round's draws alone", exc)
             return None
@@ -207,7 +206,7 @@ class ContinuousTemperingModel(MethodModel):
         pilot = self._pilot()
         try:
             estimate = pilot.importance_log_z(base, seed)
-        except Exception as exc:  # noqa: BLE001 - keep eq 20 then
+        except Exception as exc:
             logger.warning("round %d stayed near beta = 1 and importance "
                            "sampling from the re-fitted base failed (%s); the next log zeta "
                            "is the eq-20 value", fit.round, exc)
@@ -226,12 +225,12 @@ class ContinuousTemperingModel(MethodModel):
         data = self.result.data(self.data, log_zeta=log_zeta, base=base, bias=bias)
         fit = self.run_nuts(data, chains, iter_warmup, iter_sampling, seed, output_dir,
                             show_progress, **kw)
-        out = ContinuousTemperingFit(fit, self.result, log_zeta, base=base, data=self.data,
-                                     original_model=self.original_model, seed=seed,
-                                     history=history, mode_centres=self.mode_centres,
-                                     bias=bias, round=len(history))
-        out.pilot_notes = list(self.pilot_notes)
-        return out
+        return ContinuousTemperingFit(
+            fit, self.result, log_zeta, base=base, data=self.data,
+            original_model=self.original_model, seed=seed, history=history,
+            mode_centres=self.mode_centres, bias=bias, round=len(history),
+            pilot_notes=self.pilot_notes,
+            round_settings={"iter_warmup": iter_warmup, "iter_sampling": iter_sampling})
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
@@ -279,17 +278,8 @@ class ContinuousTemperingModel(MethodModel):
             warmup = opts.round_warmup(r, iter_warmup)
             fit = self._run(base, log_zeta, chains, warmup, draws, round_seed,
                             round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
+            history.append(fit.round_record())
             est = fit.log_z()
-            history.append({"round": r, "base": "prior" if base is None
-                            else str(base.info.get("method", "given")),
-                            "log_zeta": log_zeta, "iter_warmup": warmup,
-                            "iter_sampling": draws,
-                            "log_z": est.log_z,
-                            "std_error": est.std_error,
-                            "log_z_problems": fit.round_log_z_problems(),
-                            "share_near_1": float(np.mean(fit.beta() > 0.95)),
-                            "share_near_0": float(np.mean(fit.beta() < 0.05)),
-                            "beta_bias": "flat" if bias is None or bias.is_flat else "length"})
             logger.info("CT round %d: log zeta %.6g -> log Z %.6g +/- %.3g", r, log_zeta,
                         est.log_z, est.std_error)
             if r == opts.bootstrap_rounds:
@@ -329,5 +319,4 @@ class ContinuousTemperingModel(MethodModel):
                 bias = self._next_bias(fit, base, new, log_zeta, new_zeta, round_seed)
             base, log_zeta = new, new_zeta
         assert fit is not None
-        fit.history = history
         return fit

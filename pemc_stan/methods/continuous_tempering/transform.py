@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import ContinuousTemperingWarning
-from pemc_stan.inputs import ProgramSource
+from pemc_stan.inputs import StanProgram
 from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
@@ -80,7 +80,6 @@ from pemc_stan.methods.base_density import (
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
-from pemc_stan.methods.options import resolve
 from pemc_stan.methods.templates import (
     block_text,
     functions_text,
@@ -98,6 +97,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["ContinuousTemperingResult", "transform_continuous_tempering"]
 
 _TEMPLATE = "continuous_tempering.stan.jinja"
+
 
 @dataclass(frozen=True, kw_only=True)
 class ContinuousTemperingResult(TransformResult):
@@ -171,19 +171,16 @@ class ContinuousTemperingResult(TransformResult):
 # --------------------------------------------------------------------------- #
 
 
-def transform_continuous_tempering(
-    program: ProgramSource,
-    options: ContinuousTemperingOptions | None = None,
-    *,
-    name: str | None = None,
-    **option_kwargs: Any,
-) -> ContinuousTemperingResult:
+def transform_continuous_tempering(program: StanProgram, options: ContinuousTemperingOptions
+                                   ) -> ContinuousTemperingResult:
     """Build the continuously tempered program (eq 15) of a Stan program.
 
-    The program may be given as text, a ``.stan`` path, a parsed program or a
-    :class:`~pemc_stan.inputs.StanProgram` (used without parsing again); the
-    options as a :class:`ContinuousTemperingOptions` and/or its fields as
-    keywords; ``name`` labels the header comment.
+    Parameters
+    ----------
+    program
+        The user's program, read once (:func:`pemc_stan.inputs.read_program`).
+    options
+        Validated options (the registry's front doors build and validate them).
 
     Returns
     -------
@@ -191,64 +188,60 @@ def transform_continuous_tempering(
 
     Raises
     ------
-    OptionsError
-        For invalid options, before the program is read.
     ReservedPrefixError
         For identifiers starting with ``pemc_``.
     StanProgramError
-        For a program that does not parse or declares no parameters.
+        For a program that declares no parameters.
     UnsupportedConstructError
         For constructs the log-density rewrite does not support, and
         (:class:`~pemc_stan.errors.UnsupportedBaseError`) for parameter
         types without a base density (posterior tempering only).
     """
-    options = resolve(ContinuousTemperingOptions, options, option_kwargs)
-    prepared = prepare_program(program, name, "continuous-tempering")
-    tree, model_name = prepared.tree, prepared.name
+    prepared = prepare_program(program, None, "continuous-tempering")
+    tree = prepared.tree
     table = build_symbol_table(tree)
     # the declarations, hierarchical normal priors non-centred: the base coordinates of
     # such a parameter are then Stan's own unconstrained ones, (x - offset) / multiplier
     declarations = parameter_declarations(prepared, options.reparameterize, table)
-
-    temper = options.temper
-    coords = (base_coordinates(declarations.decls, table, scalar_definitions(tree))
-              if temper == "posterior"
-              else BaseCoordinates(()))
-    functions = log_density_functions(tree, model_name)
-
-    fn_text = functions_text(tree, functions.functions)
-
-    params_text = declarations.text()
-    base_lpdf = stan_base_lpdf(options.covariance_form)
-
+    coords = (base_coordinates(declarations.decls, table, scalar_definitions(tree),
+                               method="continuous-tempering")
+              if options.temper == "posterior" else BaseCoordinates(()))
+    functions = log_density_functions(tree, prepared.name)
     stan_code = render(
         _TEMPLATE,
-        model_name=model_name, temper=temper, covariance=options.covariance_form,
-        functions=fn_text, base_functions=stan_base_functions(coords.blocks),
+        model_name=prepared.name, temper=options.temper, covariance=options.covariance_form,
+        functions=functions_text(tree, functions.functions),
+        base_functions=stan_base_functions(coords.blocks),
         data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),
-        parameters=params_text, coordinates=stan_coordinate_code(coords.blocks),
+        parameters=declarations.text(), coordinates=stan_coordinate_code(coords.blocks),
         dim_expr=stan_dim_expr(coords.blocks) if coords.blocks else "0",
-        base_lpdf=base_lpdf, log_density=functions.call("density"),
+        base_lpdf=stan_base_lpdf(options.covariance_form), log_density=functions.call("density"),
         log_prior=functions.call("prior"), log_likelihood=functions.call("likelihood"),
     )
-
-    issued: list[str] = []
-
-    def warn(msg: str) -> None:
-        warnings.warn(msg, ContinuousTemperingWarning, stacklevel=3)
+    issued = _warning_messages(prepared) if options.temper == "likelihood" else []
+    for msg in issued:
+        warnings.warn(msg, ContinuousTemperingWarning, stacklevel=2)
         logger.warning(msg)
-        issued.append(msg)
-
-    if temper == "likelihood":
-        message = no_likelihood_message(prepared)
-        if message is not None:
-            warn(message)
-        heavy = heavy_tailed_priors(tree, prepared.analysis)
-        if heavy:
-            where = ", ".join(f"{d} (line {line})" for d, line in heavy)
-            warn(f"{model_name}: heavy-tailed prior(s) {where} with temper='likelihood': the "
-                 "base is the prior, so at beta = 0 the chain explores the prior's heavy tails "
-                 "(slow mixing, large Delta); consider temper='posterior'.")
     return ContinuousTemperingResult(
         stan_code=stan_code, options=options, program=prepared, coordinates=coords,
         warnings=tuple(issued), noncentred=declarations.noncentred)
+
+
+def _warning_messages(prepared: StanProgram) -> list[str]:
+    """The warnings about likelihood tempering of ``prepared``, in the order they are issued.
+
+    Raises
+    ------
+    Nothing.
+    """
+    out: list[str] = []
+    no_likelihood = no_likelihood_message(prepared)
+    if no_likelihood is not None:
+        out.append(no_likelihood)
+    heavy = heavy_tailed_priors(prepared.tree, prepared.analysis)
+    if heavy:
+        where = ", ".join(f"{d} (line {line})" for d, line in heavy)
+        out.append(f"{prepared.name}: heavy-tailed prior(s) {where} with temper='likelihood': "
+                   "the base is the prior, so at beta = 0 the chain explores the prior's heavy "
+                   "tails (slow mixing, large Delta); consider temper='posterior'.")
+    return out

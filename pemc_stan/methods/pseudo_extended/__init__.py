@@ -22,9 +22,9 @@ from pemc_stan.methods.pseudo_extended.transform import (
 __all__ = ["BetaDensity", "PseudoExtendedFit", "PseudoExtendedModel", "PseudoExtendedOptions",
            "PseudoExtendedResult", "transform_pseudo_extended", "METHOD"]
 
-#: The registry entry of the method.
-METHOD = registry.register(registry.Method(
+#: The registry entry of the method (registered by :mod:`pemc_stan.methods`).
+METHOD = registry.Method(
     name="pseudo_extended", short="pe", label="pseudo-extended",
     summary="pseudo-extended MCMC (Nemeth et al. 2019): N tempered pseudo-samples per parameter",
     options=PseudoExtendedOptions, transform=transform_pseudo_extended,
-    model=PseudoExtendedModel, fit=PseudoExtendedFit))
+    model=PseudoExtendedModel, fit=PseudoExtendedFit)

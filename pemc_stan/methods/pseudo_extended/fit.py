@@ -21,7 +21,7 @@ cmdstanpy's standalone ``generate_quantities``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import cmdstanpy
@@ -31,7 +31,7 @@ from scipy import stats
 
 from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
-from pemc_stan.methods.base import ExtendedFit, WeightedEstimate
+from pemc_stan.methods.base import ExtendedFit, OutputExtras, WeightedEstimate
 from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
@@ -64,10 +64,19 @@ class PseudoExtendedFit(ExtendedFit):
         :meth:`resampled_draws_pd` with generated quantities), or the model.
     seed
         Seed of the resampling.
+    g_shape
+        The shape ``a`` of the 'auto' instrumental ``g = Beta(a, 1)`` (None otherwise).
+    base
+        The base density under ``temper="base"`` (None otherwise).
+    base_notes
+        ``(name, message, remedy)`` of the approximations of the base that failed and
+        were replaced by the next one.
+    pilot_notes
+        ``(name, message, remedy)`` of the pilots that failed.
 
     Attributes
     ----------
-    fit, result, log_scale, n_pseudo
+    fit, result, log_scale, n_pseudo, g_shape, base, base_notes, pilot_notes
     """
 
     particle_dim: ClassVar[str | None] = "pseudo"
@@ -76,18 +85,16 @@ class PseudoExtendedFit(ExtendedFit):
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: PseudoExtendedResult,
                  log_scale: float, data: Mapping[str, Any] | None = None,
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
-                 | None = None, seed: int | None = None, g_shape: float | None = None) -> None:
+                 | None = None, seed: int | None = None, g_shape: float | None = None,
+                 base: Any = None, base_notes: Sequence[tuple[str, str, str]] = (),
+                 pilot_notes: Sequence[tuple[str, str, str]] = ()) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_scale = float(log_scale)
-        #: The shape ``a`` of the 'auto' instrumental ``g = Beta(a, 1)`` (None otherwise).
         self.g_shape = g_shape
         self.n_pseudo = result.options.n_pseudo
-        #: ``(name, message, remedy)`` of pilots that failed (set by the model).
-        self.pilot_notes: list[tuple[str, str, str]] = []
-        #: The base density under ``temper="base"`` (set by the model), and the
-        #: approximations of it that failed and were replaced by the next one.
-        self.base: Any = None
-        self.base_notes: list[tuple[str, str, str]] = []
+        self.pilot_notes: tuple[tuple[str, str, str], ...] = tuple(pilot_notes)
+        self.base: Any = base
+        self.base_notes: tuple[tuple[str, str, str], ...] = tuple(base_notes)
         self._particle_cols: dict[str, list[str]] | None = None
         #: Pseudo-samples whose log density was NaN, and draws where every one was.
         self.density_failures, self.failed_draws = self._carry_over_failed_draws()
@@ -386,9 +393,8 @@ class PseudoExtendedFit(ExtendedFit):
                         "previous draw.")
         return self._report(info, msgs, warn, PseudoExtendedDiagnosticWarning)
 
-    def _checks(self) -> Iterator[tuple[str, Reason | None]]:
-        """The shared checks, then the pilot, the weights and the temperatures."""
-        yield from super()._checks()
+    def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The pilot, the weights and the temperatures."""
         for name, message, remedy in self.pilot_notes:
             yield name, Reason(name, message, remedy)
         bad, draws = self.density_failures, self.failed_draws
@@ -419,32 +425,25 @@ class PseudoExtendedFit(ExtendedFit):
     # output
     # ------------------------------------------------------------------ #
 
-    def inference_attributes(self) -> dict[str, Any]:
-        """``pemc_n_pseudo`` and ``pemc_log_scale``."""
-        return {"pemc_n_pseudo": int(self.n_pseudo), "pemc_log_scale": float(self.log_scale)}
-
-    def run_settings(self) -> dict[str, Any]:
-        """The offset ``log_scale`` the run used."""
-        return {"log_scale": float(self.log_scale)}
-
-    def sample_stats_vars(self) -> tuple[dict[str, tuple[tuple[str, ...], NDArray[Any]]],
-                                         dict[str, Any]]:
-        """``beta``, ``log_weight``, ``weight`` (dim ``pseudo``), ``weight_ess``,
-        ``resample_index``."""
+    def output_extras(self) -> OutputExtras:
+        """``pemc_n_pseudo`` and ``pemc_log_scale`` (attributes), the offset ``log_scale``
+        (setting); sample stats ``beta``, ``log_weight``, ``weight`` (dim ``pseudo``),
+        ``weight_ess`` and ``resample_index``; extended ``pemc_beta`` and
+        ``pemc_log_weight`` per pseudo-sample."""
         per = ("chain", "draw", "pseudo")
-        return {
-            "beta": (per, np.asarray(self.beta(), dtype=float)),
-            "log_weight": (per, np.asarray(self.log_weights(), dtype=float)),
-            "weight": (per, np.asarray(self.normalised_weights())),
-            "weight_ess": (("chain", "draw"), np.asarray(self.weight_ess(), dtype=float)),
-            "resample_index": (("chain", "draw"),
-                               np.asarray(self.resample_index(), dtype=np.int64) + 1),
-        }, {}
-
-    def extended_vars(self) -> dict[str, NDArray[Any]]:
-        """``pemc_beta`` and ``pemc_log_weight`` per pseudo-sample."""
-        return {"pemc_beta": np.asarray(self.beta(), dtype=float),
-                "pemc_log_weight": np.asarray(self.log_weights(), dtype=float)}
+        beta = np.asarray(self.beta(), dtype=float)
+        lw = np.asarray(self.log_weights(), dtype=float)
+        return OutputExtras(
+            attributes={"pemc_n_pseudo": int(self.n_pseudo),
+                        "pemc_log_scale": float(self.log_scale)},
+            settings={"log_scale": float(self.log_scale)},
+            sample_stats={
+                "beta": (per, beta), "log_weight": (per, lw),
+                "weight": (per, np.asarray(self.normalised_weights())),
+                "weight_ess": (("chain", "draw"), np.asarray(self.weight_ess(), dtype=float)),
+                "resample_index": (("chain", "draw"),
+                                   np.asarray(self.resample_index(), dtype=np.int64) + 1)},
+            extended={"pemc_beta": beta, "pemc_log_weight": lw})
 
     def weights_frame(self) -> Any:
         """Per draw: chain, draw, ``beta_k`` and ``log_weight_k`` of every pseudo-sample."""

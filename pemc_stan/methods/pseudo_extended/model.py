@@ -41,20 +41,18 @@ class PseudoExtendedModel(MethodModel):
 
     Parameters
     ----------
-    model
-        Stan text, a ``.stan`` path, a ``cmdstanpy.CmdStanModel`` or a
-        :class:`~pemc_stan.inputs.StanProgram`.
+    result
+        The PE transformation of the user's program (from the registry's
+        ``transform_program``).
     data
         The model's data (dict or JSON path).
-    options
-        :class:`~pemc_stan.methods.pseudo_extended.options.PseudoExtendedOptions`,
-        or pass its fields as keyword arguments.
+    original_model
+        The user's compiled program, if they gave one.
 
     Raises
     ------
-    OptionsError, StanProgramError
-        As :func:`~pemc_stan.methods.pseudo_extended.transform.transform_pseudo_extended`
-        (raised here, before anything is compiled).
+    DataError
+        For data that do not match the data block (before anything is compiled).
     """
 
     result: PseudoExtendedResult
@@ -84,7 +82,7 @@ class PseudoExtendedModel(MethodModel):
             env = with_definitions(self.data, scalar_definitions(self.program.tree))
             try:
                 d = parameter_space(self.program.tree, env, filename=self.name).dim
-            except Exception:  # noqa: BLE001 - sizes from transformed data: count the draws
+            except Exception:
                 run = self.original_model().sample(
                     data=self.data or None, chains=1, iter_warmup=1, iter_sampling=1, seed=1,
                     show_progress=False, show_console=False)
@@ -111,7 +109,7 @@ class PseudoExtendedModel(MethodModel):
         fallback = self._pilot()
         try:
             base, log_z = fallback.fit(seed, want_base=True, pathfinder=False)
-        except Exception as exc:  # noqa: BLE001 - every approximation failed: log_scale = 0
+        except Exception as exc:
             logger.warning("no approximation gave a log-scale either (%s)", exc)
             return pilot.log_z
         assert base is not None and log_z is not None
@@ -169,7 +167,7 @@ class PseudoExtendedModel(MethodModel):
         rng = np.random.default_rng(None if seed is None else [int(seed), 8191])
         try:
             draws = base.sample(self.result.coordinates, chains * n, rng, self.data)
-        except Exception as exc:  # noqa: BLE001 - Stan's own inits then
+        except Exception as exc:
             logger.info("no inits from the base (%s); Stan's random inits are used", exc)
             return None
         out: list[dict[str, Any]] = []
@@ -200,7 +198,7 @@ class PseudoExtendedModel(MethodModel):
                                  copies=options.n_pseudo,
                                  temperatures=0 if options.fixed_ladder is not None
                                  else options.n_pseudo)
-        except Exception as exc:  # noqa: BLE001 - CmdStan's own metric then
+        except Exception as exc:
             logger.info("no metric from the base (%s); CmdStan adapts from the unit metric",
                         exc)
             return None
@@ -242,13 +240,11 @@ class PseudoExtendedModel(MethodModel):
                                              base=base),
                             chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,
                             self._base_metric(base), **cmdstanpy_kwargs)
+        pilot_notes: list[tuple[str, str, str]] = [] if self.pilot_failure is None else [(
+            "pilot", f"the Pathfinder pilot of log_scale failed ({self.pilot_failure}), "
+            "so log_scale = 0 was used: the temperatures may be badly scaled",
+            "pass log_scale= (an estimate of log Z)")]
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
-                                original_model=self.original_model, seed=seed, g_shape=g_shape)
-        fit.base = base
-        fit.base_notes = list(self.base_notes)
-        if self.pilot_failure is not None:
-            fit.pilot_notes.append((
-                "pilot", f"the Pathfinder pilot of log_scale failed ({self.pilot_failure}), "
-                "so log_scale = 0 was used: the temperatures may be badly scaled",
-                "pass log_scale= (an estimate of log Z)"))
+                                original_model=self.original_model, seed=seed, g_shape=g_shape,
+                                base=base, base_notes=self.base_notes, pilot_notes=pilot_notes)
         return fit

@@ -75,7 +75,12 @@ proper prior).
 
 The generated program
 ---------------------
-Rendered from ``stan_templates/pseudo_extended.stan.jinja``: the user's
+Rendered from ``stan_templates/pseudo_extended.stan.jinja``, which holds the
+Stan text; :func:`transform_pseudo_extended` decides the tempering
+(:class:`Tempering`) and prints the pieces only Python can print (the
+declarations of the copies, :class:`DeclaredParameter` and
+:class:`RawCoordinates`, and the calls and base coordinates of each
+pseudo-sample, :class:`PseudoSampleCode`).  The program has the user's
 functions plus the log-density functions; the user's data (plus ``pemc_N``,
 ``pemc_log_scale`` and, for a fixed ladder, ``pemc_beta``) and transformed
 data unchanged; each parameter ``T name`` becomes ``array[pemc_N] T name``.
@@ -91,7 +96,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -99,7 +103,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
-from pemc_stan.inputs import ProgramSource, StanProgram
+from pemc_stan.inputs import StanProgram
 from pemc_stan.methods.base import TransformResult
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
@@ -110,7 +114,6 @@ from pemc_stan.methods.base_density import (
     stan_coordinate_code,
     stan_dim_expr,
 )
-from pemc_stan.methods.options import resolve
 from pemc_stan.methods.pseudo_extended.options import (
     AUTO_BETA_MIN,
     BetaDensity,
@@ -120,6 +123,7 @@ from pemc_stan.methods.pseudo_extended.options import (
     stan_number,
 )
 from pemc_stan.methods.templates import (
+    ParameterDeclarations,
     block_text,
     functions_text,
     no_likelihood_message,
@@ -129,14 +133,13 @@ from pemc_stan.methods.templates import (
 )
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
-    CONTAINER_BUILDERS,
+    SymbolTable,
     build_symbol_table,
-    dims_of,
     heavy_tailed_priors,
     is_scalar_expr,
 )
 from pemc_stan.stan.evaluate import scalar_definitions
-from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.logdensity import LogDensityFunctions, log_density_functions
 from pemc_stan.stan.printer import print_expr, print_type
 
 logger = logging.getLogger(__name__)
@@ -257,11 +260,17 @@ class PseudoExtendedResult(TransformResult):
 
 
 # --------------------------------------------------------------------------- #
-# Helpers
+# Helpers on declarations
 # --------------------------------------------------------------------------- #
 
 
 def _constraint_exprs(type_: ast.Type) -> list[ast.Expr]:
+    """The bound (or offset/multiplier) expressions of a declared type.
+
+    Raises
+    ------
+    Nothing.
+    """
     out: list[ast.Expr] = []
     if isinstance(type_, ast.ArrayType):
         return _constraint_exprs(type_.element)
@@ -278,6 +287,12 @@ def _constraint_exprs(type_: ast.Type) -> list[ast.Expr]:
 
 
 def _referenced(exprs: Sequence[ast.Expr], names: set[str]) -> set[str]:
+    """The ``names`` that ``exprs`` use.
+
+    Raises
+    ------
+    Nothing.
+    """
     found: set[str] = set()
     for e in exprs:
         for node in ast.walk(e):
@@ -286,13 +301,13 @@ def _referenced(exprs: Sequence[ast.Expr], names: set[str]) -> set[str]:
     return found
 
 
-_CONTAINER_BUILDERS = CONTAINER_BUILDERS
-_dims_of = dims_of
-_is_scalar = is_scalar_expr
+def _rename_params(node: ast.Node, copies: Mapping[str, ParameterCopies], k: int) -> ast.Node:
+    """``node`` with each parameter replaced by its pseudo-sample ``k`` copy.
 
-
-def _rename_params(node: ast.Node, copies: dict[str, ParameterCopies], k: int) -> ast.Node:
-    """Replace each parameter by its pseudo-sample ``k`` copy."""
+    Raises
+    ------
+    Nothing.
+    """
 
     def fn(n: ast.Node) -> ast.Node:
         if isinstance(n, ast.Variable) and n.name in copies:
@@ -305,77 +320,368 @@ def _rename_params(node: ast.Node, copies: dict[str, ParameterCopies], k: int) -
     return ast.transform(node, fn)
 
 
-_NONCENTRING_TYPES = ("real", "vector", "row_vector", "matrix")
-
-
 def _atom(text: str) -> str:
-    """``text`` parenthesised unless it is a name or an unsigned number."""
+    """``text`` parenthesised unless it is a name or an unsigned number.
+
+    Raises
+    ------
+    Nothing.
+    """
     return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.]+(?:[eE][-+]?[0-9]+)?",
                                 text) else f"({text})"
 
 
-def _noncentred_blocks(param_decls: Sequence[tuple[ast.Type, str]], alpha: float,
-                       filename: str) -> tuple[list[str], list[str]]:
-    """Declarations of the raw parameters and the transformed-parameters body.
+def _where(program: StanProgram) -> str:
+    """The file name for messages: the ``.stan`` path, or ``"<string>"``.
 
-    Pseudo-sample ``k`` of parameter ``p`` has unconstrained coordinates
-    ``pemc_raw_p[k] * pemc_scale`` with ``pemc_scale = beta_k^(-alpha/2)``,
-    constrained as Stan does (``lb + exp(u)``, ``ub - exp(u)``,
-    ``lb + (ub - lb) inv_logit(u)``).
+    Raises
+    ------
+    Nothing.
+    """
+    return str(program.path) if program.path is not None else "<string>"
+
+
+# --------------------------------------------------------------------------- #
+# The pieces of the program that the template cannot write itself
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True)
+class DeclaredParameter:
+    """How the PE program declares one user parameter.
+
+    Attributes
+    ----------
+    copies
+        Where its pseudo-sample copies live.
+    declarations
+        Stan declarations without the ``;``: ``array[pemc_N] T name``, or the
+        ``N`` unrolled copies ``T pemc_<name>_<k>``.
+    note
+        The comment line of a non-centred declaration (None when as written).
+    """
+
+    copies: ParameterCopies
+    declarations: tuple[str, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class RawCoordinates:
+    """A parameter under partial non-centring: its raw coordinates ``pemc_raw_<name>``.
+
+    Copy ``k`` has the unconstrained coordinates ``u = pemc_raw_<name>[k] * pemc_scale``
+    with ``pemc_scale = beta_k^(-noncentring/2)``, constrained as Stan does
+    (``lb + exp(u)``, ``ub - exp(u)``, ``lb + (ub - lb) inv_logit(u)``).
+
+    Attributes
+    ----------
+    name
+        The parameter's name.
+    free_type
+        Its declared type without the constraint, as Stan text.
+    scalar
+        True for ``real`` (False: a vector, row vector or matrix).
+    lower, upper
+        The bounds as Stan text (parenthesised unless atoms), or None.
+    """
+
+    name: str
+    free_type: str
+    scalar: bool
+    lower: str | None = None
+    upper: str | None = None
+
+
+@dataclass(frozen=True)
+class PseudoSampleCode:
+    """The Stan expressions of pseudo-sample ``k`` that depend on the model.
+
+    Attributes
+    ----------
+    k
+        ``"pemc_k"`` (the loop variable, ``N`` in the data) or the copy's number.
+    density, prior, likelihood
+        Calls of the log-density functions on copy ``k`` of the parameters.
+    coordinates
+        Statements filling ``pemc_z`` with the base coordinates of copy ``k``
+        (``""`` unless ``temper="base"``).
+    """
+
+    k: str
+    density: str
+    prior: str
+    likelihood: str
+    coordinates: str = ""
+
+
+@dataclass(frozen=True)
+class Tempering:
+    """What the program tempers and how the inverse temperatures enter it.
+
+    Attributes
+    ----------
+    temper
+        ``"posterior"``, ``"likelihood"`` or ``"base"`` (``"auto"`` resolved).
+    coordinates
+        The base coordinate map (empty when a parameter has none).
+    g, pi
+        The instrumental ``g(beta)`` and the prior ``pi(beta)``.
+    g_from_data
+        True when ``g = Beta(pemc_g_a, 1)`` with ``pemc_g_a`` given as data.
+    pi_equals_g
+        True when ``pi = g`` (their terms cancel in the weights).
+    beta_min
+        The lower bound of the sampled ``beta`` (0: none).
+    fixed_ladder
+        The inverse temperatures when they are data, else None.
+    """
+
+    temper: str
+    coordinates: BaseCoordinates
+    g: BetaDensity
+    pi: BetaDensity
+    g_from_data: bool
+    pi_equals_g: bool
+    beta_min: float
+    fixed_ladder: tuple[float, ...] | None
+
+
+def _parameter_copies(param_decls: Sequence[tuple[ast.Type, str]], table: SymbolTable
+                      ) -> dict[str, ParameterCopies]:
+    """Where each parameter's copies live.
+
+    A parameter is unrolled into ``N`` separate declarations when a bound (or
+    offset/multiplier) depends on another parameter (copy ``k`` must use copy
+    ``k`` of that parameter) or is a container (stanc rejects container bounds
+    on an array of containers).
+
+    Raises
+    ------
+    Nothing.
+    """
+    names = {p for _, p in param_decls}
+    copies: dict[str, ParameterCopies] = {}
+    for type_, pname in param_decls:
+        bounds = _constraint_exprs(type_)
+        unroll = bool(_referenced(bounds, names)) or not all(
+            is_scalar_expr(e, table) for e in bounds)
+        copies[pname] = ParameterCopies(pname, print_type(type_), unroll)
+    return copies
+
+
+def _declared_parameters(declarations: ParameterDeclarations,
+                         copies: Mapping[str, ParameterCopies], n: int
+                         ) -> tuple[DeclaredParameter, ...]:
+    """The declarations of the parameters' copies, in declaration order.
+
+    Raises
+    ------
+    Nothing.
+    """
+    out = []
+    for type_, pname in declarations.decls:
+        c = copies[pname]
+        if c.unrolled:
+            texts = []
+            for k in range(1, n + 1):
+                renamed = _rename_params(type_, copies, k)
+                assert isinstance(renamed, ast.Type)
+                texts.append(f"{print_type(renamed)} {c.stan_variable(k)}")
+        else:
+            dims = type_.dims if isinstance(type_, ast.ArrayType) else ()
+            element = type_.element if isinstance(type_, ast.ArrayType) else type_
+            array = ast.ArrayType(element, (ast.Variable("pemc_N"), *dims))
+            texts = [f"{print_type(array)} {pname}"]
+        out.append(DeclaredParameter(c, tuple(texts), declarations.note(pname)))
+    return tuple(out)
+
+
+_NONCENTRING_TYPES = ("real", "vector", "row_vector", "matrix")
+
+
+def _raw_coordinates(param_decls: Sequence[tuple[ast.Type, str]],
+                     copies: Mapping[str, ParameterCopies], where: str
+                     ) -> tuple[RawCoordinates, ...]:
+    """The raw coordinates of every parameter under partial non-centring.
 
     Raises
     ------
     UnsupportedConstructError
-        For a parameter type or constraint the option does not cover.
+        For a parameter whose bounds depend on other parameters or are
+        containers, or whose type or constraint non-centring does not cover.
     """
-    raw: list[str] = []
-    body: list[str] = [f"real pemc_scale = pow(pemc_beta[pemc_k], {stan_number(-alpha / 2)});"]
     for type_, pname in param_decls:
-        ok = isinstance(type_, ast.BasicType) and type_.name in _NONCENTRING_TYPES and (
-            type_.constraint is None or isinstance(type_.constraint, ast.Bounds))
-        if not ok:
+        if copies[pname].unrolled:
             raise UnsupportedConstructError(
-                f"{filename}, line {type_.line}: parameter '{pname}' is declared "
+                f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
+                "other parameters or are containers; noncentring supports only constant "
+                "or data scalar bounds. Use noncentring=0.", where, type_.line,
+                type_.column, construct=pname)
+    out = []
+    for type_, pname in param_decls:
+        c = type_.constraint if isinstance(type_, ast.BasicType) else None
+        if not (isinstance(type_, ast.BasicType) and type_.name in _NONCENTRING_TYPES
+                and (c is None or isinstance(c, ast.Bounds))):
+            raise UnsupportedConstructError(
+                f"{where}, line {type_.line}: parameter '{pname}' is declared "
                 f"'{print_type(type_)}'; noncentring supports only real, vector, row_vector "
                 "and matrix parameters with lower/upper bounds (or none). Use noncentring=0.",
-                filename, type_.line, type_.column, construct=print_type(type_))
-        assert isinstance(type_, ast.BasicType)
-        free = ast.BasicType(type_.name, type_.sizes, None, line=type_.line,
-                             column=type_.column)
-        raw.append(f"  array[pemc_N] {print_type(free)} pemc_raw_{pname};")
-        u = f"pemc_raw_{pname}[pemc_k] * pemc_scale"
-        scalar = type_.name == "real"
-        size = "1" if scalar else f"num_elements(pemc_raw_{pname}[pemc_k])"
-        total = (lambda e: e) if scalar else (lambda e: f"sum({e})")
-        c = type_.constraint
-        assert c is None or isinstance(c, ast.Bounds)  # checked by the caller
-        lb = None if c is None or c.lower is None else _atom(print_expr(c.lower))
-        ub = None if c is None or c.upper is None else _atom(print_expr(c.upper))
-        body.append(f"{{  // {pname}")
-        body.append(f"  {print_type(free)} pemc_u = {u};")
-        per_coord = "log(pemc_scale)" if scalar else f"{size} * log(pemc_scale)"
-        body.append(f"  pemc_log_jacobian += {per_coord};  // d u / d raw")
-        if lb is None and ub is None:
-            body.append(f"  {pname}[pemc_k] = pemc_u;")
-        else:
-            if ub is None:
-                body.append(f"  {pname}[pemc_k] = {lb} + exp(pemc_u);")
-                jac = total("pemc_u")
-            elif lb is None:
-                body.append(f"  {pname}[pemc_k] = {ub} - exp(pemc_u);")
-                jac = total("pemc_u")
-            else:
-                body.append(f"  {pname}[pemc_k] = {lb} + ({ub} - {lb}) * inv_logit(pemc_u);")
-                width = f"log({ub} - {lb})" if scalar else f"{size} * log({ub} - {lb})"
-                jac = f"{width} + " + total("log_inv_logit(pemc_u) + log1m_inv_logit(pemc_u)")
-            body.append(f"  pemc_log_jacobian += {jac};  // d {pname} / d u")
-        body.append("}")
-    return raw, body
+                where, type_.line, type_.column, construct=print_type(type_))
+        assert c is None or isinstance(c, ast.Bounds)
+        free = ast.BasicType(type_.name, type_.sizes, None, line=type_.line, column=type_.column)
+        out.append(RawCoordinates(
+            pname, print_type(free), type_.name == "real",
+            None if c is None or c.lower is None else _atom(print_expr(c.lower)),
+            None if c is None or c.upper is None else _atom(print_expr(c.upper))))
+    return tuple(out)
 
 
-def _indent(text: str, depth: int) -> str:
-    pad = "  " * depth
-    return "\n".join(pad + line if line else line for line in text.splitlines())
+def _container_bound_error(param_decls: Sequence[tuple[ast.Type, str]],
+                           copies: Mapping[str, ParameterCopies], where: str
+                           ) -> UnsupportedConstructError | None:
+    """Why ``temper="base"`` cannot map the copies, or None.
+
+    Copy ``k`` of a parameter whose bounds name other parameters has the bounds
+    renamed to copy ``k`` of those: fine when they are scalars (the analysis
+    cannot tell the type of an indexed copy of a container parameter).
+
+    Raises
+    ------
+    Nothing (the error is returned).
+    """
+    names = {p for _, p in param_decls}
+    scalars = {p for t, p in param_decls if isinstance(t, ast.BasicType) and t.name == "real"}
+    for type_, pname in param_decls:
+        others = _referenced(_constraint_exprs(type_), names) - scalars
+        if copies[pname].unrolled and others:
+            return UnsupportedConstructError(
+                f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
+                f"the container parameter(s) {', '.join(sorted(others))}; temper='base' "
+                "supports bounds on scalar parameters only. Use temper='posterior' or "
+                "'likelihood'.", where, type_.line, type_.column, construct=pname)
+    return None
+
+
+def _choose_temper(options: PseudoExtendedOptions, prepared: StanProgram,
+                   declarations: ParameterDeclarations, table: SymbolTable,
+                   copies: Mapping[str, ParameterCopies]) -> tuple[str, BaseCoordinates]:
+    """The tempering (``"auto"`` resolved) and the base coordinates of the parameters.
+
+    The coordinates serve ``temper="base"`` and, under the other temperings, the
+    pilot's fallback estimate of the log scale (importance sampling from a base).
+
+    Raises
+    ------
+    UnsupportedConstructError
+        For an explicit ``temper="base"`` when no base density exists
+        (:class:`~pemc_stan.errors.UnsupportedBaseError` for a parameter type).
+    """
+    decls = declarations.decls
+    temper = resolve_temper(options.temper, prepared, bool(declarations.noncentred))
+    no_base: UnsupportedConstructError | None = None
+    try:
+        coords = base_coordinates(decls, table, scalar_definitions(prepared.tree),
+                                  method="pseudo-extended")
+    except UnsupportedConstructError as exc:  # UnsupportedBaseError included
+        coords, no_base = BaseCoordinates(()), exc
+    if temper == "base":
+        no_base = no_base or _container_bound_error(decls, copies, _where(prepared))
+        if no_base is not None:
+            if not is_auto(options.temper):
+                raise no_base
+            logger.info("%s: no base density for temper='base' (%s); tempering the whole "
+                        "posterior", prepared.name, no_base)
+            temper = "posterior"
+    return temper, coords
+
+
+def _tempering(options: PseudoExtendedOptions, temper: str, coords: BaseCoordinates
+               ) -> Tempering:
+    """The densities of the inverse temperatures under ``temper``.
+
+    Raises
+    ------
+    OptionsError
+        If ``instrumental`` or ``beta_prior`` is not understood (validated options are).
+    """
+    ladder = options.fixed_ladder
+    g = (BetaDensity() if is_auto(options.instrumental)
+         else as_beta(options.instrumental, "instrumental"))
+    pi_equals_g = is_auto(options.beta_prior)
+    beta_min = (options.beta_min if options.beta_min is not None
+                else AUTO_BETA_MIN if temper == "posterior" and ladder is None else 0.0)
+    return Tempering(
+        temper=temper, coordinates=coords, g=g,
+        pi=g if pi_equals_g else as_beta(options.beta_prior, "beta_prior"),
+        g_from_data=ladder is None and is_auto(options.instrumental) and temper == "posterior",
+        pi_equals_g=pi_equals_g, beta_min=beta_min, fixed_ladder=ladder)
+
+
+def _pseudo_sample(k: str | int, copies: Mapping[str, ParameterCopies],
+                   functions: LogDensityFunctions, tempering: Tempering) -> PseudoSampleCode:
+    """The Stan expressions of copy ``k`` (an int when ``N`` is baked in).
+
+    Raises
+    ------
+    Nothing.
+    """
+    variable = {p: c.stan_variable(int(k)) if c.unrolled else f"{p}[{k}]"
+                for p, c in copies.items()}
+    coordinates = ""
+    if tempering.temper == "base":
+        blocks = tempering.coordinates.blocks
+        if isinstance(k, int):  # bounds on other (scalar) parameters: on their copy k
+            blocks = tuple(dataclasses.replace(b, lower=_copy_bound(b.lower, copies, k),
+                                               upper=_copy_bound(b.upper, copies, k))
+                           for b in blocks)
+        coordinates = stan_coordinate_code(blocks, variable, indent=0,
+                                           jacobian="pemc_base_jacobian")
+    return PseudoSampleCode(str(k), functions.call("density", variable),
+                            functions.call("prior", variable),
+                            functions.call("likelihood", variable), coordinates)
+
+
+def _copy_bound(expr: ast.Expr | None, copies: Mapping[str, ParameterCopies], k: int
+                ) -> ast.Expr | None:
+    """A bound expression on copy ``k`` of the parameters it names.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if expr is None:
+        return None
+    renamed = _rename_params(expr, copies, k)
+    assert isinstance(renamed, ast.Expr)
+    return renamed
+
+
+def _template_context(prepared: StanProgram, options: PseudoExtendedOptions,
+                      functions: LogDensityFunctions, parameters: tuple[DeclaredParameter, ...],
+                      raw: tuple[RawCoordinates, ...], tempering: Tempering) -> dict[str, Any]:
+    """The variables of ``pseudo_extended.stan.jinja``.
+
+    Raises
+    ------
+    Nothing.
+    """
+    tree, t, n = prepared.tree, tempering, options.n_pseudo
+    copies = {p.copies.name: p.copies for p in parameters}
+    n_in_data = not any(c.unrolled for c in copies.values())
+    ks: list[str | int] = ["pemc_k"] if n_in_data else list(range(1, n + 1))
+    blocks = t.coordinates.blocks
+    return dict(
+        model_name=prepared.name, n_pseudo=n, temper=t.temper, n_in_data=n_in_data,
+        fixed_ladder=t.fixed_ladder is not None, g=t.g, pi=t.pi, g_from_data=t.g_from_data,
+        pi_equals_g=t.pi_equals_g, beta_min=stan_number(t.beta_min) if t.beta_min > 0 else "0",
+        functions=functions_text(tree, functions.functions), data=block_text(tree.data),
+        transformed_data=block_text(tree.transformed_data), parameters=parameters, raw=raw,
+        scale_power=stan_number(-options.noncentring / 2),
+        samples=[_pseudo_sample(k, copies, functions, t) for k in ks],
+        base_functions=stan_base_functions(blocks) if t.temper == "base" else "",
+        base_lpdf=stan_base_lpdf(PseudoExtendedResult.BASE_COVARIANCE),
+        dim_expr=stan_dim_expr(blocks) if blocks else "0")
 
 
 def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False) -> str:
@@ -405,7 +711,7 @@ def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False
         return "base"
     try:
         has_likelihood = bool(program.analysis.likelihood_contributions())
-    except Exception:  # noqa: BLE001 - analysis failures are reported by the rewrite
+    except Exception:  # analysis failures are reported by the log-density rewrite
         return "posterior"
     if has_likelihood:
         return "likelihood"
@@ -449,23 +755,70 @@ def _compact_support(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
 
 
 # --------------------------------------------------------------------------- #
+# Warnings
+# --------------------------------------------------------------------------- #
+
+
+def _improper(param_decls: Sequence[tuple[ast.Type, str]], tempering: Tempering, n: int
+              ) -> bool:
+    """True when the instrumental is probably improper: the paper's uniform ``g`` on (0, 1)
+    under whole-posterior tempering of several unbounded dimensions.
+
+    Raises
+    ------
+    Nothing.
+    """
+    t = tempering
+    return (t.temper == "posterior" and t.fixed_ladder is None and t.beta_min == 0.0
+            and t.g.is_uniform and not t.g_from_data and n > 1
+            and _probably_multidimensional(param_decls) and not _compact_support(param_decls))
+
+
+def _warning_messages(prepared: StanProgram, param_decls: Sequence[tuple[ast.Type, str]],
+                      tempering: Tempering, n: int) -> list[str]:
+    """The warnings about the generated program, in the order they are issued.
+
+    Raises
+    ------
+    Nothing.
+    """
+    name, temper = prepared.name, tempering.temper
+    out: list[str] = []
+    heavy = heavy_tailed_priors(prepared.tree, prepared.analysis) if temper == "posterior" else []
+    if heavy:
+        where = ", ".join(f"{d} (line {line})" for d, line in heavy)
+        out.append(f"{name}: heavy-tailed prior(s) {where} with whole-posterior "
+                   "tempering: gamma(x)^beta is not integrable for small beta (for a Cauchy "
+                   "prior, for beta <= 1/2) unless the likelihood controls the tails, so the "
+                   "instrumental q may be improper. Use temper='likelihood' (the prior then "
+                   "enters untempered) or a fixed ladder of large inverse temperatures.")
+    if _improper(param_decls, tempering, n):
+        out.append(f"{name}: whole-posterior tempering with beta sampled uniformly on (0, 1): "
+                   "int gamma(x)^beta dx grows like beta^(-d/2) or faster as beta -> 0, so for "
+                   "d >= 2 parameters the instrumental q(x, beta) of eq 7 is improper and beta "
+                   "drifts to 0. Set beta_min (e.g. 0.05), instrumental=(a, 1) with a > d/2, a "
+                   "fixed ladder, or temper='likelihood'.")
+    no_likelihood = no_likelihood_message(prepared) if temper == "likelihood" else None
+    if no_likelihood is not None:
+        out.append(no_likelihood)
+    return out
+
+
+# --------------------------------------------------------------------------- #
 # The transformation
 # --------------------------------------------------------------------------- #
 
 
-def transform_pseudo_extended(
-    program: ProgramSource,
-    options: PseudoExtendedOptions | None = None,
-    *,
-    name: str | None = None,
-    **option_kwargs: Any,
-) -> PseudoExtendedResult:
+def transform_pseudo_extended(program: StanProgram, options: PseudoExtendedOptions
+                              ) -> PseudoExtendedResult:
     """Build the pseudo-extended program (eq 8) of a Stan program.
 
-    ``program`` is Stan text, a ``.stan`` path, a parsed program or a
-    :class:`~pemc_stan.inputs.StanProgram` (not parsed again); ``options`` a
-    :class:`PseudoExtendedOptions`, whose fields ``option_kwargs`` replace;
-    ``name`` the model name of the header comment.
+    Parameters
+    ----------
+    program
+        The user's program, read once (:func:`pemc_stan.inputs.read_program`).
+    options
+        Validated options (the registry's front doors build and validate them).
 
     Returns
     -------
@@ -473,257 +826,43 @@ def transform_pseudo_extended(
 
     Raises
     ------
-    OptionsError
-        For invalid options (before anything else).
     ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     StanProgramError
-        If the program has no parameters, or cannot be parsed.
+        If the program has no parameters.
     UnsupportedConstructError
-        For constructs the log-density rewrite does not support.
+        For constructs the log-density rewrite does not support, parameters
+        partial non-centring does not cover, or an explicit ``temper="base"``
+        without a base density.
     """
-    options = resolve(PseudoExtendedOptions, options, option_kwargs)
-    prepared = prepare_program(program, name, "pseudo-extended")
-    tree, model_name = prepared.tree, prepared.name
-    table = build_symbol_table(tree)
+    prepared = prepare_program(program, None, "pseudo-extended")
+    table = build_symbol_table(prepared.tree)
     # hierarchical normal priors non-centred (not with noncentring > 0, whose raw
     # coordinates need declarations without parameter-dependent constraints)
     declarations = parameter_declarations(
         prepared, options.reparameterize if options.noncentring == 0 else "none", table)
-    param_decls = declarations.decls
-
-    functions = log_density_functions(tree, model_name)
-    n = options.n_pseudo
-    param_names = {p for _, p in param_decls}
-
-    # A parameter is unrolled into N separate declarations when a bound (or
-    # offset/multiplier) depends on another parameter (copy k must use copy k
-    # of that parameter) or is a container (stanc rejects container bounds on
-    # an array of containers).
-    copies: dict[str, ParameterCopies] = {}
-    for type_, pname in param_decls:
-        bounds = _constraint_exprs(type_)
-        unroll = bool(_referenced(bounds, param_names)) or not all(
-            _is_scalar(e, table) for e in bounds)
-        copies[pname] = ParameterCopies(pname, print_type(type_), unroll)
-    n_in_data = not any(c.unrolled for c in copies.values())
-
-    # parameters block
-    lines: list[str] = []
-    tp_decls: list[str] = []
-    tp_body: list[str] = []
-    if options.noncentring > 0:
-        where = (str(program) if isinstance(program, (str, os.PathLike))
-                 and str(program).endswith(".stan") else "<string>")
-        for type_, pname in param_decls:
-            if copies[pname].unrolled:
-                raise UnsupportedConstructError(
-                    f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
-                    "other parameters or are containers; noncentring supports only constant "
-                    "or data scalar bounds. Use noncentring=0.", where, type_.line,
-                    type_.column, construct=pname)
-        lines.append("  // pemc_raw_p[k] * beta_k^(-noncentring/2) are the unconstrained "
-                     "coordinates of copy k of p")
-        raw, tp_body = _noncentred_blocks(param_decls, options.noncentring, where)
-        lines.extend(raw)
-    for type_, pname in param_decls:
-        c = copies[pname]
-        note = declarations.note(pname)
-        if note:
-            lines.append("  " + note)
-        if not c.unrolled:
-            if isinstance(type_, ast.ArrayType):
-                new_type: ast.Type = ast.ArrayType(type_.element,
-                                                   (ast.Variable("pemc_N"), *type_.dims))
-            else:
-                new_type = ast.ArrayType(type_, (ast.Variable("pemc_N"),))
-            (tp_decls if options.noncentring > 0 else lines).append(
-                f"  {print_type(new_type)} {pname};")
-        else:
-            lines.append(f"  // {pname}: one declaration per pseudo-sample (its bounds depend "
-                         "on other parameters or are containers)")
-            for k in range(1, n + 1):
-                renamed = _rename_params(type_, copies, k)
-                assert isinstance(renamed, ast.Type)
-                lines.append(f"  {print_type(renamed)} {c.stan_variable(k)};")
-    parameters_text = "\n".join(lines)
-
-    ladder = options.fixed_ladder
-    temper = resolve_temper(options.temper, prepared, bool(declarations.noncentred))
-    # the base coordinates: for temper='base', and for the pilot's fallback estimate of
-    # log_scale (importance sampling from a base) under the other temperings
-    no_base: UnsupportedConstructError | None = None
-    try:
-        coords = base_coordinates(param_decls, table, scalar_definitions(tree))
-    except UnsupportedConstructError as exc:  # UnsupportedBaseError included
-        coords, no_base = BaseCoordinates(()), exc
-    if temper == "base":
-        # copy k of a parameter whose bounds name other parameters has the bounds renamed
-        # to copy k of those; fine when they are scalars (the analysis cannot tell the type
-        # of an indexed copy of a container parameter)
-        scalars = {p for t, p in param_decls if isinstance(t, ast.BasicType) and t.name == "real"}
-        for type_, pname in param_decls:
-            others = _referenced(_constraint_exprs(type_), param_names) - scalars
-            if no_base is None and copies[pname].unrolled and others:
-                where = (str(program) if isinstance(program, (str, os.PathLike))
-                         and str(program).endswith(".stan") else "<string>")
-                no_base = UnsupportedConstructError(
-                    f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
-                    f"the container parameter(s) {', '.join(sorted(others))}; temper='base' "
-                    "supports bounds on scalar parameters only. Use temper='posterior' or "
-                    "'likelihood'.", where, type_.line, type_.column, construct=pname)
-        if no_base is not None:
-            if not is_auto(options.temper):
-                raise no_base
-            logger.info("%s: no base density for temper='base' (%s); tempering the whole "
-                        "posterior", model_name, no_base)
-            temper = "posterior"
-    g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
-    g_beta = (BetaDensity() if is_auto(options.instrumental) and not g_from_data
-              else BetaDensity(1.0, 1.0) if g_from_data
-              else as_beta(options.instrumental, "instrumental"))
-    pi_equals_g = is_auto(options.beta_prior)
-    beta_min = (options.beta_min if options.beta_min is not None
-                else AUTO_BETA_MIN if temper == "posterior" and ladder is None else 0.0)
-    pi_beta = g_beta if pi_equals_g else as_beta(options.beta_prior, "beta_prior")
-
-    def g_stan(arg: str) -> str:
-        return f"beta_lpdf({arg} | pemc_g_a, 1)" if g_from_data else g_beta.stan(arg)
-
-    def call(which: str, k: str | int) -> str:
-        mapping = {}
-        for pname, c in copies.items():
-            mapping[pname] = (c.stan_variable(int(k)) if c.unrolled else f"{pname}[{k}]")
-        return functions.call(which, mapping)
-
-    def weight_stmt(k: str) -> str:
-        beta = f"pemc_beta[{k}]"
-        expr = f"(1 - {beta}) * pemc_log_tempered[{k}]"
-        if ladder is None and not pi_equals_g:  # pi = g: their terms cancel
-            if not pi_beta.is_uniform:
-                expr += f" + {pi_beta.stan(beta)}"
-            if g_stan(beta):
-                expr += f" - {g_stan(beta)}"
-        return f"pemc_log_weight[{k}] = {expr};"
-
-    def base_block(k: str | int) -> list[str]:
-        variable = {p: (c.stan_variable(int(k)) if c.unrolled else f"{p}[{k}]")
-                    for p, c in copies.items()}
-        blocks = coords.blocks
-        if not n_in_data:  # bounds on other (scalar) parameters: on their copy k
-
-            def renamed(e: ast.Expr | None) -> ast.Expr | None:
-                return None if e is None else _rename_params(e, copies, int(k))  # type: ignore[return-value]
-
-            blocks = tuple(dataclasses.replace(b, lower=renamed(b.lower), upper=renamed(b.upper))
-                           for b in blocks)
-        return (["{  // log b(x_k): the base density in the base coordinates z(x_k)",
-                 "  vector[pemc_D] pemc_z;",
-                 "  real pemc_base_jacobian = 0;  // log |det dz/dx|",
-                 "  int pemc_pos = 1;",
-                 "  int pemc_n;"]
-                + stan_coordinate_code(blocks, variable, indent=2,
-                                       jacobian="pemc_base_jacobian").split("\n")
-                + [f"  pemc_log_prior_x[{k}] = "
-                   f"{stan_base_lpdf(PseudoExtendedResult.BASE_COVARIANCE)} "
-                   "+ pemc_base_jacobian;", "}"])
-
-    def body(k: str | int) -> list[str]:
-        out = []
-        if temper == "posterior":
-            out.append(f"pemc_log_tempered[{k}] = {call('density', k)} - pemc_log_scale;")
-        elif temper == "base":
-            out.extend(base_block(k))
-            out.append(f"pemc_log_tempered[{k}] = {call('density', k)} - pemc_log_prior_x[{k}] "
-                       "- pemc_log_scale;")
-        else:
-            out.append(f"pemc_log_prior_x[{k}] = {call('prior', k)};")
-            out.append(f"pemc_log_tempered[{k}] = {call('likelihood', k)} - pemc_log_scale;")
-        out.append(weight_stmt(str(k)))
-        return out
-
-    tempered_what = {"likelihood": "log lik~(x_k)", "base": "log gamma~(x_k) - log b(x_k)"
-                     }.get(temper, "log gamma~(x_k)")
-    local_lines = [f"vector[pemc_N] pemc_log_tempered;  // {tempered_what}"]
-    if temper == "likelihood":
-        local_lines.append("vector[pemc_N] pemc_log_prior_x;  // log prior(x_k)")
-    elif temper == "base":
-        local_lines.append("vector[pemc_N] pemc_log_prior_x;  // log b(x_k)")
-    compute: list[str] = []
-    if n_in_data:
-        compute.append("for (pemc_k in 1:pemc_N) {")
-        compute.extend("  " + s for s in body("pemc_k"))
-        compute.append("}")
-    else:
-        for k in range(1, n + 1):
-            compute.append(f"// pseudo-sample {k}")
-            compute.extend(body(k))
-    gamma_tilde = ("pemc_log_prior_x + pemc_log_tempered" if temper in ("likelihood", "base")
-                   else "pemc_log_tempered")
-
-    fn_text = functions_text(tree, functions.functions)
-
-    stan_code = render(
-        _TEMPLATE,
-        model_name=model_name, n_pseudo=n, temper=temper, fixed_ladder=ladder is not None,
-        functions=fn_text, data=block_text(tree.data),
-        transformed_data=block_text(tree.transformed_data), n_in_data=n_in_data,
-        parameters=parameters_text,
-        noncentred_declarations="\n".join(tp_decls),
-        noncentred_body=_indent("\n".join(tp_body), 2),
-        locals=_indent("\n".join(local_lines), 1),
-        locals_gq=_indent("\n".join(local_lines), 2),
-        compute=_indent("\n".join(compute), 1), compute_gq=_indent("\n".join(compute), 2),
-        gamma_tilde=gamma_tilde, n_size="pemc_N" if n_in_data else str(n),
-        g_density=g_stan("pemc_beta[pemc_k]") if ladder is None else "", g_from_data=g_from_data,
-        pi_equals_g=pi_equals_g,
-        beta_min=stan_number(beta_min) if beta_min > 0 else "0",
-        base_functions=stan_base_functions(coords.blocks) if temper == "base" else "",
-        dim_expr=stan_dim_expr(coords.blocks) if coords.blocks else "0",
-    )
-
-    issued: list[str] = []
-    if temper == "posterior":
-        heavy = heavy_tailed_priors(tree, prepared.analysis)
-        if heavy:
-            where = ", ".join(f"{d} (line {line})" for d, line in heavy)
-            msg = (f"{model_name}: heavy-tailed prior(s) {where} with whole-posterior "
-                   "tempering: gamma(x)^beta is not integrable for small beta (for a Cauchy "
-                   "prior, for beta <= 1/2) unless the likelihood controls the tails, so the "
-                   "instrumental q may be improper. Use temper='likelihood' (the prior then "
-                   "enters untempered) or a fixed ladder of large inverse temperatures.")
-            warnings.warn(msg, PseudoExtendedWarning, stacklevel=2)
-            logger.warning(msg)
-            issued.append(msg)
-
-    if (temper == "posterior" and ladder is None and beta_min == 0.0
-            and g_beta.is_uniform and not g_from_data and n > 1
-            and _probably_multidimensional(param_decls)
-            and not _compact_support(param_decls)):
-        msg = (f"{model_name}: whole-posterior tempering with beta sampled uniformly on (0, 1): "
-               "int gamma(x)^beta dx grows like beta^(-d/2) or faster as beta -> 0, so for "
-               "d >= 2 parameters the instrumental q(x, beta) of eq 7 is improper and beta "
-               "drifts to 0. Set beta_min (e.g. 0.05), instrumental=(a, 1) with a > d/2, a "
-               "fixed ladder, or temper='likelihood'.")
+    decls = declarations.decls
+    functions = log_density_functions(prepared.tree, prepared.name)
+    copies = _parameter_copies(decls, table)
+    raw = _raw_coordinates(decls, copies, _where(prepared)) if options.noncentring > 0 else ()
+    tempering = _tempering(options, *_choose_temper(options, prepared, declarations, table,
+                                                    copies))
+    parameters = _declared_parameters(declarations, copies, options.n_pseudo)
+    stan_code = render(_TEMPLATE, **_template_context(prepared, options, functions, parameters,
+                                                      raw, tempering))
+    issued = _warning_messages(prepared, decls, tempering, options.n_pseudo)
+    for msg in issued:
         warnings.warn(msg, PseudoExtendedWarning, stacklevel=2)
         logger.warning(msg)
-        issued.append(msg)
-
-    if temper == "likelihood":
-        msg_or_none = no_likelihood_message(prepared)
-        if msg_or_none is not None:
-            msg = msg_or_none
-            warnings.warn(msg, PseudoExtendedWarning, stacklevel=2)
-            logger.warning(msg)
-            issued.append(msg)
-
+    n_in_data = not any(c.unrolled for c in copies.values())
     additions: dict[str, Any] = {"pemc_log_scale": options.log_scale}
     if n_in_data:
-        additions["pemc_N"] = n
-    if ladder is not None:
-        additions["pemc_beta"] = list(ladder)
+        additions["pemc_N"] = options.n_pseudo
+    if tempering.fixed_ladder is not None:
+        additions["pemc_beta"] = list(tempering.fixed_ladder)
     return PseudoExtendedResult(
         stan_code=stan_code, options=options, program=prepared,
         parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
-        temper=temper, g_shape_from_data=g_from_data, pi_equals_g=pi_equals_g,
-        coordinates=coords, warnings=tuple(issued), noncentred=declarations.noncentred)
+        temper=tempering.temper, g_shape_from_data=tempering.g_from_data,
+        pi_equals_g=tempering.pi_equals_g, coordinates=tempering.coordinates,
+        warnings=tuple(issued), noncentred=declarations.noncentred)

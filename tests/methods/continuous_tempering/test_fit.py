@@ -17,10 +17,10 @@ import pytest
 from scipy.special import logit
 from scipy.stats import norm
 
+from pemc_stan import transform_result
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
-from pemc_stan.methods.continuous_tempering.transform import transform_continuous_tempering
 
 M, S, LOG_Z = 1.0, 0.7, 2.3
 PROGRAM = "parameters { real x; } model { x ~ normal(1, 0.7); }"
@@ -73,7 +73,7 @@ def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1,
              "pemc_log_jacobian": np.zeros(n), "pemc_log_gamma": log_gamma,
              "pemc_log_base": log_base, "pemc_delta": log_zeta + log_base - log_gamma,
              "divergent__": np.zeros(n), "treedepth__": np.full(n, 3.0)}
-    result = transform_continuous_tempering(PROGRAM)
+    result = transform_result(PROGRAM, method="ct")
     base = BaseDensity(np.zeros(1), np.eye(1))
     return ContinuousTemperingFit(_FakeFit(frame, chains), result, log_zeta, base=base,
                                   seed=seed, history=history, round=round)
@@ -119,7 +119,8 @@ def test_an_earlier_bootstrap_round_far_off_makes_the_verdict_suspect() -> None:
     sick = _fit(LOG_Z, seed=12, history=[{**off, "log_z_problems": ["beta_ends"]}])
     assert "log_z_rounds" not in sick.check().checks
     info = fit.diagnostics(warn=False)
-    assert info["bootstrap_log_z"] == [first.log_z] and info["log_z"] == own.log_z
+    # a fit is complete when constructed: its history ends with its own round
+    assert info["bootstrap_log_z"] == [first.log_z, own.log_z] and info["log_z"] == own.log_z
     assert _fit(LOG_Z, seed=12, history=[earlier], round=0).round == 0
     assert fit.round_log_z_problems() == []
 

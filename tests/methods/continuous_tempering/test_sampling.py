@@ -85,7 +85,7 @@ def _stan_python_mirror(fit: ContinuousTemperingFit) -> None:
                        df["pemc_delta"].to_numpy(), atol=1e-6)
 
 
-def test_normal_normal_posterior_tempering(compiled) -> None:  # noqa: ANN001
+def test_normal_normal_posterior_tempering(compiled) -> None:
     log_z, mean, var = _normal_exact()
     fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=11)
@@ -118,7 +118,7 @@ def test_normal_normal_posterior_tempering(compiled) -> None:  # noqa: ANN001
         (var + NORMAL_DATA["sigma"] ** 2) / 1000)
 
 
-def test_normal_normal_likelihood_tempering(compiled) -> None:  # noqa: ANN001
+def test_normal_normal_likelihood_tempering(compiled) -> None:
     log_z, mean, _ = _normal_exact()
     fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", temper="likelihood",
                            chains=4, iter_warmup=500, iter_sampling=2000, seed=12,
@@ -140,7 +140,7 @@ def _linear_regression_exact(data: dict) -> tuple[float, np.ndarray]:
 
 
 @pytest.mark.parametrize("base", ["pathfinder", "advi"])
-def test_linear_regression_dense_base(compiled, base: str) -> None:  # noqa: ANN001
+def test_linear_regression_dense_base(compiled, base: str) -> None:
     path = MODELS / "linear_regression" / "linear_regression.stan"
     data = json.loads((MODELS / "linear_regression" / "full.data.json").read_text())
     log_z, mean = _linear_regression_exact(data)
@@ -165,7 +165,7 @@ def _poisson_dirichlet_exact(d: dict) -> tuple[float, float, np.ndarray]:
 
 
 @pytest.mark.parametrize("base", ["pathfinder", "laplace"])
-def test_lower_bounded_and_simplex_conjugate(compiled, base: str) -> None:  # noqa: ANN001
+def test_lower_bounded_and_simplex_conjugate(compiled, base: str) -> None:
     path = MODELS / "poisson_dirichlet" / "poisson_dirichlet.stan"
     data = json.loads((MODELS / "poisson_dirichlet" / "data.json").read_text())
     log_z, lam, theta = _poisson_dirichlet_exact(data)
@@ -183,7 +183,7 @@ def test_lower_bounded_and_simplex_conjugate(compiled, base: str) -> None:  # no
     assert list(summary.index) == ["lambda"] + [f"theta[{k + 1}]" for k in range(4)]
 
 
-def test_bimodal_mode_masses_where_nuts_is_stuck(compiled) -> None:  # noqa: ANN001
+def test_bimodal_mode_masses_where_nuts_is_stuck(compiled) -> None:
     path = MODELS / "bimodal_1d" / "bimodal_1d.stan"
     data = json.loads((MODELS / "bimodal_1d" / "bimodal_1d.data.json").read_text())
     w = data["w"]
@@ -223,7 +223,7 @@ model { v ~ normal(0, 3); z ~ normal(0, exp(v / 2)); }
 """
 
 
-def test_defaults_non_centre_neals_funnel(compiled) -> None:  # noqa: ANN001
+def test_defaults_non_centre_neals_funnel(compiled) -> None:
     """Neal's funnel in 5-D, normalised: log Z = 0, E[v] = 0, E[v^2] = 9.  As written, NUTS
     (and CT with a Gaussian base in (v, z)) cannot enter the neck; the generated program
     declares z with its prior's scale as multiplier, the base lives in Stan's unconstrained
@@ -240,7 +240,7 @@ def test_defaults_non_centre_neals_funnel(compiled) -> None:  # noqa: ANN001
 
 
 def test_a_round_stuck_at_the_target_gives_the_next_zeta_by_importance_sampling(
-        compiled) -> None:  # noqa: ANN001
+        compiled) -> None:
     """earn_height's situation, with an exact answer: a regression on an uncentred
     predictor (coefficients correlated -0.99), a mean-field ADVI base and a log zeta
     300 nats low (earn_height's pilot was 400 nats low) keep round 0 at beta = 1, where
@@ -269,16 +269,16 @@ def test_a_round_stuck_at_the_target_gives_the_next_zeta_by_importance_sampling(
         assert abs(e.mean - mean[k]) < 4 * e.mcse, (k, e, mean[k])
 
 
-def test_delta_at_draws_of_the_next_base_is_the_programs_own(compiled) -> None:  # noqa: ANN001
+def test_delta_at_draws_of_the_next_base_is_the_programs_own(compiled) -> None:
     """The beta bias's iid base draws get Delta' from the CT program's generated
     quantities: parameter order, the bound's Jacobian, the next base and log zeta."""
     from scipy.stats import norm
 
-    from pemc_stan.methods.continuous_tempering.model import ContinuousTemperingModel
+    from pemc_stan.pipeline import method_model
 
     program = ("parameters { real<lower=0> s; real m; }\n"
                "model { s ~ exponential(1); m ~ normal(1, 2); }\n")
-    model = ContinuousTemperingModel(program, {})
+    model = method_model(program, {}, method="ct")
     base, log_zeta = model.fit_base(1)
     assert base is not None
     out = model._base_draws_delta(base, log_zeta + 0.5, 300, seed=3)

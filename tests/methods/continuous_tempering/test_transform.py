@@ -27,10 +27,7 @@ from pemc_stan.errors import (
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
-from pemc_stan.methods.continuous_tempering.transform import (
-    ContinuousTemperingResult,
-    transform_continuous_tempering,
-)
+from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.pipeline import transform_result
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.stanc import check_with_stanc
@@ -137,9 +134,9 @@ def test_rejections_before_compiling() -> None:
         sampling.sample("data { real y; } model { }", method="ct")
     with pytest.raises(ValueError, match="base_covariance='x'"):
         sampling.sample(SIMPLE, {"n": 0, "y": []}, method="ct", base_covariance="x")
-    with pytest.raises(ValueError, match="pseudo-extended options"):
+    with pytest.raises(ValueError, match="it is a pseudo-extended option"):
         sampling.sample(SIMPLE, {"n": 0, "y": []}, method="ct", n_pseudo=3)
-    with pytest.raises(ValueError, match="continuous-tempering options"):
+    with pytest.raises(ValueError, match="it is a continuous-tempering option"):
         sampling.sample(SIMPLE, {"n": 0, "y": []}, method="pe", base_covariance="dense")
     with pytest.raises(DataError, match="'K'"):  # the data are checked first
         sampling.sample("data { int K; } parameters { vector[K] x; } model { }", {},
@@ -154,7 +151,7 @@ def test_rejections_before_compiling() -> None:
 def test_result_and_dispatch() -> None:
     r = transform_result(SIMPLE, method="continuous_tempering", name="simple")
     assert isinstance(r, ContinuousTemperingResult)
-    assert r.method == "continuous_tempering" and r.parameter_names == ("mu", "sigma")
+    assert r.method.name == "continuous_tempering" and r.parameter_names == ("mu", "sigma")
     assert transform(SIMPLE, method="ct", name="simple") == r.stan_code
     code = r.stan_code
     assert "real pemc_u;" in code
@@ -192,7 +189,7 @@ def test_the_default_base_is_dense_unless_a_given_base_is_diagonal() -> None:
 
 
 def test_data_entries() -> None:
-    r = transform_continuous_tempering(SIMPLE, base_covariance="diag")
+    r = transform_result(SIMPLE, method="ct", base_covariance="diag")
     with pytest.raises(ValueError, match="log_zeta=None"):
         r.data({"n": 1, "y": [0.0]})
     with pytest.raises(ValueError, match="base=None"):
@@ -206,8 +203,8 @@ def test_data_entries() -> None:
                base=BaseDensity(np.array([1.0, 2.0]), np.diag([4.0, 9.0])))
     assert d["pemc_log_zeta"] == -1.5 and d["pemc_D"] == 2
     assert d["pemc_base_mean"] == [1.0, 2.0] and d["pemc_base_sd"] == [2.0, 3.0]
-    dl = transform_continuous_tempering(SIMPLE, temper="likelihood").data({"n": 0, "y": []},
-                                                                          log_zeta=2.0)
+    dl = transform_result(SIMPLE, method="ct", temper="likelihood").data({"n": 0, "y": []},
+                                                                         log_zeta=2.0)
     flat = {"pemc_n_knots": 2, "pemc_knots": [0.0, 1.0], "pemc_bias": [0.0, 0.0]}
     assert dl == {"n": 0, "y": [], "pemc_log_zeta": 2.0, **flat}
     bias = BetaBias([0.0, 0.1, 1.0], [0.0, -2.0, 1.0])
@@ -245,7 +242,7 @@ def test_base_dimension_matches_python_on_corpus_data() -> None:
         if not data_path.exists():
             continue
         try:
-            r = transform_continuous_tempering(path)
+            r = transform_result(path, method="ct")
             d = r.coordinates.dim(json.loads(data_path.read_text()))
         except UnsupportedBaseError:
             continue
@@ -255,7 +252,7 @@ def test_base_dimension_matches_python_on_corpus_data() -> None:
 
 
 def test_container_bounds_in_python_match_the_declared_shapes() -> None:
-    r = transform_continuous_tempering(ALL_TYPES)
+    r = transform_result(ALL_TYPES, method="ct")
     data = {"N": 3, "K": 4, "lo": [0.0, 1.0, -2.0], "hi": [1.0, 5.0, 0.0]}
     coords = r.coordinates
     rng = np.random.default_rng(0)

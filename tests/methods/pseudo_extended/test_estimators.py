@@ -12,7 +12,6 @@ from pemc_stan.methods.pseudo_extended.estimators import (
     mixture_weights,
 )
 
-
 # Exact draws from a PE extended target (eq 8) for gamma(x) = exp(-x^2 / 2)
 # (Z = sqrt(2 pi)): q(x, beta) = gamma(x)^beta g(beta) / Z_q has x | beta ~ N(0, 1 / beta)
 # and, for g uniform on (b0, 1), beta-marginal proportional to beta^(-1/2), so

@@ -8,8 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pemc_stan.errors import PseudoExtendedWarning
-from pemc_stan.errors import PseudoExtendedDiagnosticWarning
+from pemc_stan.errors import PseudoExtendedDiagnosticWarning, PseudoExtendedWarning
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.pipeline import transform_result
 

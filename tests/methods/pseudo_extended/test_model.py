@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
+from pemc_stan.pipeline import method_model
 
 PROGRAM = """
 parameters {
@@ -18,7 +18,7 @@ model { tau ~ cauchy(0, 1); x ~ normal(0, 1); m ~ normal(0, 1); target += -squar
 
 
 def test_every_copy_of_every_chain_starts_at_its_own_draw_from_the_base() -> None:
-    model = PseudoExtendedModel(PROGRAM, {}, n_pseudo=3)
+    model = method_model(PROGRAM, {}, method="pe", n_pseudo=3)
     result = model.result
     assert result.temper == "base"  # a Cauchy prior and no likelihood split
     assert [c.unrolled for c in result.parameters] == [False, True, False]
@@ -39,6 +39,6 @@ def test_every_copy_of_every_chain_starts_at_its_own_draw_from_the_base() -> Non
     assert len(np.unique(taus)) == 12
     assert model.inits_from_base(base, chains=4, seed=5) == inits
     # with noncentring NUTS moves raw coordinates: Stan's own inits
-    raw = PseudoExtendedModel(PROGRAM.replace("real<lower=-tau, upper=tau> x;", "real x;"), {},
-                              n_pseudo=3, noncentring=0.5)
+    raw = method_model(PROGRAM.replace("real<lower=-tau, upper=tau> x;", "real x;"), {},
+                       method="pe", n_pseudo=3, noncentring=0.5)
     assert raw.inits_from_base(base, chains=4, seed=5) is None

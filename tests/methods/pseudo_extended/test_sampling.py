@@ -17,7 +17,7 @@ from scipy import stats
 
 import pemc_stan
 from pemc_stan.estimators.weights import chain_ess
-from pemc_stan.methods.pseudo_extended.model import PseudoExtendedModel
+from pemc_stan.pipeline import method_model
 
 pytestmark = pytest.mark.compiled
 
@@ -76,11 +76,11 @@ def _within(est: float, se: float, exact: float, what: str, k: float = 4.0) -> N
 
 
 @pytest.fixture(scope="module")
-def bimodal_pe(compiled, cmdstan_installation):  # noqa: ANN001, ANN201
-    return PseudoExtendedModel(BIMODAL, BIMODAL_DATA, n_pseudo=5)
+def bimodal_pe(compiled, cmdstan_installation):
+    return method_model(BIMODAL, BIMODAL_DATA, method="pe", n_pseudo=5)
 
 
-def test_plain_nuts_stays_in_one_mode(compiled) -> None:  # noqa: ANN001
+def test_plain_nuts_stays_in_one_mode(compiled) -> None:
     model = compiled(BIMODAL)
     fit = model.sample(data=BIMODAL_DATA, chains=4, iter_warmup=500, iter_sampling=1000,
                        seed=11, show_progress=False)
@@ -92,7 +92,7 @@ def test_plain_nuts_stays_in_one_mode(compiled) -> None:  # noqa: ANN001
     assert np.all(np.abs(left - BIMODAL_DATA["w"]) >= 0.3)
 
 
-def test_pe_recovers_mode_masses(bimodal_pe) -> None:  # noqa: ANN001
+def test_pe_recovers_mode_masses(bimodal_pe) -> None:
     fit = bimodal_pe.sample(chains=4, iter_warmup=1000, iter_sampling=2000, seed=3)
     w, m1, m2 = BIMODAL_DATA["w"], BIMODAL_DATA["mu1"], BIMODAL_DATA["mu2"]
     for estimator in ("draw", "mixture"):
@@ -110,7 +110,7 @@ def test_pe_recovers_mode_masses(bimodal_pe) -> None:  # noqa: ANN001
     assert info["beta_quantiles"][0] < 0.1  # small inverse temperatures are reached
 
 
-def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # noqa: ANN001
+def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:
     fit = bimodal_pe.sample(chains=2, iter_warmup=300, iter_sampling=300, seed=5,
                             sig_figs=15)
     lw_py, lw_stan = fit.log_weights(), fit.log_weights_stan()
@@ -127,13 +127,13 @@ def test_weights_python_agree_with_generated_quantities(bimodal_pe) -> None:  # 
     np.testing.assert_allclose(wn.sum(axis=-1), 1.0, rtol=1e-12)
 
 
-def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:  # noqa: ANN001
+def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:
     # Theorem 2.1 holds for (x, beta) jointly: the weighted pseudo-sample's (x_i, beta_i)
     # follows pi(x) x pi(beta), so sum_i W_i beta_i estimates E_pi[beta] = 0.37 exactly.  A pi
     # or g term missing from the weight or the target (dropping g from the target gives 0.50),
     # or a beta law tilted by 1/beta (0.10), fails here.
     b0 = 0.01
-    pe = PseudoExtendedModel(BIMODAL, BIMODAL_DATA, n_pseudo=3, beta_min=b0,
+    pe = method_model(BIMODAL, BIMODAL_DATA, method="pe", n_pseudo=3, beta_min=b0,
                              beta_prior=(0.5, 1), instrumental=(0.5, 1))
     fit = pe.sample(chains=4, iter_warmup=1000, iter_sampling=2000, seed=7)
     # pi = Beta(0.5, 1) restricted to (b0, 1): density proportional to beta^(-1/2)
@@ -152,13 +152,13 @@ def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:  # no
 
 
 @pytest.fixture(scope="module")
-def constrained_pe(compiled, cmdstan_installation):  # noqa: ANN001, ANN201
+def constrained_pe(compiled, cmdstan_installation):
     # 7 unconstrained dimensions, two with exponential tails: with g uniform on (0, 1)
     # q(x, beta) would be improper (int gamma^beta ~ beta^-2), so beta lives on (0.1, 1).
-    return PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=3, beta_min=0.1)
+    return method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", n_pseudo=3, beta_min=0.1)
 
 
-def _check_constrained(fit, label: str) -> None:  # noqa: ANN001
+def _check_constrained(fit, label: str) -> None:
     for col, exact in _exact_constrained().items():
         for estimator in ("draw", "mixture"):  # mixture: one Z/Z_q per copy on a ladder
             est = fit.expectation(col, estimator=estimator)
@@ -173,22 +173,22 @@ def _check_constrained(fit, label: str) -> None:  # noqa: ANN001
     np.testing.assert_allclose(res["Omega[2,2]"], 1.0, atol=1e-8)
 
 
-def test_constrained_posterior_means(constrained_pe) -> None:  # noqa: ANN001
+def test_constrained_posterior_means(constrained_pe) -> None:
     fit = constrained_pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=7)
     assert fit.result.parameters[-1].unrolled  # b has lower=a: one copy per pseudo-sample
     assert fit.beta().min() >= 0.1
     _check_constrained(fit, "PE N=3")
 
 
-def test_n1_reproduces_original_posterior(compiled) -> None:  # noqa: ANN001
-    pe = PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=1)
+def test_n1_reproduces_original_posterior(compiled) -> None:
+    pe = method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", n_pseudo=1)
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=8)
     np.testing.assert_allclose(fit.normalised_weights(), 1.0)
     _check_constrained(fit, "PE N=1")
 
 
-def test_likelihood_tempering_with_fixed_ladder(compiled) -> None:  # noqa: ANN001
-    pe = PseudoExtendedModel(CONSTRAINED, CONSTRAINED_DATA, n_pseudo=3, temper="likelihood",
+def test_likelihood_tempering_with_fixed_ladder(compiled) -> None:
+    pe = method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", n_pseudo=3, temper="likelihood",
                              beta=[0.2, 0.6, 1.0])
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=9, sig_figs=15)
     np.testing.assert_allclose(fit.log_weights(), fit.log_weights_stan(), rtol=1e-9, atol=1e-9)
@@ -213,12 +213,12 @@ model {
 """
 
 
-def test_noncentring_keeps_the_target(compiled, cmdstan_installation) -> None:  # noqa: ANN001
+def test_noncentring_keeps_the_target(compiled, cmdstan_installation) -> None:
     # Exact: Beta(2 + k, 3 + n - k), Gamma(3, 2), N(-1, 1) truncated above at 0, N(1, 2).
     # A wrong log-Jacobian of a constraint shifts these by many SEs.  Dropping the
     # beta^(-alpha/2) term tilts pi and g alike, which the x-marginal cannot see (the weights
     # only use pi / g), but the weighted beta then no longer follows pi (E = 0.55 -> 0.70).
-    pe = PseudoExtendedModel(NONCENTRED, {"n": 20, "k": 6}, n_pseudo=3, beta_min=0.1,
+    pe = method_model(NONCENTRED, {"n": 20, "k": 6}, method="pe", n_pseudo=3, beta_min=0.1,
                              noncentring=0.5, log_scale=0.0)
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=12, sig_figs=15)
     np.testing.assert_allclose(fit.log_weights(), fit.log_weights_stan(), rtol=1e-9, atol=1e-9)
@@ -236,7 +236,7 @@ def test_noncentring_keeps_the_target(compiled, cmdstan_installation) -> None:  
     assert fit.diagnostics(warn=False)["divergences"] == 0
 
 
-def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN001
+def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:
     import pemc_stan
 
     model = compiled(BIMODAL)
@@ -248,7 +248,7 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:  # noqa: ANN
     assert fit._original() is model  # the given model is reused for generated quantities
 
 
-def test_default_target_is_proper_in_five_dimensions(compiled) -> None:  # noqa: ANN001
+def test_default_target_is_proper_in_five_dimensions(compiled) -> None:
     """Defaults on a 5-D standard normal (no likelihood: whole-posterior tempering).
 
     With g = pi = Beta((d + 1)/2, 1) the instrumental's beta marginal is proportional to
@@ -295,7 +295,7 @@ def _log_tempered_mass(beta: float, m: np.ndarray, S: np.ndarray) -> float:
                  - 0.5 * np.linalg.slogdet(lam)[1] + 0.5 * eta @ np.linalg.solve(lam, eta))
 
 
-def test_base_tempered_target_in_five_dimensions(compiled) -> None:  # noqa: ANN001
+def test_base_tempered_target_in_five_dimensions(compiled) -> None:
     """temper='base' on a 5-D standard normal: the whole density is tempered
     towards the pilot's Gaussian base b = N(m, S), q(x, beta) ∝ b^(1 - beta) gamma^beta with
     a uniform g on (0, 1).  Its beta marginal is ∝ int b^(1 - beta) gamma^beta dx, in closed
@@ -334,7 +334,7 @@ FLAT_NORMAL_Y = [5.582, -3.611, 2.336, 0.364, 0.595, 1.069, -2.54, 1.036, -0.23,
                  0.795, 0.937, 0.164, -0.61, 0.718, 2.464, 1.023, 3.416, 1.1]
 
 
-def test_defaults_with_flat_priors_are_proper(compiled) -> None:  # noqa: ANN001
+def test_defaults_with_flat_priors_are_proper(compiled) -> None:
     """Normal data, flat priors on mu and sigma (n = 20).  gamma^beta is not integrable for
     beta <= 2/n (sigma^(1 - n beta) tails after integrating mu out), so tempering the whole
     posterior with beta down to 0.01 is improper; the default tempers towards the base.
@@ -363,7 +363,7 @@ model { v ~ normal(0, 3); z ~ normal(0, exp(v / 2)); }
 """
 
 
-def test_defaults_non_centre_neals_funnel(compiled) -> None:  # noqa: ANN001
+def test_defaults_non_centre_neals_funnel(compiled) -> None:
     """Neal's funnel in 5-D, normalised: log Z = 0, E[v] = 0, E[v^2] = 9.  The program
     declares z with its prior's scale as multiplier, and with no likelihood split the
     default tempers towards the base: gamma^beta would push v to about 18 / beta (92% of
@@ -375,7 +375,7 @@ def test_defaults_non_centre_neals_funnel(compiled) -> None:  # noqa: ANN001
     for f, exact, cap in (("v", 0.0, 0.15), (lambda v: v["v"] ** 2, 9.0, 1.0)):
         e = fit.expectation(f)
         assert 0 < e.mcse < cap and abs(e.mean - exact) < 4 * e.mcse, (f, e)
-    est = pemc_stan.evidence(fit, method="bridge", seed=3)
+    est = pemc_stan.evidence(fit, estimator="bridge", seed=3)
     assert 0 < est.std_error < 0.1 and abs(est.log_z) < 4 * est.std_error, est
     assert fit.nuts_counts().divergences < 40  # < 1% of the transitions
     assert fit.check().ok, fit.check()

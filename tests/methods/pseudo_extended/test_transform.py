@@ -15,15 +15,18 @@ import numpy as np
 import pytest
 
 from pemc_stan import transform
-from pemc_stan.errors import ReservedPrefixError
-from pemc_stan.errors import StanProgramError, UnsupportedBaseError, UnsupportedConstructError
+from pemc_stan.errors import (
+    PseudoExtendedWarning,
+    ReservedPrefixError,
+    StanProgramError,
+    UnsupportedBaseError,
+    UnsupportedConstructError,
+)
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.stan.parser import parse
-from pemc_stan.errors import PseudoExtendedWarning
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
-from pemc_stan.methods.pseudo_extended.transform import transform_pseudo_extended
-from pemc_stan.stan.stanc import check_with_stanc
 from pemc_stan.pipeline import transform_result
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.stanc import check_with_stanc
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pemc_stan.methods.pseudo_extended.transform.PseudoExtendedWarning")

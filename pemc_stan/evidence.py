@@ -1,13 +1,17 @@
 """Normalising-constant (evidence) estimates for Stan models and fits: ``pemc_stan.evidence()``.
 
-:func:`evidence` runs what an estimator needs and returns an
+:func:`evidence` is the front door for ``log Z`` as :func:`pemc_stan.pipeline.sample` is
+for draws: it compiles and runs what an estimator needs (NUTS, Pathfinder, a method's
+fit, the density program) and returns an
 :class:`~pemc_stan.estimators.log_z.EvidenceEstimate` of
 ``log Z = log integral gamma(x) dx``, where ``gamma`` is the model's density
 with **all constants** (every ``~`` as its full ``_lpdf``/``_lpmf``), so for a
-proper prior ``Z`` is the marginal likelihood ``p(y)``.
+proper prior ``Z`` is the marginal likelihood ``p(y)``.  The estimators
+themselves are pure functions of draws and log densities in
+:mod:`pemc_stan.estimators`.
 
-Methods
--------
+Estimators
+----------
 ``"bridge"``
     Meng & Wong's optimal bridge (:func:`~pemc_stan.estimators.log_z.bridge_sampling`)
     between the posterior draws and a multivariate normal fitted to half of
@@ -27,12 +31,15 @@ Methods
     (Graham & Storkey) or thermodynamic integration over ``beta`` from the
     same draws.  Given a model, a CT fit is run first.
 
-``gamma`` is evaluated at arbitrary points by a density program
-(:mod:`pemc_stan.estimators.density`).
+The estimator is named by ``estimator=`` (``method=`` is its deprecated
+spelling: in :func:`pemc_stan.sample` a method is a sampling method).
 
-:func:`compare_methods` runs several methods on the same model and warns when
-two disagree by more than their standard errors allow; :func:`bayes_factor`
-combines two estimates.
+``gamma`` is evaluated at arbitrary points by a density program
+(:mod:`pemc_stan.methods.density`).
+
+:func:`compare_methods` compares estimates of the same model (by several
+estimators) and warns when two disagree by more than their standard errors
+allow; :func:`bayes_factor` combines two estimates.
 """
 
 from __future__ import annotations
@@ -57,9 +64,9 @@ from pemc_stan.errors import (
     EvidenceDisagreementWarning,
     FitSuspectWarning,
     ImproperPriorError,
+    OptionsError,
     PriorNormalisationWarning,
 )
-from pemc_stan.estimators.density import DENSITY_COLUMN, DensityEvaluator, density_program
 from pemc_stan.estimators.log_z import (
     Comparison,
     EvidenceEstimate,
@@ -72,6 +79,7 @@ from pemc_stan.estimators.normalisation import PriorReport, prior_report
 from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit
+from pemc_stan.methods.density import DENSITY_COLUMN, DensityEvaluator, density_program
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
 
 logger = logging.getLogger(__name__)
@@ -127,6 +135,38 @@ def canonical_estimator(name: str) -> str | None:
     return method.estimators[0] if method.estimators else None
 
 
+def _estimator_argument(estimator: str | None, method: str | None) -> str:
+    """The estimator :func:`evidence` was asked for: ``estimator=``, or the deprecated
+    ``method=`` (with a :class:`DeprecationWarning`), else ``"bridge"``.
+
+    Raises
+    ------
+    OptionsError
+        If both are given.
+    """
+    if method is None:
+        return "bridge" if estimator is None else estimator
+    if estimator is not None:
+        raise OptionsError(
+            "method", method, "estimator= alone (method= is its deprecated spelling)",
+            message=f"estimator={estimator!r} and method={method!r} both name the estimator; "
+                    "method= is deprecated: pass estimator= alone")
+    warnings.warn("method= is deprecated; use estimator=", DeprecationWarning, stacklevel=3)
+    return method
+
+
+def _check_integer(name: str, value: Any, low: int, expected: str) -> None:
+    """Raise :class:`OptionsError` unless ``value`` is an integer (``int`` or NumPy, not
+    ``bool``) ``>= low``.
+
+    Raises
+    ------
+    OptionsError
+        Naming ``name``, the value and ``expected``.
+    """
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+        raise OptionsError(name, value, expected, message=f"{name}={value!r}; expected {expected}")
+
 
 @dataclass(frozen=True)
 class EvidenceOptions:
@@ -134,8 +174,8 @@ class EvidenceOptions:
 
     Attributes
     ----------
-    method : str
-        ``"bridge"``, ``"is"``, ``"ct"`` or ``"ti"``.
+    estimator : str
+        ``"bridge"``, ``"is"``, ``"ct"`` or ``"ti"`` (or an alias, or a method's name).
     chains, iter_warmup, iter_sampling : int
         NUTS settings (bridge on a model; CT runs).
     seed : int or None
@@ -152,7 +192,7 @@ class EvidenceOptions:
         Warp-3 bridge sampling.
     """
 
-    method: str = "bridge"
+    estimator: str = "bridge"
     chains: int = 4
     iter_warmup: int = 1000
     iter_sampling: int = 1000
@@ -168,25 +208,30 @@ class EvidenceOptions:
 
         Raises
         ------
-        ValueError
-            Naming the argument, its value and what was expected.
+        OptionsError
+            Naming the argument, its value and what was expected (a ``ValueError``).
         """
-        if canonical_estimator(self.method) is None:
-            raise ValueError(f"method={self.method!r}; expected one of {', '.join(estimators())}")
+        if canonical_estimator(self.estimator) is None:
+            expected = f"one of {', '.join(estimators())}"
+            raise OptionsError("estimator", self.estimator, expected,
+                               message=f"estimator={self.estimator!r}; expected {expected}")
         for name, low in (("chains", 1), ("iter_warmup", 0), ("iter_sampling", 8),
                           ("is_draws", 10), ("ti_grid", 3)):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < low:
-                raise ValueError(f"{name}={v!r}; expected an integer >= {low}")
+            _check_integer(name, getattr(self, name), low, f"an integer >= {low}")
         if self.is_proposal not in ("pathfinder", "student_t"):
-            raise ValueError(f"is_proposal={self.is_proposal!r}; expected 'pathfinder' or "
-                             "'student_t'")
+            expected = "'pathfinder' or 'student_t'"
+            raise OptionsError("is_proposal", self.is_proposal, expected,
+                               message=f"is_proposal={self.is_proposal!r}; expected {expected}")
         if self.n_proposal is not None and (not isinstance(self.n_proposal, (int, np.integer))
                                             or self.n_proposal < 2):
-            raise ValueError(f"n_proposal={self.n_proposal!r}; expected None or an integer >= 2")
+            expected = "None or an integer >= 2"
+            raise OptionsError("n_proposal", self.n_proposal, expected,
+                               message=f"n_proposal={self.n_proposal!r}; expected {expected}")
         if self.seed is not None and (not isinstance(self.seed, (int, np.integer))
                                       or self.seed < 0):
-            raise ValueError(f"seed={self.seed!r}; expected None or a non-negative integer")
+            expected = "None or a non-negative integer"
+            raise OptionsError("seed", self.seed, expected,
+                               message=f"seed={self.seed!r}; expected {expected}")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -399,13 +444,16 @@ def importance_from_draws(program: str | StanProgram, data: Mapping[str, Any] | 
 
     Raises
     ------
+    OptionsError
+        If ``df <= 2`` (a ``ValueError``).
     ValueError
-        If ``df <= 2``, the draws are malformed or their covariance is singular.
+        If the draws are malformed or their covariance is singular.
     UnsupportedConstructError
         If a parameter type or bound is not supported.
     """
     if not df > 2:
-        raise ValueError(f"df={df!r}; expected degrees of freedom > 2 (finite covariance)")
+        expected = "degrees of freedom > 2 (finite covariance)"
+        raise OptionsError("df", df, expected, message=f"df={df!r}; expected {expected}")
     data = dict(data or {})
     program = read_program(program, name)
     space, _, u_post = _posterior_setup(program, data, draws, name)
@@ -427,7 +475,6 @@ def importance_from_draws(program: str | StanProgram, data: Mapping[str, Any] | 
     diag = dict(est.diagnostics)
     diag.update(df=float(df), dim=space.dim, n_invalid_proposals=int(np.sum(~np.isfinite(log_q))))
     return EvidenceEstimate(est.log_z, est.std_error, "psis_student_t", diag)
-
 
 
 def importance_from_pathfinder(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
@@ -477,8 +524,9 @@ def importance_from_pathfinder(model: cmdstanpy.CmdStanModel, data: Mapping[str,
 def evidence(
     model_or_fit: Any,
     data: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    method: str = "bridge",
+    estimator: str | None = None,
     *,
+    method: str | None = None,
     program: str | os.PathLike[str] | None = None,
     chains: int = 4,
     iter_warmup: int = 1000,
@@ -499,7 +547,7 @@ def evidence(
     ----------
     model_or_fit
         A ``.stan`` path, Stan program text or ``cmdstanpy.CmdStanModel``
-        (the draws the method needs are produced here); a
+        (the draws the estimator needs are produced here); a
         ``cmdstanpy.CmdStanMCMC`` fit of the unchanged program (give
         ``program`` unless the fit was compiled by pemc-stan, whose cache
         keeps the program next to the executable, and ``data``); a
@@ -507,10 +555,15 @@ def evidence(
         continuously tempered fit.
     data : mapping or path, optional
         The model's data (taken from the fit when it has it).
-    method : {"bridge", "is", "ct", "ti"}
-        See the module docstring.  Fits support: CmdStanMCMC and
+    estimator : {"bridge", "is", "ct", "ti"}, optional
+        See the module docstring (default ``"bridge"``; aliases such as
+        ``"psis"`` and a method's name, for its first estimator, are accepted).
+        Fits support: CmdStanMCMC ``"bridge"`` and ``"is"``;
         PseudoExtendedFit ``"bridge"``; continuously tempered fits
         ``"ct"``, ``"ti"`` and ``"bridge"``.
+    method : str, optional
+        Deprecated spelling of ``estimator`` (a :class:`DeprecationWarning`
+        is issued); not to be given with it.
     program : path or str, optional
         The program of a ``CmdStanMCMC`` fit.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
@@ -538,20 +591,31 @@ def evidence(
 
     Raises
     ------
-    ValueError
-        On invalid options (naming the argument) or a method the input does
-        not support.
+    OptionsError
+        On invalid options (naming the argument), ``estimator`` and ``method``
+        both given, an estimator the input does not support, a ``CmdStanMCMC``
+        fit whose program cannot be found, a method's fit that knows no method,
+        or a program without parameters (all ``ValueError``).
     TypeError
         On an input of unknown type.
+    FileNotFoundError
+        If ``model_or_fit`` names a ``.stan`` file that does not exist.
+    ImproperPriorError
+        If a parameter has a flat, improper prior (before anything is compiled).
+    DataError
+        If the data do not match the program's data block.
     UnsupportedConstructError
         If the program cannot be rewritten or has unsupported parameter types.
+    RuntimeError
+        If a CmdStan run fails.
     """
-    opts = EvidenceOptions(method=method, chains=chains, iter_warmup=iter_warmup,
+    estimator = _estimator_argument(estimator, method)
+    opts = EvidenceOptions(estimator=estimator, chains=chains, iter_warmup=iter_warmup,
                            iter_sampling=iter_sampling, seed=seed, n_proposal=n_proposal,
                            is_draws=is_draws, is_proposal=is_proposal, ti_grid=ti_grid,
                            warp=warp)
     opts.validate()
-    m = canonical_estimator(method)
+    m = canonical_estimator(estimator)
     assert m is not None  # validated above
     out_dir = None if output_dir is None else Path(output_dir)
     if isinstance(model_or_fit, ExtendedFit):
@@ -559,57 +623,125 @@ def evidence(
         gaps = check_prior(model_or_fit.program, d)
         return _with_gaps(_from_extended_fit(model_or_fit, m, opts, out_dir, d), gaps)
     if isinstance(model_or_fit, cmdstanpy.CmdStanMCMC):
-        if m not in ("bridge", "is"):
-            raise ValueError(f"method={method!r} is not available for a CmdStanMCMC fit; use "
-                             "'bridge' or 'is', or pass the model to run what the method needs")
-        fit = model_or_fit
-        prog = _mcmc_program(fit, program)
-        d = load_data(data) if data is not None else _mcmc_data(fit)
+        prog, d = _mcmc_inputs(model_or_fit, estimator, m, program, data)
         gaps = check_prior(prog, d)
-        draws = _chain_arrays_from_mcmc(fit, prog.parameter_names)
+        draws = _chain_arrays_from_mcmc(model_or_fit, prog.parameter_names)
         return _with_gaps(_judged(_from_nuts_draws(prog, d, draws, m, opts, out_dir),
-                                  nuts_reasons(fit)), gaps)
-    if not isinstance(model_or_fit, (str, os.PathLike, cmdstanpy.CmdStanModel, StanProgram)):
-        raise TypeError(f"expected a .stan path, Stan program text, CmdStanModel or a fit, got "
-                        f"{type(model_or_fit).__name__}")
-    if isinstance(model_or_fit, (str, os.PathLike)) and _is_path(model_or_fit) and not Path(
-            model_or_fit).exists():
-        raise FileNotFoundError(f"Stan file {model_or_fit} does not exist")
-    prog = read_program(model_or_fit)
+                                  nuts_reasons(model_or_fit)), gaps)
+    prog = _model_program(model_or_fit)
     d = read_data(prog, data)
     gaps = check_prior(prog, d)  # before anything is compiled
     owner = registry.for_estimator(m)
     if owner is not None:  # the estimator needs that method's fit: run it
-        from pemc_stan.pipeline import sample
-
-        given = model_or_fit if isinstance(model_or_fit, cmdstanpy.CmdStanModel) else prog
-        method_fit = sample(given, data=d or None, method=owner.name, chains=chains,
-                            iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
-                            output_dir=None if out_dir is None else str(out_dir),
-                            show_progress=show_progress, **sampler_kwargs)
+        method_fit = _run_method(owner, model_or_fit, prog, d, opts, out_dir, show_progress,
+                                 sampler_kwargs)
         return _with_gaps(_from_extended_fit(method_fit, m, opts, out_dir, d), gaps)
-    cmd_model = (model_or_fit if isinstance(model_or_fit, cmdstanpy.CmdStanModel)
+    est, reasons = _from_model(model_or_fit, prog, d, m, opts, out_dir, show_progress,
+                               sampler_kwargs)
+    return _with_gaps(_judged(est, reasons), gaps)
+
+
+def _mcmc_inputs(fit: cmdstanpy.CmdStanMCMC, estimator: str, m: str, program: Any,
+                 data: Mapping[str, Any] | str | os.PathLike[str] | None
+                 ) -> tuple[StanProgram, dict[str, Any]]:
+    """The program and data of a ``CmdStanMCMC`` fit, once the estimator ``m`` (asked for as
+    ``estimator``) is known to work on its draws.
+
+    Raises
+    ------
+    OptionsError
+        If ``m`` needs more than NUTS draws, or the fit's program cannot be found.
+    DataError
+        If the data cannot be read.
+    """
+    if m not in ("bridge", "is"):
+        raise OptionsError(
+            "estimator", estimator, "'bridge' or 'is' for a CmdStanMCMC fit",
+            message=f"estimator={estimator!r} is not available for a CmdStanMCMC fit; use "
+                    "'bridge' or 'is', or pass the model to run what the estimator needs")
+    prog = _mcmc_program(fit, program)
+    d = load_data(data) if data is not None else _mcmc_data(fit)
+    return prog, d
+
+
+def _model_program(model: Any) -> StanProgram:
+    """The program of a model given as a ``.stan`` path, Stan text, a ``CmdStanModel`` or a
+    :class:`~pemc_stan.inputs.StanProgram`.
+
+    Raises
+    ------
+    TypeError
+        On an input of another type.
+    FileNotFoundError
+        If ``model`` names a ``.stan`` file that does not exist.
+    StanProgramError
+        If the program cannot be read or parsed.
+    """
+    if not isinstance(model, (str, os.PathLike, cmdstanpy.CmdStanModel, StanProgram)):
+        raise TypeError(f"expected a .stan path, Stan program text, CmdStanModel or a fit, got "
+                        f"{type(model).__name__}")
+    if isinstance(model, (str, os.PathLike)) and _is_path(model) and not Path(model).exists():
+        raise FileNotFoundError(f"Stan file {model} does not exist")
+    return read_program(model)
+
+
+def _run_method(owner: registry.Method, model: Any, prog: StanProgram, data: dict[str, Any],
+                opts: EvidenceOptions, out_dir: Path | None, show_progress: bool,
+                sampler_kwargs: dict[str, Any]) -> ExtendedFit:
+    """The fit of method ``owner`` (whose estimators need it) on the model.
+
+    Raises
+    ------
+    OptionsError, StanProgramError, DataError, RuntimeError
+        As :func:`pemc_stan.pipeline.sample`.
+    """
+    from pemc_stan.pipeline import sample
+
+    given = model if isinstance(model, cmdstanpy.CmdStanModel) else prog
+    return sample(given, data=data or None, method=owner, chains=opts.chains,
+                  iter_warmup=opts.iter_warmup, iter_sampling=opts.iter_sampling,
+                  seed=opts.seed, output_dir=None if out_dir is None else str(out_dir),
+                  show_progress=show_progress, **sampler_kwargs)
+
+
+def _from_model(model: Any, prog: StanProgram, data: dict[str, Any], m: str,
+                opts: EvidenceOptions, out_dir: Path | None, show_progress: bool,
+                sampler_kwargs: dict[str, Any]) -> tuple[EvidenceEstimate, list[str]]:
+    """``log Z`` of an unchanged model by ``"bridge"`` or ``"is"``, running Pathfinder (the
+    modes check, the ``"is"`` proposal) and NUTS; the estimate and why it is suspect.
+
+    Raises
+    ------
+    OptionsError
+        If the program has no parameters.
+    StanCompileError, RuntimeError
+        If the program does not compile or a CmdStan run fails.
+    UnsupportedConstructError
+        If a parameter type or bound is not supported.
+    """
+    cmd_model = (model if isinstance(model, cmdstanpy.CmdStanModel)
                  else compile_model(prog.text, name=prog.name))
-    modes = pathfinder_modes(cmd_model, d, seed)
+    modes = pathfinder_modes(cmd_model, data, opts.seed)
     mode_reasons = [] if modes <= 1 else [
         f"modes: multi-path Pathfinder finds {modes} separate modes; the {m} estimate covers "
         "only the modes its draws visit (plain NUTS rarely moves between modes), so it can "
-        "miss their mass; use method='ct'"]
-    if m == "is" and is_proposal == "pathfinder":
-        return _with_gaps(_judged(importance_from_pathfinder(
-            cmd_model, d, draws=is_draws, seed=seed, output_dir=out_dir), mode_reasons), gaps)
+        "miss their mass; use estimator='ct'"]
+    if m == "is" and opts.is_proposal == "pathfinder":
+        return importance_from_pathfinder(cmd_model, data, draws=opts.is_draws, seed=opts.seed,
+                                          output_dir=out_dir), mode_reasons
     names = prog.parameter_names
     if not names:
-        raise ValueError("the program has no parameters: its log Z is its log density, "
-                         "no estimator is needed")
-    sampler_kwargs.setdefault("sig_figs", 18)  # no draw may round onto a bound
-    fit = cmd_model.sample(data=d or None, chains=chains, iter_warmup=iter_warmup,
-                           iter_sampling=iter_sampling, seed=seed,
+        raise OptionsError("model_or_fit", prog.name, "a program with parameters",
+                           message="the program has no parameters: its log Z is its log "
+                                   "density, no estimator is needed")
+    kwargs = {"sig_figs": 18, **sampler_kwargs}  # no draw may round onto a bound
+    fit = cmd_model.sample(data=data or None, chains=opts.chains, iter_warmup=opts.iter_warmup,
+                           iter_sampling=opts.iter_sampling, seed=opts.seed,
                            output_dir=None if out_dir is None else str(out_dir / "nuts"),
-                           show_progress=show_progress, **sampler_kwargs)
+                           show_progress=show_progress, **kwargs)
     draws = _chain_arrays_from_mcmc(fit, names)
-    return _with_gaps(_judged(_from_nuts_draws(prog, d, draws, m, opts, out_dir),
-                              mode_reasons + nuts_reasons(fit)), gaps)
+    return (_from_nuts_draws(prog, data, draws, m, opts, out_dir),
+            mode_reasons + nuts_reasons(fit))
 
 
 def _from_nuts_draws(prog: StanProgram, data: dict[str, Any],
@@ -659,16 +791,17 @@ def parameter_names(program: str | StanProgram) -> list[str]:
 def _mcmc_program(fit: cmdstanpy.CmdStanMCMC, program: Any) -> StanProgram:
     if program is not None:
         return read_program(program)
-    exe = Path(fit.runset._args.model_exe or "")  # noqa: SLF001 - cmdstanpy keeps no model
+    exe = Path(fit.runset._args.model_exe or "")  # private: cmdstanpy keeps no model
     stan = exe.with_suffix(".stan")
     if stan.exists():
         return read_program(stan.read_text(), exe.stem)
-    raise ValueError("cannot find the Stan program of this CmdStanMCMC fit; pass program= "
-                     "(the .stan path or text of the unchanged model)")
+    raise OptionsError("program", None, "the .stan path or text of the unchanged model",
+                       message="cannot find the Stan program of this CmdStanMCMC fit; pass "
+                               "program= (the .stan path or text of the unchanged model)")
 
 
 def _mcmc_data(fit: cmdstanpy.CmdStanMCMC) -> dict[str, Any]:
-    path = getattr(fit.runset._args, "data", None)  # noqa: SLF001
+    path = getattr(fit.runset._args, "data", None)  # private, as above
     if isinstance(path, (str, os.PathLike)) and Path(path).exists():
         return load_data(path)
     return {}
@@ -677,15 +810,28 @@ def _mcmc_data(fit: cmdstanpy.CmdStanMCMC) -> dict[str, Any]:
 def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir: Path | None,
                        data: dict[str, Any]) -> EvidenceEstimate:
     """``log Z`` from a method's fit: the method's own estimators, or bridge sampling on its
-    resampled draws."""
-    spec = registry.for_fit(fit)
+    resampled draws.
+
+    Raises
+    ------
+    OptionsError
+        If the fit knows no method, or its method offers no estimator ``m`` (and ``m`` is
+        not ``"bridge"``).
+    """
+    spec = fit.result.method
+    if spec is None:  # a result made by calling a transformation directly, not the registry
+        raise OptionsError("model_or_fit", type(fit).__name__, "a fit made by pemc_stan.sample",
+                           message=f"this {type(fit).__name__} knows no method (its "
+                                   "TransformResult was not made through the registry); "
+                                   "pass a fit made by pemc_stan.sample")
     reasons = [str(r) for r in fit.check().reasons]
     if m in spec.estimators:
         return _judged(_tag(fit.evidence_estimate(m, ti_grid=opts.ti_grid), spec.name), reasons)
     if m != "bridge":
         offered = ", ".join(repr(e) for e in ("bridge", *spec.estimators))
-        raise ValueError(f"method={m!r} is not available for a {type(fit).__name__}; use "
-                         f"{offered}")
+        raise OptionsError("estimator", m, f"one of {offered} for a {type(fit).__name__}",
+                           message=f"estimator={m!r} is not available for a "
+                                   f"{type(fit).__name__}; use {offered}")
     prog = fit.program
     draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), prog.parameter_names)
     est = bridge_from_draws(prog, data, draws, name=prog.name, seed=_bridge_seed(opts.seed),
@@ -761,7 +907,7 @@ def nuts_reasons(fit: cmdstanpy.CmdStanMCMC) -> list[str]:
             worst = (rhat, name)
     if worst[0] > RHAT_MAX:
         reasons.append(f"rhat: R-hat of {worst[1]} is {worst[0]:.3f} (> {RHAT_MAX}): the NUTS "
-                       "chains disagree, perhaps in different modes; use method='ct'")
+                       "chains disagree, perhaps in different modes; use estimator='ct'")
     try:
         divergent = int(np.sum(fit.method_variables()["divergent__"]))
     except (KeyError, AttributeError):
@@ -790,7 +936,7 @@ def pathfinder_modes(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
         params = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
         groups, _ = group_paths(params, log_importance_weights(arr, cols), 8, min_draws=2)
         return len(groups)
-    except Exception as exc:  # noqa: BLE001 - only a check
+    except Exception as exc:  # any failure: this is only a check
         logger.debug("Pathfinder mode check failed: %s", exc)
         return 0
 
@@ -816,14 +962,18 @@ def compare_methods(estimates: Sequence[EvidenceEstimate] | Mapping[str, Evidenc
 
     Raises
     ------
+    OptionsError
+        If fewer than two estimates are given (a ``ValueError``).
     ValueError
-        If fewer than two estimates are given, or as :func:`compare`.
+        As :func:`~pemc_stan.estimators.log_z.compare`.
     """
     items = list(estimates.items()) if isinstance(estimates, Mapping) else [
         (e.method if [x.method for x in estimates].count(e.method) == 1 else f"{e.method}#{i}",
          e) for i, e in enumerate(estimates)]
     if len(items) < 2:
-        raise ValueError(f"compare_methods needs at least two estimates, got {len(items)}")
+        raise OptionsError("estimates", len(items), "at least two estimates",
+                           message="compare_methods needs at least two estimates, got "
+                                   f"{len(items)}")
     out: dict[tuple[str, str], Comparison] = {}
     for i in range(len(items)):
         for j in range(i + 1, len(items)):

@@ -1,4 +1,5 @@
-"""Evidence estimators on Stan models with analytic evidence (compiled, calibration).
+"""``pemc_stan.evidence``: its options and inputs (no compilation), and the estimators on
+Stan models with analytic evidence (compiled, calibration).
 
 For each model and estimator, 10 independent seeded runs must put the exact
 log Z within 4 reported standard errors in at least 9 runs, and the observed
@@ -18,10 +19,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pemc_stan.estimators.evidence import bayes_factor, compare_methods, evidence
+from pemc_stan.errors import OptionsError
 from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.evidence import (
+    EvidenceDisagreementWarning,
+    EvidenceOptions,
+    _chain_arrays_from_frame,
+    _estimator_argument,
+    bayes_factor,
+    compare_methods,
+    evidence,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 SEEDS = range(1, 11)
 
@@ -77,29 +87,29 @@ def _nuts_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
     for seed in SEEDS:
         fit = model.sample(data=str(data), seed=seed, show_progress=False, sig_figs=18, **NUTS)
         for key in out:
-            method, warp = key.removesuffix("_warp3"), key.endswith("_warp3")
-            out[key].append(evidence(fit, data, method=method, program=stan, seed=seed,
+            estimator, warp = key.removesuffix("_warp3"), key.endswith("_warp3")
+            out[key].append(evidence(fit, data, estimator=estimator, program=stan, seed=seed,
                                      is_draws=2000, warp=warp))
     return out
 
 
 @pytest.mark.compiled
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("method", ["bridge", "bridge_warp3", "is"])
-def test_calibration_on_nuts_draws(compiled: Any, case: str, method: str) -> None:
-    est = _nuts_estimates(case)[method]
-    check_calibration(f"{case} {method} (NUTS draws)", est, CASES[case][2]())
+@pytest.mark.parametrize("estimator", ["bridge", "bridge_warp3", "is"])
+def test_calibration_on_nuts_draws(compiled: Any, case: str, estimator: str) -> None:
+    est = _nuts_estimates(case)[estimator]
+    check_calibration(f"{case} {estimator} (NUTS draws)", est, CASES[case][2]())
     assert all(e.diagnostics["draws_from"] == "nuts" for e in est)
-    if method.startswith("bridge"):
+    if estimator.startswith("bridge"):
         assert all(e.diagnostics["converged"] for e in est)
-        assert all(e.diagnostics["warp"] == method.endswith("warp3") for e in est)
+        assert all(e.diagnostics["warp"] == estimator.endswith("warp3") for e in est)
 
 
 @pytest.mark.compiled
 @pytest.mark.parametrize("case", ["linear_regression", "beta_binomial"])
 def test_calibration_psis_pathfinder(compiled: Any, case: str) -> None:
     stan, data, exact = CASES[case]
-    est = [evidence(stan, data, method="is", seed=seed, is_draws=2000) for seed in SEEDS]
+    est = [evidence(stan, data, estimator="is", seed=seed, is_draws=2000) for seed in SEEDS]
     assert all(e.method == "psis_pathfinder" for e in est)
     assert all(e.diagnostics["pareto_k"] < 0.7 for e in est)
     check_calibration(f"{case} is (Pathfinder)", est, exact())
@@ -111,7 +121,7 @@ def test_psis_pathfinder_is_exact_for_a_gaussian_posterior(compiled: Any) -> Non
     constant weights, log Z exact to rounding (the calibration check would be degenerate)."""
     stan, data, exact = CASES["normal_normal"]
     for seed in (1, 2, 3):
-        est = evidence(stan, data, method="is", seed=seed, is_draws=500)
+        est = evidence(stan, data, estimator="is", seed=seed, is_draws=500)
         assert est.diagnostics["constant_weights"]
         assert est.log_z == pytest.approx(exact(), abs=1e-9)
         assert est.std_error < 1e-12
@@ -125,20 +135,20 @@ def _ct_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
     out: dict[str, list[EvidenceEstimate]] = {"ct": [], "ti": [], "bridge": []}
     for seed in SEEDS:
         fit = pemc_stan.sample(stan, data=str(data), method="ct", seed=seed, **CT)
-        for method in out:
-            out[method].append(evidence(fit, method=method, seed=seed))
+        for estimator in out:
+            out[estimator].append(evidence(fit, estimator=estimator, seed=seed))
     return out
 
 
 @pytest.mark.compiled
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("method", ["ct", "bridge"])
-def test_calibration_on_continuously_tempered_fits(compiled: Any, case: str, method: str
+@pytest.mark.parametrize("estimator", ["ct", "bridge"])
+def test_calibration_on_continuously_tempered_fits(compiled: Any, case: str, estimator: str
                                                    ) -> None:
-    est = _ct_estimates(case)[method]
-    check_calibration(f"{case} {method} (CT fit)", est, CASES[case][2]())
+    est = _ct_estimates(case)[estimator]
+    check_calibration(f"{case} {estimator} (CT fit)", est, CASES[case][2]())
     assert all(e.diagnostics["draws_from"] == "continuous_tempering" for e in est)
-    if method == "ct":
+    if estimator == "ct":
         # TI over beta from CT draws, integrated exactly, IS eq. 20: d/db log(zeta^b mean_s
         # p(b|x_s)) = E_b[log zeta - Delta]; Simpson on 101 points reproduces it
         for a, b in zip(est, _ct_estimates(case)["ti"], strict=True):
@@ -150,7 +160,7 @@ def test_bridge_seed_on_fits_is_reproducible_and_not_the_fit_seed() -> None:
     # The fit resamples with default_rng(seed); the bridge must not draw its proposal from a
     # generator with that same seed (dependent streams made the CT-fit estimates spread 0.29
     # times their SE on normal_normal, failing the calibration test above)
-    from pemc_stan.estimators.evidence import _bridge_seed
+    from pemc_stan.evidence import _bridge_seed
 
     assert _bridge_seed(None) is None
     seeds = [_bridge_seed(s) for s in range(1, 11)]
@@ -164,8 +174,8 @@ def test_bayes_factor_of_nested_linear_regressions(compiled: Any) -> None:
     folder = MODELS / "linear_regression"
     exact = json.loads((folder / "exact.json").read_text())
     stan = folder / "linear_regression.stan"
-    full = evidence(stan, folder / "full.data.json", method="bridge", seed=11, **NUTS)
-    reduced = evidence(stan, folder / "reduced.data.json", method="bridge", seed=12, **NUTS)
+    full = evidence(stan, folder / "full.data.json", estimator="bridge", seed=11, **NUTS)
+    reduced = evidence(stan, folder / "reduced.data.json", estimator="bridge", seed=12, **NUTS)
     bf = bayes_factor(full, reduced)
     assert bf.std_error == pytest.approx(np.hypot(full.std_error, reduced.std_error))
     assert bf.std_error < 0.02  # precise enough that the comparison means something
@@ -179,8 +189,8 @@ def test_evidence_from_a_model_and_method_comparison(compiled: Any) -> None:
     """evidence(path) runs NUTS itself; compare_methods agrees for two good estimators and
     flags a wrong one."""
     stan, data, exact = CASES["beta_binomial"]
-    bridge = evidence(stan, data, method="bridge", seed=5, **NUTS)
-    psis = evidence(stan, data, method="is", seed=6, is_draws=2000)
+    bridge = evidence(stan, data, estimator="bridge", seed=5, **NUTS)
+    psis = evidence(stan, data, estimator="is", seed=6, is_draws=2000)
     assert abs(bridge.log_z - exact()) <= 4 * bridge.std_error
     assert not compare_methods([bridge, psis], warn=False)[("bridge_sampling", "psis_pathfinder")
                                                           ].disagree
@@ -199,7 +209,7 @@ def test_bridge_on_pseudo_extended_resampled_draws(compiled: Any) -> None:
     for seed in (1, 2, 3):
         fit = pemc_stan.sample(stan, data=str(data), method="pe", n_pseudo=2, temper="likelihood",
                                seed=seed, **NUTS)
-        est = pemc_stan.evidence(fit, method="bridge", seed=seed)
+        est = pemc_stan.evidence(fit, estimator="bridge", seed=seed)
         assert est.diagnostics["draws_from"] == "pseudo_extended"
         assert est.std_error < 0.02
         assert abs(est.log_z - exact()) <= 4 * est.std_error, (seed, est)
@@ -208,8 +218,93 @@ def test_bridge_on_pseudo_extended_resampled_draws(compiled: Any) -> None:
 @pytest.mark.compiled
 def test_evidence_runs_continuous_tempering_from_a_model(compiled: Any) -> None:
     stan, data, exact = CASES["normal_normal"]
-    ct = evidence(stan, data, method="ct", seed=4, **CT)
-    ti = evidence(stan, data, method="ti", seed=4, **CT)
+    ct = evidence(stan, data, estimator="ct", seed=4, **CT)
+    ti = evidence(stan, data, estimator="ti", seed=4, **CT)
     assert ct.method == "ct_eq20" and ti.method.startswith("ct_thermodynamic_integration")
     assert abs(ct.log_z - exact()) <= 4 * ct.std_error and ct.std_error < 0.01
     assert ti.log_z == pytest.approx(ct.log_z, abs=1e-6)  # same seed, same CT run
+
+
+# ------------------------------------------------------------------ options and inputs (no compile)
+
+PROGRAM = """
+data { int N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model { mu ~ normal(0, 1); sigma ~ exponential(1); y ~ normal(mu, sigma); }
+generated quantities { real y_rep = normal_rng(mu, sigma); }
+"""
+
+
+def test_chain_arrays_from_frame() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"chain__": [1, 1, 2, 2], "mu": [0.0, 1.0, 2.0, 3.0],
+                          "L[1,2]": [1.0, 2.0, 3.0, 4.0], "L[2,1]": [5.0, 6.0, 7.0, 8.0],
+                          "L[1,1]": 0.0, "L[2,2]": 0.0})
+    arr = _chain_arrays_from_frame(frame, ["mu", "L"])
+    assert arr["mu"].shape == (2, 2) and arr["L"].shape == (2, 2, 2, 2)
+    assert arr["L"][1, 0, 0, 1] == 3.0 and arr["L"][0, 1, 1, 0] == 6.0
+    with pytest.raises(KeyError, match="no column for parameter 'tau'"):
+        _chain_arrays_from_frame(frame, ["tau"])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"estimator": "magic"}, "estimator='magic'"),
+    ({"chains": 0}, "chains=0"),
+    ({"iter_sampling": 2}, "iter_sampling=2"),
+    ({"seed": -1}, "seed=-1"),
+    ({"n_proposal": 1}, "n_proposal=1"),
+    ({"is_proposal": "laplace"}, "is_proposal='laplace'"),
+])
+def test_evidence_options_validate(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        EvidenceOptions(**kwargs).validate()
+    with pytest.raises(ValueError, match=match):
+        evidence(PROGRAM, {"N": 1, "y": [0.0]}, **kwargs)  # fails before compiling
+
+
+@pytest.mark.parametrize("kwargs,argument", [
+    ({"estimator": "magic"}, "estimator"),
+    ({"chains": 0}, "chains"),
+    ({"is_proposal": "laplace"}, "is_proposal"),
+])
+def test_invalid_options_are_options_errors_naming_the_argument(kwargs: dict, argument: str
+                                                                ) -> None:
+    with pytest.raises(OptionsError) as info:
+        EvidenceOptions(**kwargs).validate()
+    assert info.value.argument == argument
+    assert info.value.value == next(iter(kwargs.values()))
+
+
+def test_method_is_a_deprecated_spelling_of_estimator() -> None:
+    with pytest.warns(DeprecationWarning, match="method= is deprecated; use estimator="):
+        assert _estimator_argument(None, "is") == "is"
+    assert _estimator_argument(None, None) == "bridge"
+    assert _estimator_argument("ct", None) == "ct"
+    # the deprecated keyword is used as the estimator (and validated as one)
+    with pytest.warns(DeprecationWarning, match="use estimator="), \
+            pytest.raises(OptionsError, match="estimator='magic'"):
+        evidence(PROGRAM, {"N": 1, "y": [0.0]}, method="magic")  # fails before compiling
+
+
+def test_estimator_and_method_together_are_an_error() -> None:
+    with pytest.raises(OptionsError, match="both name the estimator") as info:
+        evidence(PROGRAM, {"N": 1, "y": [0.0]}, "bridge", method="is")
+    assert info.value.argument == "method"
+
+
+def test_evidence_rejects_unknown_inputs() -> None:
+    with pytest.raises(TypeError, match="expected a .stan path"):
+        evidence(42)
+
+
+def test_compare_methods() -> None:
+    a = EvidenceEstimate(-10.0, 0.01, "bridge_sampling")
+    b = EvidenceEstimate(-10.02, 0.01, "psis")
+    c = EvidenceEstimate(-10.2, 0.01, "ct_eq20")
+    with pytest.warns(EvidenceDisagreementWarning, match="ct_eq20"):
+        res = compare_methods([a, b, c])
+    assert not res[("bridge_sampling", "psis")].disagree
+    assert res[("bridge_sampling", "ct_eq20")].disagree and res[("psis", "ct_eq20")].disagree
+    with pytest.raises(ValueError, match="at least two"):
+        compare_methods([a])
