@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
+import pandas as pd
+from scipy.special import logit
+from scipy.stats import norm
 
 from pemc_stan.errors import PseudoExtendedWarning
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.pipeline import transform_result
@@ -34,12 +39,15 @@ class _FakeFit:
 
 
 def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
-                seed: int = 0, nan_density: tuple[tuple[int, int, int], ...] = ()
-                ) -> PseudoExtendedFit:
+                seed: int = 0, nan_density: tuple[tuple[int, int, int], ...] = (),
+                beta_high_share: float | None = None, **fit_kwargs: Any) -> PseudoExtendedFit:
     """A PE fit of CODE on random draws with the PE program's column layout.
 
     ``nan_density`` lists ``(draw, chain, pseudo-sample)`` (0-based) whose log
     density and log likelihood are NaN (a solver failing in generated quantities).
+    The temperatures are uniform on (0.05, 0.95); with ``beta_high_share``, that share of
+    them is above 0.95 and the rest in (0.2, 0.8).  ``fit_kwargs`` go to the fit
+    (``pilot_notes=``, ...).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
@@ -55,6 +63,11 @@ def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
     c = {name: i for i, name in enumerate(cols)}
     for k in range(1, n_pseudo + 1):
         arr[:, :, c[f"pemc_beta[{k}]"]] = rng.uniform(0.05, 0.95, size=(n_draws, n_chains))
+        if beta_high_share is not None:
+            high = rng.uniform(size=(n_draws, n_chains)) < beta_high_share
+            arr[:, :, c[f"pemc_beta[{k}]"]] = np.where(
+                high, rng.uniform(0.96, 0.999, size=high.shape),
+                rng.uniform(0.2, 0.8, size=high.shape))
         arr[:, :, c[f"tau[{k}]"]] = np.abs(arr[:, :, c[f"tau[{k}]"]])
         arr[:, :, c[f"pemc_log_lik[{k}]"]] *= 3
     arr[:, :, c["divergent__"]] = rng.uniform(size=(n_draws, n_chains)) < 0.1
@@ -62,7 +75,8 @@ def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
     for draw, chain, k in nan_density:
         for base in ("pemc_log_weight", "pemc_log_gamma", "pemc_log_lik"):
             arr[draw, chain, c[f"{base}[{k + 1}]"]] = np.nan
-    return PseudoExtendedFit(_FakeFit(cols, arr), res, log_scale=-1.5, data=DATA, seed=7)
+    return PseudoExtendedFit(_FakeFit(cols, arr), res, log_scale=-1.5, data=DATA, seed=7,
+                             **fit_kwargs)
 
 
 class FakeCTFit(ContinuousTemperingFit):
@@ -120,3 +134,71 @@ class FakeCTFit(ContinuousTemperingFit):
         for i, c in enumerate(self._cols):
             frame[c] = self._arr[:, :, i].T.reshape(-1)
         return pd.DataFrame(frame)
+
+
+# --------------------------------------------------------------------------- exact CT draws
+#: Target ``gamma(x) = Z N(x; M, S^2)`` of :data:`CT_PROGRAM`, base ``b = N(0, 1)``.
+M, S, LOG_Z = 1.0, 0.7, 2.3
+CT_PROGRAM = "parameters { real x; } model { x ~ normal(1, 0.7); }"
+
+
+def _log_c(beta: np.ndarray) -> np.ndarray:
+    lam = beta / S**2 + (1 - beta)
+    b = beta * M / S**2
+    return (-0.5 * np.log(2 * np.pi) - beta * np.log(S) - beta * M**2 / (2 * S**2)
+            + 0.5 * np.log(2 * np.pi / lam) + b**2 / (2 * lam))
+
+
+def ct_draws(rng: np.random.Generator, n: int, log_zeta: float) -> tuple[np.ndarray, np.ndarray]:
+    grid = np.linspace(0.0, 1.0, 200_001)
+    logp = grid * (LOG_Z - log_zeta) + _log_c(grid)
+    p = np.exp(logp - logp.max())
+    cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
+    cdf /= cdf[-1]
+    beta = np.clip(np.interp(rng.uniform(size=n), cdf, grid), 1e-12, 1 - 1e-12)
+    lam = beta / S**2 + (1 - beta)
+    x = beta * M / S**2 / lam + rng.normal(size=n) / np.sqrt(lam)
+    return x, beta
+
+
+class FrameRun:
+    """The parts of cmdstanpy.CmdStanMCMC the fits read, from columns of draws in chain order
+    (the first ``n / chains`` values are chain 1's)."""
+
+    def __init__(self, frame: dict[str, np.ndarray], chains: int) -> None:
+        self.column_names = tuple(frame)
+        n = len(next(iter(frame.values())))
+        arr = np.stack([frame[c] for c in self.column_names], axis=1)  # (n, cols)
+        self._arr = arr.reshape(chains, n // chains, -1)
+
+    def draws(self, concat_chains: bool = False) -> np.ndarray:
+        return np.transpose(self._arr, (1, 0, 2))
+
+    def draws_pd(self) -> pd.DataFrame:
+        return pd.DataFrame(self._arr.reshape(-1, self._arr.shape[-1]),
+                            columns=list(self.column_names))
+
+
+def exact_ct_frame(log_zeta: float, n: int = 8000, seed: int = 1) -> dict[str, np.ndarray]:
+    """Columns of ``n`` exact draws of the CT joint (eq 16) of :data:`CT_PROGRAM` with base
+    N(0, 1): ``beta`` by inverse CDF of its marginal (eq 19), then ``x | beta``."""
+    rng = np.random.default_rng(seed)
+    x, beta = ct_draws(rng, n, log_zeta)
+    log_gamma = LOG_Z + norm.logpdf(x, M, S)
+    log_base = norm.logpdf(x)
+    return {"x": x, "pemc_u": logit(beta), "pemc_beta": beta, "pemc_z[1]": x,
+            "pemc_log_jacobian": np.zeros(n), "pemc_log_gamma": log_gamma,
+            "pemc_log_base": log_base, "pemc_delta": log_zeta + log_base - log_gamma,
+            "divergent__": np.zeros(n), "treedepth__": np.full(n, 3.0)}
+
+
+def exact_ct_fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1,
+                 frame: dict[str, np.ndarray] | None = None, base_mean: float = 0.0,
+                 **fit_kwargs: Any) -> ContinuousTemperingFit:
+    """A CT fit of :data:`CT_PROGRAM` on exact draws (:func:`exact_ct_frame`, or ``frame``),
+    whose base is declared as N(``base_mean``, 1) (the draws' base is N(0, 1))."""
+    frame = exact_ct_frame(log_zeta, n, seed) if frame is None else frame
+    result = transform_result(CT_PROGRAM, method="ct")
+    base = BaseDensity(np.full(1, base_mean), np.eye(1))
+    return ContinuousTemperingFit(FrameRun(frame, chains), result, log_zeta, base=base,
+                                  seed=seed, **fit_kwargs)

@@ -54,6 +54,10 @@ __all__ = ["ContinuousTemperingFit", "NEAR_ZERO", "NEAR_ONE"]
 
 NEAR_ZERO = 0.05
 NEAR_ONE = 0.95
+#: Least share of the draws near each end of beta (below NEAR_ZERO, above NEAR_ONE).
+BETA_END_SHARE_MIN = 0.01
+#: Fewest round trips of beta between the two ends in every chain.
+ROUND_TRIPS_MIN = 1
 #: Largest standardised eq-22 discrepancy of the base moments of an ``ok`` fit.
 BASE_Z_MAX = 4.5
 #: iid base draws for the base masses of the post-stratification regions (binomial
@@ -476,7 +480,7 @@ class ContinuousTemperingFit(ExtendedFit):
         """The checks this run's own eq-20 estimate rests on: beta round trips per chain,
         both ends of the bridge visited, the chains' estimates agreeing."""
         trips = self.round_trips_per_chain()
-        yield "beta_round_trips", None if min(trips) >= 1 else Reason(
+        yield "beta_round_trips", None if min(trips) >= ROUND_TRIPS_MIN else Reason(
             "beta_round_trips", f"round trips of beta between {NEAR_ZERO} and {NEAR_ONE} per "
             f"chain: {trips}; a chain without one cannot have moved between modes through the "
             "base", "run longer (iter_sampling) or more bootstrap rounds (bootstrap_rounds)"
@@ -485,7 +489,7 @@ class ContinuousTemperingFit(ExtendedFit):
                else ", or use base_covariance='dense'"))
         beta = self.beta()
         near = (float(np.mean(beta < NEAR_ZERO)), float(np.mean(beta > NEAR_ONE)))
-        yield "beta_ends", None if min(near) >= 0.01 else Reason(
+        yield "beta_ends", None if min(near) >= BETA_END_SHARE_MIN else Reason(
             "beta_ends", f"{100 * near[0]:.1f}% of the draws have beta < {NEAR_ZERO} and "
             f"{100 * near[1]:.1f}% beta > {NEAR_ONE}: one end of the bridge is rarely "
             "visited, so log zeta is far from log Z or the base far from the target",

@@ -43,6 +43,9 @@ __all__ = ["PseudoExtendedFit"]
 
 #: Share of NaN pseudo-sample densities above which the verdict is suspect.
 DENSITY_FAILURES_MAX = 0.01
+#: Share of the temperatures at one end (below 0.05 or above 0.95), with none at the other,
+#: above which they pile up there.
+BETA_PILE_SHARE_MAX = 0.9
 
 
 class PseudoExtendedFit(ExtendedFit):
@@ -416,7 +419,8 @@ class PseudoExtendedFit(ExtendedFit):
             beta = self.beta()
             low = float(np.mean(beta < 0.05))
             high = float(np.mean(beta > 0.95))
-            yield "beta_ends", None if min(low, high) > 0.0 or max(low, high) < 0.9 else Reason(
+            yield "beta_ends", None if min(low, high) > 0.0 or max(low, high) < \
+                BETA_PILE_SHARE_MAX else Reason(
                 "beta_ends", f"{100 * low:.0f}% of the temperatures are below 0.05 and "
                 f"{100 * high:.0f}% above 0.95: they pile up at one end (an improper or badly "
                 "scaled instrumental)", "set beta_min or instrumental=(a, 1), or pass log_scale")

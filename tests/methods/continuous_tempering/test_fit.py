@@ -12,71 +12,18 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 import pytest
+from fakes import LOG_Z, M, S, exact_ct_fit
 from scipy.special import logit
-from scipy.stats import norm
 
-from pemc_stan import transform_result
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
-
-M, S, LOG_Z = 1.0, 0.7, 2.3
-PROGRAM = "parameters { real x; } model { x ~ normal(1, 0.7); }"
-
-
-def _log_c(beta: np.ndarray) -> np.ndarray:
-    lam = beta / S**2 + (1 - beta)
-    b = beta * M / S**2
-    return (-0.5 * np.log(2 * np.pi) - beta * np.log(S) - beta * M**2 / (2 * S**2)
-            + 0.5 * np.log(2 * np.pi / lam) + b**2 / (2 * lam))
-
-
-def _ct_draws(rng: np.random.Generator, n: int, log_zeta: float) -> tuple[np.ndarray, np.ndarray]:
-    grid = np.linspace(0.0, 1.0, 200_001)
-    logp = grid * (LOG_Z - log_zeta) + _log_c(grid)
-    p = np.exp(logp - logp.max())
-    cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
-    cdf /= cdf[-1]
-    beta = np.clip(np.interp(rng.uniform(size=n), cdf, grid), 1e-12, 1 - 1e-12)
-    lam = beta / S**2 + (1 - beta)
-    x = beta * M / S**2 / lam + rng.normal(size=n) / np.sqrt(lam)
-    return x, beta
-
-
-class _FakeFit:
-    """The parts of cmdstanpy.CmdStanMCMC the fit object reads."""
-
-    def __init__(self, frame: dict[str, np.ndarray], chains: int) -> None:
-        self.column_names = tuple(frame)
-        n = len(next(iter(frame.values())))
-        arr = np.stack([frame[c] for c in self.column_names], axis=1)  # (n, cols)
-        self._arr = arr.reshape(chains, n // chains, -1)
-
-    def draws(self, concat_chains: bool = False) -> np.ndarray:
-        return np.transpose(self._arr, (1, 0, 2))
-
-    def draws_pd(self) -> pd.DataFrame:
-        return pd.DataFrame(self._arr.reshape(-1, self._arr.shape[-1]),
-                            columns=list(self.column_names))
 
 
 def _fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1,
          history: list[dict[str, object]] | None = None, round: int | None = None
          ) -> ContinuousTemperingFit:
-    rng = np.random.default_rng(seed)
-    x, beta = _ct_draws(rng, n, log_zeta)
-    log_gamma = LOG_Z + norm.logpdf(x, M, S)
-    log_base = norm.logpdf(x)
-    frame = {"x": x, "pemc_u": logit(beta), "pemc_beta": beta, "pemc_z[1]": x,
-             "pemc_log_jacobian": np.zeros(n), "pemc_log_gamma": log_gamma,
-             "pemc_log_base": log_base, "pemc_delta": log_zeta + log_base - log_gamma,
-             "divergent__": np.zeros(n), "treedepth__": np.full(n, 3.0)}
-    result = transform_result(PROGRAM, method="ct")
-    base = BaseDensity(np.zeros(1), np.eye(1))
-    return ContinuousTemperingFit(_FakeFit(frame, chains), result, log_zeta, base=base,
-                                  seed=seed, history=history, round=round)
+    return exact_ct_fit(log_zeta, n, chains, seed, history=history, round=round)
 
 
 @pytest.mark.parametrize("offset", [-1.0, 0.0, 1.0])

@@ -1,0 +1,219 @@
+"""Every reason of the verdict, forced by name on synthetic fits, and a case it does not flag.
+
+Nothing compiles.  Each case puts the statistic between the reason's threshold and twice
+it: a forced case past the threshold (flagged), an unflagged case inside it.  So a
+threshold doubled (or a check that never fires) fails one of the two, which
+``test_a_doubled_threshold_is_caught`` checks for every reason by doubling the constant
+where the package reads it.
+
+Generic reasons (every method): ``divergences``, ``rhat``, ``ess``, ``chains_agree``, on a
+fit with one unweighted particle per draw.  Continuous tempering: ``weight_ess``,
+``base_moments``, ``beta_ends``, ``beta_round_trips``, ``log_z_chains``, ``pilot``, on exact
+draws of the CT joint (``fakes.exact_ct_fit``; ``log_z_rounds`` is forced in
+``continuous_tempering/test_fit.py``).  Pseudo-extended: ``density_failures``,
+``beta_ends``, ``pilot``.  Evidence on plain NUTS draws: ``rhat`` and ``divergences``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from fakes import LOG_Z, FrameRun, exact_ct_fit, exact_ct_frame, fake_pe_fit
+
+import pemc_stan
+from pemc_stan.evidence import nuts_reasons
+from pemc_stan.methods.base import ExtendedFit
+from pemc_stan.output.diagnostics import rhat_and_ess
+
+ONE_PARAMETER = "parameters { real mu; } model { mu ~ normal(0, 1); }"
+
+
+def _generic_fit(values: np.ndarray, divergent_share: float = 0.0) -> ExtendedFit:
+    """A fit with one unweighted particle per draw: ``values`` (chains, draws) of ``mu``."""
+    chains, n = values.shape
+    rng = np.random.default_rng(5)
+    divergent = np.zeros(chains * n)
+    divergent[rng.choice(chains * n, int(round(divergent_share * chains * n)),
+                         replace=False)] = 1.0
+    frame = {"divergent__": divergent, "treedepth__": np.full(chains * n, 3.0),
+             "mu": values.reshape(-1)}
+    result = pemc_stan.transform_result(ONE_PARAMETER, method="ct")
+    return ExtendedFit(FrameRun(frame, chains), result, seed=5)
+
+
+def _iid(chains: int = 4, n: int = 1000, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(chains, n))
+
+
+def _ar1(phi: float, chains: int = 4, n: int = 1000, seed: int = 2) -> np.ndarray:
+    e = np.random.default_rng(seed).normal(size=(chains, n))
+    x = np.empty_like(e)
+    x[:, 0] = e[:, 0] / np.sqrt(1 - phi**2)
+    for t in range(1, n):
+        x[:, t] = phi * x[:, t - 1] + e[:, t]
+    return x
+
+
+def _shifted(shifts: list[float]) -> np.ndarray:
+    return _iid() + np.asarray(shifts)[:, None]
+
+
+def _ct_with_chain_one_off(eps: float) -> Any:
+    """Chain 1's draws claim a log Z ``eps`` higher than the other chains'."""
+    frame = exact_ct_frame(LOG_Z)
+    k = len(frame["x"]) // 4
+    for key, sign in (("pemc_log_gamma", 1.0), ("pemc_delta", -1.0)):
+        frame[key] = frame[key].copy()
+        frame[key][:k] += sign * eps
+    return exact_ct_fit(LOG_Z, frame=frame)
+
+
+def _ct_round_trips(trips: int) -> Any:
+    """Chain 1's draws reordered by beta: ascending (0 round trips) or up then down (1)."""
+    frame = exact_ct_frame(LOG_Z)
+    k = len(frame["x"]) // 4
+    beta = frame["pemc_beta"][:k]
+    if trips == 0:
+        order = np.argsort(beta)
+    else:
+        half = k // 2
+        order = np.concatenate([np.argsort(beta[:half]), np.argsort(beta[half:])[::-1] + half])
+    for key in frame:
+        frame[key] = frame[key].copy()
+        frame[key][:k] = frame[key][:k][order]
+    return exact_ct_fit(LOG_Z, frame=frame)
+
+
+class _NutsRun:
+    """What :func:`pemc_stan.evidence.nuts_reasons` reads of a plain NUTS run."""
+
+    def __init__(self, values: np.ndarray, divergent_share: float = 0.0) -> None:
+        chains, n = values.shape
+        self.column_names = ("lp__", "mu")
+        self._draws = np.stack([np.zeros_like(values.T), values.T], axis=-1)
+        divergent = np.zeros(chains * n)
+        divergent[: int(round(divergent_share * chains * n))] = 1.0
+        self._divergent = divergent
+
+    def draws(self, concat_chains: bool = False) -> np.ndarray:
+        return self._draws
+
+    def method_variables(self) -> dict[str, np.ndarray]:
+        return {"divergent__": self._divergent}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A verdict reason: a fit that must be flagged, one that must not, and the constant
+    (module attribute of the package) its threshold is."""
+
+    reason: str
+    forced: Callable[[], Any]
+    unflagged: Callable[[], Any]
+    threshold: str
+
+
+def _names(fit: Any) -> list[str]:
+    if isinstance(fit, _NutsRun):
+        return [r.split(":")[0] for r in nuts_reasons(fit)]  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(fit.check().names())
+
+
+CASES = [
+    # divergent share 1.5% and 0.5% (threshold 1%)
+    Case("divergences", lambda: _generic_fit(_iid(), 0.015),
+         lambda: _generic_fit(_iid(), 0.005), "DIVERGENT_SHARE_MAX"),
+    # R-hat 1.069 (threshold 1.05) and 1.00
+    Case("rhat", lambda: _generic_fit(_shifted([-0.35, -0.35, 0.35, 0.35])),
+         lambda: _generic_fit(_iid()), "RHAT_MAX"),
+    # bulk ESS 61 and 135 (threshold 100)
+    Case("ess", lambda: _generic_fit(_ar1(0.93)), lambda: _generic_fit(_ar1(0.9)), "ESS_MIN"),
+    # one chain 6.8 and 2.7 standard errors from the others (threshold 5)
+    Case("chains_agree", lambda: _generic_fit(_shifted([0.3, 0, 0, 0])),
+         lambda: _generic_fit(_shifted([0.1, 0, 0, 0])), "CHAIN_Z_MAX"),
+    # Kish ESS of the target weights 67 and 168 (threshold 100)
+    Case("weight_ess", lambda: exact_ct_fit(LOG_Z, n=80, seed=3),
+         lambda: exact_ct_fit(LOG_Z, n=200, seed=3), "ESS_MIN"),
+    # eq-22 base mean 5.1 and 2.4 standard errors off (threshold 4.5)
+    Case("base_moments", lambda: exact_ct_fit(LOG_Z, base_mean=0.1),
+         lambda: exact_ct_fit(LOG_Z, base_mean=0.05), "BASE_Z_MAX"),
+    # 0.86% and 1.7% of the draws near beta = 1 (threshold 1%)
+    Case("beta_ends", lambda: exact_ct_fit(LOG_Z + 3.0),
+         lambda: exact_ct_fit(LOG_Z + 2.0), "BETA_END_SHARE_MIN"),
+    # a chain with 0 and with 1 round trip (threshold 1)
+    Case("beta_round_trips", lambda: _ct_round_trips(0), lambda: _ct_round_trips(1),
+         "ROUND_TRIPS_MIN"),
+    # one chain's eq-20 log Z 6.7 and 1.8 standard errors from the others' (threshold 5)
+    Case("log_z_chains", lambda: _ct_with_chain_one_off(0.3),
+         lambda: _ct_with_chain_one_off(0.1), "CHAIN_Z_MAX"),
+    # 5 and 2 of 360 pseudo-samples without a density (threshold 1%: 3.6)
+    Case("density_failures", lambda: fake_pe_fit(nan_density=tuple((d, 0, 0) for d in range(5))),
+         lambda: fake_pe_fit(nan_density=((0, 0, 0), (1, 0, 0))), "DENSITY_FAILURES_MAX"),
+    # all and 83% of the PE temperatures above 0.95, none below 0.05 (threshold 90%)
+    Case("pe:beta_ends", lambda: fake_pe_fit(beta_high_share=1.0),
+         lambda: fake_pe_fit(beta_high_share=0.85), "BETA_PILE_SHARE_MAX"),
+    # plain NUTS draws for evidence: R-hat 1.069 and 1.00, divergences 1.5% and 0.5%
+    Case("nuts:rhat", lambda: _NutsRun(_shifted([-0.35, -0.35, 0.35, 0.35])),
+         lambda: _NutsRun(_iid()), "RHAT_MAX"),
+    Case("nuts:divergences", lambda: _NutsRun(_iid(), 0.015),
+         lambda: _NutsRun(_iid(), 0.005), "DIVERGENT_SHARE_MAX"),
+]
+
+
+def _reason(case: Case) -> str:
+    return case.reason.split(":")[-1]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.reason for c in CASES])
+def test_the_reason_is_forced_by_name(case: Case) -> None:
+    assert _reason(case) in _names(case.forced())
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.reason for c in CASES])
+def test_the_reason_does_not_flag_a_case_within_its_threshold(case: Case) -> None:
+    assert _reason(case) not in _names(case.unflagged())
+
+
+def _double(monkeypatch: pytest.MonkeyPatch, name: str) -> int:
+    """Double the constant ``name`` in every module of the package that reads it."""
+    patched = 0
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("pemc_stan") and hasattr(module, name):
+            monkeypatch.setattr(module, name, 2 * getattr(module, name))
+            patched += 1
+    return patched
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.reason for c in CASES])
+def test_a_doubled_threshold_is_caught(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the threshold doubled, the forced case is no longer flagged or the unflagged one
+    is: the two tests above fail (the mutation check of the verdict)."""
+    assert _double(monkeypatch, case.threshold) >= 1
+    reason = _reason(case)
+    assert reason not in _names(case.forced()) or reason in _names(case.unflagged())
+
+
+def test_the_statistics_sit_between_the_threshold_and_twice_it() -> None:
+    """The cases' numbers as the comments above state them (a drifted fixture shows here)."""
+    rhat, _ = rhat_and_ess(_shifted([-0.35, -0.35, 0.35, 0.35]))
+    assert 1.05 < rhat < 1.10
+    assert 100 < rhat_and_ess(_ar1(0.9))[1] < 200
+    near_one = float(np.mean(exact_ct_fit(LOG_Z + 2.0).beta() > 0.95))
+    assert 0.01 < near_one < 0.02
+
+
+def test_pilot_notes_are_reasons_by_name() -> None:
+    note = [("pilot", "the Pathfinder pilot failed", "pass log_scale=")]
+    assert "pilot" in _names(fake_pe_fit(pilot_notes=note))
+    assert "pilot" not in _names(fake_pe_fit())
+    assert "pilot" in _names(exact_ct_fit(LOG_Z, pilot_notes=note))
+    fallback = [("pathfinder_failed", "Pathfinder failed; ADVI gave the base", "nothing")]
+    assert "pathfinder_failed" not in _names(exact_ct_fit(LOG_Z, pilot_notes=fallback))
