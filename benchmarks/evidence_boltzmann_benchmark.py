@@ -30,6 +30,7 @@ share of runs within 3 standard errors.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import logging
 import math
@@ -52,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 
 def load_ct_benchmark() -> ModuleType:
-    """Import benchmarks/ct_boltzmann_benchmark.py by path (its generator loader and mean-field base)."""
+    """Import benchmarks/ct_boltzmann_benchmark.py by path (generator loader, mean-field base)."""
     spec = importlib.util.spec_from_file_location(
         "ct_boltzmann_benchmark", Path(__file__).resolve().parent / "ct_boltzmann_benchmark.py")
     assert spec is not None and spec.loader is not None
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"err {est.log_z - truth.log_z:>+9.4f} |err|/SE {z:>8.2f}  "
                   f"{seconds:>6.1f} s{extra}", flush=True)
 
-        def attempt(name: str, fn: Callable[[], Any]) -> tuple[Any, float]:
+        def attempt(name: str, fn: Callable[[], Any], seed: int = seed) -> tuple[Any, float]:
             try:
                 return _timed(fn)
             except Exception as exc:
@@ -168,20 +169,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name:<12} FAILED: {type(exc).__name__}: {exc}", flush=True)
                 return None, 0.0
 
-        nuts, t_nuts = _timed(lambda: plain.sample(data=data_file, seed=seed,
-                                                   output_dir=str(out / "nuts"), **run))
-        est, t_b = attempt("NUTS+bridge", lambda: estimate_evidence(
-            nuts, data_file, estimator="bridge", program=stan_file, seed=seed))
+        nuts, t_nuts = _timed(functools.partial(plain.sample, data=data_file, seed=seed,
+                                                output_dir=str(out / "nuts"), **run))
+        est, t_b = attempt("NUTS+bridge", functools.partial(
+            estimate_evidence, nuts, data_file, estimator="bridge", program=stan_file, seed=seed))
         if est is not None:
             report("NUTS+bridge", est,
                    visited_mass(nuts.stan_variable("x"), Q, b, truth.log_z), t_nuts + t_b)
 
-        pe, t_pe = _timed(lambda: pemc_stan.sample(stan_file, data_file, method="pe",
-                                                   n_pseudo=args.n_pseudo, seed=seed,
-                                                   temper=args.pe_temper, beta=pe_beta,
-                                                   output_dir=str(out / "pe"), **run))
-        est, t_b = attempt("PE+bridge", lambda: estimate_evidence(pe, estimator="bridge",
-                                                                  seed=seed))
+        pe, t_pe = _timed(functools.partial(pemc_stan.sample, stan_file, data_file, method="pe",
+                                            n_pseudo=args.n_pseudo, seed=seed,
+                                            temper=args.pe_temper, beta=pe_beta,
+                                            output_dir=str(out / "pe"), **run))
+        est, t_b = attempt("PE+bridge", functools.partial(estimate_evidence, pe,
+                                                          estimator="bridge", seed=seed))
         if est is not None:
             pe_x = pe.resampled_parameters_pd()[x_cols].to_numpy(dtype=float)
             report("PE+bridge", est, visited_mass(pe_x, Q, b, truth.log_z), t_pe + t_b)
@@ -190,13 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.base == "mean-field":
             ct_run.update(ct_bench.mean_field_base(gen, data, seed, args.mf_restarts,
                                                    args.base_covariance))
-        ct, t_ct = _timed(lambda: pemc_stan.sample(stan_file, data_file, method="ct", seed=seed,
-                                                   output_dir=str(out / "ct"), **run,
-                                                   **ct_run))
+        ct, t_ct = _timed(functools.partial(pemc_stan.sample, stan_file, data_file, method="ct",
+                                            seed=seed, output_dir=str(out / "ct"), **run,
+                                            **ct_run))
         ct_x = ct.resampled_parameters_pd()[x_cols].to_numpy(dtype=float)
         report("CT eq.20", ct.log_z(), visited_mass(ct_x, Q, b, truth.log_z), t_ct)
-        est, t_b = attempt("CT+bridge", lambda: estimate_evidence(ct, estimator="bridge",
-                                                                  seed=seed))
+        est, t_b = attempt("CT+bridge", functools.partial(estimate_evidence, ct,
+                                                          estimator="bridge", seed=seed))
         if est is not None:
             report("CT+bridge", est, None, t_b)
 

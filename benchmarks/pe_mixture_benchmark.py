@@ -1,4 +1,4 @@
-"""Table-1-shaped RMSE benchmark: pseudo-extended NUTS vs plain NUTS on the 20-Gaussian mixture.
+r"""Table-1-shaped RMSE benchmark: pseudo-extended NUTS vs plain NUTS on the 20-Gaussian mixture.
 
 For each scenario of ``models/gaussian_mixture_20`` and each sampler (plain
 NUTS; PE with N = 2, 5, 10), runs ``--seeds`` independent fits and prints the
@@ -38,8 +38,10 @@ Usage::
 
     python benchmarks/pe_mixture_benchmark.py --seeds 10 --scenarios a b
     # the recommended settings:
-    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 --metric dense_e --adapt-delta 0.9 --scenarios a
-    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 --metric dense_e --adapt-delta 0.9 --beta-min 0.01 --scenarios b
+    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 \
+        --metric dense_e --adapt-delta 0.9 --scenarios a
+    python benchmarks/pe_mixture_benchmark.py --instrumental 0.5,1 --beta-prior 0.5,1 \
+        --metric dense_e --adapt-delta 0.9 --beta-min 0.01 --scenarios b
     python benchmarks/pe_mixture_benchmark.py --report              # seeds 1-10
     python benchmarks/pe_mixture_benchmark.py --report --seeds 20   # seeds 1-20
 """
@@ -203,11 +205,11 @@ def _report_table(rows: list[dict[str, Any]], label: str) -> None:
               + ("" if paper is None else " ".join(f"{p:.2f}" for p in paper)))
         if paper is not None and sampler != "NUTS":
             # The paper reports two decimals: compare with the rounded RMSE.
-            ok = [round(float(v), 2) <= p for v, p in zip(rmse, paper)]
+            ok = [round(float(v), 2) <= p for v, p in zip(rmse, paper, strict=True)]
             met, cells = met + sum(ok), cells + len(ok)
             comparisons.append(f"{sampler:<9}" + "  ".join(
                 f"{v:.3f}+-{e:.3f} {'<=' if k else '> '} {p:.2f}"
-                for v, e, p, k in zip(rmse, se, paper, ok)))
+                for v, e, p, k in zip(rmse, se, paper, ok, strict=True)))
             if all("mcse" in r for r in rs):
                 # The runs' own MCSEs predict the true RMSE with less noise.
                 rms_mcse = np.sqrt(np.mean(np.array([r["mcse"] for r in rs]) ** 2, axis=0))

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     fig, axes = plt.subplots(1, 2, figsize=(9, 4.4), sharex=True, sharey=True)
     titles = (f"plain NUTS: modes visited {_visited(x_nuts, data)}/20",
               f"pseudo-extended NUTS (N = 5): {_visited(x_pe, data)}/20")
-    for ax, x, title in zip(axes, (x_nuts, x_pe), titles):
+    for ax, x, title in zip(axes, (x_nuts, x_pe), titles, strict=True):
         ax.contour(gx, gy, dens.reshape(gx.shape), levels=6, colors="tab:blue",
                    linewidths=0.6)
         ax.scatter(x[:, 0], x[:, 1], s=3, color="k", alpha=0.25, lw=0)

@@ -25,24 +25,31 @@ from pemc_stan.backend import runtime
 MODEL = Path(__file__).resolve().parent.parent / "models" / "normal_normal"
 
 
-def _compile_fresh(workdir: Path, cpp_options: dict[str, str] | None) -> tuple[cmdstanpy.CmdStanModel, float]:
+def _compile_fresh(
+    workdir: Path, cpp_options: dict[str, str] | None
+) -> tuple[cmdstanpy.CmdStanModel, float]:
     workdir.mkdir(parents=True)
     stan_file = workdir / "normal_normal.stan"
     shutil.copy(MODEL / "normal_normal.stan", stan_file)
     started = time.perf_counter()
-    model = cmdstanpy.CmdStanModel(stan_file=str(stan_file), cpp_options=cpp_options, force_compile=True)
+    model = cmdstanpy.CmdStanModel(
+        stan_file=str(stan_file), cpp_options=cpp_options, force_compile=True
+    )
     return model, time.perf_counter() - started
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--iter", type=int, default=2000, help="sampling iterations per chain")
     args = parser.parse_args()
 
     started = time.perf_counter()
     installation = runtime.activate(show_progress=True)
-    print(f"CmdStan: {installation.describe()} (resolved/built in {time.perf_counter() - started:.1f} s)")
+    print(f"CmdStan: {installation.describe()} "
+          f"(resolved/built in {time.perf_counter() - started:.1f} s)")
     data = json.loads((MODEL / "data.json").read_text())
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,7 +68,9 @@ def main() -> None:
             show_progress=False,
             output_dir=str(Path(tmp) / "fit"),
         )
-        leapfrog = fit.draws_pd()[["chain__", "n_leapfrog__"]].groupby("chain__")["n_leapfrog__"].sum()
+        leapfrog = (
+            fit.draws_pd()[["chain__", "n_leapfrog__"]].groupby("chain__")["n_leapfrog__"].sum()
+        )
         print(f"{'chain':>5} {'gradients':>10} {'sampling s':>11} {'µs/gradient':>12}")
         per_grad = []
         for chain, timing in enumerate(fit.time, start=1):

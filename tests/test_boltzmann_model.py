@@ -246,7 +246,7 @@ def test_mean_field_base_bounds_and_moments() -> None:
     exact = logsumexp(log_w) - 10 * math.log(2)
     assert exact == pytest.approx(truth.log_z, abs=1e-10)
     assert len(mf.bounds) >= 2  # the machine is multimodal
-    for mag, bound in zip(mf.magnetisations, mf.bounds):
+    for mag, bound in zip(mf.magnetisations, mf.bounds, strict=True):
         np.testing.assert_allclose(mag, np.tanh(W0 @ mag + m.b), atol=1e-8)
         assert bound <= exact + 1e-12
         # the bound is E_q[log weight] + H(q) for the product distribution q, by enumeration
@@ -261,7 +261,7 @@ def test_mean_field_base_bounds_and_moments() -> None:
     w = np.exp(mf.bounds - mf.log_zeta)
     mean = np.zeros(m.dim)
     second = np.zeros((m.dim, m.dim))
-    for wk, mag in zip(w, mf.magnetisations):
+    for wk, mag in zip(w, mf.magnetisations, strict=True):
         q = np.prod((1 + states * mag) / 2, axis=1)
         mu_s = states @ m.Q
         mean += wk * (q @ mu_s)

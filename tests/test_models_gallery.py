@@ -152,7 +152,7 @@ def _assert_json_close(got: Any, want: Any, where: str) -> None:
             _assert_json_close(got[key], want[key], f"{where}[{key!r}]")
     elif isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), f"{where}: lengths differ"
-        for i, (g, w) in enumerate(zip(got, want)):
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
             _assert_json_close(g, w, f"{where}[{i}]")
     elif isinstance(want, float) and not isinstance(want, bool):
         assert got == pytest.approx(want, rel=1e-12, abs=1e-14), f"{where}: {got} != {want}"

@@ -3,9 +3,10 @@
 Each notebook reads ``PEMC_NOTEBOOK_SMALL``; with ``PEMC_NOTEBOOK_SMALL=1`` it
 runs with few chains and draws.  The compiled tests execute every notebook with
 nbclient in a fresh kernel (working directory ``notebooks/``, matplotlib's inline
-backend, which renders every figure); a notebook fails its test when any cell raises, including the checks
-against exact answers the notebooks make themselves.  Fast tests check that the
-committed notebooks carry no outputs and read the settings variable.
+backend, which renders every figure); a notebook fails its test when any cell
+raises, including the checks against exact answers the notebooks make
+themselves.  Fast tests check that the committed notebooks carry no outputs and
+read the settings variable.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
     nbformat.validate(book)
     for i, cell in enumerate(book.cells):
         if cell.cell_type == "code":
-            assert not cell.outputs, f"{path.name} cell {i} has outputs: clear them before committing"
+            assert not cell.outputs, (f"{path.name} cell {i} has outputs: "
+                                      "clear them before committing")
             assert cell.execution_count is None, f"{path.name} cell {i} has an execution count"
 
 

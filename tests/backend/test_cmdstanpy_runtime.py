@@ -78,7 +78,10 @@ def model(compiled: Callable[..., cmdstanpy.CmdStanModel]) -> cmdstanpy.CmdStanM
 
 
 @pytest.fixture(scope="module")
-def fit(model: cmdstanpy.CmdStanModel, data: dict[str, object], tmp_path_factory: pytest.TempPathFactory) -> cmdstanpy.CmdStanMCMC:
+def fit(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> cmdstanpy.CmdStanMCMC:
     return model.sample(
         data=data,
         chains=4,
@@ -139,10 +142,11 @@ def test_chains_run_concurrently_in_one_process(
     consoles = sorted(tmp_path.glob("*stdout*.txt")) or sorted(tmp_path.glob("*.txt"))
     assert len(consoles) == 1, f"expected one process for 4 chains, got {consoles}"
     lines = consoles[0].read_text().splitlines()
-    chain_of = [int(m.group(1)) for line in lines if (m := re.match(r"Chain \[(\d+)\] Iteration", line))]
+    chain_of = [int(m.group(1)) for line in lines
+                if (m := re.match(r"Chain \[(\d+)\] Iteration", line))]
     assert set(chain_of) == {1, 2, 3, 4}
     # Chains that ran one after another would give 3 switches; interleaving gives many.
-    switches = sum(a != b for a, b in zip(chain_of, chain_of[1:]))
+    switches = sum(a != b for a, b in zip(chain_of, chain_of[1:], strict=False))
     assert switches > 10
     assert fit.chains == 4
 
@@ -154,7 +158,9 @@ def test_arviz_conversion(fit: cmdstanpy.CmdStanMCMC) -> None:
     assert float(az.rhat(idata, var_names=["mu"])["mu"]) < 1.01
 
 
-def test_optimize_finds_analytic_mode(model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]) -> None:
+def test_optimize_finds_analytic_mode(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]
+) -> None:
     mean, sd = exact
     for algorithm in ("lbfgs", "bfgs"):
         opt = model.optimize(data=data, algorithm=algorithm, seed=1, show_console=False)
@@ -165,7 +171,9 @@ def test_optimize_finds_analytic_mode(model: cmdstanpy.CmdStanModel, data: dict[
     assert opt.optimized_params_dict["mu"] == pytest.approx(mean, abs=10 * math.sqrt(2e-8) * sd)
 
 
-def test_laplace_sample_is_exact_for_gaussian_posterior(model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]) -> None:
+def test_laplace_sample_is_exact_for_gaussian_posterior(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]
+) -> None:
     mean, sd = exact
     laplace = model.laplace_sample(data=data, draws=4000, seed=5)
     draws = laplace.stan_variable("mu")
@@ -176,7 +184,9 @@ def test_laplace_sample_is_exact_for_gaussian_posterior(model: cmdstanpy.CmdStan
     np.testing.assert_allclose(laplace.stan_variable("mu_sq"), draws**2, rtol=1.6e-5)
 
 
-def test_variational(model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]) -> None:
+def test_variational(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]
+) -> None:
     mean, sd = exact
     # Meanfield ADVI is exact for a Gaussian posterior; its error is stochastic-optimisation
     # noise, about 0.02 posterior sd with these settings (measured over 8 seeds).
@@ -191,23 +201,29 @@ def test_variational(model: cmdstanpy.CmdStanModel, data: dict[str, object], exa
     np.testing.assert_allclose(vb.stan_variable("mu_sq", mean=False), draws**2, rtol=1.6e-5)
     # Fullrank at default settings: well-formed output; its optimisation noise at the
     # default tolerance reaches about 0.4 posterior sd, so only a sanity bound here.
-    vb = model.variational(data=data, algorithm="fullrank", seed=7, draws=500, require_converged=False)
+    vb = model.variational(data=data, algorithm="fullrank", seed=7, draws=500,
+                           require_converged=False)
     draws = vb.stan_variable("mu", mean=False)
     assert draws.shape[0] == 500 and np.all(np.isfinite(draws))
     assert abs(vb.variational_params_dict["mu"] - mean) < sd
 
 
-def test_pathfinder_single_and_multi_path(model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]) -> None:
+def test_pathfinder_single_and_multi_path(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]
+) -> None:
     mean, sd = exact
     for num_paths in (1, 4):
-        pf = model.pathfinder(data=data, num_paths=num_paths, draws=1000, seed=9, show_console=False)
+        pf = model.pathfinder(data=data, num_paths=num_paths, draws=1000, seed=9,
+                              show_console=False)
         draws = pf.stan_variable("mu")
         assert len(draws) >= 1000
         assert abs(draws.mean() - mean) < 0.2 * sd, num_paths
         assert 0.7 * sd < draws.std() < 1.4 * sd, num_paths
 
 
-def test_generate_quantities_from_previous_fit(model: cmdstanpy.CmdStanModel, data: dict[str, object], fit: cmdstanpy.CmdStanMCMC) -> None:
+def test_generate_quantities_from_previous_fit(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], fit: cmdstanpy.CmdStanMCMC
+) -> None:
     gq = model.generate_quantities(data=data, previous_fit=fit, seed=13)
     mu = fit.stan_variable("mu")
     np.testing.assert_allclose(gq.stan_variable("mu_sq"), mu**2, rtol=1e-5)  # mu has 12 figures
@@ -219,14 +235,17 @@ def test_generate_quantities_from_previous_fit(model: cmdstanpy.CmdStanModel, da
     assert abs(z.std() - 1) < 4 / math.sqrt(2 * len(z))
 
 
-def test_log_prob_matches_analytic_density(model: cmdstanpy.CmdStanModel, data: dict[str, object]) -> None:
+def test_log_prob_matches_analytic_density(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object]
+) -> None:
     y = np.asarray(data["y"])
     mu0, tau0, sigma = data["mu0"], data["tau0"], data["sigma"]
     for mu in (-1.0, 0.3, 2.5):
         out = model.log_prob(params={"mu": mu}, data=data)
         assert isinstance(out, pd.DataFrame)
         # `~` drops the constants: -0.5 z^2 terms only (sigma, tau0 are data)
-        lp = -0.5 * ((mu - mu0) / tau0) ** 2 - 0.5 * np.sum(((y - mu) / sigma) ** 2)  # type: ignore[operator]
+        lp = (-0.5 * ((mu - mu0) / tau0) ** 2  # type: ignore[operator]
+              - 0.5 * np.sum(((y - mu) / sigma) ** 2))  # type: ignore[operator]
         grad = -(mu - mu0) / tau0**2 + np.sum(y - mu) / sigma**2  # type: ignore[operator]
         assert out["lp__"].iloc[0] == pytest.approx(lp, rel=1e-6)
         assert out.iloc[0, 1] == pytest.approx(grad, rel=1e-6)
@@ -238,26 +257,38 @@ def test_exe_info_reports_stan_version(model: cmdstanpy.CmdStanModel) -> None:
     assert int(info["stan_version_minor"]) >= 35
 
 
-def test_missing_data_variable_is_a_clear_error(model: cmdstanpy.CmdStanModel, data: dict[str, object]) -> None:
+def test_missing_data_variable_is_a_clear_error(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object]
+) -> None:
     incomplete = {k: v for k, v in data.items() if k != "tau0"}
     with pytest.raises(RuntimeError, match="tau0"):
-        model.sample(data=incomplete, chains=1, iter_warmup=10, iter_sampling=10, show_progress=False, timeout=120)
+        model.sample(data=incomplete, chains=1, iter_warmup=10, iter_sampling=10,
+                     show_progress=False, timeout=120)
 
 
-def test_wrongly_sized_vector_is_a_clear_error(model: cmdstanpy.CmdStanModel, data: dict[str, object]) -> None:
+def test_wrongly_sized_vector_is_a_clear_error(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object]
+) -> None:
     wrong = dict(data, N=int(data["N"]) + 3)  # type: ignore[call-overload]
     with pytest.raises(RuntimeError, match=r"(?i)mismatch|size|dimension"):
-        model.sample(data=wrong, chains=1, iter_warmup=10, iter_sampling=10, show_progress=False, timeout=120)
+        model.sample(data=wrong, chains=1, iter_warmup=10, iter_sampling=10,
+                     show_progress=False, timeout=120)
 
 
-def test_model_rejecting_every_point_fails_without_hanging(compiled: Callable[..., cmdstanpy.CmdStanModel]) -> None:
+def test_model_rejecting_every_point_fails_without_hanging(
+    compiled: Callable[..., cmdstanpy.CmdStanModel]
+) -> None:
     rejecting = compiled(REJECTS, name="rejects_everything")
     # cmdstanpy shows the model's own message for each rejected initial value
     with pytest.raises(RuntimeError, match="this model rejects every point"):
-        rejecting.sample(chains=1, iter_warmup=10, iter_sampling=10, show_progress=False, timeout=120)
+        rejecting.sample(chains=1, iter_warmup=10, iter_sampling=10, show_progress=False,
+                         timeout=120)
 
 
-def test_data_file_written_by_user(model: cmdstanpy.CmdStanModel, data: dict[str, object], tmp_path: Path, exact: tuple[float, float]) -> None:
+def test_data_file_written_by_user(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], tmp_path: Path,
+    exact: tuple[float, float],
+) -> None:
     path = tmp_path / "data.json"
     path.write_text(json.dumps(data))
     opt = model.optimize(data=str(path))

@@ -29,7 +29,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_explicit_path_wins_over_environment(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explicit_path_wins_over_environment(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     explicit = _fake_cmdstan(isolated / "explicit", "2.34.1")
     env = _fake_cmdstan(isolated / "env", "2.36.0")
     monkeypatch.setenv("CMDSTAN", str(env))
@@ -119,7 +121,9 @@ def test_concurrent_builds_build_once(isolated: Path, monkeypatch: pytest.Monkey
     assert found.kind == "compatible" and found.path == final
 
 
-def test_half_built_installation_is_rebuilt(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_half_built_installation_is_rebuilt(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = _FakeMake()
     monkeypatch.setattr(runtime, "_run_make", fake)
     final = runtime.build_compatible()
@@ -141,7 +145,9 @@ def test_stale_stamp_is_rebuilt(isolated: Path, monkeypatch: pytest.MonkeyPatch)
     assert fake.calls == 2
 
 
-def test_failed_build_leaves_nothing_half_built(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_build_leaves_nothing_half_built(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(runtime, "_run_make", _FakeMake(fail=True))
     with pytest.raises(runtime.RuntimeBuildError, match="boom"):
         runtime.build_compatible()
@@ -150,7 +156,9 @@ def test_failed_build_leaves_nothing_half_built(isolated: Path, monkeypatch: pyt
     assert runtime.find_compatible() is None
 
 
-def test_makefile_template_declares_version(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_makefile_template_declares_version(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(runtime, "_run_make", _FakeMake())
     final = runtime.build_compatible()
     text = (final / "makefile").read_text()

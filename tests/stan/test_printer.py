@@ -51,13 +51,15 @@ MINIMAL_PARENS = [
     (ast.Indexed(bop("*", a, b), (one,)), "(a * b)[1]"),
     (ast.TupleProjection(ast.TupleProjection(a, 1), 2), "a.1.2"),
     (ast.TupleProjection(one, 2), "(1).2"),
-    (ast.Indexed(a, (ast.Slice(), ast.Slice(one, None), ast.Slice(None, two), ast.Slice(one, two), c)),
+    (ast.Indexed(a, (ast.Slice(), ast.Slice(one, None), ast.Slice(None, two),
+                     ast.Slice(one, two), c)),
      "a[:, 1:, :2, 1:2, c]"),
     (ast.Call("normal_lpdf", (a, b, c), conditional=True), "normal_lpdf(a | b, c)"),
     (ast.Call("poisson_lpmf", (a,), conditional=True), "poisson_lpmf(a |)"),
     (ast.Call("f", ()), "f()"),
     (ast.ArrayLit((one, two)), "{1, 2}"),
-    (ast.RowVectorLit((ast.RowVectorLit((one, two)), ast.RowVectorLit((two, one)))), "[[1, 2], [2, 1]]"),
+    (ast.RowVectorLit((ast.RowVectorLit((one, two)), ast.RowVectorLit((two, one)))),
+     "[[1, 2], [2, 1]]"),
     (ast.TupleLit((one, ast.TupleLit((a, b)))), "(1, (a, b))"),
     (ast.TargetValue(), "target()"),
 ]
@@ -87,18 +89,24 @@ def test_types() -> None:
         (ast.Variable("N"), ast.Variable("M")),
     )
     assert print_type(t) == "array[N, M] vector<lower=-1>[K]"
-    assert print_type(ast.BasicType("real", (), ast.Affine(a, b))) == "real<offset=a, multiplier=b>"
+    assert (print_type(ast.BasicType("real", (), ast.Affine(a, b)))
+            == "real<offset=a, multiplier=b>")
     assert print_type(ast.BasicType("real", (), ast.Affine(None, b))) == "real<multiplier=b>"
     # comparisons in bounds need parentheses, or ">" would close the bracket
-    assert print_type(ast.BasicType("real", (), ast.Bounds(bop(">", a, b), None))) == "real<lower=(a > b)>"
+    assert (print_type(ast.BasicType("real", (), ast.Bounds(bop(">", a, b), None)))
+            == "real<lower=(a > b)>")
     assert print_type(ast.UnsizedArrayType(ast.BasicType("int"), 3)) == "array[,,] int"
-    assert print_type(ast.TupleType((ast.BasicType("real"), ast.UnsizedArrayType(ast.BasicType("vector"), 1)))) == "tuple(real, array[] vector)"
+    assert (print_type(ast.TupleType((ast.BasicType("real"),
+                                      ast.UnsizedArrayType(ast.BasicType("vector"), 1))))
+            == "tuple(real, array[] vector)")
     assert print_type(ast.VoidType()) == "void"
-    assert print_type(ast.BasicType("cholesky_factor_cov", (one, two))) == "cholesky_factor_cov[1, 2]"
+    assert (print_type(ast.BasicType("cholesky_factor_cov", (one, two)))
+            == "cholesky_factor_cov[1, 2]")
 
 
 def test_statements_layout() -> None:
-    text = "if (a) { x = 1; } else if (b) x = 2; else { for (i in 1:n) { y[i] ~ normal(0, 1) T[0, ]; } }"
+    text = ("if (a) { x = 1; } else if (b) x = 2; "
+            "else { for (i in 1:n) { y[i] ~ normal(0, 1) T[0, ]; } }")
     assert print_stmt(parse_statement(text)) == (
         "if (a) {\n"
         "  x = 1;\n"

@@ -144,7 +144,12 @@ sized_elements: st.SearchStrategy[ast.Type] = st.recursive(
     lambda inner: st.builds(
         ast.TupleType,
         st.lists(
-            st.one_of(inner, st.builds(ast.ArrayType, inner, st.lists(small_exprs, min_size=1, max_size=2).map(tuple))),
+            st.one_of(
+                inner,
+                st.builds(
+                    ast.ArrayType, inner, st.lists(small_exprs, min_size=1, max_size=2).map(tuple)
+                ),
+            ),
             min_size=2,
             max_size=3,
         ).map(tuple),
@@ -153,7 +158,9 @@ sized_elements: st.SearchStrategy[ast.Type] = st.recursive(
 )
 sized_types: st.SearchStrategy[ast.Type] = st.one_of(
     sized_elements,
-    st.builds(ast.ArrayType, sized_elements, st.lists(small_exprs, min_size=1, max_size=3).map(tuple)),
+    st.builds(
+        ast.ArrayType, sized_elements, st.lists(small_exprs, min_size=1, max_size=3).map(tuple)
+    ),
 )
 
 _unsized_basic = st.sampled_from(
@@ -162,7 +169,11 @@ _unsized_basic = st.sampled_from(
 unsized_types: st.SearchStrategy[ast.Type] = st.recursive(
     _unsized_basic,
     lambda inner: st.one_of(
-        st.builds(ast.UnsizedArrayType, inner.filter(lambda t: not isinstance(t, ast.UnsizedArrayType)), st.integers(1, 3)),
+        st.builds(
+            ast.UnsizedArrayType,
+            inner.filter(lambda t: not isinstance(t, ast.UnsizedArrayType)),
+            st.integers(1, 3),
+        ),
         st.builds(ast.TupleType, st.lists(inner, min_size=2, max_size=3).map(tuple)),
     ),
     max_leaves=4,
@@ -175,7 +186,9 @@ unsized_types: st.SearchStrategy[ast.Type] = st.recursive(
 lvalue_bases = st.recursive(
     variables,
     lambda inner: st.one_of(
-        st.builds(ast.Indexed, inner, st.lists(_slices(small_exprs), min_size=1, max_size=2).map(tuple)),
+        st.builds(
+            ast.Indexed, inner, st.lists(_slices(small_exprs), min_size=1, max_size=2).map(tuple)
+        ),
         st.builds(ast.TupleProjection, inner, st.integers(1, 4)),
     ),
     max_leaves=3,
@@ -193,8 +206,12 @@ declarators = st.builds(ast.Declarator, names, st.none() | expressions)
 _opt_expr = st.none() | expressions
 
 simple_statements: st.SearchStrategy[ast.Stmt] = st.one_of(
-    st.builds(ast.VarDecl, sized_types, st.lists(declarators, min_size=1, max_size=3).map(tuple)),
-    st.builds(ast.Assign, lvalue_bases, st.sampled_from(sorted(ast.ASSIGNMENT_OPERATORS)), expressions),
+    st.builds(
+        ast.VarDecl, sized_types, st.lists(declarators, min_size=1, max_size=3).map(tuple)
+    ),
+    st.builds(
+        ast.Assign, lvalue_bases, st.sampled_from(sorted(ast.ASSIGNMENT_OPERATORS)), expressions
+    ),
     st.builds(ast.Assign, lvalues, st.just("="), expressions),
     st.builds(
         ast.Tilde,
@@ -204,7 +221,9 @@ simple_statements: st.SearchStrategy[ast.Stmt] = st.one_of(
         st.none() | st.builds(ast.Truncation, _opt_expr, _opt_expr),
     ),
     st.builds(ast.TargetIncrement, expressions),
-    st.builds(ast.CallStmt, st.builds(ast.Call, names, st.lists(expressions, max_size=3).map(tuple))),
+    st.builds(
+        ast.CallStmt, st.builds(ast.Call, names, st.lists(expressions, max_size=3).map(tuple))
+    ),
     st.builds(ast.Break),
     st.builds(ast.Continue),
     st.builds(ast.Return, _opt_expr),
@@ -249,7 +268,9 @@ functions = st.builds(
 
 
 def _blocks(name: str) -> st.SearchStrategy[ast.ProgramBlock | None]:
-    return st.none() | st.builds(ast.ProgramBlock, st.just(name), st.lists(statements, max_size=3).map(tuple))
+    return st.none() | st.builds(
+        ast.ProgramBlock, st.just(name), st.lists(statements, max_size=3).map(tuple)
+    )
 
 
 programs = st.builds(

@@ -183,7 +183,8 @@ def _from_stanc(node: Any) -> Any:
     if kind == "TupleProjection":
         return ("proj", _from_stanc(expr[1]), int(expr[2]))
     if kind in ("FunApp", "CondDistApp"):
-        return ("call", expr[2][0][1], kind == "CondDistApp", tuple(_from_stanc(a) for a in expr[3]))
+        return ("call", expr[2][0][1], kind == "CondDistApp",
+                tuple(_from_stanc(a) for a in expr[3]))
     if kind in ("ArrayExpr", "RowVectorExpr", "TupleExpr"):
         return (kind, tuple(_from_stanc(e) for e in expr[1]))
     if kind == "GetTarget":
@@ -244,7 +245,8 @@ def _ours(e: ast.Node | None) -> Any:
 
 def _stanc_tree(expr_text: str) -> Any:
     """stanc's parse of ``expr_text`` (inside a print statement), normalised."""
-    proc = run_stanc(f"transformed data {{\n  print({expr_text});\n}}\n", "diff.stan", ("--debug-ast",))
+    proc = run_stanc(f"transformed data {{\n  print({expr_text});\n}}\n", "diff.stan",
+                     ("--debug-ast",))
     assert not proc.stderr.startswith("Syntax error"), proc.stderr
     program = _sexp(proc.stdout)
     td = next(item for item in program if item[0] == "transformeddatablock")

@@ -1,4 +1,5 @@
-"""Tests for pemc_stan.methods.continuous_tempering.tempering (CT eqs 14-22), against mpmath and exact CT draws."""
+"""Tests for pemc_stan.methods.continuous_tempering.tempering (CT eqs 14-22), against mpmath
+and exact CT draws."""
 
 from __future__ import annotations
 
@@ -273,7 +274,7 @@ def test_weighted_expectations_extreme_delta_against_mpmath(shift: float) -> Non
         est = weighted_expectations(f, d, which)
         w = [mp.mpf(v) / (mp.expm1(mp.mpf(v)) if sign == 1 else -mp.expm1(-mp.mpf(v)))
              for v in d]
-        ref = float(mp.fsum([wi * mp.mpf(fi) for wi, fi in zip(w, f)]) / mp.fsum(w))
+        ref = float(mp.fsum([wi * mp.mpf(fi) for wi, fi in zip(w, f, strict=True)]) / mp.fsum(w))
         assert abs(float(est.mean) - ref) <= 1e-12 * max(1.0, abs(ref))
 
 
@@ -424,7 +425,7 @@ def _exact_log_marginal(grid: np.ndarray, log_zeta: float, bias: BetaBias) -> np
 def test_bias_normaliser_against_quadrature() -> None:
     bias = BetaBias([0.0, 0.003, 0.05, 0.4, 1.0], [0.0, -4.0, 2.5, 1.0, 7.0])
     for d in (-800.0, -30.0, -1.0, -1e-9, 0.0, 0.7, 12.0, 400.0, 5e4):
-        ref = sum(quad(lambda b: np.exp(-b * d - bias(b) - (-min(d, 0.0) + 4.0)), lo, hi,
+        ref = sum(quad(lambda b, d=d: np.exp(-b * d - bias(b) - (-min(d, 0.0) + 4.0)), lo, hi,
                        epsabs=0, epsrel=1e-13, limit=200)[0]
                   for lo, hi in zip(bias.knots[:-1], bias.knots[1:], strict=True))
         got = float(bias.log_normaliser(d))

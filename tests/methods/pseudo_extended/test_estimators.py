@@ -150,7 +150,8 @@ def test_mixture_estimate_is_invariant_to_a_constant_in_the_log_weights() -> Non
     x, lw = _extended_draws(np.random.default_rng(3), 2000, 4, 0.01)
     a, b = mixture_mean(x ** 2, lw), mixture_mean(x ** 2, lw + 123.0)
     assert a.mean == pytest.approx(b.mean, rel=1e-9)
-    assert float(mixture_log_ratio(lw + 123.0)) == pytest.approx(float(mixture_log_ratio(lw)) + 123.0)
+    assert float(mixture_log_ratio(lw + 123.0)) == pytest.approx(
+        float(mixture_log_ratio(lw)) + 123.0)
 
 
 def test_mixture_zero_weights_and_errors() -> None:
