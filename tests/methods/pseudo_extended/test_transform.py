@@ -2,17 +2,17 @@
 
 None of these tests compiles C++: stanc (the Stan-to-C++ front end) only
 type-checks the generated programs.  Golden files are regenerated only on
-purpose: ``PEMC_REGENERATE_GOLDEN=1 pytest tests/test_pseudo_extended_transform.py``.
+purpose: ``PEMC_REGENERATE_GOLDEN=1 pytest tests/methods/pseudo_extended/test_transform.py``.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from golden_files import check_golden
 
 from pemc_stan import transform
 from pemc_stan.errors import (
@@ -270,10 +270,7 @@ def test_golden(case: str) -> None:
         warnings.simplefilter("ignore", PseudoExtendedWarning)
         code = transform(path, **options)
     golden = GOLDEN / f"{case}.stan"
-    if os.environ.get("PEMC_REGENERATE_GOLDEN") == "1":
-        golden.write_text(code)
-    assert golden.exists(), f"missing golden file {golden}; regenerate on purpose"
-    assert code == golden.read_text()
+    check_golden(golden, code)
     if options.get("temper") == "base":  # no default corpus program is base-tempered
         check_with_stanc(code)
 
