@@ -85,11 +85,23 @@ def test_resampling_keeps_one_copy_per_iteration() -> None:
     assert (df.groupby("chain__").size() == 50).all()
 
 
-def test_expectation_is_mean_of_per_draw_weighted_estimates() -> None:
-    fit, _ = _fake()
+def test_expectation_weights_pseudo_samples_by_theorem_2_1() -> None:
+    """Draws alternate between two states whose weighted estimates are known by hand:
+    within a draw ``w_i ∝ gamma(x_i)^(1 - beta_i) pi(beta_i) / g(beta_i)`` (Theorem 2.1), so
+    with equal temperatures (0.5, 0.5) and log gamma (0, 2) the weights are (1, e) / (1 + e);
+    with equal log gamma they are equal."""
+    fit, c = _fake()
+    d = fit._draws
+    a, b = slice(0, None, 2), slice(1, None, 2)
+    for state, beta, log_gamma, tau in ((a, 0.5, (0.0, 2.0), (1.0, 3.0)),
+                                        (b, 0.3, (1.0, 1.0), (2.0, 4.0))):
+        d[state, :, c["pemc_beta[1]"]] = d[state, :, c["pemc_beta[2]"]] = beta
+        d[state, :, c["pemc_log_gamma[1]"]], d[state, :, c["pemc_log_gamma[2]"]] = log_gamma
+        d[state, :, c["tau[1]"]], d[state, :, c["tau[2]"]] = tau
+    e = np.e
+    h_a, h_b = (1.0 + 3.0 * e) / (1.0 + e), 3.0
     est = fit.expectation("tau")
-    h = np.sum(fit.normalised_weights() * fit.pseudo_samples("tau"), axis=-1)
-    assert est.mean == pytest.approx(h.mean())
+    assert est.mean == pytest.approx((h_a + h_b) / 2, rel=1e-12)
     assert est.mcse > 0 and est.ess > 1
     info = fit.diagnostics(warn=False)
     assert set(info) >= {"weight_ess_mean", "max_weight_share", "beta_quantiles", "messages"}

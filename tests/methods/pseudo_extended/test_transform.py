@@ -412,5 +412,11 @@ def test_base_tempering_data_needs_a_base_of_the_right_size() -> None:
         res.data(data, log_scale=0.0)
     with pytest.raises(ValueError, match="has 2 coordinates"):
         res.data(data, log_scale=0.0, base=BaseDensity(np.zeros(2), np.eye(2), "dense"))
-    out = res.data(data, log_scale=0.0, base=BaseDensity(np.zeros(3), np.eye(3), "dense"))
-    assert out["pemc_D"] == 3 and len(out["pemc_base_chol"]) == 3
+    mean = np.array([1.0, -2.0, 3.0])
+    cov = np.array([[4.0, 1.0, 0.0], [1.0, 2.0, 0.5], [0.0, 0.5, 1.0]])
+    out = res.data(data, log_scale=0.0, base=BaseDensity(mean, cov, "dense"))
+    assert out["pemc_D"] == 3 and out["pemc_N"] == 2 and out["pemc_log_scale"] == 0.0
+    np.testing.assert_allclose(out["pemc_base_mean"], mean)
+    chol = np.asarray(out["pemc_base_chol"])  # lower triangular, chol chol' = cov
+    np.testing.assert_allclose(chol, np.tril(chol))
+    np.testing.assert_allclose(chol @ chol.T, cov, rtol=1e-12)
