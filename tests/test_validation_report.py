@@ -49,3 +49,34 @@ def test_the_same_run_wins_over_order(validation: ModuleType) -> None:
     # a Dask run writes records as they finish: CT may come before its NUTS
     records = [_rec("nuts", 1.0, "a"), _rec("ct", 9.0, "b"), _rec("nuts", 3.0, "b")]
     assert _median(validation.report(records, 1), "ct") == "3.00x NUTS"
+
+
+def test_shared_truth_format_is_scored_generically(validation: ModuleType) -> None:
+    """A case whose truth.json gives ``mean``, ``sd`` and ``prob`` by column is scored on
+    every quantity with no code of its own; exact draws match, a missed mode does not."""
+    import numpy as np
+
+    truth = {"log_z": 0.0, "mean": {"x[1]": 2.4}, "sd": {"x[1]": 7.0},
+             "prob": {"x[1] < 0": 0.3, "x[1] > 5": 0.5}}
+    case = {"kind": "multimodal", "folder": Path("new_case"), "truth": truth}
+    keys = [k for k, *_ in validation.generic_quantities(truth)]
+    assert keys == ["mean[x[1]]", "var[x[1]]", "P(x[1] < 0)", "P(x[1] > 5)"]
+    rng = np.random.default_rng(0)
+    left = rng.uniform(size=(4, 20_000)) < 0.3  # two modes at -5 and 6.6 with masses .3/.7
+    draws = np.where(left, rng.normal(-5.0, 0.5, left.shape), rng.normal(5.6, 0.5, left.shape))
+
+    def expect_from(x: np.ndarray) -> object:
+        def expect(f: object) -> tuple[float, float]:
+            values = np.asarray(f(lambda _column: x), dtype=float)  # type: ignore[operator]
+            return float(values.mean()), float(values.std() / np.sqrt(values.size))
+        return expect
+
+    exact = dict(truth, mean={"x[1]": float(draws.mean())}, sd={"x[1]": float(draws.std())},
+                 prob={"x[1] < 0": float(left.mean()), "x[1] > 5": float((draws > 5).mean())})
+    good = validation.measure(dict(case, truth=exact), None, None, expect_from(draws))
+    assert good["match"], good
+    one_mode = draws[~left].reshape(1, -1)  # the chains never left the right mode
+    bad = validation.measure(dict(case, truth=exact), None, None, expect_from(one_mode))
+    assert not bad["match"] and abs(bad["z"]["P(x[1] < 0)"]) > 4
+    with pytest.raises(ValueError, match="NAME < NUMBER"):
+        validation.generic_quantities({"mean": {}, "prob": {"x[1] <= 0": 0.3}})
