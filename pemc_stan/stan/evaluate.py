@@ -38,6 +38,21 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {"min": np.minimum, "max": np.maximum,
                                                   "fmin": np.minimum, "fmax": np.maximum,
                                                   "pow": np.power}
+def _to_matrix(v: Any, m: Any, n: Any) -> Any:
+    """Stan's ``to_matrix(v, m, n)``: the values of ``v`` filled column by column."""
+    return np.reshape(np.asarray(v, dtype=float), (int(m), int(n)), order="F")
+
+
+def _flatten(v: Any) -> Any:
+    """Stan's ``to_vector`` / ``to_row_vector``: a container's values, column-major."""
+    return np.ravel(np.asarray(v, dtype=float), order="F")
+
+
+#: Reshaping functions: name -> (accepted argument counts, implementation).
+_RESHAPE: dict[str, tuple[tuple[int, ...], Callable[..., Any]]] = {
+    "to_matrix": ((3,), _to_matrix), "to_vector": ((1,), _flatten),
+    "to_row_vector": ((1,), _flatten),
+}
 _CONSTANTS = {"pi": math.pi, "e": math.e, "sqrt2": math.sqrt(2.0), "log2": math.log(2.0),
               "log10": math.log(10.0), "not_a_number": math.nan,
               "positive_infinity": math.inf, "negative_infinity": -math.inf,
@@ -62,8 +77,9 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
     Supports literals, variables of ``data`` (lists become arrays), integer
     indexing, unary ``-``/``+``/``!``, ``+ - * / %/% % ^ .* ./ .^``, comparisons,
     ``&&``/``||``, ``?:``, elementwise functions (``sqrt``, ``exp``, ``log``,
-    ``abs``, ``min``, ``max``, ``sum``, ``mean``, ...) and constants (``pi()``,
-    ``negative_infinity()``, ...).
+    ``abs``, ``min``, ``max``, ``sum``, ``mean``, ...), the reshaping functions
+    ``to_matrix(v, m, n)``, ``to_vector`` and ``to_row_vector`` (column-major, as Stan)
+    and constants (``pi()``, ``negative_infinity()``, ...).
 
     Raises
     ------
@@ -140,6 +156,11 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
                 return _UNARY[e.name](ev(e.args[0]))
             if len(e.args) == 2 and e.name in _BINARY:
                 return _BINARY[e.name](ev(e.args[0]), ev(e.args[1]))
+            if e.name in _RESHAPE and len(e.args) in _RESHAPE[e.name][0]:
+                try:
+                    return _RESHAPE[e.name][1](*(ev(a) for a in e.args))
+                except ValueError as exc:  # sizes that do not fit
+                    raise fail(f"{e.name}: {exc}", e) from None
             raise fail(f"function {e.name!r}", e)
         raise fail(f"a {type(e).__name__} expression", e)
 

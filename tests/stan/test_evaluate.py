@@ -25,6 +25,17 @@ def test_stan_semantics(text: str, expected: float) -> None:
         assert int(np.asarray(value)) == expected
 
 
+def test_reshaping_fills_column_by_column_as_stan() -> None:
+    """to_matrix(v, m, n) fills columns first (Stan's order); to_vector reads them back."""
+    data = {"v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "N": 3}
+    m = evaluate(parse_expression("to_matrix(v, N, 2)"), data)
+    np.testing.assert_array_equal(m, [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]])
+    back = evaluate(parse_expression("to_vector(to_matrix(v, N, 2))"), data)
+    np.testing.assert_array_equal(back, data["v"])
+    with pytest.raises(UnevaluableExpressionError, match="to_matrix"):
+        evaluate(parse_expression("to_matrix(v, 4, 2)"), data)
+
+
 def test_what_cannot_be_evaluated_is_named() -> None:
     with pytest.raises(UnevaluableExpressionError) as err:
         evaluate(parse_expression("N + Kc"), {"N": 2})
