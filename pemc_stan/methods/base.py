@@ -805,7 +805,8 @@ class ExtendedFit:
             "divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
             f"({100 * share:.1f}%) diverged, so the extended target was not explored "
             "faithfully", "increase adapt_delta (e.g. 0.95)")
-        worst_rhat, worst_ess = (float("nan"), ""), (float("inf"), "")
+        worst_rhat = (float("nan"), "")
+        worst_ess: tuple[float, str, str] = (float("inf"), "", "")
         worst_chain = (0.0, "")
         n_chains = self._draws.shape[1]
         for column in self.parameter_columns():
@@ -813,7 +814,13 @@ class ExtendedFit:
             if np.isfinite(rhat) and not rhat <= worst_rhat[0]:
                 worst_rhat = (rhat, column)
             if np.isfinite(ess) and ess < worst_ess[0]:
-                worst_ess = (ess, column)
+                worst_ess = (ess, column, "bulk ESS of the resampled draws")
+            # the ESS behind the error bar reported with the estimate (the weighted
+            # estimator's): resampling adds independent noise, which can hide how slowly
+            # the weighted estimate itself mixes
+            own = float(self.expectation(column).ess)
+            if np.isfinite(own) and own < worst_ess[0]:
+                worst_ess = (own, column, "ESS of the weighted estimate")
             if n_chains > 1:
                 z = chains_disagree(*self.chain_expectations(column))
                 if np.isfinite(z) and z > worst_chain[0]:
@@ -823,8 +830,8 @@ class ExtendedFit:
             f"(> {RHAT_MAX}): the chains disagree", "run longer (iter_sampling) or more "
             "chains, and check whether the chains sit in different modes")
         yield "ess", None if not worst_ess[0] < ESS_MIN else Reason(
-            "ess", f"the bulk ESS of the resampled draws of {worst_ess[1]} is "
-            f"{worst_ess[0]:.0f} (< {ESS_MIN:.0f})", "run longer (iter_sampling)")
+            "ess", f"the {worst_ess[2]} of {worst_ess[1]} is {worst_ess[0]:.0f} "
+            f"(< {ESS_MIN:.0f})", "run longer (iter_sampling)")
         if n_chains > 1:
             yield "chains_agree", None if worst_chain[0] <= CHAIN_Z_MAX else Reason(
                 "chains_agree", f"one chain's weighted mean of {worst_chain[1]} is "
