@@ -298,7 +298,9 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
     assert estimates["options"]["n_pseudo"] == 5 and estimates["log_scale"] == 0.0
     x = estimates["expectations"]["x"]
     assert abs(x["mean"] - 1.2) < 4 * x["mcse"], x  # exact E[x] = 0.3 * -3 + 0.7 * 3
-    assert x["mcse"] < 0.3  # informative: a one-mode answer (-3 or 3) is many MCSE away
+    # informative: E[x] = 6 P(x > 0) - 3, so an MCSE of 0.25 is 0.042 on the mass (4 MCSE
+    # below 0.2): equal masses (E[x] = 0) and a one-mode answer (-3 or 3) cannot pass
+    assert x["mcse"] < 0.25
 
     idata = az.from_netcdf(str(out / "bimodal_1d.nc"))
     assert {"posterior", "sample_stats", "extended_posterior"} <= set(idata.groups())
