@@ -26,7 +26,7 @@ from pemc_stan.cli import main
 from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import StanProgram
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit, TransformResult
+from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
 from pemc_stan.methods.options import MethodOptions, check_number, option
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program
 from pemc_stan.stan.logdensity import log_density_functions
@@ -226,3 +226,19 @@ def test_sample_settles_method_options_and_program_once(monkeypatch: pytest.Monk
     pemc_stan.evidence(fit, estimator="bridge", seed=1)
     assert parses == ["model"], parses
     assert math.isfinite(fit.expectation("mu").mean)
+
+
+def test_no_method_overrides_a_private_method_of_the_shared_classes() -> None:
+    """A method supplies the public hooks of ``FitHooks`` (and its own helpers); it never
+    replaces a private method of ExtendedFit or MethodModel."""
+    from pemc_stan.methods.base import FitHooks
+
+    found = []
+    for m in registry.methods():
+        for cls, shared in ((m.fit, ExtendedFit), (m.model, MethodModel)):
+            found += [f"{cls.__name__}.{name}" for name in vars(cls)
+                      if name.startswith("_") and not name.startswith("__")
+                      and hasattr(shared, name)]
+        hooks = {n for n in vars(FitHooks) if not n.startswith("_")}
+        assert hooks <= set(dir(m.fit)), (m.name, hooks - set(dir(m.fit)))
+    assert not found, found
