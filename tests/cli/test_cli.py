@@ -284,7 +284,7 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
     out = tmp_path / "pe"
     proc = run_cli("sample", str(BIMODAL), "--data", str(BIMODAL_DATA), "--method", "pe",
                    "--n-pseudo", "5", "--log-scale", "0", "--chains", "2",
-                   "--iter-warmup", "500", "--iter-sampling", "1000", "--seed", "21",
+                   "--iter-warmup", "500", "--iter-sampling", "3000", "--seed", "21",
                    "--output-dir", str(out))
     assert proc.returncode == ExitCode.OK, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -306,9 +306,9 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
     assert {"posterior", "sample_stats", "extended_posterior"} <= set(idata.groups())
     assert idata.posterior.attrs["pemc_method"] == "pseudo_extended"
     weights = pd.read_csv(out / "weights.csv")
-    assert len(weights) == 2 * 1000
+    assert len(weights) == 2 * 3000
     assert list(weights.columns[:2]) == ["chain", "draw"]
-    lw = weights[[f"log_weight_{k}" for k in range(1, 6)]].to_numpy().reshape(2, 1000, 5)
+    lw = weights[[f"log_weight_{k}" for k in range(1, 6)]].to_numpy().reshape(2, 3000, 5)
     np.testing.assert_allclose(lw, idata.sample_stats["log_weight"].values, rtol=1e-12)
     # estimates.json's E[x] is the eq-3 weighted mean of the pseudo-samples in the NetCDF file
     w = np.exp(lw - lw.max(axis=-1, keepdims=True))
