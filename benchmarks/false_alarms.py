@@ -94,9 +94,10 @@ def run(model: str, method: str, seeds: list[int]) -> dict[str, Any]:
             alarms.update(names)
         else:
             reasons_wrong.update(names or ["(none: a silent failure)"])
+        detail = "; ".join(str(r) for r in verdict.reasons)
         print(f"  {model:<14} {method:<3} seed {seed:>3}: "
               + " ".join(f"{k} {v:.1f}se" for k, v in errors.items())
-              + f"  {'ok' if verdict.ok else 'suspect: ' + ', '.join(names)}", flush=True)
+              + f"  {'ok' if verdict.ok else 'suspect: ' + detail}", flush=True)
     return {"model": model, "method": method, "seeds": len(seeds), "right": right,
             "flagged": flagged, "false_alarms": dict(alarms),
             "reasons_on_wrong_fits": dict(reasons_wrong),
@@ -126,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", nargs="+", default=["ct", "pe"])
     parser.add_argument("--models", nargs="+", default=list(CHECKS), choices=list(CHECKS))
     args = parser.parse_args(argv)
+    import logging
+
+    logging.getLogger("cmdstanpy").setLevel(logging.WARNING)
     records = []
     for model in args.models:
         for method in args.methods:

@@ -98,8 +98,9 @@ MUTATIONS = [
 ]
 
 
-def run(m: Mutation) -> tuple[int, float]:
-    """Apply ``m``, run its tests, restore; return (failed tests, seconds)."""
+def run(m: Mutation) -> tuple[int, float, str]:
+    """Apply ``m``, run its tests, restore; return (failed tests, seconds, the first
+    failure's line)."""
     text = m.path.read_text()
     if text.count(m.old) != 1:
         raise SystemExit(f"mutation {m.key}: the line to edit is not found once in {m.path}")
@@ -111,13 +112,10 @@ def run(m: Mutation) -> tuple[int, float]:
                               check=False)
     finally:
         m.path.write_text(text)
-    failed = 0
-    for line in proc.stdout.splitlines():
-        if line.startswith("FAILED") or line.startswith("ERROR"):
-            failed += 1
-    if proc.returncode != 0 and failed == 0:
-        failed = 1  # a collection or import error also fails the run
-    return failed, time.perf_counter() - started
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
+    failed = len(lines) or (1 if proc.returncode != 0 else 0)  # a collection error fails too
+    first = lines[0] if lines else proc.stdout.strip().splitlines()[-1] if proc.stdout else ""
+    return failed, time.perf_counter() - started, first
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,12 +130,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.key:<24} {m.what}  [{', '.join(m.tests)}]")
         return 0
     missed = 0
-    print(f"{'mutation':<24} {'caught':<12} {'seconds':>8}  what")
+    print(f"{'mutation':<24} {'caught':<10} {'seconds':>8}  what / the first failure")
     for m in chosen:
-        failed, seconds = run(m)
+        failed, seconds, first = run(m)
         missed += failed == 0
-        verdict = f"yes ({failed})" if failed else "NOT CAUGHT"
-        print(f"{m.key:<24} {verdict:<12} {seconds:>8.1f}  {m.what}", flush=True)
+        verdict = "yes" if failed else "NOT CAUGHT"
+        print(f"{m.key:<24} {verdict:<10} {seconds:>8.1f}  {m.what}\n{'':<44}{first[:150]}",
+              flush=True)
     return 1 if missed else 0
 
 
