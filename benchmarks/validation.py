@@ -248,13 +248,12 @@ def run_nuts(case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
 def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> dict[str, Any]:
     import pemc_stan
     from pemc_stan.inputs import read_program
-    from pemc_stan.methods import registry
+    from pemc_stan.pipeline import method_model
 
     folder = case["folder"]
     data = _data(folder)
     program = read_program(folder / "model.stan")
-    spec = registry.get(method)
-    warm = spec.model(program, data)  # compile outside the timed run
+    warm = method_model(program, data, method=method)  # compile outside the timed run
     warm.method_model()
     warm.original_model()
     start = time.perf_counter()
