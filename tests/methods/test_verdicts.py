@@ -25,8 +25,6 @@ BIMODAL = MODELS / "bimodal_1d" / "bimodal_1d.stan"
 BIMODAL_DATA = json.loads((MODELS / "bimodal_1d" / "bimodal_1d.data.json").read_text())
 NORMAL = MODELS / "normal_normal" / "normal_normal.stan"
 NORMAL_DATA = json.loads((MODELS / "normal_normal" / "data.json").read_text())
-MIXING = {"rhat", "chains_agree", "beta_round_trips", "beta_ends", "log_z_chains", "ess",
-          "base_moments"}
 
 
 def _normal_log_z() -> float:
@@ -46,8 +44,8 @@ def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any)
                            bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
                            seed=7)
     verdict = fit.check()
-    assert not verdict.ok, verdict
-    assert set(verdict.names()) & MIXING, verdict
+    # the chains stuck at beta = 1 near the left mode make no round trip (and disagree)
+    assert {"beta_round_trips", "rhat"} <= set(verdict.names()), verdict
     with pytest.warns(pemc_stan.errors.FitSuspectWarning):
         fit.summary()
 
