@@ -11,6 +11,11 @@ weights; (d) the bridge estimate plus 0.3; (e) ``fit.check()`` always ok; (f) th
 normalising constant of an upper truncation dropped from the full log density; (g) each
 verdict threshold doubled, one at a time.
 
+Each test set is first run on the unmutated source: a set that fails there cannot show
+a catch, and the script says so and exits 1.  Run it alone: the files are edited in
+place (and restored on any exception or Ctrl-C, not on SIGKILL), so another process
+importing this checkout meanwhile would see a mutation.
+
 Usage::
 
     pip install -e '.[test]'      # the tests must import this checkout's source
@@ -98,6 +103,11 @@ MUTATIONS = [
 ]
 
 
+def _pytest(tests: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-x", *tests], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
 def run(m: Mutation) -> tuple[int, float, str]:
     """Apply ``m``, run its tests, restore; return (failed tests, seconds, the first
     failure's line)."""
@@ -107,9 +117,7 @@ def run(m: Mutation) -> tuple[int, float, str]:
     started = time.perf_counter()
     try:
         m.path.write_text(text.replace(m.old, m.new))
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-x", *m.tests], cwd=ROOT, capture_output=True, text=True,
-                              check=False)
+        proc = _pytest(m.tests)
     finally:
         m.path.write_text(text)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
@@ -129,6 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         for m in chosen:
             print(f"{m.key:<24} {m.what}  [{', '.join(m.tests)}]")
         return 0
+    for tests in dict.fromkeys(m.tests for m in chosen):
+        baseline = _pytest(tests)
+        if baseline.returncode != 0:
+            print(f"the unmutated source fails {', '.join(tests)}: "
+                  f"{baseline.stdout.strip().splitlines()[-1:]}")
+            return 1
+    print("every test set passes on the unmutated source")
     missed = 0
     print(f"{'mutation':<24} {'caught':<10} {'seconds':>8}  what / the first failure")
     for m in chosen:

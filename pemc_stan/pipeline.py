@@ -10,8 +10,9 @@ through the content-hash cache and runs CmdStan's NUTS → the method's fit.
 Options are the method's options dataclass, given as an object
 (``options=PseudoExtendedOptions(n_pseudo=5)``) or as keywords
 (``n_pseudo=5``); which keywords belong to which method is read from the
-registered options classes.  The command line and the batch runner settle the
-same things themselves and call :func:`run`.
+registered options classes.  The command line settles the same things itself
+(checking them before it creates its output folder) and calls :func:`run`; a batch
+task settles them on the client, then runs :func:`sample` on a worker.
 """
 
 from __future__ import annotations
@@ -270,7 +271,7 @@ def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
         output_dir: str | os.PathLike[str] | None = None, client: Any = None,
         original_model: cmdstanpy.CmdStanModel | None = None) -> ExtendedFit:
     """Run a transformed program whose method, options, program and sampler arguments
-    are settled (:func:`sample` settles them; so do the command line and the batch runner).
+    are settled (:func:`sample` settles them; so does the command line).
 
     Parameters
     ----------

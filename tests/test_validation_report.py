@@ -62,7 +62,7 @@ def test_shared_truth_format_is_scored_generically(validation: ModuleType) -> No
     keys = [k for k, *_ in validation.generic_quantities(truth)]
     assert keys == ["mean[x[1]]", "var[x[1]]", "P(x[1] < 0)", "P(x[1] > 5)"]
     rng = np.random.default_rng(0)
-    left = rng.uniform(size=(4, 20_000)) < 0.3  # two modes at -5 and 6.6 with masses .3/.7
+    left = rng.uniform(size=(4, 20_000)) < 0.3  # two modes at -5 and 5.6 with masses .3/.7
     draws = np.where(left, rng.normal(-5.0, 0.5, left.shape), rng.normal(5.6, 0.5, left.shape))
 
     def expect_from(x: np.ndarray) -> object:
@@ -71,8 +71,13 @@ def test_shared_truth_format_is_scored_generically(validation: ModuleType) -> No
             return float(values.mean()), float(values.std() / np.sqrt(values.size))
         return expect
 
-    exact = dict(truth, mean={"x[1]": float(draws.mean())}, sd={"x[1]": float(draws.std())},
-                 prob={"x[1] < 0": float(left.mean()), "x[1] > 5": float((draws > 5).mean())})
+    from scipy.stats import norm
+
+    mean = 0.3 * -5.0 + 0.7 * 5.6  # the mixture's exact moments and probabilities
+    second = 0.3 * (25.0 + 0.25) + 0.7 * (5.6**2 + 0.25)
+    exact = dict(truth, mean={"x[1]": mean}, sd={"x[1]": float(np.sqrt(second - mean**2))},
+                 prob={"x[1] < 0": 0.3 * norm.cdf(10.0) + 0.7 * norm.cdf(-11.2),
+                       "x[1] > 5": 0.3 * norm.sf(20.0) + 0.7 * norm.sf(-1.2)})
     good = validation.measure(dict(case, truth=exact), None, None, expect_from(draws))
     assert good["match"], good
     one_mode = draws[~left].reshape(1, -1)  # the chains never left the right mode

@@ -13,7 +13,7 @@ from pemc_stan.cli.errors import ExitCode
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_model
 from pemc_stan.cli.options import add_method_options, method_options
 from pemc_stan.errors import CliError
-from pemc_stan.pipeline import transform
+from pemc_stan.methods import registry
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> ExitCode:
         For bad options, programs or files.
     """
     model, _ = model_and_data(args)
-    code = transform(read_model(model), method=args.method, name=model.stem,
-                     **method_options(args))
+    spec = registry.get(args.method)
+    options = spec.build_options(**method_options(args))  # before the program is read
+    code = spec.transform_program(read_model(model), options).stan_code
     if args.output:
         out = Path(args.output)
         if out.exists() and out.resolve() == model.resolve():

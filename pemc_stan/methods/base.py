@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import cmdstanpy
 import numpy as np
@@ -408,7 +408,13 @@ class ExtendedFit:
     #: How the resampled draws are drawn (:meth:`resample_index`): ``"within_draw"``
     #: (the particles of one draw share a target) or ``"pooled"`` (one particle per
     #: draw, weights on one scale across all draws and chains).
-    resampling: ClassVar[str] = "within_draw"
+    resampling: ClassVar[Literal["within_draw", "pooled"]] = "within_draw"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.resampling not in ("within_draw", "pooled"):
+            raise TypeError(f"{cls.__name__}.resampling = {cls.resampling!r}; expected "
+                            "'within_draw' or 'pooled'")
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: TransformResult,
                  data: Mapping[str, Any] | None = None,
@@ -449,7 +455,7 @@ class ExtendedFit:
         try:
             return self._draws[:, :, self._col[name]].T.copy()
         except KeyError:
-            raise KeyError(f"{name!r} is not a column of the {self.method} fit") from None
+            raise KeyError(f"{name!r} is not a column of the {type(self).__name__}") from None
 
     def _stack(self, names: list[str]) -> NDArray[np.float64]:
         """Columns stacked last, shape (chains, draws, len(names))."""
@@ -610,6 +616,9 @@ class ExtendedFit:
             rng = np.random.default_rng(self.seed)
             lw = self.particle_log_weights()
             if self.resampling == "pooled":
+                if lw.shape[-1] != 1:
+                    raise ValueError(f"{type(self).__name__}: pooled resampling needs one "
+                                     f"particle per draw, not {lw.shape[-1]}")
                 flat = W.resample_indices(lw[..., 0].reshape(-1), rng, method="systematic")
                 self._index = np.sort(flat).reshape(lw.shape[:2])
             else:

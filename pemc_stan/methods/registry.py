@@ -3,14 +3,16 @@
 A :class:`Method` ties a name and its aliases to the method's options class,
 transformation, model class and fit class.  The front doors
 (:func:`pemc_stan.transform`, :func:`pemc_stan.sample`,
-:func:`pemc_stan.evidence`, the command line and the batch runner) look a
+:func:`pemc_stan.evidence`, the command line and a batch task's resolution) look a
 method up once (:func:`get`), build its validated options once
 (:meth:`Method.build_options`) and transform the program read once
 (:meth:`Method.transform_program`); the result carries its :class:`Method`
 down to the model (``method.model(result, data)``) and the fit
 (``fit.result.method``), so nothing looks it up again.  Every package under
 ``pemc_stan/methods/`` that defines a ``METHOD`` is imported and registered by
-:mod:`pemc_stan.methods`; a new method is one such folder and no other edit.
+:mod:`pemc_stan.methods`: a new method is one such folder plus its template
+(``stan_templates/<name>.stan.jinja``); to ship in the wheel, its package is also
+listed in ``pyproject.toml``.
 """
 
 from __future__ import annotations

@@ -188,13 +188,15 @@ class InferenceDataConverter:
 
     def __init__(self, fit: Any, evidence: Any = None, include_extended: bool = True,
                  output_dir: str | None = None) -> None:
-        if not callable(getattr(fit, "output_extras", None)) or not hasattr(fit, "result"):
+        if not callable(getattr(fit, "output_extras", None)) or getattr(
+                getattr(fit, "result", None), "method", None) is None:
             raise TypeError(
                 f"to_inference_data expects the fit of a pemc-stan method (e.g. a "
                 f"PseudoExtendedFit or ContinuousTemperingFit), got {type(fit).__name__}; for "
                 "a plain cmdstanpy fit use arviz.from_cmdstanpy")
         self.method: str = fit.method
         self.fit = fit
+        self._extras: Any = None
         self.evidence = evidence
         self.include_extended = include_extended
         self.output_dir = output_dir
@@ -309,7 +311,7 @@ class InferenceDataConverter:
             "pemc_method": self.method,
             "pemc_options": options_json(fit.result.options),
         }
-        attrs.update(fit.output_extras().attributes)
+        attrs.update(self.extras.attributes)
         estimate = self.evidence
         if estimate is None:
             try:
@@ -321,6 +323,13 @@ class InferenceDataConverter:
             attrs["pemc_log_z_std_error"] = float(estimate.std_error)
             attrs["pemc_log_z_method"] = str(estimate.method)
         return attrs
+
+    @property
+    def extras(self) -> Any:
+        """The fit's :meth:`output_extras`, computed once per conversion."""
+        if self._extras is None:
+            self._extras = self.fit.output_extras()
+        return self._extras
 
     # ------------------------------------------------------------------ groups
     def posterior_to_xarray(self) -> Any:
@@ -358,7 +367,7 @@ class InferenceDataConverter:
         import xarray as xr
 
         stats = self._dataset(self._sampler_arrays())
-        extras = self.fit.output_extras()
+        extras = self.extras
         extra, attrs = extras.sample_stats, extras.sample_stats_attrs
         coords: dict[str, Any] = {}
         dim = self.fit.particle_dim
@@ -378,7 +387,7 @@ class InferenceDataConverter:
         """
         fit = self.fit
         dim = fit.particle_dim
-        extra = fit.output_extras().extended
+        extra = self.extras.extended
         if dim is not None:  # every particle of every parameter, along the particle dim
             grouped: dict[str, list[tuple[tuple[int, ...], NDArray[np.float64]]]] = {}
             for col in fit.parameter_columns():

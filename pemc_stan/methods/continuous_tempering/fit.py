@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import cmdstanpy
 import numpy as np
@@ -120,7 +120,7 @@ class ContinuousTemperingFit(ExtendedFit):
 
     result: ContinuousTemperingResult
     #: One draw per iteration, its target weight on one scale across all draws and chains.
-    resampling: ClassVar[str] = "pooled"
+    resampling: ClassVar[Literal["within_draw", "pooled"]] = "pooled"
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: ContinuousTemperingResult,
                  log_zeta: float, base: BaseDensity | None = None,

@@ -70,7 +70,7 @@ def test_golden_program_samples_the_users_posterior(case: str, cmdstan_installat
         sd = float(ref["StdDev"])
         assert float(ref["MCSE"]) < MCSE_CAP * sd, (column, ref)
         if est.mcse >= MCSE_CAP * sd:  # an ESS below about 100: the verdict must say so
-            assert not verdict.ok, (column, est, verdict)
+            assert "ess" in verdict.names(), (column, est, verdict)
             continue
         gap = abs(est.mean - float(ref["Mean"]))
         assert gap < 4 * np.hypot(est.mcse, float(ref["MCSE"])), (column, est, ref)
