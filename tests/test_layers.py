@@ -52,10 +52,17 @@ def _top(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+#: Data the wheel ships as packages (the templates and the gallery's models and scripts),
+#: not code of the pipeline; an installed package has them beside its modules.
+DATA_PACKAGES = frozenset({"stan_templates", "models"})
+
+
 def _modules() -> Iterator[tuple[str, Path]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).with_suffix("")
         parts = [p for p in rel.parts if p != "__init__"]
+        if parts and parts[0] in DATA_PACKAGES:
+            continue
         yield ".".join(["pemc_stan", *parts]), path
 
 
