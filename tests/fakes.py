@@ -142,7 +142,8 @@ M, S, LOG_Z = 1.0, 0.7, 2.3
 CT_PROGRAM = "parameters { real x; } model { x ~ normal(1, 0.7); }"
 
 
-def _log_c(beta: np.ndarray) -> np.ndarray:
+def ct_log_c(beta: np.ndarray) -> np.ndarray:
+    """log integral N(x;M,S^2)^beta N(x;0,1)^(1-beta) dx (closed form)."""
     lam = beta / S**2 + (1 - beta)
     b = beta * M / S**2
     return (-0.5 * np.log(2 * np.pi) - beta * np.log(S) - beta * M**2 / (2 * S**2)
@@ -150,8 +151,13 @@ def _log_c(beta: np.ndarray) -> np.ndarray:
 
 
 def ct_draws(rng: np.random.Generator, n: int, log_zeta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact i.i.d. draws (x, beta) from the CT joint of eq 16.
+
+    Marginal p(beta) ∝ z(beta)/zeta^beta = (Z/zeta)^beta c(beta) (eq 19), sampled by
+    inverse CDF on a fine grid; then x | beta is Gaussian.
+    """
     grid = np.linspace(0.0, 1.0, 200_001)
-    logp = grid * (LOG_Z - log_zeta) + _log_c(grid)
+    logp = grid * (LOG_Z - log_zeta) + ct_log_c(grid)
     p = np.exp(logp - logp.max())
     cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
     cdf /= cdf[-1]

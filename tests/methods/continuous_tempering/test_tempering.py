@@ -6,6 +6,7 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 import pytest
+from fakes import LOG_Z, M, S, ct_draws, ct_log_c
 from scipy.integrate import quad
 from scipy.stats import norm
 
@@ -107,32 +108,8 @@ def test_delta_sign_convention() -> None:
 
 # ----------------------------------------------------------------- exact CT draws
 
-M, S, LOG_Z = 1.0, 0.7, 2.3  # target gamma(x) = Z N(x; M, S^2), base N(0, 1)
-
-
-def _log_c(beta: np.ndarray) -> np.ndarray:
-    """log integral N(x;M,S^2)^beta N(x;0,1)^(1-beta) dx (closed form)."""
-    lam = beta / S**2 + (1 - beta)
-    b = beta * M / S**2
-    return (-0.5 * np.log(2 * np.pi) - beta * np.log(S) - beta * M**2 / (2 * S**2)
-            + 0.5 * np.log(2 * np.pi / lam) + b**2 / (2 * lam))
-
-
-def _ct_draws(rng: np.random.Generator, n: int, log_zeta: float) -> tuple[np.ndarray, np.ndarray]:
-    """Exact i.i.d. draws (x, beta) from the CT joint of eq 16.
-
-    Marginal p(beta) ∝ z(beta)/zeta^beta = (Z/zeta)^beta c(beta) (eq 19), sampled by
-    inverse CDF on a fine grid; then x | beta is Gaussian.
-    """
-    grid = np.linspace(0.0, 1.0, 200_001)
-    logp = grid * (LOG_Z - log_zeta) + _log_c(grid)
-    p = np.exp(logp - logp.max())
-    cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
-    cdf /= cdf[-1]
-    beta = np.interp(rng.uniform(size=n), cdf, grid)
-    lam = beta / S**2 + (1 - beta)
-    x = beta * M / S**2 / lam + rng.normal(size=n) / np.sqrt(lam)
-    return x, beta
+# target gamma(x) = Z N(x; M, S^2), base N(0, 1): fakes.ct_draws samples its CT joint
+_ct_draws = ct_draws
 
 
 def _ct_delta(x: np.ndarray, log_zeta: float) -> np.ndarray:
@@ -410,7 +387,7 @@ def _biased_ct_draws(rng: np.random.Generator, n: int, log_zeta: float, bias: Be
                      ) -> np.ndarray:
     """Exact x draws of the CT joint with -g(beta) added (Gaussian case above)."""
     grid = np.linspace(0.0, 1.0, 200_001)
-    logp = grid * (LOG_Z - log_zeta) + _log_c(grid) - bias(grid)
+    logp = grid * (LOG_Z - log_zeta) + ct_log_c(grid) - bias(grid)
     p = np.exp(logp - logp.max())
     cdf = np.concatenate([[0.0], np.cumsum((p[1:] + p[:-1]) / 2)])
     beta = np.interp(rng.uniform(size=n) * cdf[-1], cdf, grid)
@@ -419,7 +396,7 @@ def _biased_ct_draws(rng: np.random.Generator, n: int, log_zeta: float, bias: Be
 
 
 def _exact_log_marginal(grid: np.ndarray, log_zeta: float, bias: BetaBias) -> np.ndarray:
-    return grid * (LOG_Z - log_zeta) + _log_c(grid) - bias(grid)
+    return grid * (LOG_Z - log_zeta) + ct_log_c(grid) - bias(grid)
 
 
 def test_bias_normaliser_against_quadrature() -> None:
