@@ -32,6 +32,7 @@ from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
+from pemc_stan.methods.follow_up import DEFAULT_BUDGET, follow_up
 from pemc_stan.methods.options import check_int, check_number, field_names
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,9 @@ class SamplerArgs:
     seed: int | None = None
     show_progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Follow-up runs' budget (:mod:`pemc_stan.methods.follow_up`): all runs together
+    #: take at most this many times the first run's gradient evaluations; 1: none.
+    budget: float = DEFAULT_BUDGET
 
     def validate(self) -> SamplerArgs:
         """Check every argument.
@@ -70,6 +74,9 @@ class SamplerArgs:
             check_int("seed", self.seed, 0)
             if self.seed > 2**32 - 1:
                 raise OptionsError("seed", self.seed, "an integer in [0, 2^32 - 1]")
+        check_number("budget", self.budget, 1.0,
+                     expected="a number >= 1 (times the first run's gradient evaluations; "
+                              "1: no follow-up runs)")
         if not isinstance(self.show_progress, bool):
             raise OptionsError("show_progress", self.show_progress, "True or False")
         known = set(inspect.signature(cmdstanpy.CmdStanModel.sample).parameters) - {"self"}
@@ -204,6 +211,7 @@ def sample(
     output_dir: str | os.PathLike[str] | None = None,
     show_progress: bool = False,
     client: Any = None,
+    budget: float = DEFAULT_BUDGET,
     **kwargs: Any,
 ) -> ExtendedFit:
     """Sample a Stan model with a registered method (pseudo-extended MCMC, continuous tempering).
@@ -230,6 +238,13 @@ def sample(
         (needs ``pemc-stan[distributed]``).  Each chain keeps its seed and
         chain id, so the draws and estimates are those of the same call
         without ``client``; pilots and post-processing run here.
+    budget
+        When the first run's verdict names a problem with a mechanical remedy
+        (divergences: a higher ``adapt_delta``; chains that mix too slowly: twice the
+        draws, continuing from where the run ended), follow-up runs apply it while all
+        runs together take at most ``budget`` times the first run's gradient
+        evaluations (:mod:`pemc_stan.methods.follow_up`); ``budget=1`` makes none.
+        The steps are in ``fit.follow_up``.
     **kwargs
         The method's options (``n_pseudo=5``, ``base_covariance="dense"``, ...)
         and further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
@@ -260,7 +275,7 @@ def sample(
     option_kwargs, cmdstanpy_kwargs = split_options(kwargs)
     opts = spec.build_options(options, **option_kwargs)
     sampler = SamplerArgs(chains, iter_warmup, iter_sampling, seed, show_progress,
-                          cmdstanpy_kwargs).validate()
+                          cmdstanpy_kwargs, budget).validate()
     _check_inputs(model, data)
     given = model if isinstance(model, cmdstanpy.CmdStanModel) else None
     result = spec.transform_program(read_program(model), opts)  # program errors first
@@ -309,6 +324,10 @@ def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
                 chains=sampler.chains, iter_warmup=sampler.iter_warmup,
                 iter_sampling=sampler.iter_sampling, seed=sampler.seed, output_dir=output_dir,
                 show_progress=sampler.show_progress, **sampler.extra)
+            fit = follow_up(method_model, fit, iter_warmup=sampler.iter_warmup,
+                            iter_sampling=sampler.iter_sampling, seed=sampler.seed,
+                            budget=sampler.budget, output_dir=output_dir,
+                            show_progress=sampler.show_progress, **sampler.extra)
     except RuntimeError as exc:
         if not is_cmdstan_failure(exc):
             raise

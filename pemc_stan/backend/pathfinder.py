@@ -40,8 +40,8 @@ from scipy.special import logsumexp
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ModeGroup", "PilotEstimate", "group_paths", "log_importance_weights",
-           "mode_centres",
+__all__ = ["ModeGroup", "Paths", "PilotEstimate", "group_paths", "log_importance_weights",
+           "mode_centres", "path_labels",
            "mode_aware_log_z", "estimate_log_scale"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
@@ -59,19 +59,45 @@ def log_importance_weights(draws: NDArray[np.float64], names: list[str]) -> NDAr
     return draws[:, names.index("lp__")] - draws[:, names.index("lp_approx__")]
 
 
-def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: int,
+#: Paths of Pathfinder draws: their number (consecutive equal blocks of rows) or a
+#: path label per draw (pilots that pool several Pathfinder runs).
+Paths = int | NDArray[np.intp]
+
+
+def path_labels(n: int, paths: Paths) -> NDArray[np.intp] | None:
+    """A path label per draw of ``n`` draws, or None when they cannot be split by path.
+
+    ``paths`` is a number of consecutive equal blocks (None when it does not divide
+    ``n``) or the labels themselves (checked for length).
+
+    Raises
+    ------
+    ValueError
+        If labels are given for another number of draws.
+    """
+    if isinstance(paths, (int, np.integer)):
+        if paths < 1 or n % int(paths):
+            return None
+        return np.arange(n) // (n // int(paths))
+    labels = np.asarray(paths, dtype=np.intp).reshape(-1)
+    if labels.size != n:
+        raise ValueError(f"{labels.size} path labels for {n} draws")
+    return labels
+
+
+def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Paths,
                 min_draws: int = 1) -> tuple[list[ModeGroup], float]:
     """Group Pathfinder paths by mode (section 6 of Graham & Storkey, eq 25).
 
     Parameters
     ----------
     z
-        The draws' coordinates, shape (draws, dims); paths are consecutive
-        blocks of ``draws / num_paths`` rows.
+        The draws' coordinates, shape (draws, dims).
     lw
         Their log importance weights (:func:`log_importance_weights`).
     num_paths
-        Number of paths.
+        The paths (:data:`Paths`): their number, the rows being consecutive blocks
+        of ``draws / num_paths``, or a path label per draw.
     min_draws
         Paths with fewer finite draws are left out.
 
@@ -90,16 +116,14 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: int,
     ok = np.isfinite(lw) & np.all(np.isfinite(z), axis=1)
     if not np.any(ok):
         raise RuntimeError("Pathfinder returned no draw with a finite density")
-    n = z.shape[0]
-    if num_paths < 1 or n % num_paths or z.shape[1] == 0:
+    labels = path_labels(z.shape[0], num_paths)
+    if labels is None or z.shape[1] == 0:
         idx = np.flatnonzero(ok)
         lm = float(logsumexp(lw[idx]) - math.log(idx.size))
         return [(idx, lm)], lm
-    per = n // num_paths
     paths = []
-    for p in range(num_paths):
-        idx = np.arange(p * per, (p + 1) * per)
-        idx = idx[ok[idx]]
+    for p in np.unique(labels):
+        idx = np.flatnonzero((labels == p) & ok)
         if idx.size < max(min_draws, 1):
             continue
         lm = float(logsumexp(lw[idx]) - math.log(idx.size))
@@ -119,7 +143,7 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: int,
 
 
 def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[ModeGroup],
-                 num_paths: int) -> NDArray[np.float64]:
+                 num_paths: Paths) -> NDArray[np.float64]:
     """Each mode's centre: the importance-weighted mean of its narrowest path's draws.
 
     Parameters
@@ -141,11 +165,12 @@ def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[M
     ------
     Nothing.
     """
-    n = z.shape[0]
-    per = n // num_paths if num_paths >= 1 and n % num_paths == 0 else n
+    labels = path_labels(z.shape[0], num_paths)
+    if labels is None:
+        labels = np.zeros(z.shape[0], dtype=np.intp)
     out = []
     for idx, _ in groups:
-        paths = [idx[idx // per == p] for p in np.unique(idx // per)]
+        paths = [idx[labels[idx] == p] for p in np.unique(labels[idx])]
         # a path with few finite draws can look narrow by chance
         most = max(i.size for i in paths)
         paths = [i for i in paths if 2 * i.size >= most]

@@ -14,6 +14,7 @@ from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
 from pemc_stan.cli.options import add_method_options, add_sampler_options, method_options
 from pemc_stan.methods import registry
+from pemc_stan.methods.follow_up import DEFAULT_BUDGET
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
 from pemc_stan.pipeline import SamplerArgs
@@ -63,6 +64,11 @@ def add_parser(sub: Any) -> None:
     add_sampler_options(p)
     p.add_argument("--adapt-delta", type=float, default=None, metavar="D",
                    help="NUTS target acceptance rate (default 0.8)")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="B",
+                   help="follow-up runs that apply the verdict's remedies (a higher "
+                        "adapt_delta, more draws from where the run ended) may take all runs "
+                        f"together to B times the first run's gradients (default "
+                        f"{DEFAULT_BUDGET:g}; 1: no follow-up)")
     p.add_argument("--output-dir", metavar="DIR",
                    help="output directory (default ./<model>_<method>_output); it holds one "
                         "run: locked while the run lasts, written only when the run succeeds")
@@ -118,7 +124,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     if args.adapt_delta is not None:
         cmdstan_kwargs["adapt_delta"] = args.adapt_delta
     sampler = SamplerArgs(args.chains, args.iter_warmup, args.iter_sampling, args.seed,
-                          show_progress, cmdstan_kwargs).validate()
+                          show_progress, cmdstan_kwargs, args.budget).validate()
     program = read_model(model)  # syntax errors before anything else
     data = read_data(program, model, data_path)
     result = spec.transform_program(program, options)

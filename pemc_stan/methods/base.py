@@ -312,6 +312,25 @@ class MethodModel:
                                            original_model=self.original_model, seed=seed)
         return fit
 
+    def continue_from(self, fit: ExtendedFit, iter_warmup: int, iter_sampling: int,
+                      seed: int | None, output_dir: str | os.PathLike[str] | None = None,
+                      show_progress: bool = False, **cmdstanpy_kwargs: Any) -> ExtendedFit:
+        """A further run that carries on from ``fit`` (a follow-up of
+        :mod:`pemc_stan.methods.follow_up`): by default the same program, its chains
+        started at ``fit``'s last draws.  Methods with pilots or rounds override it.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan fails.
+        """
+        cmdstanpy_kwargs.setdefault("inits", fit.continuation_inits())
+        run = self.run_nuts(self.result.data(self.data), fit.fit.chains, iter_warmup,
+                            iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs)
+        new: ExtendedFit = self.method.fit(run, self.result, data=self.data,
+                                           original_model=self.original_model, seed=seed)
+        return new
+
 
 @dataclass(frozen=True)
 class OutputExtras:
@@ -409,6 +428,8 @@ class ExtendedFit:
     #: (the particles of one draw share a target) or ``"pooled"`` (one particle per
     #: draw, weights on one scale across all draws and chains).
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "within_draw"
+    #: The follow-up record (set per fit by ``sample``; None when it made none).
+    follow_up: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -431,6 +452,9 @@ class ExtendedFit:
         self._resampled: pd.DataFrame | None = None
         self._index: NDArray[np.intp] | None = None
         self._chain_index: NDArray[np.intp] | None = None
+        #: The follow-up runs ``sample`` made after the first run's verdict
+        #: (:class:`~pemc_stan.methods.follow_up.FollowUp`; empty when none).
+        self.follow_up: Any = None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -569,6 +593,7 @@ class ExtendedFit:
         verdict = self.check()
         table.attrs["verdict"] = verdict.status
         table.attrs["reasons"] = [str(r) for r in verdict.reasons]
+        table.attrs["follow_up"] = [] if self.follow_up is None else self.follow_up.describe()
         if not verdict.ok:
             message = f"these estimates are suspect: {verdict}"
             warnings.warn(message, FitSuspectWarning, stacklevel=2)
@@ -727,6 +752,41 @@ class ExtendedFit:
         """All draws of the extended program, as cmdstanpy gives them."""
         return self.fit.draws_pd()
 
+    # ------------------------------------------------------------------ cost and state
+    def gradients(self) -> int:
+        """Gradient evaluations of this run (warm-up estimated): the leapfrog steps of
+        the sampling iterations, plus the warm-up iterations at their mean.
+
+        CmdStan saves no warm-up draws by default, so the warm-up's own steps are not
+        known; its late iterations take about as many steps as sampling, its early ones
+        (unit metric) often more, so this is a lower estimate.  Methods that ran earlier
+        rounds add theirs.
+
+        Raises
+        ------
+        Nothing.
+        """
+        col = self._col.get("n_leapfrog__")
+        if col is None:
+            return 0
+        steps = self._draws[:, :, col]
+        warmup = int(getattr(self.fit.metadata, "cmdstan_config", {}).get("num_warmup", 0) or 0)
+        return int(round(float(np.sum(steps)) + float(np.mean(steps)) * warmup
+                         * steps.shape[1]))
+
+    def continuation_inits(self) -> list[dict[str, Any]]:
+        """Initial values that continue each chain from its last draw (every variable
+        of the extended program; CmdStan reads the parameters' entries).
+
+        Raises
+        ------
+        Nothing.
+        """
+        stan_vars = self.fit.metadata.stan_vars
+        return [{name: np.asarray(var.extract_reshape(self._draws[-1, c])).tolist()
+                 for name, var in stan_vars.items()}
+                for c in range(self._draws.shape[1])]
+
     # ------------------------------------------------------------------ diagnostics
     def nuts_counts(self) -> TransitionCounts:
         """Divergences and max-treedepth hits of the extended run.
@@ -848,10 +908,12 @@ class ExtendedFit:
                 "different distributions (modes)", "run longer, or change the method's "
                 "options so that it moves between modes (see the diagnostics' advice)")
 
-    @staticmethod
-    def _report(info: dict[str, Any], msgs: list[str], warn: bool,
+    def _report(self, info: dict[str, Any], msgs: list[str], warn: bool,
                 category: type[Warning]) -> dict[str, Any]:
-        """Attach the advice to ``info`` and, with ``warn``, warn and log each message."""
+        """Attach the follow-up steps (``follow_up``, when any were considered) and the
+        advice to ``info`` and, with ``warn``, warn and log each message."""
+        if self.follow_up is not None and self.follow_up.steps:
+            info["follow_up"] = self.follow_up.describe()
         info["messages"] = msgs
         if warn:
             for m in msgs:

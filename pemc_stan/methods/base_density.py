@@ -92,6 +92,7 @@ __all__ = [
     "ParameterBlock",
     "UnsupportedBaseError",
     "base_coordinates",
+    "covering",
     "fit_base",
     "moment_match",
     "extract_variable",
@@ -930,6 +931,27 @@ def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
     else:
         raise ValueError(f"covariance={covariance!r} is invalid; expected 'diag' or 'dense'")
     return BaseDensity(np.asarray(mean, float), np.asarray(cov, float), covariance).validate()
+
+
+def covering(a: BaseDensity, b: BaseDensity) -> BaseDensity:
+    """The Gaussian with the mean and covariance of the equal mixture of ``a`` and ``b``.
+
+    It covers where either puts its mass (the mixture's covariance adds the spread of
+    the two means to the average of the two covariances); ``a``'s covariance form.
+
+    Raises
+    ------
+    ValueError
+        If the two have different dimensions.
+    """
+    if a.dim != b.dim:
+        raise ValueError(f"bases of dimensions {a.dim} and {b.dim} cannot be combined")
+    mean = 0.5 * (np.asarray(a.mean) + np.asarray(b.mean))
+    da, db = np.asarray(a.mean) - mean, np.asarray(b.mean) - mean
+    cov = 0.5 * (np.asarray(a.cov) + np.outer(da, da) + np.asarray(b.cov) + np.outer(db, db))
+    if a.covariance == "diag":
+        cov = np.diag(np.diag(cov))
+    return BaseDensity(mean, 0.5 * (cov + cov.T), a.covariance).validate()
 
 
 def fit_base(coords: BaseCoordinates, draws: Mapping[str, ArrayLike],

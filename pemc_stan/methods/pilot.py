@@ -5,7 +5,13 @@ Continuous tempering needs a normalised base density ``b`` and ``log zeta``
 base needs the same two things (its offset ``log Z^``).  :class:`BasePilot`
 fits them with fallbacks, so that a pilot never stops a model NUTS can run:
 
-1. multi-path Pathfinder (no PSIS resampling): paths are grouped by mode
+1. multi-path Pathfinder (no PSIS resampling), run from initial points spread over
+   growing radii (:data:`SEARCH_RADII`: CmdStan draws each path's start uniformly
+   in ``(-R, R)`` on the unconstrained scale, ``R = 2`` by default, and a path finds
+   only a mode whose basin reaches its start) until the share of starts that would
+   find a mode not yet seen is small (:func:`unseen_share`; :class:`ModeSearch`
+   records how far it went); paths are
+   grouped by mode
    (:func:`pemc_stan.backend.pathfinder.group_paths`), each mode's draws
    moment-matched and the modes combined as the moment-matched mixture of
    eq 25, weighted by their importance-sampling masses; ``log Z`` is the sum of
@@ -23,9 +29,12 @@ remedy)``, which the fits show in their diagnostics.
 from __future__ import annotations
 
 import logging
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.backend.pathfinder import (
@@ -33,6 +42,7 @@ from pemc_stan.backend.pathfinder import (
     group_paths,
     log_importance_weights,
     mode_centres,
+    path_labels,
 )
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
@@ -43,10 +53,125 @@ from pemc_stan.methods.base_density import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["APPROXIMATIONS", "BasePilot", "log_z_from_importance_weights"]
+__all__ = ["APPROXIMATIONS", "BasePilot", "ModeSearch", "SEARCH_RADII",
+           "log_z_from_importance_weights"]
 
 #: The approximations tried, in order, after Pathfinder.
 APPROXIMATIONS = ("advi", "laplace", "nuts")
+
+#: Radii of the pilot's search for modes, in turn: each round starts its Pathfinder
+#: paths uniformly in ``(-R, R)`` on the unconstrained scale (CmdStan's ``init=R``;
+#: 2 is where Stan starts its chains).  Each radius multiplies the last by 4, so
+#: the rounds' starting boxes differ in scale and not only in luck.  After one round
+#: at each radius the cycle repeats with twice the paths per round while the search
+#: may still be missing modes (:func:`unseen_share`).
+SEARCH_RADII = (2.0, 8.0, 32.0)
+#: A mode counts in the search (for its stopping rule and the verdict) when it holds at
+#: least this share of the mass found: the far local optima of a light-tailed density,
+#: with mass exp(-50) next to the modes, do not keep the search going.
+NEW_MODE_SHARE = 1e-3
+#: The search stops once the estimated share of starts that would lead to a mode not yet
+#: seen (:func:`unseen_share`) is at most this.
+UNSEEN_SHARE_MAX = 0.02
+#: ... or once it has run this many times ``num_paths`` paths,
+MAX_PATHS_FACTOR = 16
+#: ... or has taken this many times its first round's wall time (at least
+#: :data:`MIN_SEARCH_SECONDS`): starts far out can put an ODE solver or a long L-BFGS
+#: path where the model is slow to evaluate.
+SEARCH_TIME_FACTOR = 8.0
+MIN_SEARCH_SECONDS = 10.0
+
+
+def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> float:
+    """Estimated chance that one more path would find a mode not yet seen.
+
+    The Good-Turing estimate ``f1 / n`` (``f1``: modes found by exactly one of the
+    ``n`` paths; a basin of start-space share ``q`` is hit by a path with probability
+    ``q``), with one more singleton counted once two or more modes were found: a
+    multimodal search must see every mode at least twice *and* have run about
+    ``1 / UNSEEN_SHARE_MAX`` paths before it stops, while a search whose paths all end
+    at one mode stops after its first cycle of radii.
+
+    Raises
+    ------
+    Nothing.
+    """
+    counts = np.asarray(paths_per_mode, dtype=int)
+    if paths <= 0:
+        return 1.0
+    f1 = int(np.sum(counts == 1)) + (1 if counts.size > 1 else 0)
+    return min(1.0, f1 / paths)
+
+
+@dataclass(frozen=True)
+class ModeSearch:
+    """How widely the pilot searched for modes, and what it found.
+
+    Attributes
+    ----------
+    radii
+        The radii whose rounds ran (each round's paths start uniformly in ``(-R, R)``
+        on the unconstrained scale).
+    modes
+        Distinct modes found (paths merged within 3 standard deviations).
+    major_modes
+        Modes holding at least :data:`NEW_MODE_SHARE` of the mass found.
+    paths
+        Pathfinder paths run, over all rounds.
+    stopped
+        Why the search stopped: the unseen share reached, the path or time limit,
+        or the failure of a round.
+    mode_shares
+        Each mode's share of the mass found (the importance-sampling masses).
+    centres
+        (K, D) centres in base coordinates of the modes holding at least
+        :data:`NEW_MODE_SHARE` of the mass (raw parameter columns without base
+        coordinates), in the order of ``major_shares``.
+    major_shares
+        Those modes' shares of the mass found.
+    """
+
+    radii: tuple[float, ...]
+    modes: int
+    major_modes: int
+    paths: int
+    stopped: str
+    mode_shares: tuple[float, ...] = ()
+    centres: Any = field(default=None, compare=False, repr=False)
+    major_shares: tuple[float, ...] = ()
+
+    @property
+    def radius(self) -> float:
+        """The largest radius searched."""
+        return max(self.radii) if self.radii else float("nan")
+
+    def describe(self) -> str:
+        """One line for a summary: the modes found and how widely the pilot searched."""
+        return (f"{self.modes} mode(s) found ({self.major_modes} with >= "
+                f"{100 * NEW_MODE_SHARE:g}% of the mass) by {self.paths} Pathfinder paths "
+                f"started within radius {self.radius:g} of the origin (unconstrained); "
+                f"search stopped: {self.stopped}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (for diagnostics, ``estimates.json`` and InferenceData)."""
+        return {"search_radius": self.radius, "search_radii": list(self.radii),
+                "modes_found": self.modes, "major_modes_found": self.major_modes,
+                "search_paths": self.paths, "search_stopped": self.stopped,
+                "mode_shares": list(self.mode_shares)}
+
+
+def _shares(groups: list[ModeGroup]) -> NDArray[np.float64]:
+    """Each mode's share of the mass of all (from their log masses)."""
+    lm = np.array([m for _, m in groups], dtype=float)
+    return np.asarray(np.exp(lm - logsumexp(lm)), dtype=float)
+
+
+def _paths_per_major_mode(groups: list[ModeGroup], labels: NDArray[np.intp]) -> list[int]:
+    """How many paths found each mode holding :data:`NEW_MODE_SHARE` of the mass."""
+    shares = _shares(groups)
+    return [int(np.unique(labels[idx]).size) for (idx, _), share in zip(groups, shares,
+                                                                        strict=True)
+            if share >= NEW_MODE_SHARE]
 
 
 def log_z_from_importance_weights(log_weights: np.ndarray) -> float:
@@ -94,6 +219,8 @@ class BasePilot:
         #: Means (K, D) in base coordinates of the distinct modes Pathfinder found
         #: (None for fewer than two, or when the base did not come from Pathfinder).
         self.mode_centres: Any = None
+        #: The last search for modes (None before, or when Pathfinder failed).
+        self.search: ModeSearch | None = None
 
     # ------------------------------------------------------------------ approximations
 
@@ -104,14 +231,16 @@ class BasePilot:
                 for b in self.coordinates.blocks
                 for arr, el in [b.shape(env)]}
 
-    def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
-        """Multi-path Pathfinder on the original model: (modes, log Z, draws in base
-        coordinates (raw parameter columns without coordinates), the modes'
-        centres in the same coordinates, :func:`mode_centres`)."""
+    def _pathfinder_round(self, seed: int | None, radius: float, num_paths: int,
+                          timeout: float | None
+                          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """One multi-path Pathfinder run from starts within ``radius``: (draws in base
+        coordinates, or raw parameter columns without coordinates; log weights)."""
         owner = self.owner
+        kw: dict[str, Any] = {} if radius == SEARCH_RADII[0] else {"inits": radius}
         pf = owner.original_model().pathfinder(
-            data=owner.data or None, seed=seed, num_paths=self.num_paths, draws=self.draws,
-            psis_resample=False, show_console=False)
+            data=owner.data or None, seed=seed, num_paths=num_paths, draws=self.draws,
+            psis_resample=False, show_console=False, timeout=timeout, **kw)
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         lw = log_importance_weights(arr, cols)
@@ -119,8 +248,81 @@ class BasePilot:
             z, _ = self.coordinates.forward(self.param_draws(arr, cols), owner.data)
         else:  # group by the raw parameter columns
             z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
-        groups, log_z = group_paths(z, lw, self.num_paths, min_draws=2)
-        return groups, log_z, z, mode_centres(z, lw, groups, self.num_paths)
+        return np.asarray(z, dtype=float), lw
+
+    def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
+        """Multi-path Pathfinder on the original model from starts over growing radii.
+
+        One round at each radius of :data:`SEARCH_RADII`, then rounds cycling the radii
+        with twice the paths while :func:`unseen_share` of the modes holding
+        :data:`NEW_MODE_SHARE` of the mass is above :data:`UNSEEN_SHARE_MAX`, up to
+        :data:`MAX_PATHS_FACTOR` times ``num_paths`` paths and :data:`SEARCH_TIME_FACTOR`
+        times the first round's time.  A later round that fails or times out ends the
+        search.  The draws of all rounds are grouped by mode together (each round's
+        paths labelled apart), so a mode found from several starts counts once, with
+        the largest of its paths' masses.  :attr:`search` records how far it went.
+
+        Returns
+        -------
+        (modes, log Z, draws, centres)
+            Draws in base coordinates (raw parameter columns without coordinates)
+            and the modes' centres in the same coordinates (:func:`mode_centres`).
+
+        Raises
+        ------
+        Exception
+            Whatever the first round's Pathfinder run raises.
+        """
+        zs: list[NDArray[np.float64]] = []
+        lws: list[NDArray[np.float64]] = []
+        labels: list[NDArray[np.intp]] = []
+        radii: list[float] = []
+        stopped, start, budget, paths = "path limit", time.monotonic(), float("inf"), 0
+        for k in range(10 * len(SEARCH_RADII)):
+            radius = SEARCH_RADII[k % len(SEARCH_RADII)]
+            n_paths = self.num_paths * 2 ** (k // len(SEARCH_RADII))
+            if paths + n_paths > MAX_PATHS_FACTOR * self.num_paths:
+                break
+            remaining = budget - (time.monotonic() - start)
+            if remaining <= 0:
+                stopped = "time limit"
+                break
+            try:
+                z, lw = self._pathfinder_round(None if seed is None else seed + 104729 * k,
+                                               radius, n_paths,
+                                               None if k == 0 else remaining)
+            except Exception as exc:
+                if k == 0:
+                    raise
+                stopped = (f"the round at radius {radius:g} failed "
+                           f"({' '.join(str(exc).split())[:160] or type(exc).__name__})")
+                logger.info("mode search: %s", stopped)
+                break
+            if k == 0:
+                budget = max(MIN_SEARCH_SECONDS, SEARCH_TIME_FACTOR * (time.monotonic() - start))
+            own = path_labels(z.shape[0], n_paths)
+            labels.append(paths + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
+            zs.append(z)
+            lws.append(lw)
+            radii.append(radius)
+            paths += n_paths
+            groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws),
+                                    np.concatenate(labels), min_draws=2)
+            unseen = unseen_share(_paths_per_major_mode(groups, np.concatenate(labels)), paths)
+            logger.info("mode search at radius %g: %d mode(s) after %d paths; unseen share "
+                        "%.3f", radius, len(groups), paths, unseen)
+            if k + 1 >= len(SEARCH_RADII) and unseen <= UNSEEN_SHARE_MAX:
+                stopped = f"unseen share {unseen:.3f} <= {UNSEEN_SHARE_MAX}"
+                break
+        z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
+        groups, log_z = group_paths(z_all, lw_all, lab, min_draws=2)
+        shares = _shares(groups)
+        centres = mode_centres(z_all, lw_all, groups, lab)
+        major = shares >= NEW_MODE_SHARE
+        self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
+                                 tuple(float(x) for x in shares), centres[major],
+                                 tuple(float(x) for x in shares[major]))
+        return groups, log_z, z_all, centres
 
     def approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:
@@ -196,6 +398,7 @@ class BasePilot:
         """
         self.notes = []
         self.mode_centres = None
+        self.search = None
         if first == "pathfinder" and not pathfinder:
             first = APPROXIMATIONS[0]
         if pathfinder and (log_z is None or (want_base and first == "pathfinder")):
@@ -206,8 +409,9 @@ class BasePilot:
                 if want_base and first == "pathfinder":
                     base = moment_match(z, None, groups, self.covariance)
                     base.info.update({"method": "pathfinder", "modes": len(groups)})
-                    if len(groups) > 1:
-                        self.mode_centres = centres
+                    major = _shares(groups) >= NEW_MODE_SHARE
+                    if int(np.sum(major)) > 1:
+                        self.mode_centres = centres[major]
             except Exception as exc:
                 self._note("pathfinder", exc)
         if want_base and base is None:

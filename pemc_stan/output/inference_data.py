@@ -312,6 +312,9 @@ class InferenceDataConverter:
             "pemc_options": options_json(fit.result.options),
         }
         attrs.update(self.extras.attributes)
+        follow = getattr(fit, "follow_up", None)
+        if follow is not None:
+            attrs["pemc_follow_up"] = json.dumps(follow.as_dict())
         estimate = self.evidence
         if estimate is None:
             try:

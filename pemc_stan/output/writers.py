@@ -179,6 +179,8 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
                     "reasons": [dataclasses.asdict(r) for r in verdict.reasons]},
     }
     estimates.update(json_safe(dict(fit.output_extras().settings)))
+    follow = getattr(fit, "follow_up", None)
+    estimates["follow_up"] = None if follow is None else json_safe(follow.as_dict())
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.methods.base import MethodModel
-from pemc_stan.methods.base_density import BaseDensity, moment_match
+from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import (
@@ -36,7 +36,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.density import generated_column
-from pemc_stan.methods.pilot import BasePilot
+from pemc_stan.methods.pilot import BasePilot, ModeSearch
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,11 @@ class ContinuousTemperingModel(MethodModel):
     #: (None for fewer than two): the fits post-stratify their estimates by these modes'
     #: cells (:class:`~pemc_stan.methods.continuous_tempering.tempering.Strata`).
     mode_centres: Any = None
+    #: How widely the pilot searched for modes (None when Pathfinder failed or was not
+    #: asked for).
+    search: ModeSearch | None = None
+    #: The pilot's base when it found several modes: the bootstrap keeps covering them.
+    pilot_base: BaseDensity | None = None
 
     def __init__(self, result: ContinuousTemperingResult, data: Any = None,
                  original_model: cmdstanpy.CmdStanModel | None = None) -> None:
@@ -122,6 +127,8 @@ class ContinuousTemperingModel(MethodModel):
             log_z=opts.log_zeta)
         self.pilot_notes = list(pilot.notes)
         self.mode_centres = pilot.mode_centres
+        self.search = pilot.search
+        self.pilot_base = base if self.mode_centres is not None else None
         if log_zeta is None:  # likelihood tempering without a Pathfinder estimate
             log_zeta = 0.0
             self.pilot_notes.append(("pilot", "no estimate of log zeta (Pathfinder failed), "
@@ -218,6 +225,70 @@ class ContinuousTemperingModel(MethodModel):
                     fit.round, estimate, eq20)
         return float(estimate)
 
+    def _next_state(self, fit: ContinuousTemperingFit, base: BaseDensity | None,
+                    log_zeta: float, seed: int | None, history: list[dict[str, Any]]
+                    ) -> tuple[BaseDensity | None, float, BetaBias | None]:
+        """The next round's base, ``log zeta`` and beta bias, from this round's draws (the
+        section-6 bootstrap step).
+
+        ``log zeta`` is eq 20's estimate without the post-stratification (a cell whose
+        sampling is incomplete can move the stratified estimate by nats: Boltzmann
+        machine -4, and a zeta that far off leaves the next round's chains at one end
+        of the bridge), or :meth:`_one_ended_zeta` after a round that stayed near
+        beta = 1.  The base is moment-matched to the eq-21 weighted draws (again
+        without the post-stratification: one cell whose ``E[w0 1_k]`` rests on few
+        draws would carry the whole re-fit); a given ``BaseDensity`` is kept.  When
+        the pilot found several modes, the re-fitted base is widened to cover the
+        pilot's base as well (:func:`~pemc_stan.methods.base_density.covering`): a round
+        whose chains missed a narrow mode would otherwise re-fit a base without it, and
+        every later round would miss it too (far_modes_2d: the mode of share 0.2 at
+        (4, -9), sd 0.3, was lost after round 1 and the final round judged ok).
+        ``history[-1]`` (``fit``'s record) gets ``next_log_zeta`` when it was set so.
+        """
+        opts: ContinuousTemperingOptions = self.result.options
+        new_zeta = log_z_estimate(fit.delta(), log_zeta, bias=fit.bias).log_z
+        new: BaseDensity | None = base
+        if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
+            z = fit.base_z().reshape(-1, self.dim)
+            try:
+                new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
+                                   None, opts.covariance_form)
+                if self.pilot_base is not None:
+                    new = covering(new, self.pilot_base)
+                new.info.update({"method": "bootstrap", "round": fit.round + 1})
+            except ValueError as exc:
+                logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
+                               "previous base", exc)
+                new = base
+        last = history[-1]
+        if ("beta_ends" in last["log_z_problems"] and new is not None
+                and last["share_near_1"] > last["share_near_0"]):
+            new_zeta = self._one_ended_zeta(fit, new, new_zeta, seed)
+            last["next_log_zeta"] = new_zeta
+        bias = (self._next_bias(fit, base, new, log_zeta, new_zeta, seed)
+                if opts.beta_marginal == "length" else None)
+        return new, new_zeta, bias
+
+    def continue_from(self, fit: ContinuousTemperingFit,  # type: ignore[override]
+                      iter_warmup: int, iter_sampling: int,
+                      seed: int | None, output_dir: str | os.PathLike[str] | None = None,
+                      show_progress: bool = False, **cmdstanpy_kwargs: Any
+                      ) -> ContinuousTemperingFit:
+        """One more round from where ``fit`` ended: the bootstrap step from its draws (the
+        base, ``log zeta`` and beta bias re-fitted, :meth:`_next_state`), its chains
+        started at draws of ``fit``; the rounds so far stay in the new fit's history.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan fails.
+        """
+        history = fit.history
+        base, log_zeta, bias = self._next_state(fit, fit.base, fit.log_zeta, seed, history)
+        cmdstanpy_kwargs.setdefault("inits", fit.continuation_inits())
+        return self._run(base, log_zeta, fit.fit.chains, iter_warmup, iter_sampling, seed,
+                         output_dir, show_progress, history, bias, **cmdstanpy_kwargs)
+
     def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
              iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
              show_progress: bool, history: list[dict[str, Any]], bias: BetaBias | None = None,
@@ -229,7 +300,7 @@ class ContinuousTemperingModel(MethodModel):
             fit, self.result, log_zeta, base=base, data=self.data,
             original_model=self.original_model, seed=seed, history=history,
             mode_centres=self.mode_centres, bias=bias, round=len(history),
-            pilot_notes=self.pilot_notes,
+            pilot_notes=self.pilot_notes, search=self.search,
             round_settings={"iter_warmup": iter_warmup, "iter_sampling": iter_sampling})
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
@@ -292,31 +363,6 @@ class ContinuousTemperingModel(MethodModel):
                     break
             if not math.isfinite(est.log_z):
                 break
-            # the next log zeta from eq 20 without the post-stratification (as the base
-            # re-fit below): a cell whose sampling is incomplete can move the stratified
-            # estimate by nats (Boltzmann machine: -4), and a zeta that far off leaves the
-            # next round's chains at one end of the bridge
-            new_zeta = log_z_estimate(fit.delta(), log_zeta, bias=fit.bias).log_z
-            new: BaseDensity | None = base
-            if opts.temper == "posterior" and not isinstance(opts.base, BaseDensity):
-                z = fit.base_z().reshape(-1, self.dim)
-                try:
-                    # eq-21 weights without the post-stratification: one cell whose
-                    # E[w0 1_k] rests on few draws would carry the whole re-fit
-                    new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
-                                       None, opts.covariance_form)
-                    new.info.update({"method": "bootstrap", "round": r + 1})
-                except ValueError as exc:
-                    logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
-                                   "previous base", exc)
-                    new = base
-            last = history[-1]
-            if ("beta_ends" in last["log_z_problems"] and new is not None
-                    and last["share_near_1"] > last["share_near_0"]):
-                new_zeta = self._one_ended_zeta(fit, new, new_zeta, round_seed)
-                history[-1]["next_log_zeta"] = new_zeta
-            if opts.beta_marginal == "length":
-                bias = self._next_bias(fit, base, new, log_zeta, new_zeta, round_seed)
-            base, log_zeta = new, new_zeta
+            base, log_zeta, bias = self._next_state(fit, base, log_zeta, round_seed, history)
         assert fit is not None
         return fit

@@ -248,3 +248,26 @@ class PseudoExtendedModel(MethodModel):
                                 original_model=self.original_model, seed=seed, g_shape=g_shape,
                                 base=base, base_notes=self.base_notes, pilot_notes=pilot_notes)
         return fit
+
+    def continue_from(self, fit: PseudoExtendedFit, iter_warmup: int,  # type: ignore[override]
+                      iter_sampling: int, seed: int | None,
+                      output_dir: str | os.PathLike[str] | None = None,
+                      show_progress: bool = False, **cmdstanpy_kwargs: Any) -> PseudoExtendedFit:
+        """A further run from where ``fit`` ended: the same offset, instrumental and base
+        (no new pilot), every copy of every chain started at the chain's last draw, the
+        warm-up started from the base's metric as the first run's.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan fails.
+        """
+        cmdstanpy_kwargs.setdefault("inits", fit.continuation_inits())
+        run = self.run_nuts(self.result.data(self.data, log_scale=fit.log_scale,
+                                             g_shape=fit.g_shape, base=fit.base),
+                            fit.fit.chains, iter_warmup, iter_sampling, seed, output_dir,
+                            show_progress, self._base_metric(fit.base), **cmdstanpy_kwargs)
+        return PseudoExtendedFit(run, self.result, fit.log_scale, data=self.data,
+                                 original_model=self.original_model, seed=seed,
+                                 g_shape=fit.g_shape, base=fit.base,
+                                 base_notes=fit.base_notes, pilot_notes=fit.pilot_notes)

@@ -1,0 +1,221 @@
+"""Runs that follow their own advice: mechanical remedies within a budget.
+
+After a method's run, :func:`follow_up` reads the fit's verdict and, while the
+verdict names a problem with a mechanical remedy and the budget allows, runs
+again *from where the last run ended* (the method's
+:meth:`~pemc_stan.methods.base.MethodModel.continue_from`: continuous tempering
+takes one more bootstrap round from the last round's draws; every chain starts at
+its last draw).  It never re-rolls a run with another seed to pass a check:
+each step changes what the verdict says is wrong, and the final run is judged.
+
+The remedies, in order (one per step):
+
+1. ``divergences`` → the next target acceptance of :data:`ADAPT_DELTA_STEPS`
+   (a smaller step size; the warm-up runs again);
+2. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
+   round trips of beta, rounds that disagree, modes the run did not visit) → twice
+   the sampling iterations of the last run.
+
+The budget is in gradient evaluations (leapfrog steps) of the first run
+(:meth:`~pemc_stan.methods.base.ExtendedFit.gradients`, its pilots' Pathfinder
+paths not counted): ``budget=4`` lets all runs together take four times the first
+run's; a step predicted to exceed it is not started.  ``budget=1`` makes no
+follow-up.  Each step is recorded (:class:`FollowUpStep`) in the fit's
+:attr:`~pemc_stan.methods.base.ExtendedFit.follow_up`, shown by the summary,
+``estimates.json`` and the InferenceData's attributes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pemc_stan.methods.base import ExtendedFit, MethodModel
+from pemc_stan.output.diagnostics import Reason
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ADAPT_DELTA_STEPS", "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep",
+           "follow_up", "plan_step"]
+
+#: The default budget: all runs together take at most this many times the first run's
+#: gradient evaluations.
+DEFAULT_BUDGET = 4.0
+#: Target acceptance rates tried in turn after divergent transitions (CmdStan's default
+#: first).
+ADAPT_DELTA_STEPS = (0.8, 0.95, 0.99)
+#: Reasons that more draws from where the last run ended can fix.
+LONGER_REASONS = ("rhat", "ess", "chains_agree", "beta_round_trips", "beta_ends",
+                  "log_z_chains", "log_z_rounds", "weight_ess", "base_moments",
+                  "unvisited_modes")
+
+
+@dataclass(frozen=True)
+class FollowUpStep:
+    """One follow-up run, or why none was started.
+
+    Attributes
+    ----------
+    change
+        What changed (``"adapt_delta 0.8 -> 0.95"``, ``"iter_sampling 1000 -> 2000"``),
+        or ``""`` when the step was not run.
+    because
+        The verdict's reason(s) that called for it, with their numbers.
+    gradients
+        Gradient evaluations of the run it started (0 when not run).
+    verdict
+        The verdict of that run (``"ok"``, ``"suspect"``), or why it was not run
+        (``"over budget"``).
+    """
+
+    change: str
+    because: str
+    gradients: int = 0
+    verdict: str = ""
+
+    def __str__(self) -> str:
+        if not self.change:
+            return f"no follow-up: {self.verdict} ({self.because})"
+        return f"{self.change} after {self.because} -> {self.verdict}"
+
+
+@dataclass
+class FollowUp:
+    """The follow-up record of a fit: its budget and the steps taken.
+
+    Attributes
+    ----------
+    budget
+        The budget, in multiples of the first run's gradient evaluations.
+    first_gradients
+        The first run's gradient evaluations.
+    spent
+        All runs' gradient evaluations together.
+    steps
+        The steps, in order.
+    """
+
+    budget: float
+    first_gradients: int
+    spent: int
+    steps: list[FollowUpStep] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        """One line per step (empty when nothing was done)."""
+        return [str(s) for s in self.steps]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {"budget": self.budget, "first_gradients": self.first_gradients,
+                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps]}
+
+
+def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
+              ) -> tuple[dict[str, Any], str, str] | None:
+    """The next step's settings for a suspect verdict, or None without a mechanical remedy.
+
+    Parameters
+    ----------
+    reasons
+        The verdict's reasons.
+    settings
+        The last run's ``adapt_delta`` and ``iter_sampling``.
+
+    Returns
+    -------
+    (new settings, change, because) or None
+
+    Raises
+    ------
+    Nothing.
+    """
+    by_name = {r.name: r for r in reasons}
+    if "divergences" in by_name:
+        delta = float(settings["adapt_delta"])
+        higher = [d for d in ADAPT_DELTA_STEPS if d > delta + 1e-9]
+        if not higher:
+            return None
+        new = {**settings, "adapt_delta": higher[0]}
+        return (new, f"adapt_delta {delta:g} -> {higher[0]:g}",
+                f"divergences ({by_name['divergences'].message})")
+    longer = [by_name[n] for n in LONGER_REASONS if n in by_name]
+    if not longer:
+        return None
+    n = int(settings["iter_sampling"])
+    new = {**settings, "iter_sampling": 2 * n}
+    because = "; ".join(f"{r.name} ({r.message})" for r in longer[:2])
+    return new, f"iter_sampling {n} -> {2 * n}", because
+
+
+def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sampling: int,
+              seed: int | None, budget: float = DEFAULT_BUDGET,
+              output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
+              **cmdstanpy_kwargs: Any) -> ExtendedFit:
+    """Apply the verdict's mechanical remedies to ``fit`` within ``budget`` (module docstring).
+
+    Parameters
+    ----------
+    model
+        The method's model that made ``fit``.
+    fit
+        The first run's fit.
+    iter_warmup, iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs
+        The first run's settings (follow-up ``k`` writes to ``output_dir/follow_up_k``
+        and uses ``seed + 1000 k``).
+    budget
+        All runs' gradient evaluations together, in multiples of the first run's
+        (1: no follow-up).
+
+    Returns
+    -------
+    ExtendedFit
+        The last run's fit, with :attr:`~pemc_stan.methods.base.ExtendedFit.follow_up`
+        set.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan fails in a follow-up run.
+    """
+    first = max(fit.gradients(), 1)
+    record = FollowUp(float(budget), first, first)
+    settings: dict[str, Any] = {
+        "adapt_delta": cmdstanpy_kwargs.pop("adapt_delta", None) or ADAPT_DELTA_STEPS[0],
+        "iter_sampling": iter_sampling}
+    last_cost = first
+    k = 0
+    while budget > 1:
+        verdict = fit.check()
+        if verdict.ok:
+            break
+        plan = plan_step(verdict.reasons, settings)
+        if plan is None:
+            record.steps.append(FollowUpStep("", "; ".join(verdict.names()),
+                                             verdict="no mechanical remedy"))
+            break
+        new, change, because = plan
+        scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
+        predicted = int(last_cost * scale)
+        if record.spent + predicted > budget * first:
+            record.steps.append(FollowUpStep(change, because, 0, "over budget: not run"))
+            logger.info("follow-up %s not run: it would take the run past its budget "
+                        "(%g times the first run's gradient evaluations)", change, budget)
+            break
+        k += 1
+        logger.info("follow-up %d: %s after %s", k, change, because)
+        fit = model.continue_from(
+            fit, iter_warmup, new["iter_sampling"],
+            None if seed is None else seed + 1000 * k,
+            None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
+            show_progress, adapt_delta=new["adapt_delta"], **cmdstanpy_kwargs)
+        last_cost = max(ExtendedFit.gradients(fit), 1)  # this run's own, not its rounds'
+
+        record.spent += last_cost
+        record.steps.append(FollowUpStep(change, because, last_cost, fit.check().status))
+        settings = new
+    fit.follow_up = record
+    return fit
+
