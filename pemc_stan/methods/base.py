@@ -754,13 +754,22 @@ class ExtendedFit:
 
     # ------------------------------------------------------------------ cost and state
     def gradients(self) -> int:
+        """Gradient evaluations of the run and of the runs it continued (bootstrap
+        rounds); by default :meth:`run_gradients`.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return self.run_gradients()
+
+    def run_gradients(self) -> int:
         """Gradient evaluations of this run (warm-up estimated): the leapfrog steps of
         the sampling iterations, plus the warm-up iterations at their mean.
 
         CmdStan saves no warm-up draws by default, so the warm-up's own steps are not
         known; its late iterations take about as many steps as sampling, its early ones
-        (unit metric) often more, so this is a lower estimate.  Methods that ran earlier
-        rounds add theirs.
+        (unit metric) often more, so this is a lower estimate.
 
         Raises
         ------

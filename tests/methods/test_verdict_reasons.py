@@ -8,7 +8,8 @@ where the package reads it.
 
 Generic reasons (every method): ``divergences``, ``rhat``, ``ess``, ``chains_agree``, on a
 fit with one unweighted particle per draw.  Continuous tempering: ``weight_ess``,
-``base_moments``, ``beta_ends``, ``beta_round_trips``, ``log_z_chains``, ``pilot``, on exact
+``base_moments``, ``beta_ends``, ``beta_round_trips``, ``log_z_chains``, ``unvisited_modes``,
+``pilot``, on exact
 draws of the CT joint (``fakes.exact_ct_fit``; ``log_z_rounds`` is forced in
 ``continuous_tempering/test_fit.py``).  Pseudo-extended: ``density_failures``,
 ``beta_ends``, ``pilot``.  Evidence on plain NUTS draws: ``rhat`` and ``divergences``.
@@ -90,6 +91,16 @@ def _ct_round_trips(trips: int) -> Any:
     return exact_ct_fit(LOG_Z, frame=frame)
 
 
+def _ct_with_a_far_pilot_mode(share: float) -> Any:
+    """Exact draws of N(1, 0.7), with a pilot that also found a mode at 9 holding ``share``
+    of the mass it found: no draw goes near it."""
+    from pemc_stan.methods.pilot import ModeSearch
+
+    search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "unseen share", (1 - share, share),
+                        np.array([[1.0], [9.0]]), (1 - share, share))
+    return exact_ct_fit(LOG_Z, search=search)
+
+
 class _NutsRun:
     """What :func:`pemc_stan.evidence.nuts_reasons` reads of a plain NUTS run."""
 
@@ -154,6 +165,9 @@ CASES = [
     # one chain's eq-20 log Z 6.7 and 1.8 standard errors from the others' (threshold 5)
     Case("log_z_chains", lambda: _ct_with_chain_one_off(0.3),
          lambda: _ct_with_chain_one_off(0.1), "CHAIN_Z_MAX"),
+    # a pilot mode holding 1.5% and 0.8% of the mass that no draw visits (threshold 1%)
+    Case("unvisited_modes", lambda: _ct_with_a_far_pilot_mode(0.015),
+         lambda: _ct_with_a_far_pilot_mode(0.008), "UNVISITED_SHARE_MIN"),
     # 5 and 2 of 360 pseudo-samples without a density (threshold 1%: 3.6)
     Case("density_failures", lambda: fake_pe_fit(nan_density=tuple((d, 0, 0) for d in range(5))),
          lambda: fake_pe_fit(nan_density=((0, 0, 0), (1, 0, 0))), "DENSITY_FAILURES_MAX"),
@@ -208,6 +222,19 @@ def test_the_statistics_sit_between_the_threshold_and_twice_it() -> None:
     assert 100 < rhat_and_ess(_ar1(0.9))[1] < 200
     near_one = float(np.mean(exact_ct_fit(LOG_Z + 2.0).beta() > 0.95))
     assert 0.01 < near_one < 0.02
+
+
+def test_a_pilot_mode_the_chains_visit_is_not_flagged() -> None:
+    """The same search with the second mode where the draws are (at 0, a cell that the
+    draws near beta = 1 reach) passes, and the check needs two modes and a base."""
+    from pemc_stan.methods.pilot import ModeSearch
+
+    near = ModeSearch((2.0,), 2, 2, 8, "", (0.5, 0.5), np.array([[1.0], [0.0]]), (0.5, 0.5))
+    assert exact_ct_fit(LOG_Z, search=near).unvisited_modes() == []
+    fit = _ct_with_a_far_pilot_mode(0.3)
+    assert fit.unvisited_modes() == [(1, 0.3)]
+    one = ModeSearch((2.0,), 1, 1, 8, "", (1.0,), np.array([[9.0]]), (1.0,))
+    assert exact_ct_fit(LOG_Z, search=one).unvisited_modes() == []
 
 
 def test_pilot_notes_are_reasons_by_name() -> None:

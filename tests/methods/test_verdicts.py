@@ -36,18 +36,43 @@ def _normal_log_z() -> float:
                          + r @ np.linalg.solve(cov, r)))
 
 
+NARROW = BaseDensity(np.array([3.0]), np.array([[0.01]]))
+
+
 def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any) -> None:
     """A base 0.1 wide on the right mode cannot carry chains between the modes 12 sd apart:
-    the chains that start near the left mode never reach beta = 0, and the verdict says so."""
-    narrow = BaseDensity(np.array([3.0]), np.array([[0.01]]))
-    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", base=narrow, log_zeta=0.0,
+    the chains that start near the left mode never reach beta = 0, and the verdict says so.
+    With ``budget=1`` nothing is retried."""
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", base=NARROW, log_zeta=0.0,
                            bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
-                           seed=7)
+                           seed=7, budget=1)
     verdict = fit.check()
     # the chains stuck at beta = 1 near the left mode make no round trip (and disagree)
     assert {"beta_round_trips", "rhat"} <= set(verdict.names()), verdict
+    assert fit.follow_up.steps == [] and fit.follow_up.spent == fit.follow_up.first_gradients
+    assert len(fit.history) == 1 and fit.fit.num_draws_sampling == 500
     with pytest.warns(pemc_stan.errors.FitSuspectWarning):
         fit.summary()
+
+
+def test_the_follow_up_stops_at_its_budget_and_stays_suspect(cmdstan_installation: Any
+                                                              ) -> None:
+    """The fixed narrow base cannot be fixed by more draws: the follow-up continues from
+    where each run ended (one more round each, twice the draws) until the next step would
+    pass the default budget, and the last run is still judged suspect."""
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", base=NARROW, log_zeta=0.0,
+                           bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
+                           seed=7)
+    record = fit.follow_up
+    assert not fit.check().ok
+    ran = [s for s in record.steps if s.gradients > 0]
+    assert ran and all(s.verdict == "suspect" for s in ran)
+    assert record.steps[-1].verdict.startswith("over budget")
+    assert record.budget == 4.0 and record.spent <= 4 * record.first_gradients
+    # each step continued the last: one more bootstrap round with twice the draws
+    assert len(fit.history) == 1 + len(ran)
+    assert fit.fit.num_draws_sampling == 500 * 2 ** len(ran)
+    assert fit.diagnostics(warn=False)["follow_up"] == record.describe()
 
 
 @pytest.mark.parametrize("seed", [26, 3])

@@ -189,19 +189,19 @@ class ContinuousTemperingFit(ExtendedFit):
                 "share_near_1": float(np.mean(beta > 0.95)),
                 "share_near_0": float(np.mean(beta < 0.05)),
                 "beta_bias": "flat" if self.bias.is_flat else "length",
-                "gradients": super().gradients()}
+                "gradients": self.run_gradients()}
         return dict(self._record)
 
     def gradients(self) -> int:
         """Gradient evaluations of this run and of the bootstrap rounds before it
-        (:meth:`ExtendedFit.gradients` each).
+        (:meth:`~pemc_stan.methods.base.ExtendedFit.run_gradients` each).
 
         Raises
         ------
         Nothing.
         """
         earlier = sum(int(h.get("gradients", 0)) for h in self._earlier[:self.round])
-        return earlier + super().gradients()
+        return earlier + self.run_gradients()
 
     # ------------------------------------------------------------------ #
     # raw quantities, (chains, draws)

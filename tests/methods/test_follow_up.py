@@ -1,0 +1,150 @@
+"""Follow-up runs: which remedy each verdict gets, the budget, and what is recorded.
+
+Fast: the model and fits are stand-ins that record what they were asked to run; the
+compiled runs are in ``test_verdicts.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pemc_stan.methods.follow_up import (
+    ADAPT_DELTA_STEPS,
+    LONGER_REASONS,
+    FollowUp,
+    follow_up,
+    plan_step,
+)
+from pemc_stan.output.diagnostics import Reason, Verdict
+
+DIVERGED = Reason("divergences", "138 of 1000 transitions (13.8%) diverged", "increase")
+STUCK = Reason("beta_round_trips", "round trips per chain: [0, 1, 17, 0]", "run longer")
+PILOT = Reason("pilot", "the Pathfinder pilot failed", "pass log_scale=")
+
+
+@dataclass
+class FakeFit:
+    """A fit with a given verdict and cost (gradient evaluations per sampling draw)."""
+
+    reasons: tuple[Reason, ...]
+    iter_sampling: int
+    per_draw: int = 10
+    follow_up: Any = None
+
+    def check(self) -> Verdict:
+        return Verdict(self.reasons, ("divergences", "rhat", "beta_round_trips"))
+
+    def run_gradients(self) -> int:
+        return self.per_draw * (1000 + self.iter_sampling)
+
+    def gradients(self) -> int:
+        return self.run_gradients()
+
+
+@dataclass
+class FakeModel:
+    """Returns the queued fits in turn, recording each continuation's settings."""
+
+    queue: list[FakeFit]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def continue_from(self, fit: FakeFit, iter_warmup: int, iter_sampling: int,
+                      seed: int | None, output_dir: Any = None, show_progress: bool = False,
+                      **kw: Any) -> FakeFit:
+        self.calls.append({"from": fit, "iter_warmup": iter_warmup,
+                           "iter_sampling": iter_sampling, "seed": seed, **kw})
+        return self.queue.pop(0)
+
+
+def _run(first: FakeFit, queue: list[FakeFit], budget: float, **kw: Any
+         ) -> tuple[FakeFit, FakeModel]:
+    model = FakeModel(queue)
+    fit = follow_up(model, first, iter_warmup=1000, iter_sampling=first.iter_sampling,  # type: ignore[arg-type]
+                    seed=5, budget=budget, **kw)
+    return fit, model  # type: ignore[return-value]
+
+
+def test_divergences_raise_adapt_delta_in_steps_and_then_have_no_remedy() -> None:
+    settings = {"adapt_delta": 0.8, "iter_sampling": 1000}
+    for now, then in zip(ADAPT_DELTA_STEPS, ADAPT_DELTA_STEPS[1:], strict=False):
+        plan = plan_step((DIVERGED, STUCK), {**settings, "adapt_delta": now})
+        assert plan is not None
+        new, change, because = plan
+        # divergences come first: a longer run of a biased sampler is no remedy
+        assert new == {"adapt_delta": then, "iter_sampling": 1000}
+        assert change == f"adapt_delta {now:g} -> {then:g}" and "13.8%" in because
+    assert plan_step((DIVERGED,), {**settings, "adapt_delta": ADAPT_DELTA_STEPS[-1]}) is None
+
+
+def test_mixing_reasons_double_the_draws_and_others_have_no_remedy() -> None:
+    settings = {"adapt_delta": 0.8, "iter_sampling": 700}
+    for name in LONGER_REASONS:
+        plan = plan_step((Reason(name, "m", "r"),), settings)
+        assert plan is not None and plan[0] == {"adapt_delta": 0.8, "iter_sampling": 1400}
+    assert plan_step((PILOT,), settings) is None
+    assert plan_step((), settings) is None
+
+
+def test_an_ok_first_run_is_left_alone() -> None:
+    first = FakeFit((), 1000)
+    fit, model = _run(first, [], 4.0)
+    assert fit is first and model.calls == []
+    assert isinstance(fit.follow_up, FollowUp) and fit.follow_up.steps == []
+
+
+def test_budget_one_retries_nothing() -> None:
+    first = FakeFit((DIVERGED,), 1000)
+    fit, model = _run(first, [FakeFit((), 1000)], 1.0)
+    assert fit is first and model.calls == [] and fit.follow_up.steps == []
+
+
+def test_divergent_run_is_carried_to_ok_and_the_step_recorded() -> None:
+    first = FakeFit((DIVERGED,), 1000)
+    fixed = FakeFit((), 1000)
+    fit, model = _run(first, [fixed], 4.0, max_treedepth=12)
+    assert fit is fixed
+    (call,) = model.calls
+    assert call["from"] is first and call["adapt_delta"] == 0.95
+    assert call["iter_sampling"] == 1000 and call["max_treedepth"] == 12
+    assert call["seed"] == 5 + 1000  # a new stream for the new run, not a re-roll of seeds
+    (step,) = fit.follow_up.steps
+    assert step.change == "adapt_delta 0.8 -> 0.95" and step.verdict == "ok"
+    assert "13.8%" in step.because and step.gradients == fixed.run_gradients()
+    assert fit.follow_up.spent == first.gradients() + fixed.run_gradients()
+    assert str(step).startswith("adapt_delta 0.8 -> 0.95 after divergences")
+
+
+def test_the_follow_up_stops_at_its_budget_and_stays_suspect() -> None:
+    first = FakeFit((STUCK,), 1000)
+    still = [FakeFit((STUCK,), 2000), FakeFit((STUCK,), 4000), FakeFit((STUCK,), 8000)]
+    fit, model = _run(first, list(still), 4.0)
+    # first: 20,000 gradients; 2000 draws: 30,000 (50,000 spent); 4000 draws would take
+    # about 50,000 more: past 4 x 20,000
+    assert [c["iter_sampling"] for c in model.calls] == [2000]
+    assert not fit.check().ok and fit is still[0]
+    record = fit.follow_up
+    assert record.spent == 50_000 <= 4 * record.first_gradients
+    assert [s.change for s in record.steps] == ["iter_sampling 1000 -> 2000",
+                                                 "iter_sampling 2000 -> 4000"]
+    assert record.steps[-1].verdict.startswith("over budget") and record.steps[-1].gradients == 0
+    assert record.as_dict()["steps"][0]["verdict"] == "suspect"
+
+
+def test_a_user_adapt_delta_is_where_the_steps_start() -> None:
+    first = FakeFit((DIVERGED,), 1000)
+    fit, model = _run(first, [FakeFit((DIVERGED,), 1000)], 10.0, adapt_delta=0.95)
+    assert [c["adapt_delta"] for c in model.calls] == [0.99]
+    assert fit.follow_up.steps[-1].verdict == "no mechanical remedy"
+
+
+@pytest.mark.parametrize("budget", [0.5, float("nan")])
+def test_sample_refuses_a_budget_below_one(budget: float) -> None:
+    import pemc_stan
+    from pemc_stan.errors import OptionsError
+
+    with pytest.raises(OptionsError, match="budget"):
+        pemc_stan.sample("parameters { real x; } model { x ~ normal(0, 1); }",
+                         method="ct", budget=budget)

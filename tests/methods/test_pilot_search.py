@@ -1,0 +1,66 @@
+"""The pilot's search for modes: its stopping rule, its record and the covering base.
+
+Fast; the search on compiled models is in ``test_mode_search.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pemc_stan.methods.base_density import BaseDensity, covering
+from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
+
+
+def test_unseen_share_is_good_turing_with_one_more_singleton() -> None:
+    # one mode or two, each found by several paths: the added singleton keeps the search
+    # going until about 1 / UNSEEN_SHARE_MAX paths have run
+    assert unseen_share([24], 24) == pytest.approx(1 / 24)
+    assert unseen_share([20, 4], 24) == pytest.approx(1 / 24)
+    assert unseen_share([40, 10], 50) == pytest.approx(1 / 50)
+    assert unseen_share([40, 10], 50) <= UNSEEN_SHARE_MAX < unseen_share([40, 10], 49)
+    # modes found once: f1 of them
+    assert unseen_share([10, 1, 1, 12], 24) == pytest.approx(3 / 24)
+    assert unseen_share([], 0) == 1.0
+
+
+def test_unseen_share_estimates_the_missed_basin_share() -> None:
+    """Simulated searches over basins of known shares: the Good-Turing estimate (without
+    the extra singleton) is on average the share of the basins not hit."""
+    rng = np.random.default_rng(3)
+    q = np.array([0.6, 0.2, 0.1, 0.05, 0.03, 0.02])
+    est, missed = [], []
+    for _ in range(4000):
+        hits = np.bincount(rng.choice(q.size, size=40, p=q), minlength=q.size)
+        f1 = int(np.sum(hits == 1))
+        est.append(f1 / 40)
+        missed.append(float(q[hits == 0].sum()))
+    assert np.mean(est) == pytest.approx(np.mean(missed), abs=0.005)
+
+
+def test_mode_search_record() -> None:
+    search = ModeSearch((2.0, 8.0, 32.0), 4, 3, 56, "unseen share 0.018 <= 0.02",
+                        (0.5, 0.3, 0.2, 1e-6), np.zeros((3, 2)), (0.5, 0.3, 0.2))
+    assert search.radius == 32.0
+    text = search.describe()
+    assert "4 mode(s) found (3 with >=" in text and "56 Pathfinder paths" in text
+    assert "radius 32" in text and f"{100 * NEW_MODE_SHARE:g}%" in text
+    fields = json.loads(json.dumps(search.as_dict()))
+    assert fields["search_radius"] == 32.0 and fields["major_modes_found"] == 3
+    assert fields["mode_shares"][3] == 1e-6
+
+
+def test_covering_base_has_the_equal_mixtures_moments() -> None:
+    a = BaseDensity(np.array([0.0, 1.0]), np.array([[1.0, 0.3], [0.3, 2.0]]), "dense")
+    b = BaseDensity(np.array([4.0, -1.0]), np.array([[0.5, 0.0], [0.0, 0.25]]), "dense")
+    c = covering(a, b)
+    rng = np.random.default_rng(0)
+    z = np.concatenate([a.sample_z(200_000, rng), b.sample_z(200_000, rng)])
+    assert np.allclose(c.mean, z.mean(axis=0), atol=0.02)
+    assert np.allclose(c.cov, np.cov(z.T), atol=0.03)
+    d = covering(BaseDensity(np.zeros(2), np.eye(2)), b)
+    assert d.covariance == "diag" and d.cov[0, 1] == 0.0
+    with pytest.raises(ValueError, match="dimensions 2 and 1"):
+        covering(a, BaseDensity(np.zeros(1), np.eye(1)))
