@@ -1,6 +1,7 @@
 """Validation benchmark: plain NUTS, pseudo-extended MCMC and continuous tempering, defaults only.
 
-Runs every case of ``../shared/validation/`` as a user with an unchanged model would
+Runs every case of ``../shared/validation/`` and the project's own multimodal cases
+(``benchmarks/validation_cases/``, same format) as a user with an unchanged model would
 (``pemc_stan.sample(model, data, method=...)`` with no option set; plain NUTS through
 cmdstanpy) and prints one table: per case and method, the error against the reference,
 the wall time relative to NUTS on the same case, and the fit's own verdict
@@ -62,6 +63,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATION = ROOT.parent / "shared" / "validation"
 RESULTS = ROOT / "benchmarks" / "results" / "validation.jsonl"
+#: The project's own multimodal cases (``validation_cases/make_cases.py``), scored as the
+#: shared ones (the shared truth.json format).
+OWN_CASES = ROOT / "benchmarks" / "validation_cases"
 METHODS = ("nuts", "pe", "ct")
 MATCH_SD = 0.3  # posteriordb: max |mean - ref| / ref sd
 MATCH_SE = 4.0  # multimodal: standard errors
@@ -120,7 +124,11 @@ def cases(root: Path) -> dict[str, dict[str, Any]]:
     if not (multi / "bimodal_4d" / "truth.json").is_file():
         subprocess.run([sys.executable, str(multi / "make_cases.py")], check=True,
                        cwd=str(multi), capture_output=True)
-    for folder in sorted(multi.iterdir()):
+    own = OWN_CASES / "multimodal"
+    if not own.is_dir():
+        subprocess.run([sys.executable, str(OWN_CASES / "make_cases.py")], check=True,
+                       cwd=str(OWN_CASES), capture_output=True)
+    for folder in [*sorted(multi.iterdir()), *sorted(own.iterdir())]:
         if (folder / "truth.json").is_file():
             out[folder.name] = {"kind": "multimodal", "folder": folder,
                                 "truth": json.loads((folder / "truth.json").read_text())}

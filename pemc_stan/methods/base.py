@@ -37,12 +37,14 @@ from pemc_stan.errors import FitSuspectWarning, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.inputs import StanProgram, read_data
+from pemc_stan.methods.base_density import coordinate_draws
 from pemc_stan.methods.warm_start import WarmStart
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     DIVERGENT_SHARE_MAX,
     ESS_MIN,
     RHAT_MAX,
+    UNVISITED_SHARE_MIN,
     Reason,
     TransitionCounts,
     Verdict,
@@ -430,6 +432,9 @@ class ExtendedFit:
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "within_draw"
     #: The follow-up record (set per fit by ``sample``; None when it made none).
     follow_up: Any = None
+    #: How widely the pilot searched for modes (:class:`~pemc_stan.methods.pilot.ModeSearch`;
+    #: set per fit by methods with a search, None otherwise).
+    search: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -866,6 +871,74 @@ class ExtendedFit:
             ses.append(float(np.std(chain, ddof=1) / np.sqrt(max(ess, 1.0))))
         return np.asarray(means), np.asarray(ses)
 
+    def hot_mask(self) -> NDArray[np.bool_]:
+        """Which particles, (chains, draws, K), sit at the target's end of the method's
+        tempering (the default: every particle is a draw of the target).
+
+        Raises
+        ------
+        Nothing.
+        """
+        lw = self.particle_log_weights()
+        return np.ones(lw.shape, dtype=bool)
+
+    def hot_coordinates(self) -> NDArray[np.float64] | None:
+        """Base coordinates (M, D) of the particles of :meth:`hot_mask`, or None when the
+        parameters have no base coordinates.
+
+        Raises
+        ------
+        Nothing (None when the coordinates cannot be computed).
+        """
+        coords = getattr(self.result, "coordinates", None)
+        if coords is None or not coords.blocks:
+            return None
+        mask = self.hot_mask()
+        columns = self.parameter_columns()
+        try:
+            values = np.stack([self.particles(c)[mask] for c in columns], axis=-1)
+            z, _ = coords.forward(coordinate_draws(coords, values, columns, self.data),
+                                  self.data)
+        except Exception as exc:  # a type without coordinates, a missing column
+            logger.info("no base coordinates of the draws (%s)", exc)
+            return None
+        return np.asarray(z, dtype=float)
+
+    def unvisited_modes(self) -> list[tuple[int, float]]:
+        """The pilot's modes (holding at least ``UNVISITED_SHARE_MIN`` of the mass it
+        found) that no particle of :meth:`hot_mask` visits, as ``(index, pilot share)``.
+
+        A mode's cell is the region nearer, in the metric of the search's Gaussian, to the
+        mode's centre than to any other found mode's.  Empty without a search, with
+        fewer than two modes found, or without base coordinates.
+
+        Raises
+        ------
+        Nothing.
+        """
+        search = self.search
+        centres = None if search is None else search.centres
+        if (centres is None or search.base is None or len(search.major_shares) < 2
+                or np.shape(centres)[1] != search.base.dim):
+            return []
+        z = self.hot_coordinates()
+        if z is None or z.ndim != 2 or z.shape[1] != search.base.dim:
+            return []
+        seen = (np.bincount(search.base.nearest_centre(z, centres), minlength=len(centres))
+                if z.shape[0] else np.zeros(len(centres), dtype=int))
+        return [(k, float(p)) for k, p in enumerate(search.major_shares)
+                if p >= UNVISITED_SHARE_MIN and seen[k] == 0]
+
+    def _unvisited_modes(self) -> Reason | None:
+        missed = self.unvisited_modes()
+        if not missed:
+            return None
+        shares = ", ".join(f"{100 * p:.0f}%" for _, p in missed)
+        return Reason(
+            "unvisited_modes", f"the pilot found {len(missed)} mode(s) (with {shares} of the "
+            "mass it found) that no draw of the target visits: the estimates leave them out",
+            "run longer (iter_sampling); the modes are in the diagnostics (pilot_modes)")
+
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The method's own ``(check name, Reason or None)`` pairs, after the shared ones.
 
@@ -910,6 +983,8 @@ class ExtendedFit:
         yield "ess", None if not worst_ess[0] < ESS_MIN else Reason(
             "ess", f"the {worst_ess[2]} of {worst_ess[1]} is {worst_ess[0]:.0f} "
             f"(< {ESS_MIN:.0f})", "run longer (iter_sampling)")
+        if self.search is not None:
+            yield "unvisited_modes", self._unvisited_modes()
         if n_chains > 1:
             yield "chains_agree", None if worst_chain[0] <= CHAIN_Z_MAX else Reason(
                 "chains_agree", f"one chain's weighted mean of {worst_chain[1]} is "
@@ -919,8 +994,13 @@ class ExtendedFit:
 
     def _report(self, info: dict[str, Any], msgs: list[str], warn: bool,
                 category: type[Warning]) -> dict[str, Any]:
-        """Attach the follow-up steps (``follow_up``, when any were considered) and the
-        advice to ``info`` and, with ``warn``, warn and log each message."""
+        """Attach the pilot's search (``pilot_modes``, ``modes_found``, ``search_radius``),
+        the follow-up steps (``follow_up``, when any were considered) and the advice to
+        ``info`` and, with ``warn``, warn and log each message."""
+        if self.search is not None:
+            info["pilot_modes"] = self.search.describe()
+            info["modes_found"] = self.search.major_modes
+            info["search_radius"] = self.search.radius
         if self.follow_up is not None and self.follow_up.steps:
             info["follow_up"] = self.follow_up.describe()
         info["messages"] = msgs

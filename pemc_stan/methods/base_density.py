@@ -92,6 +92,7 @@ __all__ = [
     "ParameterBlock",
     "UnsupportedBaseError",
     "base_coordinates",
+    "coordinate_draws",
     "covering",
     "fit_base",
     "moment_match",
@@ -974,6 +975,21 @@ def fit_base(coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
 # --------------------------------------------------------------------------- #
 
 _COL = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]+)\])?$")
+
+
+def coordinate_draws(coords: BaseCoordinates, values: NDArray[np.float64],
+                     columns: Sequence[str], data: Mapping[str, Any] | None
+                     ) -> dict[str, NDArray[np.float64]]:
+    """The parameters' draws by name, shaped as declared, from CmdStan-named columns.
+
+    Raises
+    ------
+    KeyError
+        If a parameter's columns are missing.
+    """
+    env = coords.env(data)
+    return {b.name: extract_variable(values, columns, b.name, (*arr, *el))
+            for b in coords.blocks for arr, el in [b.shape(env)]}
 
 
 def extract_variable(values: NDArray[np.float64], columns: Sequence[str], name: str,

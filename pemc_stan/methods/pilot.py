@@ -47,7 +47,7 @@ from pemc_stan.backend.pathfinder import (
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
-    extract_variable,
+    coordinate_draws,
     moment_match,
 )
 
@@ -129,6 +129,9 @@ class ModeSearch:
         coordinates), in the order of ``major_shares``.
     major_shares
         Those modes' shares of the mass found.
+    base
+        The Gaussian moment-matched to the modes found (eq 25), whose metric decides
+        which found mode a point is nearest (None without base coordinates).
     """
 
     radii: tuple[float, ...]
@@ -139,6 +142,7 @@ class ModeSearch:
     mode_shares: tuple[float, ...] = ()
     centres: Any = field(default=None, compare=False, repr=False)
     major_shares: tuple[float, ...] = ()
+    base: Any = field(default=None, compare=False, repr=False)
 
     @property
     def radius(self) -> float:
@@ -226,10 +230,7 @@ class BasePilot:
 
     def param_draws(self, values: np.ndarray, columns: list[str]) -> dict[str, np.ndarray]:
         """The parameters' draws by name, shaped as declared, from CmdStan columns."""
-        env = self.coordinates.env(self.owner.data)
-        return {b.name: extract_variable(values, columns, b.name, (*arr, *el))
-                for b in self.coordinates.blocks
-                for arr, el in [b.shape(env)]}
+        return coordinate_draws(self.coordinates, values, columns, self.owner.data)
 
     def _pathfinder_round(self, seed: int | None, radius: float, num_paths: int,
                           timeout: float | None
@@ -321,9 +322,15 @@ class BasePilot:
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)
         major = shares >= NEW_MODE_SHARE
+        metric = None
+        if self.coordinates.blocks:
+            try:
+                metric = moment_match(z_all, None, groups, self.covariance)
+            except ValueError:
+                metric = None
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
-                                 tuple(float(x) for x in shares[major]))
+                                 tuple(float(x) for x in shares[major]), metric)
         return groups, log_z, z_all, centres
 
     def approximation(self, how: str, seed: int | None) -> Any:

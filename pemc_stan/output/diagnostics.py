@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
-           "rhat_and_ess", "chains_disagree"]
+           "rhat_and_ess", "chains_disagree", "UNVISITED_SHARE_MIN"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -36,6 +36,9 @@ ESS_MIN = 100.0
 DIVERGENT_SHARE_MAX = 0.01
 #: Per-chain estimates that differ by more than this many combined standard errors disagree.
 CHAIN_Z_MAX = 5.0
+#: A mode the pilot found with at least this share of the mass it found must be visited by
+#: some draw of the target (``unvisited_modes``).
+UNVISITED_SHARE_MIN = 0.01
 
 
 @dataclass(frozen=True)

@@ -315,6 +315,11 @@ class InferenceDataConverter:
         follow = getattr(fit, "follow_up", None)
         if follow is not None:
             attrs["pemc_follow_up"] = json.dumps(follow.as_dict())
+        search = getattr(fit, "search", None)
+        if search is not None:
+            attrs.update({"pemc_modes_found": int(search.major_modes),
+                          "pemc_search_radius": float(search.radius),
+                          "pemc_search": json.dumps(search.as_dict())})
         estimate = self.evidence
         if estimate is None:
             try:

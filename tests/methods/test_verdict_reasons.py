@@ -30,6 +30,7 @@ from fakes import LOG_Z, FrameRun, exact_ct_fit, exact_ct_frame, fake_pe_fit
 import pemc_stan
 from pemc_stan.evidence import nuts_reasons
 from pemc_stan.methods.base import ExtendedFit
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.output.diagnostics import rhat_and_ess
 
 ONE_PARAMETER = "parameters { real mu; } model { mu ~ normal(0, 1); }"
@@ -91,13 +92,17 @@ def _ct_round_trips(trips: int) -> Any:
     return exact_ct_fit(LOG_Z, frame=frame)
 
 
+#: The search's metric in the unvisited-modes cases: a wide Gaussian over both modes.
+METRIC = BaseDensity(np.array([5.0]), np.array([[16.0]]))
+
+
 def _ct_with_a_far_pilot_mode(share: float) -> Any:
     """Exact draws of N(1, 0.7), with a pilot that also found a mode at 9 holding ``share``
     of the mass it found: no draw goes near it."""
     from pemc_stan.methods.pilot import ModeSearch
 
     search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "unseen share", (1 - share, share),
-                        np.array([[1.0], [9.0]]), (1 - share, share))
+                        np.array([[1.0], [9.0]]), (1 - share, share), METRIC)
     return exact_ct_fit(LOG_Z, search=search)
 
 
@@ -229,11 +234,12 @@ def test_a_pilot_mode_the_chains_visit_is_not_flagged() -> None:
     draws near beta = 1 reach) passes, and the check needs two modes and a base."""
     from pemc_stan.methods.pilot import ModeSearch
 
-    near = ModeSearch((2.0,), 2, 2, 8, "", (0.5, 0.5), np.array([[1.0], [0.0]]), (0.5, 0.5))
+    near = ModeSearch((2.0,), 2, 2, 8, "", (0.5, 0.5), np.array([[1.0], [0.0]]), (0.5, 0.5),
+                      METRIC)
     assert exact_ct_fit(LOG_Z, search=near).unvisited_modes() == []
     fit = _ct_with_a_far_pilot_mode(0.3)
     assert fit.unvisited_modes() == [(1, 0.3)]
-    one = ModeSearch((2.0,), 1, 1, 8, "", (1.0,), np.array([[9.0]]), (1.0,))
+    one = ModeSearch((2.0,), 1, 1, 8, "", (1.0,), np.array([[9.0]]), (1.0,), METRIC)
     assert exact_ct_fit(LOG_Z, search=one).unvisited_modes() == []
 
 

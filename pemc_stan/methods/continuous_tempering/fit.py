@@ -23,7 +23,6 @@ p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.continuous_t
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -65,9 +64,6 @@ BASE_Z_MAX = 4.5
 #: iid base draws for the base masses of the post-stratification regions (binomial
 #: error ~ 1e-3 on a mass of 0.5, included in the standard errors).
 MASS_DRAWS = 200_000
-#: A mode the pilot found with at least this share of the mass it found must be visited
-#: by some draw at ``beta > NEAR_ONE`` (``unvisited_modes``).
-UNVISITED_SHARE_MIN = 0.01
 #: Fewest steps between two cells at beta > 0.5 that show they are one mode (:meth:`strata`).
 MERGE_CROSSINGS = 5
 #: ... and the least share of the steps between them that independent draws would make:
@@ -130,8 +126,6 @@ class ContinuousTemperingFit(ExtendedFit):
     result: ContinuousTemperingResult
     #: One draw per iteration, its target weight on one scale across all draws and chains.
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "pooled"
-    #: How widely the pilot searched for modes (set per fit; None without a search).
-    search: Any = None
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: ContinuousTemperingResult,
                  log_zeta: float, base: BaseDensity | None = None,
@@ -467,7 +461,6 @@ class ContinuousTemperingFit(ExtendedFit):
             if name == "pilot":  # a failed fit of the base that another one replaced is no fault
                 yield name, Reason(name, message, remedy)
         yield from self._round_log_z_checks()
-        yield "unvisited_modes", self._unvisited_modes()
         lw = self.log_weights()
         kish = float(W.ess(lw.reshape(-1)))
         yield "weight_ess", None if kish >= ESS_MIN else Reason(
@@ -520,40 +513,17 @@ class ContinuousTemperingFit(ExtendedFit):
             return Verdict((), verdict.checks)
         return verdict
 
-    def unvisited_modes(self) -> list[tuple[int, float]]:
-        """The pilot's modes (holding at least ``UNVISITED_SHARE_MIN`` of the mass it
-        found) whose cell has no draw at ``beta > NEAR_ONE``, as ``(index, pilot share)``.
-
-        A cell is the region nearer (in the base's metric) to the mode's centre than to
-        any other found mode's.  Empty under likelihood tempering, without a base or
-        with fewer than two modes found.
+    def hot_coordinates(self) -> NDArray[np.float64] | None:
+        """Base coordinates of the draws at ``beta > NEAR_ONE`` (None without a base).
 
         Raises
         ------
         Nothing.
         """
-        search = self.search
-        centres = None if search is None else search.centres
-        if (self.base is None or centres is None or len(search.major_shares) < 2
-                or np.shape(centres)[1] != self.base.dim):
-            return []
-        hot = self.beta().reshape(-1) > NEAR_ONE
-        z = self.base_z().reshape(-1, self.base.dim)[hot]
-        seen = np.bincount(self.base.nearest_centre(z, centres), minlength=len(centres)) \
-            if z.shape[0] else np.zeros(len(centres), dtype=int)
-        return [(k, float(p)) for k, p in enumerate(search.major_shares)
-                if p >= UNVISITED_SHARE_MIN and seen[k] == 0]
-
-    def _unvisited_modes(self) -> Reason | None:
-        missed = self.unvisited_modes()
-        if not missed:
+        if self.base is None:
             return None
-        shares = ", ".join(f"{100 * p:.0f}%" for _, p in missed)
-        return Reason(
-            "unvisited_modes", f"the pilot found {len(missed)} mode(s) (with {shares} of the "
-            "mass it found) that no chain visited at beta > "
-            f"{NEAR_ONE}: the estimates leave them out", "run longer (iter_sampling), or "
-            "check the modes in the diagnostics (pilot_modes)")
+        hot = self.beta().reshape(-1) > NEAR_ONE
+        return self.base_z().reshape(-1, self.base.dim)[hot]
 
     def _round_log_z_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The checks this run's own eq-20 estimate rests on: beta round trips per chain,
@@ -678,10 +648,6 @@ class ContinuousTemperingFit(ExtendedFit):
         deeper = treedepth_advice(nuts)
         if deeper:
             msgs.append(deeper)
-        if self.search is not None:
-            info["pilot_modes"] = self.search.describe()
-            info["modes_found"] = self.search.major_modes
-            info["search_radius"] = self.search.radius
         return self._report(info, msgs, warn, ContinuousTemperingDiagnosticWarning)
 
     # ------------------------------------------------------------------ #
@@ -702,13 +668,8 @@ class ContinuousTemperingFit(ExtendedFit):
         ess = 1.0 / float(np.sum(w ** 2)) if np.any(finite) else float("nan")
         beta = np.asarray(self.beta(), dtype=float)
         delta = np.asarray(self.delta(), dtype=float)
-        attributes: dict[str, Any] = {"pemc_log_zeta": float(self.log_zeta)}
-        if self.search is not None:
-            attributes.update({"pemc_modes_found": int(self.search.major_modes),
-                               "pemc_search_radius": float(self.search.radius),
-                               "pemc_search": json.dumps(self.search.as_dict())})
         return OutputExtras(
-            attributes=attributes,
+            attributes={"pemc_log_zeta": float(self.log_zeta)},
             settings={"log_zeta": float(self.log_zeta)},
             sample_stats={"beta": (both, beta), "delta": (both, delta),
                           "log_weight": (both, lw), "weight": (both, w)},

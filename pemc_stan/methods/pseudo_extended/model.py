@@ -1,8 +1,9 @@
 """Running pseudo-extended MCMC: the offset pilot, then NUTS on the PE program.
 
 ``gamma~ = gamma / Z^`` needs an offset ``log Z^``; by default (``log_scale=None``)
-it is a cheap Pathfinder importance-sampling estimate of the evidence
-(:func:`pemc_stan.backend.pathfinder.estimate_log_scale`).  It is only an
+it is the Pathfinder importance-sampling estimate of the evidence of the pilot's
+search for modes (:meth:`pemc_stan.methods.pilot.BasePilot.pathfinder`, whose record
+the fit's ``unvisited_modes`` check compares with where the pseudo-samples went).  It is only an
 offset: modes no path found make it too low, which tilts ``q(beta)`` towards
 ``beta = 1`` (less tempering); when the normalising constant is known (e.g. 0
 for a normalised density), pass ``log_scale``.  When Pathfinder fails, 0 is
@@ -25,7 +26,7 @@ import numpy as np
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.pilot import BasePilot
+from pemc_stan.methods.pilot import BasePilot, ModeSearch
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
@@ -62,6 +63,8 @@ class PseudoExtendedModel(MethodModel):
     #: one replaced them) in the last ``fit_base``.
     base_notes: list[tuple[str, str, str]] = []
     _g_shape: float | None = None
+    #: How widely the last pilot searched for modes (None when it did not search).
+    search: ModeSearch | None = None
     #: Pathfinder paths and draws per path of the base's pilot (as continuous tempering's:
     #: on the 0.3 / 0.7 bimodal gallery model 4 paths found both modes for 34 of 40 seeds,
     #: 8 paths for 39; a base around one mode leaves the hot pseudo-samples near it).
@@ -102,6 +105,14 @@ class PseudoExtendedModel(MethodModel):
         options: PseudoExtendedOptions = self.result.options
         if options.log_scale is not None:
             return float(options.log_scale)
+        search = self._pilot()
+        try:
+            _, found, _, _ = search.pathfinder(seed)
+            self.search = search.search
+            return float(found)
+        except Exception as exc:
+            logger.warning("the Pathfinder search for modes failed (%s); trying Pathfinder "
+                           "from Stan's own inits", exc)
         pilot = estimate_log_scale(self.original_model(), self.data, seed=seed)
         self.pilot_failure = pilot.failure
         if pilot.failure is None or not self.result.coordinates.blocks:
@@ -139,6 +150,7 @@ class PseudoExtendedModel(MethodModel):
         pilot = self._pilot()
         base, log_z = pilot.fit(seed, want_base=True, log_z=options.log_scale)
         self.base_notes = list(pilot.notes)
+        self.search = pilot.search
         assert base is not None and log_z is not None
         logger.info("pilot: base from %s, log-scale %.4g", base.info.get("method"), log_z)
         return base, log_z
@@ -226,7 +238,7 @@ class PseudoExtendedModel(MethodModel):
             If CmdStan fails.
         """
         base: BaseDensity | None = None
-        self.pilot_failure, self.base_notes = None, []
+        self.pilot_failure, self.base_notes, self.search = None, [], None
         if self.result.temper == "base":
             base, scale = self.fit_base(seed)
         else:
@@ -247,6 +259,7 @@ class PseudoExtendedModel(MethodModel):
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
                                 original_model=self.original_model, seed=seed, g_shape=g_shape,
                                 base=base, base_notes=self.base_notes, pilot_notes=pilot_notes)
+        fit.search = self.search
         return fit
 
     def continue_from(self, fit: PseudoExtendedFit, iter_warmup: int,  # type: ignore[override]
@@ -267,7 +280,9 @@ class PseudoExtendedModel(MethodModel):
                                              g_shape=fit.g_shape, base=fit.base),
                             fit.fit.chains, iter_warmup, iter_sampling, seed, output_dir,
                             show_progress, self._base_metric(fit.base), **cmdstanpy_kwargs)
-        return PseudoExtendedFit(run, self.result, fit.log_scale, data=self.data,
-                                 original_model=self.original_model, seed=seed,
-                                 g_shape=fit.g_shape, base=fit.base,
-                                 base_notes=fit.base_notes, pilot_notes=fit.pilot_notes)
+        new = PseudoExtendedFit(run, self.result, fit.log_scale, data=self.data,
+                                original_model=self.original_model, seed=seed,
+                                g_shape=fit.g_shape, base=fit.base,
+                                base_notes=fit.base_notes, pilot_notes=fit.pilot_notes)
+        new.search = fit.search
+        return new
