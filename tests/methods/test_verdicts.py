@@ -37,6 +37,30 @@ def _normal_log_z() -> float:
 
 
 NARROW = BaseDensity(np.array([3.0]), np.array([[0.01]]))
+SQUARE = Path(__file__).resolve().parents[2] / "benchmarks" / "validation_cases" / "multimodal" \
+    / "square_sign"
+
+
+def test_a_divergent_run_is_carried_to_an_ok_verdict_and_the_right_answer(
+        cmdstan_installation: Any) -> None:
+    """CT with the defaults on square_sign (theta seen only through its square; exact
+    answers by quadrature): the first run diverges in 3% of its transitions and is
+    suspect; the follow-up raises adapt_delta, continues from where the run ended, and
+    the final run is ok and right, with the step recorded."""
+    truth = json.loads((SQUARE / "truth.json").read_text())
+    fit = pemc_stan.sample(SQUARE / "model.stan", str(SQUARE / "data.json"), method="ct",
+                           seed=1)
+    steps = fit.follow_up.steps
+    assert steps[0].change == "adapt_delta 0.8 -> 0.95", fit.follow_up.describe()
+    assert steps[0].because.startswith("divergences") and steps[-1].verdict == "ok"
+    assert fit.check().ok, fit.check()
+    negative = fit.expectation(lambda v: (v["theta"] < 0).astype(float))
+    assert negative.mcse < 0.05
+    assert abs(negative.mean - truth["prob"]["theta < 0"]) < 4 * negative.mcse, negative
+    est = fit.log_z()
+    assert est.std_error < 0.15 and abs(est.log_z - truth["log_z"]) < 4 * est.std_error, est
+    info = fit.diagnostics(warn=False)
+    assert info["follow_up"][0].startswith("adapt_delta 0.8 -> 0.95 after divergences")
 
 
 def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any) -> None:
