@@ -94,9 +94,6 @@ __all__ = [
     "base_coordinates",
     "coordinate_draws",
     "covering",
-    "mixture_base",
-    "stan_mixture_base_lpdf",
-    "stan_mixture_function",
     "fit_base",
     "moment_match",
     "extract_variable",
@@ -721,49 +718,23 @@ def base_coordinates(param_decls: Sequence[tuple[ast.Type, str]], table: Any = N
 
 @dataclass(frozen=True)
 class BaseDensity:
-    """``b(x) = N(c(x); mean, cov) |det dc/dx|``, normalised on the constrained space; or,
-    with ``centres``, the mixture ``sum_k w_k N(c(x); centres[k], cov) |det dc/dx|``.
+    """``b(x) = N(c(x); mean, cov) |det dc/dx|``, normalised on the constrained space.
 
     Attributes
     ----------
     mean
-        (D,) mean in base coordinates (of a mixture: its mean, ``sum_k w_k centres[k]``).
+        (D,) mean in base coordinates.
     cov
-        (D, D) covariance in base coordinates (of a mixture: each component's; diagonal
-        when ``covariance="diag"``).
+        (D, D) covariance in base coordinates (diagonal when ``covariance="diag"``).
     covariance
         ``"diag"`` (independent coordinates, ``normal_lpdf`` in Stan) or
         ``"dense"`` (``multi_normal_cholesky_lpdf``).
-    centres
-        None (one Gaussian), or (K, D) component means of a mixture with the shared
-        covariance ``cov`` (continuous tempering's base over several modes).
-    log_weights
-        (K,) the components' log weights (normalised by :meth:`validate`'s users:
-        :func:`mixture_base` normalises them).
     """
 
     mean: NDArray[np.float64]
     cov: NDArray[np.float64]
     covariance: str = "diag"
     info: dict[str, Any] = field(default_factory=dict, compare=False)
-    centres: Any = field(default=None, compare=False)
-    log_weights: Any = field(default=None, compare=False)
-
-    def components(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """(K, D) component means and (K,) normalised log weights (one Gaussian: K = 1)."""
-        if self.centres is None:
-            return np.atleast_2d(np.asarray(self.mean, dtype=float)), np.zeros(1)
-        lw = np.asarray(self.log_weights, dtype=float)
-        return np.atleast_2d(np.asarray(self.centres, dtype=float)), lw - logsumexp(lw)
-
-    def moments(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The density's own mean and covariance in base coordinates (of a mixture: the
-        shared covariance plus the spread of the component means)."""
-        centres, lw = self.components()
-        w = np.exp(lw)
-        mean = w @ centres
-        d = centres - mean
-        return mean, np.asarray(self.cov, dtype=float) + (w[:, None] * d).T @ d
 
     def validate(self) -> BaseDensity:
         """Check shapes, finiteness and positive definiteness.
@@ -795,14 +766,6 @@ class BaseDensity:
             np.linalg.cholesky(c)
         except np.linalg.LinAlgError:
             raise ValueError("base covariance is not positive definite") from None
-        if self.centres is not None:
-            centres = np.asarray(self.centres, dtype=float)
-            lw = np.asarray(self.log_weights, dtype=float).reshape(-1)
-            if centres.ndim != 2 or centres.shape[1] != m.size or lw.size != centres.shape[0]:
-                raise ValueError(f"mixture base: centres of shape {centres.shape} and "
-                                 f"{lw.size} log weights; expected (K, {m.size}) and K")
-            if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(lw))):
-                raise ValueError("mixture base: centres or log weights are not finite")
         return self
 
     @property
@@ -824,32 +787,13 @@ class BaseDensity:
             out["pemc_base_chol"] = np.linalg.cholesky(self.cov).tolist()
         return out
 
-    def mixture_stan_data(self) -> dict[str, Any]:
-        """The data of a generated program whose base is a mixture (``pemc_K``,
-        ``pemc_base_means``, ``pemc_base_log_w`` and the shared ``pemc_base_sd`` or
-        ``pemc_base_chol``); one Gaussian is the mixture of one component."""
-        centres, lw = self.components()
-        out: dict[str, Any] = {"pemc_D": self.dim, "pemc_K": int(centres.shape[0]),
-                               "pemc_base_means": centres.tolist(),
-                               "pemc_base_log_w": lw.tolist()}
-        if self.covariance == "diag":
-            out["pemc_base_sd"] = self.sd.tolist()
-        else:
-            out["pemc_base_chol"] = np.linalg.cholesky(self.cov).tolist()
-        return out
-
     def log_density_z(self, z: ArrayLike) -> NDArray[np.float64]:
-        """``log b`` in base coordinates (``log N(z; mean, cov)``, or the mixture's) for z of
-        shape (S, D)."""
+        """``log N(z; mean, cov)`` for z of shape (S, D)."""
         za = np.atleast_2d(np.asarray(z, dtype=float))
         chol = np.linalg.cholesky(self.cov)
-        const = -np.sum(np.log(np.diag(chol))) - 0.5 * self.dim * math.log(2 * math.pi)
-        centres, lw = self.components()
-        parts = []
-        for centre, log_w in zip(centres, lw, strict=True):
-            r = np.linalg.solve(chol, (za - centre).T)  # (D, S)
-            parts.append(log_w - 0.5 * np.sum(r * r, axis=0) + const)
-        return parts[0] if len(parts) == 1 else np.asarray(logsumexp(np.stack(parts), axis=0))
+        r = np.linalg.solve(chol, (za - self.mean).T)  # (D, S)
+        return (-0.5 * np.sum(r * r, axis=0) - np.sum(np.log(np.diag(chol)))
+                - 0.5 * self.dim * math.log(2 * math.pi))
 
     def log_density(self, coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
                     data: Mapping[str, Any] | None) -> NDArray[np.float64]:
@@ -866,11 +810,7 @@ class BaseDensity:
     def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """``n`` draws of the base coordinates."""
         chol = np.linalg.cholesky(self.cov)
-        noise = rng.standard_normal((n, self.dim)) @ chol.T
-        if self.centres is None:
-            return np.asarray(self.mean + noise)
-        centres, lw = self.components()
-        return np.asarray(centres[rng.choice(centres.shape[0], size=n, p=np.exp(lw))] + noise)
+        return self.mean + rng.standard_normal((n, self.dim)) @ chol.T
 
     def sample(self, coords: BaseCoordinates, n: int, rng: np.random.Generator,
                data: Mapping[str, Any] | None) -> dict[str, NDArray[np.float64]]:
@@ -914,9 +854,6 @@ class BaseDensity:
             If the centres do not have ``D`` coordinates.
         """
         dl = self._whitened_centres(centres)
-        if self.centres is not None:  # a mixture: its own draws, classified
-            cells = self.nearest_centre(self.sample_z(n, rng), centres)
-            return np.bincount(cells, minlength=dl.shape[0]) / float(n)
         _, r = np.linalg.qr(dl.T)  # eps . d_k = (Q^T eps) . r_k with Q^T eps ~ N(0, I)
         proj = rng.standard_normal((n, r.shape[0])) @ r
         cell = np.argmin(np.sum(dl * dl, axis=1) - 2.0 * proj, axis=1)
@@ -995,28 +932,6 @@ def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
     else:
         raise ValueError(f"covariance={covariance!r} is invalid; expected 'diag' or 'dense'")
     return BaseDensity(np.asarray(mean, float), np.asarray(cov, float), covariance).validate()
-
-
-def mixture_base(centres: ArrayLike, log_weights: ArrayLike, cov: ArrayLike,
-                 covariance: str) -> BaseDensity:
-    """The mixture ``sum_k w_k N(centres[k], cov)`` (weights normalised); one centre gives
-    the plain Gaussian.
-
-    Raises
-    ------
-    ValueError
-        For shapes that do not agree, or a covariance that is not positive definite.
-    """
-    c = np.atleast_2d(np.asarray(centres, dtype=float))
-    lw = np.asarray(log_weights, dtype=float).reshape(-1)
-    lw = lw - logsumexp(lw)
-    cov_a = np.asarray(cov, dtype=float)
-    if covariance == "diag":
-        cov_a = np.diag(np.diag(cov_a))
-    mean = np.exp(lw) @ c
-    if c.shape[0] == 1:
-        return BaseDensity(c[0], cov_a, covariance).validate()
-    return BaseDensity(mean, cov_a, covariance, centres=c, log_weights=lw).validate()
 
 
 def covering(a: BaseDensity, b: BaseDensity) -> BaseDensity:
@@ -1180,30 +1095,6 @@ def stan_dim_expr(blocks: tuple[ParameterBlock, ...]) -> str:
             d = " * ".join(factors + [f"({d})" if (" " in d) else d])
         terms.append(d if " + " not in d or len(blocks) == 1 else f"({d})")
     return " + ".join(terms)
-
-
-def stan_mixture_base_lpdf(covariance: str, z: str = "pemc_z") -> str:
-    """Stan expression of the base mixture's log density for the data of
-    :meth:`BaseDensity.mixture_stan_data` (the function of :func:`stan_mixture_function`)."""
-    scale = "pemc_base_sd" if covariance == "diag" else "pemc_base_chol"
-    return f"pemc_base_mixture_lpdf({z} | pemc_base_means, pemc_base_log_w, {scale})"
-
-
-def stan_mixture_function(covariance: str) -> str:
-    """The Stan function ``pemc_base_mixture_lpdf``: ``log sum_k w_k N(z | means[k], S)``."""
-    if covariance == "diag":
-        scale, one = "vector sd", "normal_lpdf(z | means[k], sd)"
-    else:
-        scale, one = "matrix L", "multi_normal_cholesky_lpdf(z | means[k], L)"
-    return (f"  real pemc_base_mixture_lpdf(vector z, array[] vector means, vector log_w, "
-            f"{scale}) {{\n"
-            "    int K = size(means);\n"
-            "    vector[K] lp;\n"
-            "    for (k in 1:K) {\n"
-            f"      lp[k] = log_w[k] + {one};\n"
-            "    }\n"
-            "    return log_sum_exp(lp);\n"
-            "  }")
 
 
 def stan_base_lpdf(covariance: str, z: str = "pemc_z") -> str:

@@ -48,7 +48,6 @@ from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
     coordinate_draws,
-    mixture_base,
     moment_match,
 )
 
@@ -378,8 +377,7 @@ class BasePilot:
 
     def fit(self, seed: int | None, *, want_base: bool, first: str = "pathfinder",
             base: BaseDensity | None = None, log_z: float | None = None,
-            pathfinder: bool = True, mixture: bool = False
-            ) -> tuple[BaseDensity | None, float | None]:
+            pathfinder: bool = True) -> tuple[BaseDensity | None, float | None]:
         """Fit what is missing: the base (when ``want_base``) and ``log Z`` (when None).
 
         Parameters
@@ -395,12 +393,6 @@ class BasePilot:
             Given values (kept).
         pathfinder
             False when Pathfinder is known to fail (it is not tried again).
-        mixture
-            When Pathfinder found several modes: a base with one component per mode
-            (:func:`~pemc_stan.methods.base_density.mixture_base`), weighted by their
-            importance-sampling masses, each with the covariance of the moment-matched
-            Gaussian of all of them (so that the components overlap and a chain at the
-            base's end moves between them); else that one Gaussian (eq 25).
 
         Returns
         -------
@@ -425,14 +417,10 @@ class BasePilot:
                     log_z = pf_log_z
                 if want_base and first == "pathfinder":
                     base = moment_match(z, None, groups, self.covariance)
+                    base.info.update({"method": "pathfinder", "modes": len(groups)})
                     major = _shares(groups) >= NEW_MODE_SHARE
                     if int(np.sum(major)) > 1:
                         self.mode_centres = centres[major]
-                        if mixture:
-                            masses = np.array([m for _, m in groups])[major]
-                            base = mixture_base(centres[major], masses, base.cov,
-                                                self.covariance)
-                    base.info.update({"method": "pathfinder", "modes": len(groups)})
             except Exception as exc:
                 self._note("pathfinder", exc)
         if want_base and base is None:

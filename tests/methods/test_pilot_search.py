@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from pemc_stan.methods.base_density import BaseDensity, covering, mixture_base
+from pemc_stan.methods.base_density import BaseDensity, covering
 from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
 
 
@@ -64,35 +64,3 @@ def test_covering_base_has_the_equal_mixtures_moments() -> None:
     assert d.covariance == "diag" and d.cov[0, 1] == 0.0
     with pytest.raises(ValueError, match="dimensions 2 and 1"):
         covering(a, BaseDensity(np.zeros(1), np.eye(1)))
-
-
-def test_mixture_base_density_sampling_and_moments() -> None:
-    """The mixture base: normalised (integrates to 1 on a grid), its draws have its
-    moments, its Stan data list the components, one centre is the plain Gaussian."""
-    cov = np.array([[1.0, 0.4], [0.4, 2.0]])
-    mix = mixture_base([[-4.0, 0.0], [5.0, 3.0]], np.log([0.3, 0.7]), cov, "dense")
-    grid = np.linspace(-15, 15, 601)
-    gx, gy = np.meshgrid(grid, grid, indexing="ij")
-    dens = np.exp(mix.log_density_z(np.column_stack([gx.ravel(), gy.ravel()])))
-    assert dens.sum() * (grid[1] - grid[0]) ** 2 == pytest.approx(1.0, abs=1e-4)
-    # the density is the weighted sum of the two Gaussians
-    a, b = BaseDensity(np.array([-4.0, 0.0]), cov, "dense"), BaseDensity(np.array([5.0, 3.0]),
-                                                                         cov, "dense")
-    point = np.array([[0.5, 1.0]])
-    expected = 0.3 * np.exp(a.log_density_z(point)) + 0.7 * np.exp(b.log_density_z(point))
-    assert np.exp(mix.log_density_z(point)) == pytest.approx(expected, rel=1e-12)
-    mean, full = mix.moments()
-    assert mean == pytest.approx([2.3, 2.1]) and mix.mean == pytest.approx(mean)
-    z = mix.sample_z(400_000, np.random.default_rng(1))
-    assert np.allclose(z.mean(axis=0), mean, atol=0.03)
-    assert np.allclose(np.cov(z.T), full, atol=0.1)
-    masses = mix.centre_masses(np.array([[-4.0, 0.0], [5.0, 3.0]]), 200_000,
-                               np.random.default_rng(2))
-    assert masses == pytest.approx([0.3, 0.7], abs=0.01)
-    data = mix.mixture_stan_data()
-    assert data["pemc_K"] == 2 and np.allclose(np.exp(data["pemc_base_log_w"]), [0.3, 0.7])
-    one = mixture_base([[1.0, 2.0]], [5.0], cov, "dense")
-    assert one.centres is None and one.mean == pytest.approx([1.0, 2.0])
-    with pytest.raises(ValueError, match="mixture base"):
-        BaseDensity(np.zeros(2), cov, "dense", centres=np.zeros((2, 3)),
-                    log_weights=np.zeros(2)).validate()

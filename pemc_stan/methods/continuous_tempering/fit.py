@@ -400,8 +400,8 @@ class ContinuousTemperingFit(ExtendedFit):
         d = self.delta()
         dim = self.base.dim
         z = self.base_z()
-        m, full = self.base.moments()
-        v = np.diag(full)
+        m = np.asarray(self.base.mean)
+        v = np.diag(self.base.cov)
         st = self.strata()
         em = T.weighted_expectations(z, d, "base", strata=st, bias=self.bias)
         ev = T.weighted_expectations((z - m) ** 2, d, "base", strata=st, bias=self.bias)

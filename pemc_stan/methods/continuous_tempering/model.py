@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.methods.base import MethodModel
-from pemc_stan.methods.base_density import BaseDensity, covering, mixture_base, moment_match
+from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import (
@@ -40,11 +40,7 @@ from pemc_stan.methods.pilot import BasePilot, ModeSearch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ContinuousTemperingModel", "MIN_COMPONENT_WEIGHT"]
-
-#: Least weight of a mode's component in a re-fitted mixture base: a mode the pilot found
-#: keeps a share of the base's time even after a round whose chains missed it.
-MIN_COMPONENT_WEIGHT = 0.02
+__all__ = ["ContinuousTemperingModel"]
 
 
 class ContinuousTemperingModel(MethodModel):
@@ -128,7 +124,7 @@ class ContinuousTemperingModel(MethodModel):
         base, log_zeta = pilot.fit(
             seed, want_base=opts.temper == "posterior" and given is None,
             first=opts.base if isinstance(opts.base, str) else "pathfinder", base=given,
-            log_z=opts.log_zeta, mixture=True)
+            log_z=opts.log_zeta)
         self.pilot_notes = list(pilot.notes)
         self.mode_centres = pilot.mode_centres
         self.search = pilot.search
@@ -258,7 +254,7 @@ class ContinuousTemperingModel(MethodModel):
                 new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
                                    None, opts.covariance_form)
                 if self.pilot_base is not None:
-                    new = self._covering_base(new, z, fit.bias.log_w_pair(fit.delta())[1])
+                    new = covering(new, self.pilot_base)
                 new.info.update({"method": "bootstrap", "round": fit.round + 1})
             except ValueError as exc:
                 logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
@@ -272,31 +268,6 @@ class ContinuousTemperingModel(MethodModel):
         bias = (self._next_bias(fit, base, new, log_zeta, new_zeta, seed)
                 if opts.beta_marginal == "length" else None)
         return new, new_zeta, bias
-
-    def _covering_base(self, refit: BaseDensity, z: NDArray[np.float64],
-                       log_w: NDArray[np.float64]) -> BaseDensity:
-        """The next base when the pilot found several modes: it keeps covering them.
-
-        A mixture pilot base keeps its components' means (the modes found); their weights
-        become the round's eq-21 weighted shares of the modes' cells, each at least
-        ``MIN_COMPONENT_WEIGHT`` (a mode the round missed stays reachable), and their
-        shared covariance the average of the pilot's and the round's.  A Gaussian pilot
-        base is widened to cover the pilot's as well (:func:`covering`).
-        """
-        pilot = self.pilot_base
-        assert pilot is not None
-        if pilot.centres is None:
-            return covering(refit, pilot)
-        centres, _ = pilot.components()
-        lw = np.asarray(log_w, dtype=float).reshape(-1)
-        ok = np.isfinite(lw)
-        w = np.exp(lw[ok] - np.max(lw[ok]))
-        cells = pilot.nearest_centre(z[ok], centres)
-        share = np.bincount(cells, weights=w, minlength=len(centres)) / np.sum(w)
-        share = np.maximum(share, MIN_COMPONENT_WEIGHT)
-        return mixture_base(centres, np.log(share / share.sum()),
-                            0.5 * (np.asarray(refit.cov) + np.asarray(pilot.cov)),
-                            refit.covariance)
 
     def continue_from(self, fit: ContinuousTemperingFit,  # type: ignore[override]
                       iter_warmup: int, iter_sampling: int,

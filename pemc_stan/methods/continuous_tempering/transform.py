@@ -74,10 +74,9 @@ from pemc_stan.methods.base_density import (
     BaseDensity,
     base_coordinates,
     stan_base_functions,
+    stan_base_lpdf,
     stan_coordinate_code,
     stan_dim_expr,
-    stan_mixture_base_lpdf,
-    stan_mixture_function,
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
@@ -163,7 +162,7 @@ class ContinuousTemperingResult(TransformResult):
         if base.covariance != self.options.covariance_form:
             raise ValueError(f"the base has covariance={base.covariance!r} but the program was "
                              f"generated for base_covariance={self.options.covariance_form!r}")
-        out.update(base.mixture_stan_data())
+        out.update(base.stan_data())
         return out
 
 
@@ -216,9 +215,7 @@ def transform_continuous_tempering(program: StanProgram, options: ContinuousTemp
         data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),
         parameters=declarations.text(), coordinates=stan_coordinate_code(coords.blocks),
         dim_expr=stan_dim_expr(coords.blocks) if coords.blocks else "0",
-        base_lpdf=stan_mixture_base_lpdf(options.covariance_form),
-        mixture_function=stan_mixture_function(options.covariance_form),
-        log_density=functions.call("density"),
+        base_lpdf=stan_base_lpdf(options.covariance_form), log_density=functions.call("density"),
         log_prior=functions.call("prior"), log_likelihood=functions.call("likelihood"),
     )
     issued = _warning_messages(prepared) if options.temper == "likelihood" else []

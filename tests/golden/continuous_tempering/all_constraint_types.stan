@@ -2,9 +2,8 @@
 // Joint continuous tempering (Graham & Storkey 2017, eq 15) on (x, u) with beta = inv_logit(u):
 //   log p(x, u) = beta * (log gamma(x) - log zeta) + (1 - beta) * log b(x) - g(beta) + log |dbeta/du|
 // gamma: the model's full density (all constants, no Jacobian); b: the normalised base density
-//   b(x) = sum_k w_k MVN(z(x) | pemc_base_means[k], pemc_base_chol * pemc_base_chol') * |det dz/dx|
-// in the base coordinates z(x) (see pemc_stan.methods.base_density): one Gaussian, or one
-// component per mode the pilot found; Delta(x) = log zeta + log b(x) - log gamma(x).
+//   b(x) = MVN(z(x) | pemc_base_mean, pemc_base_chol * pemc_base_chol') * |det dz/dx|
+// in the base coordinates z(x) (see pemc_stan.methods.base_density); Delta(x) = log zeta + log b(x) - log gamma(x).
 // g(beta): a piecewise-linear bias that sets how the chains divide their time between
 // temperatures (fitted by pemc-stan's bootstrap; 0 in the first round). It leaves the slices
 // beta = 0 (base) and beta = 1 (target) unchanged.
@@ -129,15 +128,6 @@ functions {
     }
     return out;
   }
-  // the base density in base coordinates: a mixture of Gaussians with one covariance
-  real pemc_base_mixture_lpdf(vector z, array[] vector means, vector log_w, matrix L) {
-    int K = size(means);
-    vector[K] lp;
-    for (k in 1:K) {
-      lp[k] = log_w[k] + multi_normal_cholesky_lpdf(z | means[k], L);
-    }
-    return log_sum_exp(lp);
-  }
 }
 data {
   int<lower=1> N;
@@ -150,10 +140,8 @@ data {
   vector[pemc_n_knots] pemc_knots;  // from 0 to 1
   vector[pemc_n_knots] pemc_bias;  // g at the knots
   int<lower=1> pemc_D;  // number of base coordinates
-  int<lower=1> pemc_K;  // components of the base (1: one Gaussian)
-  array[pemc_K] vector[pemc_D] pemc_base_means;  // their means in base coordinates
-  vector[pemc_K] pemc_base_log_w;  // their log weights
-  cholesky_factor_cov[pemc_D] pemc_base_chol;  // Cholesky factor of their covariance
+  vector[pemc_D] pemc_base_mean;  // base mean in base coordinates
+  cholesky_factor_cov[pemc_D] pemc_base_chol;  // Cholesky factor of the base covariance
 }
 transformed data {
   if (pemc_D != 1 + 1 + 1 + 2 * 1 + N + N + 2 * N + 2 * 2 + K - 1 + 3 + 2 + (2 * (2 + 1) %/% 2) + (2 * (2 + 1) %/% 2 + (3 - 2) * 2)) {
@@ -254,13 +242,13 @@ transformed parameters {
   }
 }
 model {
-  real pemc_log_base = pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, pemc_base_chol) + pemc_log_jacobian;  // log b(x)
+  real pemc_log_base = multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol) + pemc_log_jacobian;  // log b(x)
   target += pemc_beta * (pemc_log_density(mu, sigma, x_dep, r, y, y_lo, y_hi, m, theta, o, po, S, L, K) - pemc_log_zeta) + (1 - pemc_beta) * pemc_log_base;
   target += -pemc_beta_bias(pemc_beta, pemc_knots, pemc_bias);  // -g(beta)
   target += log_inv_logit(pemc_u) + log1m_inv_logit(pemc_u);  // log |dbeta/du|
 }
 generated quantities {
   real pemc_log_gamma = pemc_log_density(mu, sigma, x_dep, r, y, y_lo, y_hi, m, theta, o, po, S, L, K);  // log gamma(x): full log density, no Jacobian
-  real pemc_log_base = pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, pemc_base_chol) + pemc_log_jacobian;  // log b(x), normalised
+  real pemc_log_base = multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol) + pemc_log_jacobian;  // log b(x), normalised
   real pemc_delta = pemc_log_zeta + pemc_log_base - pemc_log_gamma;  // Delta(x), eq 17
 }

@@ -2,9 +2,8 @@
 // Joint continuous tempering (Graham & Storkey 2017, eq 15) on (x, u) with beta = inv_logit(u):
 //   log p(x, u) = beta * (log gamma(x) - log zeta) + (1 - beta) * log b(x) - g(beta) + log |dbeta/du|
 // gamma: the model's full density (all constants, no Jacobian); b: the normalised base density
-//   b(x) = sum_k w_k N(z(x) | pemc_base_means[k], diag(pemc_base_sd^2)) * |det dz/dx|
-// in the base coordinates z(x) (see pemc_stan.methods.base_density): one Gaussian, or one
-// component per mode the pilot found; Delta(x) = log zeta + log b(x) - log gamma(x).
+//   b(x) = N(z(x) | pemc_base_mean, diag(pemc_base_sd^2)) * |det dz/dx|
+// in the base coordinates z(x) (see pemc_stan.methods.base_density); Delta(x) = log zeta + log b(x) - log gamma(x).
 // g(beta): a piecewise-linear bias that sets how the chains divide their time between
 // temperatures (fitted by pemc-stan's bootstrap; 0 in the first round). It leaves the slices
 // beta = 0 (base) and beta = 1 (target) unchanged.
@@ -36,15 +35,6 @@ functions {
     }
     return values[n];
   }
-  // the base density in base coordinates: a mixture of Gaussians with one covariance
-  real pemc_base_mixture_lpdf(vector z, array[] vector means, vector log_w, vector sd) {
-    int K = size(means);
-    vector[K] lp;
-    for (k in 1:K) {
-      lp[k] = log_w[k] + normal_lpdf(z | means[k], sd);
-    }
-    return log_sum_exp(lp);
-  }
 }
 data {
   int<lower=0> N;
@@ -58,10 +48,8 @@ data {
   vector[pemc_n_knots] pemc_knots;  // from 0 to 1
   vector[pemc_n_knots] pemc_bias;  // g at the knots
   int<lower=1> pemc_D;  // number of base coordinates
-  int<lower=1> pemc_K;  // components of the base (1: one Gaussian)
-  array[pemc_K] vector[pemc_D] pemc_base_means;  // their means in base coordinates
-  vector[pemc_K] pemc_base_log_w;  // their log weights
-  vector<lower=0>[pemc_D] pemc_base_sd;  // their standard deviations in base coordinates
+  vector[pemc_D] pemc_base_mean;  // base mean in base coordinates
+  vector<lower=0>[pemc_D] pemc_base_sd;  // base standard deviations in base coordinates
 }
 transformed data {
   if (pemc_D != 1) {
@@ -86,13 +74,13 @@ transformed parameters {
   }
 }
 model {
-  real pemc_log_base = pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, pemc_base_sd) + pemc_log_jacobian;  // log b(x)
+  real pemc_log_base = normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd) + pemc_log_jacobian;  // log b(x)
   target += pemc_beta * (pemc_log_density(mu, y, mu0, tau0, sigma) - pemc_log_zeta) + (1 - pemc_beta) * pemc_log_base;
   target += -pemc_beta_bias(pemc_beta, pemc_knots, pemc_bias);  // -g(beta)
   target += log_inv_logit(pemc_u) + log1m_inv_logit(pemc_u);  // log |dbeta/du|
 }
 generated quantities {
   real pemc_log_gamma = pemc_log_density(mu, y, mu0, tau0, sigma);  // log gamma(x): full log density, no Jacobian
-  real pemc_log_base = pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, pemc_base_sd) + pemc_log_jacobian;  // log b(x), normalised
+  real pemc_log_base = normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd) + pemc_log_jacobian;  // log b(x), normalised
   real pemc_delta = pemc_log_zeta + pemc_log_base - pemc_log_gamma;  // Delta(x), eq 17
 }

@@ -2,9 +2,8 @@
 // Joint continuous tempering (Graham & Storkey 2017, eq 15) on (x, u) with beta = inv_logit(u):
 //   log p(x, u) = beta * (log gamma(x) - log zeta) + (1 - beta) * log b(x) - g(beta) + log |dbeta/du|
 // gamma: the model's full density (all constants, no Jacobian); b: the normalised base density
-//   b(x) = sum_k w_k MVN(z(x) | pemc_base_means[k], pemc_base_chol * pemc_base_chol') * |det dz/dx|
-// in the base coordinates z(x) (see pemc_stan.methods.base_density): one Gaussian, or one
-// component per mode the pilot found; Delta(x) = log zeta + log b(x) - log gamma(x).
+//   b(x) = MVN(z(x) | pemc_base_mean, pemc_base_chol * pemc_base_chol') * |det dz/dx|
+// in the base coordinates z(x) (see pemc_stan.methods.base_density); Delta(x) = log zeta + log b(x) - log gamma(x).
 // g(beta): a piecewise-linear bias that sets how the chains divide their time between
 // temperatures (fitted by pemc-stan's bootstrap; 0 in the first round). It leaves the slices
 // beta = 0 (base) and beta = 1 (target) unchanged.
@@ -60,15 +59,6 @@ functions {
   real pemc_base_simplex_jacobian(vector x) {
     return -sum(log(x));
   }
-  // the base density in base coordinates: a mixture of Gaussians with one covariance
-  real pemc_base_mixture_lpdf(vector z, array[] vector means, vector log_w, matrix L) {
-    int K = size(means);
-    vector[K] lp;
-    for (k in 1:K) {
-      lp[k] = log_w[k] + multi_normal_cholesky_lpdf(z | means[k], L);
-    }
-    return log_sum_exp(lp);
-  }
 }
 data {
   int<lower=0> N;
@@ -84,10 +74,8 @@ data {
   vector[pemc_n_knots] pemc_knots;  // from 0 to 1
   vector[pemc_n_knots] pemc_bias;  // g at the knots
   int<lower=1> pemc_D;  // number of base coordinates
-  int<lower=1> pemc_K;  // components of the base (1: one Gaussian)
-  array[pemc_K] vector[pemc_D] pemc_base_means;  // their means in base coordinates
-  vector[pemc_K] pemc_base_log_w;  // their log weights
-  cholesky_factor_cov[pemc_D] pemc_base_chol;  // Cholesky factor of their covariance
+  vector[pemc_D] pemc_base_mean;  // base mean in base coordinates
+  cholesky_factor_cov[pemc_D] pemc_base_chol;  // Cholesky factor of the base covariance
 }
 transformed data {
   if (pemc_D != 1 + K - 1) {
@@ -119,13 +107,13 @@ transformed parameters {
   }
 }
 model {
-  real pemc_log_base = pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, pemc_base_chol) + pemc_log_jacobian;  // log b(x)
+  real pemc_log_base = multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol) + pemc_log_jacobian;  // log b(x)
   target += pemc_beta * (pemc_log_density(lambda, theta, y, a, b, counts, alpha) - pemc_log_zeta) + (1 - pemc_beta) * pemc_log_base;
   target += -pemc_beta_bias(pemc_beta, pemc_knots, pemc_bias);  // -g(beta)
   target += log_inv_logit(pemc_u) + log1m_inv_logit(pemc_u);  // log |dbeta/du|
 }
 generated quantities {
   real pemc_log_gamma = pemc_log_density(lambda, theta, y, a, b, counts, alpha);  // log gamma(x): full log density, no Jacobian
-  real pemc_log_base = pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, pemc_base_chol) + pemc_log_jacobian;  // log b(x), normalised
+  real pemc_log_base = multi_normal_cholesky_lpdf(pemc_z | pemc_base_mean, pemc_base_chol) + pemc_log_jacobian;  // log b(x), normalised
   real pemc_delta = pemc_log_zeta + pemc_log_base - pemc_log_gamma;  // Delta(x), eq 17
 }

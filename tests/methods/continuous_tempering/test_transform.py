@@ -24,7 +24,7 @@ from pemc_stan.errors import (
     StanProgramError,
     UnsupportedBaseError,
 )
-from pemc_stan.methods.base_density import BaseDensity, mixture_base
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
@@ -169,7 +169,7 @@ def test_likelihood_tempering_program() -> None:
     assert ("target += pemc_log_prior(mu, sigma, y) + pemc_beta * "
             "(pemc_log_likelihood(mu, sigma, y) - pemc_log_zeta);") in code
     assert "real pemc_delta = pemc_log_zeta - pemc_log_lik;" in code
-    assert "pemc_base_means" not in code and "pemc_z" not in code
+    assert "pemc_base_mean" not in code and "pemc_z" not in code
     check_with_stanc(code)
 
 
@@ -181,16 +181,11 @@ def test_likelihood_tempering_without_likelihood_warns() -> None:
 
 def test_the_default_base_is_dense_unless_a_given_base_is_diagonal() -> None:
     assert ContinuousTemperingOptions().covariance_form == "dense"
-    dense = transform(SIMPLE, method="ct")
-    assert "multi_normal_cholesky_lpdf(z | means[k], L)" in dense
-    assert ("pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, "
-            "pemc_base_chol)") in dense
+    assert "multi_normal_cholesky_lpdf(pemc_z" in transform(SIMPLE, method="ct")
     diag = BaseDensity(np.zeros(2), np.eye(2), "diag")
     assert ContinuousTemperingOptions(base=diag).covariance_form == "diag"
-    code = transform(SIMPLE, method="ct", base=diag)
-    assert "normal_lpdf(z | means[k], sd)" in code
-    assert ("pemc_base_mixture_lpdf(pemc_z | pemc_base_means, pemc_base_log_w, "
-            "pemc_base_sd)") in code
+    assert "normal_lpdf(pemc_z | pemc_base_mean, pemc_base_sd)" in transform(
+        SIMPLE, method="ct", base=diag)
 
 
 def test_data_entries() -> None:
@@ -207,13 +202,7 @@ def test_data_entries() -> None:
     d = r.data({"n": 1, "y": [0.0]}, log_zeta=-1.5,
                base=BaseDensity(np.array([1.0, 2.0]), np.diag([4.0, 9.0])))
     assert d["pemc_log_zeta"] == -1.5 and d["pemc_D"] == 2
-    assert d["pemc_K"] == 1 and d["pemc_base_means"] == [[1.0, 2.0]]
-    assert d["pemc_base_log_w"] == [0.0] and d["pemc_base_sd"] == [2.0, 3.0]
-    mix = mixture_base([[1.0, 2.0], [-1.0, 0.0]], np.log([0.25, 0.75]), np.diag([4.0, 9.0]),
-                       "diag")
-    dm = r.data({"n": 1, "y": [0.0]}, log_zeta=0.0, base=mix)
-    assert dm["pemc_K"] == 2 and dm["pemc_base_means"] == [[1.0, 2.0], [-1.0, 0.0]]
-    assert np.allclose(np.exp(dm["pemc_base_log_w"]), [0.25, 0.75])
+    assert d["pemc_base_mean"] == [1.0, 2.0] and d["pemc_base_sd"] == [2.0, 3.0]
     dl = transform_result(SIMPLE, method="ct", temper="likelihood").data({"n": 0, "y": []},
                                                                          log_zeta=2.0)
     flat = {"pemc_n_knots": 2, "pemc_knots": [0.0, 1.0], "pemc_bias": [0.0, 0.0]}
