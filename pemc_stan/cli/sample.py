@@ -92,6 +92,10 @@ def _print_report(label: str, model: Path, args: argparse.Namespace, saved: Any)
     for key, value in saved.diagnostics.items():
         if key == "messages":
             continue
+        if key == "follow_up":
+            for step in value:
+                print(f"  follow-up: {step}")
+            continue
         if isinstance(value, float):
             value = f"{value:.4g}"
         elif isinstance(value, tuple):
