@@ -12,7 +12,8 @@ fit with one unweighted particle per draw.  Continuous tempering: ``weight_ess``
 ``pilot``, on exact
 draws of the CT joint (``fakes.exact_ct_fit``; ``log_z_rounds`` is forced in
 ``continuous_tempering/test_fit.py``).  Pseudo-extended: ``density_failures``,
-``beta_ends``, ``pilot``.  Evidence on plain NUTS draws: ``rhat`` and ``divergences``.
+``beta_ends``, ``unvisited_modes``, ``pilot``.  Evidence on plain NUTS draws: ``rhat`` and
+``divergences``.
 """
 
 from __future__ import annotations
@@ -106,6 +107,18 @@ def _ct_with_a_far_pilot_mode(share: float) -> Any:
     return exact_ct_fit(LOG_Z, search=search)
 
 
+def _pe_with_a_far_pilot_mode(share: float) -> Any:
+    """A PE fit (pseudo-samples near 0 in base coordinates) whose pilot also found a mode at
+    (10, 10, 10, 10) holding ``share`` of the mass it found."""
+    from pemc_stan.methods.pilot import ModeSearch
+
+    fit = fake_pe_fit(beta_high_share=0.5)
+    fit.search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "", (1 - share, share),
+                            np.array([[0.0] * 4, [10.0] * 4]), (1 - share, share),
+                            BaseDensity(np.full(4, 5.0), 25.0 * np.eye(4)))
+    return fit
+
+
 class _NutsRun:
     """What :func:`pemc_stan.evidence.nuts_reasons` reads of a plain NUTS run."""
 
@@ -173,6 +186,9 @@ CASES = [
     # a pilot mode holding 1.5% and 0.8% of the mass that no draw visits (threshold 1%)
     Case("unvisited_modes", lambda: _ct_with_a_far_pilot_mode(0.015),
          lambda: _ct_with_a_far_pilot_mode(0.008), "UNVISITED_SHARE_MIN"),
+    # the same for the pseudo-samples at beta > 0.95 of a PE fit
+    Case("pe:unvisited_modes", lambda: _pe_with_a_far_pilot_mode(0.015),
+         lambda: _pe_with_a_far_pilot_mode(0.008), "UNVISITED_SHARE_MIN"),
     # 5 and 2 of 360 pseudo-samples without a density (threshold 1%: 3.6)
     Case("density_failures", lambda: fake_pe_fit(nan_density=tuple((d, 0, 0) for d in range(5))),
          lambda: fake_pe_fit(nan_density=((0, 0, 0), (1, 0, 0))), "DENSITY_FAILURES_MAX"),
