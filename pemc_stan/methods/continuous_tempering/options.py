@@ -111,8 +111,10 @@ class ContinuousTemperingOptions(MethodOptions):
         attraction holds a share ``q`` of the starting region is missed by
         every path with probability ``(1 - q)^num_paths``: for two equal
         basins 12.5% with 4 paths (measured: 12 of 100 seeds of
-        ``bimodal_1d``) and 0.8% with 8 (1 of 100).  Paths are cheap next
-        to the NUTS run, hence 8.
+        ``bimodal_1d``) and 0.8% with 8 (1 of 100).  This is the number of
+        paths of the search's first round; its later rounds start at wider
+        radii and run up to 16 times as many in all
+        (:meth:`~pemc_stan.methods.pilot.BasePilot.pathfinder`).
     base_draws
         Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
     beta_marginal
