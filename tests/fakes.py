@@ -51,7 +51,7 @@ def fake_pe_fit(n_chains: int = 3, n_draws: int = 40, n_pseudo: int = 3,
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
-        res = transform_result(CODE, n_pseudo=n_pseudo, temper="likelihood",
+        res = transform_result(CODE, method="pe", n_pseudo=n_pseudo, temper="likelihood",
                                reparameterize="none")  # the layout of v[k, j]
     cols = list(SAMPLER)
     cols += [f"tau[{k}]" for k in range(1, n_pseudo + 1)]

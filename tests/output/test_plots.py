@@ -47,7 +47,7 @@ class _FakeFit:
 def _fake_idata(n_chains: int = 2, n_draws: int = 30, n: int = 3):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
-        res = transform_result(CODE, n_pseudo=n, beta_min=0.1, temper="posterior")
+        res = transform_result(CODE, method="pe", n_pseudo=n, beta_min=0.1, temper="posterior")
     cols = list(SAMPLER) + [f"x[{k}]" for k in range(1, n + 1)]
     cols += [f"v[{k},{j}]" for j in (1, 2) for k in range(1, n + 1)]
     for base in ("pemc_beta", "pemc_log_weight", "pemc_log_gamma"):

@@ -34,7 +34,7 @@ def _fake(n_chains: int = 2, n_draws: int = 50, seed: int = 0,
           nuts_columns: bool = False) -> tuple[PseudoExtendedFit, dict]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
-        res = transform_result(CODE, n_pseudo=2, beta_prior=(2, 2), temper="posterior")
+        res = transform_result(CODE, method="pe", n_pseudo=2, beta_prior=(2, 2), temper="posterior")
     cols = ["lp__", "tau[1]", "tau[2]", "pemc_x_1", "pemc_x_2", "v[1,1]", "v[2,1]", "v[1,2]",
             "v[2,2]", "pemc_beta[1]", "pemc_beta[2]", "pemc_log_weight[1]",
             "pemc_log_weight[2]", "pemc_log_gamma[1]", "pemc_log_gamma[2]"]

@@ -241,7 +241,7 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:
 
     model = compiled(BIMODAL)
     # budget=1: this short run is suspect, and a follow-up would double its draws
-    fit = pemc_stan.sample(model, BIMODAL_DATA, n_pseudo=2, log_scale=0.0, chains=2,
+    fit = pemc_stan.sample(model, BIMODAL_DATA, method="pe", n_pseudo=2, log_scale=0.0, chains=2,
                            iter_warmup=200, iter_sampling=200, seed=4, budget=1)
     assert fit.log_scale == 0.0 and fit.follow_up.steps == []
     assert fit.beta().shape == (2, 200, 2)

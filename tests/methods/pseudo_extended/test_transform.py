@@ -78,7 +78,7 @@ def test_options_validation_names_argument_and_value(kwargs: dict, fragment: str
 def test_invalid_options_rejected_before_parsing() -> None:
     # the program is not even valid Stan: option errors come first
     with pytest.raises(ValueError, match="n_pseudo=0"):
-        transform("this is not stan", n_pseudo=0)
+        transform("this is not stan", method="pe", n_pseudo=0)
 
 
 def test_valid_options() -> None:
@@ -95,13 +95,13 @@ def test_valid_options() -> None:
 def test_reserved_prefix_rejected() -> None:
     code = "parameters { real pemc_x; } model { pemc_x ~ normal(0, 1); }"
     with pytest.raises(ReservedPrefixError, match="pemc_x"):
-        transform(code, n_pseudo=2)
+        transform(code, method="pe", n_pseudo=2)
 
 
 def test_no_parameters_rejected() -> None:
     code = (CORPUS / "blocks_data_gq_only.stan").read_text()
     with pytest.raises(StanProgramError, match="no parameters"):
-        transform(code, n_pseudo=2)
+        transform(code, method="pe", n_pseudo=2)
 
 
 def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,13 +112,13 @@ def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr("pemc_stan.methods.base.compile_model", boom)
     with pytest.raises(ValueError, match="n_pseudo=0"):
-        sampling.sample(SIMPLE, {"n": 0, "y": []}, n_pseudo=0)
+        sampling.sample(SIMPLE, {"n": 0, "y": []}, method="pe", n_pseudo=0)
     with pytest.raises(ReservedPrefixError):
         sampling.sample("parameters { real pemc_a; } model { pemc_a ~ std_normal(); }")
     with pytest.raises(StanProgramError, match="no parameters"):
         sampling.sample("data { real y; } model { }")
     with pytest.raises(ValueError, match="outside"):
-        sampling.sample(SIMPLE, n_pseudo=2, beta=[0.5, 2.0])
+        sampling.sample(SIMPLE, method="pe", n_pseudo=2, beta=[0.5, 2.0])
 
 
 def test_unknown_and_unimplemented_methods() -> None:
@@ -147,7 +147,7 @@ def test_structure_and_metadata() -> None:
 
 
 def test_fixed_ladder_is_data_and_no_beta_parameter() -> None:
-    res = transform_result(SIMPLE, n_pseudo=3, beta=[0.2, 0.6, 1.0])
+    res = transform_result(SIMPLE, method="pe", n_pseudo=3, beta=[0.2, 0.6, 1.0])
     params = res.stan_code.split("parameters {", 1)[1].split("}", 1)[0]
     assert "pemc_beta" not in params
     assert res.data_additions["pemc_beta"] == [0.2, 0.6, 1.0]
@@ -158,7 +158,7 @@ def test_parameter_dependent_bounds_are_unrolled_per_pseudo_sample() -> None:
 parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; }
 model { tau ~ exponential(1); x ~ normal(0, 1); }
 """
-    res = transform_result(code, n_pseudo=3)
+    res = transform_result(code, method="pe", n_pseudo=3)
     assert not res.n_in_data
     for k in (1, 2, 3):
         assert f"real<lower=-tau[{k}], upper=tau[{k}]> pemc_x_{k};" in res.stan_code
@@ -169,26 +169,26 @@ model { tau ~ exponential(1); x ~ normal(0, 1); }
 def test_heavy_tailed_prior_warns_and_suggests_likelihood_tempering() -> None:
     code = (CORPUS / "eight_schools_centered.stan").read_text()
     with pytest.warns(PseudoExtendedWarning, match="temper='likelihood'"):
-        transform(code, n_pseudo=2, temper="posterior")
+        transform(code, method="pe", n_pseudo=2, temper="posterior")
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
-        transform(code, n_pseudo=2, temper="likelihood")
+        transform(code, method="pe", n_pseudo=2, temper="likelihood")
         # the default: every parameter has a proper prior, so the likelihood is tempered
-        assert "tempering of the likelihood" in transform(code, n_pseudo=2)
+        assert "tempering of the likelihood" in transform(code, method="pe", n_pseudo=2)
 
 
 def test_uniform_g_in_several_dimensions_warns_improper() -> None:
     paper = {"temper": "posterior", "beta_prior": "uniform", "instrumental": "uniform",
              "beta_min": 0.0}
     with pytest.warns(PseudoExtendedWarning, match="improper"):
-        transform(SIMPLE, n_pseudo=2, **paper)
+        transform(SIMPLE, method="pe", n_pseudo=2, **paper)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
-        code = transform(SIMPLE, n_pseudo=2, beta_min=0.05, beta_prior="uniform",
+        code = transform(SIMPLE, method="pe", n_pseudo=2, beta_min=0.05, beta_prior="uniform",
                          instrumental="uniform")
-        transform(SIMPLE, n_pseudo=2)  # the defaults are proper by construction
-        transform(SIMPLE, n_pseudo=2, temper="likelihood")
-        transform(SIMPLE, n_pseudo=2, instrumental=(3, 1))
+        transform(SIMPLE, method="pe", n_pseudo=2)  # the defaults are proper by construction
+        transform(SIMPLE, method="pe", n_pseudo=2, temper="likelihood")
+        transform(SIMPLE, method="pe", n_pseudo=2, instrumental=(3, 1))
     assert "real<lower=0.05, upper=1> pemc_beta;" in code
 
 
@@ -206,15 +206,15 @@ model {
              "beta_min": 0.0}
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
-        transform(boxed, n_pseudo=2, **paper)
+        transform(boxed, method="pe", n_pseudo=2, **paper)
     half_open = boxed.replace("<lower=-10, upper=10>", "<lower=-10>")
     with pytest.warns(PseudoExtendedWarning, match="improper"):
-        transform(half_open, n_pseudo=2, **paper)
+        transform(half_open, method="pe", n_pseudo=2, **paper)
 
 
 def test_accepts_path() -> None:
     path = CORPUS / "conj_beta_binomial.stan"
-    assert transform(path, n_pseudo=2) == transform(str(path), n_pseudo=2)
+    assert transform(path, method="pe", n_pseudo=2) == transform(str(path), method="pe", n_pseudo=2)
 
 
 # --------------------------------------------------------------------------- #
@@ -235,10 +235,10 @@ def _corpus_with_parameters() -> list[Path]:
 def test_stanc_accepts_transformed_corpus(path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
-        check_with_stanc(transform(path, n_pseudo=3), path.name)
-        check_with_stanc(transform(path, n_pseudo=2, temper="likelihood", beta=[0.3, 1.0]),
+        check_with_stanc(transform(path, method="pe", n_pseudo=3), path.name)
+        check_with_stanc(transform(path, method="pe", n_pseudo=2, temper="likelihood", beta=[0.3, 1.0]),
                          path.name)
-        check_with_stanc(transform(path, n_pseudo=1, beta_prior=(2, 1), instrumental=(1, 2)),
+        check_with_stanc(transform(path, method="pe", n_pseudo=1, beta_prior=(2, 1), instrumental=(1, 2)),
                          path.name)
 
 
@@ -268,7 +268,7 @@ def test_golden(case: str) -> None:
     path, options = GOLDEN_CASES[case]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
-        code = transform(path, **options)
+        code = transform(path, method="pe", **options)
     golden = GOLDEN / f"{case}.stan"
     check_golden(golden, code)
     if options.get("temper") == "base":  # no default corpus program is base-tempered
@@ -278,7 +278,7 @@ def test_golden(case: str) -> None:
 def test_likelihood_tempering_without_likelihood_warns() -> None:
     code = "parameters { real x; } model { x ~ normal(0, 1); }"
     with pytest.warns(PseudoExtendedWarning, match="nothing is tempered"):
-        transform(code, n_pseudo=2, temper="likelihood")
+        transform(code, method="pe", n_pseudo=2, temper="likelihood")
 
 
 # --------------------------------------------------------------------------- #
@@ -295,7 +295,7 @@ model { s ~ exponential(1); t ~ normal(0, 1); v ~ normal(0, 1); to_vector(m) ~ n
 
 
 def test_noncentring_moves_raw_coordinates_and_keeps_the_parameters() -> None:
-    res = transform_result(NONCENTRED, n_pseudo=3, beta_min=0.05, noncentring=0.5)
+    res = transform_result(NONCENTRED, method="pe", n_pseudo=3, beta_min=0.05, noncentring=0.5)
     code = res.stan_code
     params = code[code.index("\nparameters {"):code.index("\ntransformed parameters {")]
     for name, free in (("s", "real"), ("t", "real"), ("v", "vector[2]"), ("m", "matrix[2, 2]")):
@@ -309,7 +309,7 @@ def test_noncentring_moves_raw_coordinates_and_keeps_the_parameters() -> None:
     assert [p.name for p in res.parameters] == ["s", "t", "v", "m"]
     check_with_stanc(code)
     # off by default: the program is unchanged
-    assert "pemc_raw" not in transform(NONCENTRED, n_pseudo=3, beta_min=0.05)
+    assert "pemc_raw" not in transform(NONCENTRED, method="pe", n_pseudo=3, beta_min=0.05)
 
 
 @pytest.mark.parametrize(("decl", "what"), [
@@ -323,7 +323,7 @@ def test_noncentring_rejects_unsupported_parameters(decl: str, what: str) -> Non
 
     program = f"parameters {{\n  {decl}\n}}\nmodel {{ s ~ normal(0, 1); }}\n"
     with pytest.raises(UnsupportedConstructError, match="line 2") as info:
-        transform(program, n_pseudo=2, beta_min=0.1, noncentring=0.5)
+        transform(program, method="pe", n_pseudo=2, beta_min=0.1, noncentring=0.5)
     assert what in str(info.value) and "noncentring=0" in str(info.value)
 
 
