@@ -252,7 +252,8 @@ def test_data_violating_a_bound_is_reported_before_compiling(tmp_path: Path) -> 
     path = tmp_path / "outside.json"
     path.write_text(json.dumps(data))
     proc = run_cli("sample", str(BIMODAL), "--data", str(path), "--method", "pe",
-                   "--log-scale", "0", "--chains", "1", "--iter-warmup", "10", "--iter-sampling", "10",
+                   "--log-scale", "0", "--chains", "1", "--iter-warmup", "10",
+                   "--iter-sampling", "10",
                    "--output-dir", str(tmp_path / "out"))
     assert_cause_and_remedy(proc, ExitCode.DATA, "w in outside.json is 1.5, outside the bounds "
                             "of 'real<lower=0, upper=1> w'", "line 4")

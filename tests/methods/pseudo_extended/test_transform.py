@@ -236,10 +236,10 @@ def test_stanc_accepts_transformed_corpus(path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PseudoExtendedWarning)
         check_with_stanc(transform(path, method="pe", n_pseudo=3), path.name)
-        check_with_stanc(transform(path, method="pe", n_pseudo=2, temper="likelihood", beta=[0.3, 1.0]),
-                         path.name)
-        check_with_stanc(transform(path, method="pe", n_pseudo=1, beta_prior=(2, 1), instrumental=(1, 2)),
-                         path.name)
+        check_with_stanc(transform(path, method="pe", n_pseudo=2, temper="likelihood",
+                                   beta=[0.3, 1.0]), path.name)
+        check_with_stanc(transform(path, method="pe", n_pseudo=1, beta_prior=(2, 1),
+                                   instrumental=(1, 2)), path.name)
 
 
 # --------------------------------------------------------------------------- #
