@@ -50,12 +50,18 @@ def run_chain(stan_code: str, name: str, data: Mapping[str, Any], chain_id: int,
         If the program does not compile on the worker.
     """
     from pemc_stan.backend.compile import compile_model
-    from pemc_stan.backend.console import is_cmdstan_failure, run_error
+    from pemc_stan.backend.console import (
+        is_cmdstan_failure,
+        routed_cmdstanpy_logging,
+        run_error,
+    )
 
     model = compile_model(stan_code, name=name)
     options = dict(kwargs)
     options.setdefault("sig_figs", 12)
-    with tempfile.TemporaryDirectory(prefix="pemc_chain_") as tmp:
+    # the worker's cmdstanpy chatter is debug logging there; the client tells CmdStan's
+    # reasons in the user's lines (it has the line map)
+    with tempfile.TemporaryDirectory(prefix="pemc_chain_") as tmp, routed_cmdstanpy_logging():
         try:
             fit = model.sample(data=dict(data), chains=1, chain_ids=[chain_id], seed=seed,
                                iter_warmup=iter_warmup, iter_sampling=iter_sampling,

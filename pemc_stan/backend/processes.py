@@ -10,6 +10,10 @@ stage of the pipeline: within it SIGTERM and SIGHUP raise
 ``KeyboardInterrupt``), and when the block is left by any exception, every
 process started within it is sent SIGTERM and, after a grace period, SIGKILL.
 
+The block is also where cmdstanpy's log records go to pemc-stan's logger
+(:func:`~pemc_stan.backend.console.routed_cmdstanpy_logging`): a run of the
+pipeline prints nothing but warnings unless logging is configured.
+
 Processes are found through ``/proc`` (Linux).  The command line also makes
 pemc-stan a *child subreaper* (:func:`adopt_orphans`), so that the compiler
 jobs of a killed ``make`` stay its descendants and are found too.  Elsewhere
@@ -29,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pemc_stan.backend.console import routed_cmdstanpy_logging
 from pemc_stan.errors import Interrupted
 
 logger = logging.getLogger(__name__)
@@ -187,7 +192,8 @@ def _signals_ignored() -> Iterator[None]:
 
 @contextlib.contextmanager
 def ending_children(grace: float = GRACE_SECONDS) -> Iterator[None]:
-    """End the processes started within the block if it is left by an interrupt.
+    """End the processes started within the block if it is left by an interrupt; route
+    cmdstanpy's log records to pemc-stan's logger meanwhile.
 
     In the main thread, SIGTERM and SIGHUP raise
     :class:`~pemc_stan.errors.Interrupted` within the block (their earlier
@@ -195,7 +201,9 @@ def ending_children(grace: float = GRACE_SECONDS) -> Iterator[None]:
     interrupted one does: children ended, ``finally`` clauses and ``atexit``
     handlers (temporary folders) run.  Blocks may nest.  Other exceptions leave
     processes alone: cmdstanpy has waited for its own by then, and processes
-    another thread started in the meantime are not this block's.
+    another thread started in the meantime are not this block's.  Within the block
+    cmdstanpy's chatter is debug logging of ``pemc_stan.backend.cmdstanpy``
+    (:func:`~pemc_stan.backend.console.routed_cmdstanpy_logging`).
 
     Raises
     ------
@@ -211,7 +219,8 @@ def ending_children(grace: float = GRACE_SECONDS) -> Iterator[None]:
                 previous.append((sig, handler))
                 signal.signal(sig, _raise_interrupted)
     try:
-        yield
+        with routed_cmdstanpy_logging():
+            yield
     except KeyboardInterrupt as exc:  # also Interrupted; other errors come after cmdstanpy
         # has waited for its processes, and another thread's runs must be left alone
         started = {p: s for p, s in descendants().items() if before.get(p) != s}

@@ -4,7 +4,9 @@ Data flows Stan text → AST (:mod:`pemc_stan.stan.parser`) → template context
 and in each method's module) → Stan text (``stan_templates/*.stan.jinja``).
 This module reads and checks the user's program (:func:`prepare_program`),
 prints the pieces every template embeds unchanged (:func:`functions_text`,
-:func:`block_text`) and renders a template (:func:`render`).
+:func:`block_text`) and renders a template (:func:`render`; :func:`render_mapped` also
+keeps the :class:`~pemc_stan.stan.line_map.LineMap` from the rendered program's lines
+back to the user's, found from the printed pieces, which carry their source lines).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import jinja2
 from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import SymbolTable, check_reserved_prefix
-from pemc_stan.stan.printer import print_program, print_stmt
+from pemc_stan.stan.line_map import LineMap, SourcedText, locate_blocks
+from pemc_stan.stan.printer import sourced_program, sourced_stmt
 from pemc_stan.stan.reparameterize import NonCentred, noncentre
 
 __all__ = ["ParameterDeclarations", "block_text", "functions_text", "load_template",
-           "no_likelihood_message", "parameter_declarations", "prepare_program", "render"]
+           "no_likelihood_message", "parameter_declarations", "prepare_program", "render",
+           "render_mapped"]
 
 
 def prepare_program(program: ProgramSource, name: str | None, method: str) -> StanProgram:
@@ -73,8 +77,9 @@ def no_likelihood_message(prepared: StanProgram) -> str | None:
             "use temper='posterior'.")
 
 
-def functions_text(tree: ast.Program, extra: tuple[ast.FunctionDef, ...]) -> str:
-    """The body of a functions block: the user's functions, then ``extra``.
+def functions_text(tree: ast.Program, extra: tuple[ast.FunctionDef, ...]) -> SourcedText:
+    """The body of a functions block: the user's functions, then ``extra`` (each line with
+    its source line).
 
     Raises
     ------
@@ -82,20 +87,22 @@ def functions_text(tree: ast.Program, extra: tuple[ast.FunctionDef, ...]) -> str
     """
     user = tree.functions.functions if tree.functions is not None else ()
     block = ast.FunctionsBlock(tuple(user) + tuple(extra))
-    text = print_program(ast.Program(functions=block)).strip()
-    return "\n".join(text.splitlines()[1:-1])  # drop "functions {" and "}"
+    text = sourced_program(ast.Program(functions=block))
+    lines = list(zip(text.split("\n"), text.sources, strict=True))
+    return SourcedText.from_lines(lines[1:-1])  # drop "functions {" and "}"
 
 
-def block_text(block: ast.ProgramBlock | None) -> str:
-    """The statements of a block, printed one level deep ("" for an empty block).
+def block_text(block: ast.ProgramBlock | None) -> SourcedText:
+    """The statements of a block, printed one level deep ("" for an empty block), each
+    line with its source line.
 
     Raises
     ------
     Nothing.
     """
     if block is None or not block.stmts:
-        return ""
-    return "\n".join(print_stmt(s, 1) for s in block.stmts)
+        return SourcedText("", ())
+    return SourcedText.join(sourced_stmt(s, 1) for s in block.stmts)
 
 
 @dataclass(frozen=True)
@@ -126,18 +133,18 @@ class ParameterDeclarations:
                 return f"// pemc-stan: {nc.describe()}"
         return None
 
-    def text(self) -> str:
+    def text(self) -> SourcedText:
         """The block's statements, printed one level deep, each non-centred declaration
-        preceded by a comment that says so."""
-        lines = []
+        preceded by a comment that says so (each line with its source line)."""
+        lines: list[str] = []
         for s in self.block.stmts:
             if isinstance(s, ast.VarDecl):
                 for d in s.declarators:
                     note = self.note(d.name)
                     if note:
                         lines.append("  " + note)
-            lines.append(print_stmt(s, 1))
-        return "\n".join(lines)
+            lines.append(sourced_stmt(s, 1))
+        return SourcedText.join(lines)
 
 
 def parameter_declarations(prepared: StanProgram, reparameterize: str,
@@ -186,3 +193,35 @@ def render(template_name: str, **context: Any) -> str:
         keep_trailing_newline=True, autoescape=False,
     )
     return env.get_template(template_name).render(**context)
+
+
+def render_mapped(template_name: str, user_file: str = "", **context: Any
+                  ) -> tuple[str, LineMap]:
+    """:func:`render`, and the map from the rendered program's lines to the user's.
+
+    The printed pieces in ``context`` (:class:`~pemc_stan.stan.line_map.SourcedText`
+    values: the user's blocks and functions, the log-density functions) are found in
+    the rendered text (:func:`~pemc_stan.stan.line_map.locate_blocks`); every other
+    line is generated code.
+
+    Parameters
+    ----------
+    template_name
+        The template.
+    user_file
+        The user's file name for messages (``""`` for a program given as text).
+    **context
+        The template's variables.
+
+    Returns
+    -------
+    (str, LineMap)
+
+    Raises
+    ------
+    jinja2.UndefinedError
+        If the template uses a variable ``context`` does not define.
+    """
+    text = render(template_name, **context)
+    blocks = [v for v in context.values() if isinstance(v, SourcedText)]
+    return text, LineMap(locate_blocks(text, blocks), user_file)

@@ -7,6 +7,13 @@ them, nowhere else; so ``parse(print_program(p)) == p`` and stanc's canonical
 form of the output equals that of the original (comments aside: they are not
 part of the tree).
 
+:func:`sourced_program` and :func:`sourced_stmt` print the same text as a
+:class:`~pemc_stan.stan.line_map.SourcedText`: each printed line with the source
+line of the statement it was printed from (a compound statement's braces and
+``else`` lines carry its own line; nodes built by hand carry 0), from which the
+transformations map CmdStan's messages about a generated program back to the
+user's lines.
+
 The one place where the printer must change the tree is the dangling
 ``else``: an ``if`` without ``else`` printed as the ``then`` branch of an ``if``
 with ``else`` is wrapped in braces, or the ``else`` would bind to it.
@@ -17,10 +24,12 @@ from __future__ import annotations
 import logging
 
 from pemc_stan.stan import ast
+from pemc_stan.stan.line_map import SourcedText
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["print_program", "print_stmt", "print_expr", "print_type", "INDENT"]
+__all__ = ["print_program", "print_stmt", "print_expr", "print_type", "sourced_program",
+           "sourced_stmt", "INDENT"]
 
 #: One level of indentation.
 INDENT = "  "
@@ -225,56 +234,61 @@ def _dangles(stmt: ast.Stmt) -> bool:
     return False
 
 
-def _lines(stmts: tuple[ast.Stmt, ...], depth: int) -> list[str]:
-    out: list[str] = []
+#: A printed line and the source line of the node it was printed from (0: none).
+_Line = tuple[str, int]
+
+
+def _lines(stmts: tuple[ast.Stmt, ...], depth: int) -> list[_Line]:
+    out: list[_Line] = []
     for stmt in stmts:
         out.extend(_stmt_lines(stmt, depth))
     return out
 
 
-def _braced(head: str, stmts: tuple[ast.Stmt, ...], depth: int) -> list[str]:
-    """``head {`` + statements + ``}`` (head already indented)."""
-    return [f"{head}{{", *_lines(stmts, depth + 1), INDENT * depth + "}"]
+def _braced(head: str, stmts: tuple[ast.Stmt, ...], depth: int, line: int) -> list[_Line]:
+    """``head {`` + statements + ``}`` (head already indented); the braces are ``line``'s."""
+    return [(f"{head}{{", line), *_lines(stmts, depth + 1), (INDENT * depth + "}", line)]
 
 
-def _with_body(head: str, body: ast.Stmt, depth: int) -> list[str]:
+def _with_body(head: str, body: ast.Stmt, depth: int, line: int) -> list[_Line]:
     """A compound statement ``head body`` where ``head`` is already indented."""
     if isinstance(body, ast.Block):
-        return _braced(head + " ", body.stmts, depth)
-    return [head, *_stmt_lines(body, depth + 1)]
+        return _braced(head + " ", body.stmts, depth, line)
+    return [(head, line), *_stmt_lines(body, depth + 1)]
 
 
-def _stmt_lines(stmt: ast.Stmt, depth: int) -> list[str]:
+def _stmt_lines(stmt: ast.Stmt, depth: int) -> list[_Line]:
     pad = INDENT * depth
     if isinstance(stmt, ast.Block):
-        return _braced(pad, stmt.stmts, depth)
+        return _braced(pad, stmt.stmts, depth, stmt.line)
     if isinstance(stmt, ast.If):
         then = stmt.then
         if stmt.otherwise is not None and _dangles(then):
             logger.debug("wrapping a dangling if in braces")
             then = ast.Block((then,), line=then.line, column=then.column)
-        lines = _with_body(f"{pad}if ({print_expr(stmt.cond)})", then, depth)
+        lines = _with_body(f"{pad}if ({print_expr(stmt.cond)})", then, depth, stmt.line)
         if stmt.otherwise is None:
             return lines
+        else_line = stmt.otherwise.line or stmt.line
         if isinstance(then, ast.Block):
-            lines[-1] += " else"
-            head = lines.pop()
+            head = lines.pop()[0] + " else"
         else:
             head = f"{pad}else"
         if isinstance(stmt.otherwise, ast.If):
-            nested = _stmt_lines(stmt.otherwise, depth)
-            return [*lines, f"{head} {nested[0].lstrip()}", *nested[1:]]
-        return [*lines, *_with_body(head, stmt.otherwise, depth)]
+            (first, source), *rest = _stmt_lines(stmt.otherwise, depth)
+            return [*lines, (f"{head} {first.lstrip()}", source), *rest]
+        return [*lines, *_with_body(head, stmt.otherwise, depth, else_line)]
     if isinstance(stmt, ast.While):
-        return _with_body(f"{pad}while ({print_expr(stmt.cond)})", stmt.body, depth)
+        return _with_body(f"{pad}while ({print_expr(stmt.cond)})", stmt.body, depth, stmt.line)
     if isinstance(stmt, ast.For):
         head = f"{pad}for ({stmt.var} in {print_expr(stmt.lower)}:{print_expr(stmt.upper)})"
-        return _with_body(head, stmt.body, depth)
+        return _with_body(head, stmt.body, depth, stmt.line)
     if isinstance(stmt, ast.ForEach):
-        return _with_body(f"{pad}for ({stmt.var} in {print_expr(stmt.iterable)})", stmt.body, depth)
+        head = f"{pad}for ({stmt.var} in {print_expr(stmt.iterable)})"
+        return _with_body(head, stmt.body, depth, stmt.line)
     if isinstance(stmt, ast.Profile):
-        return _braced(f'{pad}profile("{stmt.name}") ', stmt.stmts, depth)
-    return [pad + _simple(stmt)]
+        return _braced(f'{pad}profile("{stmt.name}") ', stmt.stmts, depth, stmt.line)
+    return [(pad + _simple(stmt), stmt.line)]
 
 
 def _simple(stmt: ast.Stmt) -> str:
@@ -324,7 +338,19 @@ def print_stmt(stmt: ast.Stmt, depth: int = 0) -> str:
     TypeError
         If ``stmt`` is not a statement node.
     """
-    return "\n".join(_stmt_lines(stmt, depth))
+    return str(sourced_stmt(stmt, depth))
+
+
+def sourced_stmt(stmt: ast.Stmt, depth: int = 0) -> SourcedText:
+    """:func:`print_stmt`, each printed line with the source line of the statement it was
+    printed from (0 for nodes built by hand).
+
+    Raises
+    ------
+    TypeError
+        If ``stmt`` is not a statement node.
+    """
+    return SourcedText.from_lines(_stmt_lines(stmt, depth))
 
 
 # --------------------------------------------------------------------------- #
@@ -332,14 +358,14 @@ def print_stmt(stmt: ast.Stmt, depth: int = 0) -> str:
 # --------------------------------------------------------------------------- #
 
 
-def _function_lines(fn: ast.FunctionDef, depth: int) -> list[str]:
+def _function_lines(fn: ast.FunctionDef, depth: int) -> list[_Line]:
     params = ", ".join(
         ("data " if p.data_only else "") + f"{print_type(p.type)} {p.name}" for p in fn.params
     )
     head = f"{INDENT * depth}{print_type(fn.return_type)} {fn.name}({params})"
     if fn.body is None:
-        return [head + ";"]
-    return _with_body(head, fn.body, depth)
+        return [(head + ";", fn.line)]
+    return _with_body(head, fn.body, depth, fn.line)
 
 
 def print_program(program: ast.Program) -> str:
@@ -350,14 +376,27 @@ def print_program(program: ast.Program) -> str:
     TypeError
         If the tree contains something that is not a node where one is expected.
     """
-    lines: list[str] = []
+    return str(sourced_program(program)) + "\n"
+
+
+def sourced_program(program: ast.Program) -> SourcedText:
+    """:func:`print_program` without its final newline, each printed line with the source
+    line of the statement, function or block it was printed from (0 for nodes built by
+    hand).
+
+    Raises
+    ------
+    TypeError
+        If the tree contains something that is not a node where one is expected.
+    """
+    lines: list[_Line] = []
     for block in program.blocks():
         if isinstance(block, ast.FunctionsBlock):
-            lines.append("functions {")
+            lines.append(("functions {", block.line))
             for fn in block.functions:
                 lines.extend(_function_lines(fn, 1))
         else:
-            lines.append(f"{block.name} {{")
+            lines.append((f"{block.name} {{", block.line))
             lines.extend(_lines(block.stmts, 1))
-        lines.append("}")
-    return "\n".join(lines) + "\n"
+        lines.append(("}", block.line))
+    return SourcedText.from_lines(lines)

@@ -1,14 +1,21 @@
-"""CmdStan's reasons found in cmdstanpy's errors and console files; repeats collapsed."""
+"""CmdStan's reasons found in cmdstanpy's errors and console files; repeats collapsed; cmdstanpy's
+records routed to pemc-stan's logger, told in the user's lines."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+import pytest
+
 from pemc_stan.backend.console import (
+    CMDSTANPY_LOGGER,
     collapse_cmdstanpy_messages,
     collapse_repeats,
+    condense,
     is_cmdstan_failure,
+    rewriting_messages,
+    routed_cmdstanpy_logging,
     run_error,
 )
 from pemc_stan.errors import CmdStanRunError
@@ -87,3 +94,93 @@ def test_a_console_path_with_spaces(tmp_path: Path) -> None:
     failure = run_error(RuntimeError(_cmdstanpy_message("", console)))
     assert failure.console == console
     assert failure.reason == "Rejecting initial value: log density is nan"
+
+
+def test_alike_lines_are_condensed_with_a_count() -> None:
+    lines = ["Exception: x is too large: 1.52 (in 'm.stan', line 7, column 4 to column 9)",
+             "Exception: x is too large: 2.07 (in 'm.stan', line 7, column 4 to column 9)",
+             "Exception: scale is nan", "Exception: scale is nan"]
+    assert condense(lines) == [
+        "Exception: x is too large: 1.52 (in 'm.stan', line 7, column 4 to column 9) "
+        "[and 1 alike]", "Exception: scale is nan [repeated 2 times]"]
+
+
+def test_the_reason_is_told_through_the_rewrite(tmp_path: Path) -> None:
+    exc = RuntimeError(_cmdstanpy_message(
+        "Exception: bad (in 'm_ct.stan', line 9, column 2 to column 5)", tmp_path / "c.txt"))
+    failure = run_error(exc, "sampling", lambda text: text.replace("'m_ct.stan'", "'m.stan'"))
+    assert failure.reason == "Exception: bad (in 'm.stan', line 9, column 2 to column 5)"
+    assert "m_ct.stan" not in str(failure)
+    with rewriting_messages(lambda text: text.replace("bad", "told")):
+        assert run_error(failure).reason.startswith("Exception: told")  # a new error
+        assert run_error(exc).reason.startswith("Exception: told")
+    assert run_error(failure) is failure  # nothing to rewrite: the error itself
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_cmdstanpy_records_go_to_the_library_logger_and_its_setup_comes_back(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Within the block cmdstanpy's chatter is DEBUG logging of pemc-stan; CmdStan's
+    non-fatal messages are one warning per kind, in the user's lines; afterwards the
+    user's own handler, level and propagation are as they were."""
+    import cmdstanpy.utils
+
+    log = cmdstanpy.utils.get_logger()
+    mine = _Keep()
+    log.addHandler(mine)
+    before = (list(log.handlers), log.level, log.propagate)
+    log.setLevel(logging.INFO)
+    log.propagate = True
+    caplog.set_level(logging.DEBUG, logger="pemc_stan")
+    nonfatal = ("Non-fatal error during sampling:\n"
+                "Exception: x is too large: 1.6 (in 'm_ct.stan', line 15, column 4 to "
+                "column 9)\n\tException: x is too large: 2.5 (in 'm_ct.stan', line 15, "
+                "column 4 to column 9)\n"
+                "Consider re-running with show_console=True if the above output is unclear!")
+    try:
+        with routed_cmdstanpy_logging(), rewriting_messages(
+                lambda t: t.replace("(in 'm_ct.stan', line 15, column 4 to column 9)",
+                                    "(in your m.stan, line 7; generated program line 15)")):
+            with routed_cmdstanpy_logging():  # nested: one routing
+                log.info("Chain [1] start processing")
+            log.warning(nonfatal)
+            log.warning(nonfatal.replace("2.5", "3.5"))  # the same kinds again
+            log.warning("Some chains may have failed to converge.")
+        assert (list(log.handlers), log.propagate) == ([*before[0]], True)
+        assert log.level == logging.INFO
+        log.info("after the block")
+    finally:
+        log.removeHandler(mine)
+        log.setLevel(before[1])
+        log.propagate = before[2]
+    assert mine.messages == ["after the block"]
+    routed = [(r.levelno, r.getMessage()) for r in caplog.records
+              if r.name == CMDSTANPY_LOGGER]
+    assert routed[0] == (logging.DEBUG, "Chain [1] start processing")
+    assert routed[1] == (logging.WARNING, "Non-fatal error during sampling:\n  Exception: x is "
+                         "too large: 1.6 (in your m.stan, line 7; generated program line 15) "
+                         "[and 1 alike]")
+    assert [level for level, _ in routed[2:]] == [logging.DEBUG, logging.DEBUG]
+
+
+@pytest.mark.compiled
+def test_sampling_prints_nothing_but_warnings(cmdstan_installation: object,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """cmdstanpy's INFO chatter (about 50 lines for this call) is debug logging of pemc-stan,
+    which has no handlers: nothing is printed."""
+    import pemc_stan
+
+    models = Path(__file__).resolve().parents[2] / "models" / "bimodal_1d"
+    pemc_stan.sample(models / "bimodal_1d.stan", data=models / "bimodal_1d.data.json",
+                     method="ct", chains=4, seed=1)
+    out, err = capfd.readouterr()
+    assert "INFO" not in out + err, out + err
+    assert "cmdstanpy" not in out + err, out + err

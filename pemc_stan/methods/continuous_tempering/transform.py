@@ -61,14 +61,13 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import ContinuousTemperingWarning
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base import TransformResult
+from pemc_stan.methods.base import TransformResult, emit_warning
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
@@ -86,7 +85,7 @@ from pemc_stan.methods.templates import (
     no_likelihood_message,
     parameter_declarations,
     prepare_program,
-    render,
+    render_mapped,
 )
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
@@ -207,8 +206,8 @@ def transform_continuous_tempering(program: StanProgram, options: ContinuousTemp
                                method="continuous-tempering")
               if options.temper == "posterior" else BaseCoordinates(()))
     functions = log_density_functions(tree, prepared.name)
-    stan_code = render(
-        _TEMPLATE,
+    stan_code, line_map = render_mapped(
+        _TEMPLATE, prepared.path.name if prepared.path is not None else "",
         model_name=prepared.name, temper=options.temper, covariance=options.covariance_form,
         functions=functions_text(tree, functions.functions),
         base_functions=stan_base_functions(coords.blocks),
@@ -220,11 +219,10 @@ def transform_continuous_tempering(program: StanProgram, options: ContinuousTemp
     )
     issued = _warning_messages(prepared) if options.temper == "likelihood" else []
     for msg in issued:
-        warnings.warn(msg, ContinuousTemperingWarning, stacklevel=2)
-        logger.warning(msg)
+        emit_warning(msg, ContinuousTemperingWarning, stacklevel=2)
     return ContinuousTemperingResult(
         stan_code=stan_code, options=options, program=prepared, coordinates=coords,
-        warnings=tuple(issued), noncentred=declarations.noncentred)
+        warnings=tuple(issued), noncentred=declarations.noncentred, line_map=line_map)
 
 
 def _warning_messages(prepared: StanProgram) -> list[str]:

@@ -97,14 +97,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base import TransformResult
+from pemc_stan.methods.base import TransformResult, emit_warning
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
@@ -129,7 +128,7 @@ from pemc_stan.methods.templates import (
     no_likelihood_message,
     parameter_declarations,
     prepare_program,
-    render,
+    render_mapped,
 )
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
@@ -848,12 +847,12 @@ def transform_pseudo_extended(program: StanProgram, options: PseudoExtendedOptio
     tempering = _tempering(options, *_choose_temper(options, prepared, declarations, table,
                                                     copies))
     parameters = _declared_parameters(declarations, copies, options.n_pseudo)
-    stan_code = render(_TEMPLATE, **_template_context(prepared, options, functions, parameters,
-                                                      raw, tempering))
+    stan_code, line_map = render_mapped(
+        _TEMPLATE, prepared.path.name if prepared.path is not None else "",
+        **_template_context(prepared, options, functions, parameters, raw, tempering))
     issued = _warning_messages(prepared, decls, tempering, options.n_pseudo)
     for msg in issued:
-        warnings.warn(msg, PseudoExtendedWarning, stacklevel=2)
-        logger.warning(msg)
+        emit_warning(msg, PseudoExtendedWarning, stacklevel=2)
     n_in_data = not any(c.unrolled for c in copies.values())
     additions: dict[str, Any] = {"pemc_log_scale": options.log_scale}
     if n_in_data:
@@ -865,4 +864,4 @@ def transform_pseudo_extended(program: StanProgram, options: PseudoExtendedOptio
         parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
         temper=tempering.temper, g_shape_from_data=tempering.g_from_data,
         pi_equals_g=tempering.pi_equals_g, coordinates=tempering.coordinates,
-        warnings=tuple(issued), noncentred=declarations.noncentred)
+        warnings=tuple(issued), noncentred=declarations.noncentred, line_map=line_map)
