@@ -60,10 +60,10 @@ from numpy.typing import NDArray
 from scipy.stats import multivariate_t
 
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.backend.processes import ending_children
 from pemc_stan.errors import (
     EvidenceDisagreementWarning,
     FitSuspectWarning,
-    ImproperPriorError,
     OptionsError,
     PriorNormalisationWarning,
 )
@@ -75,10 +75,10 @@ from pemc_stan.estimators.log_z import (
     compare,
     importance_sampling,
 )
-from pemc_stan.estimators.normalisation import PriorReport, prior_report
+from pemc_stan.estimators.normalisation import PriorReport, improper_prior, prior_report
 from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit
+from pemc_stan.methods.base import ExtendedFit, emit_warning
 from pemc_stan.methods.density import DENSITY_COLUMN, DensityEvaluator, density_program
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
 
@@ -567,7 +567,9 @@ def evidence(
     program : path or str, optional
         The program of a ``CmdStanMCMC`` fit.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
-        As in cmdstanpy, for the runs made here.
+        As in cmdstanpy, for the runs made here.  Without ``seed`` one is drawn
+        (:func:`pemc_stan.pipeline.draw_seed`); the estimate's
+        ``diagnostics["seed"]`` records the seed used.
     n_proposal : int, optional
         Bridge proposal draws.
     is_draws : int
@@ -610,6 +612,10 @@ def evidence(
         If a CmdStan run fails.
     """
     estimator = _estimator_argument(estimator, method)
+    if seed is None:  # every estimate can be repeated: the seed drawn is recorded
+        from pemc_stan.pipeline import draw_seed
+
+        seed = draw_seed()
     opts = EvidenceOptions(estimator=estimator, chains=chains, iter_warmup=iter_warmup,
                            iter_sampling=iter_sampling, seed=seed, n_proposal=n_proposal,
                            is_draws=is_draws, is_proposal=is_proposal, ti_grid=ti_grid,
@@ -618,12 +624,28 @@ def evidence(
     m = canonical_estimator(estimator)
     assert m is not None  # validated above
     out_dir = None if output_dir is None else Path(output_dir)
+    with ending_children():  # CmdStan's children ended on error; cmdstanpy's INFO at DEBUG
+        est = _estimate(model_or_fit, data, m, opts, out_dir, program, show_progress,
+                        sampler_kwargs)
+    return _seeded(est, seed)
+
+
+def _estimate(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike[str] | None,
+              m: str, opts: EvidenceOptions, out_dir: Path | None,
+              program: str | os.PathLike[str] | None, show_progress: bool,
+              sampler_kwargs: dict[str, Any]) -> EvidenceEstimate:
+    """:func:`evidence` after its options are checked: the estimate for each kind of input.
+
+    Raises
+    ------
+    The errors listed by :func:`evidence`.
+    """
     if isinstance(model_or_fit, ExtendedFit):
         d = load_data(data) if data is not None else dict(model_or_fit.data)
         gaps = check_prior(model_or_fit.program, d)
         return _with_gaps(_from_extended_fit(model_or_fit, m, opts, out_dir, d), gaps)
     if isinstance(model_or_fit, cmdstanpy.CmdStanMCMC):
-        prog, d = _mcmc_inputs(model_or_fit, estimator, m, program, data)
+        prog, d = _mcmc_inputs(model_or_fit, opts.estimator, m, program, data)
         gaps = check_prior(prog, d)
         draws = _chain_arrays_from_mcmc(model_or_fit, prog.parameter_names)
         return _with_gaps(_judged(_from_nuts_draws(prog, d, draws, m, opts, out_dir),
@@ -639,6 +661,12 @@ def evidence(
     est, reasons = _from_model(model_or_fit, prog, d, m, opts, out_dir, show_progress,
                                sampler_kwargs)
     return _with_gaps(_judged(est, reasons), gaps)
+
+
+def _seeded(est: EvidenceEstimate, seed: int) -> EvidenceEstimate:
+    """``est`` with the seed of the call that made it in its diagnostics."""
+    return EvidenceEstimate(est.log_z, est.std_error, est.method,
+                            {**est.diagnostics, "seed": int(seed)})
 
 
 def _mcmc_inputs(fit: cmdstanpy.CmdStanMCMC, estimator: str, m: str, program: Any,
@@ -849,18 +877,11 @@ def check_prior(program: StanProgram, data: Mapping[str, Any]) -> PriorReport:
         Naming every parameter with a flat, improper prior.
     """
     report = prior_report(program, data)
-    if report.flat:
-        names = ", ".join(f"'{n}' (line {line})" for n, line in report.flat)
-        raise ImproperPriorError(
-            f"{program.name}: log Z needs a proper prior, but {names} "
-            f"{'has' if len(report.flat) == 1 else 'have'} no prior statement and an unbounded "
-            "support, i.e. a flat, improper prior, so the evidence is undefined (its scale is "
-            "arbitrary); give each a proper prior, e.g. '"
-            f"{report.flat[0][0]} ~ normal(0, 10);'. Sampling works as the model is.",
-            tuple(n for n, _ in report.flat), program.name, report.flat[0][1])
+    refused = improper_prior(program, data, report)
+    if refused is not None:
+        raise refused
     for gap in report.gaps:
-        logger.warning(gap.message)
-        warnings.warn(gap.message, PriorNormalisationWarning, stacklevel=3)
+        emit_warning(gap.message, PriorNormalisationWarning, stacklevel=3)
     return report
 
 
@@ -882,8 +903,7 @@ def _judged(est: EvidenceEstimate, reasons: list[str]) -> EvidenceEstimate:
     diag["reasons"] = list(reasons)
     if reasons:
         message = (f"the log Z estimate ({est.method}) is suspect: " + "; ".join(reasons))
-        logger.warning(message)
-        warnings.warn(message, FitSuspectWarning, stacklevel=3)
+        emit_warning(message, FitSuspectWarning, stacklevel=3)
     return EvidenceEstimate(est.log_z, est.std_error, est.method, diag)
 
 
@@ -986,6 +1006,5 @@ def compare_methods(estimates: Sequence[EvidenceEstimate] | Mapping[str, Evidenc
                        f"(z = {c.z_score:.1f}); at least one is wrong or its error is "
                        "underestimated -- check the diagnostics (Pareto k, ESS, bridge "
                        "convergence) and run longer")
-                logger.warning(msg)
-                warnings.warn(msg, EvidenceDisagreementWarning, stacklevel=2)
+                emit_warning(msg, EvidenceDisagreementWarning)
     return out

@@ -14,17 +14,22 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import math
 import os
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pemc_stan.errors import DataError, StanProgramError
+from pemc_stan.errors import DataError, PemcStanWarning, StanProgramError
 from pemc_stan.stan import ast
 
 if TYPE_CHECKING:
     from pemc_stan.stan.analysis import Analysis
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["StanProgram", "read_program", "load_data", "check_data", "read_data",
            "ProgramSource"]
@@ -271,9 +276,36 @@ def _bound(expr: ast.Expr | None, data: Mapping[str, Any]) -> float | None:
         else None
 
 
+#: Types whose values CmdStan checks as a whole; NaN fails every such check.
+_UNCONSTRAINED = frozenset({"real", "vector", "row_vector", "matrix"})
+#: Constrained types whose check an infinite element fails too (a sum, a norm, a
+#: factorisation); an ordered vector or a Cholesky factor of a covariance can hold one.
+_NO_INFINITY = frozenset({"simplex", "unit_vector", "sum_to_zero_vector", "sum_to_zero_matrix",
+                          "column_stochastic_matrix", "row_stochastic_matrix", "corr_matrix",
+                          "cov_matrix", "cholesky_factor_corr"})
+
+
+def _non_finite(leaf: object) -> float | None:
+    """``leaf`` as a float when it is NaN or infinite (a float or CmdStan's strings)."""
+    if isinstance(leaf, str) and leaf.strip().lower() in _NON_FINITE:
+        return float(leaf.strip().lower().replace("infinity", "inf"))
+    if isinstance(leaf, float) and not math.isfinite(leaf):
+        return leaf
+    return None
+
+
+def _spelled(value: float) -> str:
+    return "NaN" if math.isnan(value) else "Inf" if value > 0 else "-Inf"
+
+
 def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str, Any],
                   data_name: str) -> None:
     """The values of one data variable: numbers of the declared kind, within its bounds.
+
+    NaN and infinite values (floats, or CmdStan's ``"NaN"``/``"Inf"`` strings) are
+    refused where CmdStan would reject them -- in an ``int``, against a bound (NaN
+    fails every bound check), in a constrained type -- and warned about, once per
+    variable, where it accepts them.
 
     Raises
     ------
@@ -288,10 +320,32 @@ def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str
     lower = _bound(bounds.lower, data) if bounds is not None else None
     upper = _bound(bounds.upper, data) if bounds is not None else None
     where = f"'{declared} {name}' in the data block (line {stmt.line})"
+    accepted: list[tuple[str, float]] = []  # non-finite values CmdStan takes
     for index, leaf in _leaves(data[name]):
         at = f"{name}[{','.join(map(str, index))}]" if index else name
-        if isinstance(leaf, str) and not is_int and leaf.strip().lower() in _NON_FINITE:
-            leaf = float(leaf.strip().lower().replace("infinity", "inf"))
+        odd = _non_finite(leaf)
+        if odd is not None and is_int:
+            raise DataError(
+                f"{at} in {data_name} is {_spelled(odd)} but {where} holds integers, which "
+                "cannot be NaN or infinite",
+                f"give \"{name}\" whole numbers, or declare it real if values are missing",
+                name)
+        if odd is not None and math.isnan(odd) and bounds is not None:
+            raise DataError(
+                f"{at} in {data_name} is NaN, which fails the bounds of {where} (NaN is "
+                "within no bounds)",
+                f"replace the NaN in \"{name}\" with a value within the bounds, or leave the "
+                "missing value out", name)
+        if odd is not None and element.name not in _UNCONSTRAINED and bounds is None and (
+                math.isnan(odd) or element.name in _NO_INFINITY
+                or (element.name == "positive_ordered" and odd < 0)):
+            raise DataError(
+                f"{at} in {data_name} is {_spelled(odd)}, which fails CmdStan's "
+                f"{element.name} check of {where}",
+                f"give \"{name}\" finite values that satisfy the {element.name} constraint",
+                name)
+        if odd is not None:
+            leaf = odd
         if isinstance(leaf, int):  # bool included
             try:
                 number: float = float(leaf)
@@ -319,11 +373,23 @@ def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str
         outside = ((lower is not None and not number >= lower)
                    or (upper is not None and not number <= upper))
         if outside:
-            shown = repr(leaf) if not isinstance(leaf, float) else f"{leaf:g}"
+            shown = (_spelled(number) if odd is not None
+                     else repr(leaf) if not isinstance(leaf, float) else f"{leaf:g}")
             raise DataError(
                 f"{at} in {data_name} is {shown}, outside the bounds of {where}",
                 f"give \"{name}\" values within the declared bounds, or change the bounds",
                 name)
+        if odd is not None:
+            accepted.append((at, odd))
+    if accepted:
+        at, first = accepted[0]
+        more = (f" (and {len(accepted) - 1} more NaN or infinite value"
+                f"{'s' if len(accepted) > 2 else ''} of {name})" if len(accepted) > 1 else "")
+        message = (f"{at} in {data_name} is {_spelled(first)}{more}: CmdStan accepts it for "
+                   f"{where}, but a density or arithmetic that uses it is NaN or infinite, "
+                   "so every draw may be rejected")
+        logger.warning(message)
+        warnings.warn(message, PemcStanWarning, stacklevel=4)
 
 
 def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,8 @@ def test_good_data_pass_in_every_spelling(tmp_path: Path) -> None:
 
     program = read_program(_DATA_PROGRAM)
     check_data(program, _GOOD)
-    check_data(program, {**_GOOD, "y": ["NaN", "-Inf"]})  # CmdStan's non-finite strings
+    with pytest.warns(UserWarning, match="CmdStan accepts it"):  # its non-finite strings
+        check_data(program, {**_GOOD, "y": ["NaN", "-Inf"]})
     check_data(program, {"N": np.int64(2), "y": np.array([1.0, 2.0]), "mu1": np.float64(0),
                          "idx": np.array([2, 1])})
     path = tmp_path / "d.json"
@@ -125,3 +127,93 @@ def test_data_of_other_libraries_and_edge_values() -> None:
     check_data(program, {"K": 0, "A": frame, "L": [], "a": 1.0})  # bound not evaluable: CmdStan
     with pytest.raises(DataError, match="too large"):
         check_data(program, {"K": 0, "A": frame, "L": [], "a": 10**400})
+
+
+# --------------------------------------------------------------------------- #
+# NaN and infinite data values: refused where CmdStan would, else warned about
+# --------------------------------------------------------------------------- #
+_NON_FINITE_PROGRAM = """data {
+  int<lower=0> N;
+  array[N] int k;
+  vector<lower=0>[N] pos;
+  vector[N] y;
+  real<upper=5> u;
+  simplex[3] s;
+  cov_matrix[2] S;
+  ordered[2] o;
+}
+parameters { real mu; }
+model { mu ~ normal(0, 1); y ~ normal(mu, 1); }
+"""
+_FINITE = {"N": 2, "k": [1, 2], "pos": [1.0, 2.0], "y": [0.5, -0.5], "u": 1.0,
+           "s": [0.2, 0.3, 0.5], "S": [[1.0, 0.0], [0.0, 1.0]], "o": [0.0, 1.0]}
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"k": [1, float("nan")]}, r"^k\[2\] in d.json is NaN but 'array\[N\] int k'.*cannot be NaN"),
+    ({"k": [1, "-Inf"]}, r"^k\[2\] in d.json is -Inf but .*integers"),
+    ({"N": float("inf")}, r"^N in d.json is Inf but 'int<lower=0> N'"),
+    ({"pos": [float("nan"), 1.0]},
+     r"^pos\[1\] in d.json is NaN, which fails the bounds of 'vector<lower=0>\[N\] pos'"),
+    ({"pos": [1.0, "NaN"]}, r"^pos\[2\] in d.json is NaN, which fails the bounds"),
+    ({"u": "+inf"}, r"^u in d.json is Inf, outside the bounds of 'real<upper=5> u'"),
+    ({"s": [0.2, "NaN", 0.5]}, r"^s\[2\] in d.json is NaN, which fails CmdStan's simplex check"),
+    ({"s": [0.2, float("inf"), 0.5]}, r"^s\[2\] in d.json is Inf, which fails"),
+    ({"S": [[1.0, float("nan")], [0.0, 1.0]]}, r"^S\[1,2\] in d.json is NaN, which fails"),
+    ({"o": ["NaN", 1.0]}, r"^o\[1\] in d.json is NaN, which fails CmdStan's ordered check"),
+])
+def test_nan_and_inf_that_cmdstan_rejects_are_refused_in_one_line(
+        change: dict[str, object], fragment: str) -> None:
+    from pemc_stan.errors import DataError
+    from pemc_stan.inputs import check_data
+
+    program = read_program(_NON_FINITE_PROGRAM)
+    with pytest.raises(DataError, match=fragment) as info:
+        check_data(program, {**_FINITE, **change}, "d.json")
+    assert info.value.variable == next(iter(change))
+    assert "\n" not in str(info.value) and info.value.remedy
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"y": [0.5, float("nan")]},
+     r"^y\[2\] in d.json is NaN: CmdStan accepts it for 'vector\[N\] y'"),
+    ({"y": ["+inf", "NaN"]}, r"^y\[1\] in d.json is Inf \(and 1 more NaN or infinite value of y\)"),
+    ({"pos": [1.0, "Inf"]}, r"^pos\[2\] in d.json is Inf: CmdStan accepts it"),
+    ({"u": "-Inf"}, r"^u in d.json is -Inf: CmdStan accepts it for 'real<upper=5> u'"),
+    ({"o": ["-inf", "+inf"]}, r"^o\[1\] in d.json is -Inf"),
+])
+def test_nan_and_inf_that_cmdstan_accepts_are_warned_about_in_one_line(
+        change: dict[str, object], fragment: str) -> None:
+    import warnings
+
+    from pemc_stan.errors import PemcStanWarning
+    from pemc_stan.inputs import check_data
+
+    program = read_program(_NON_FINITE_PROGRAM)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_data(program, {**_FINITE, **change}, "d.json")
+    messages = [str(w.message) for w in caught if issubclass(w.category, PemcStanWarning)]
+    assert len(messages) == 1 and "\n" not in messages[0], messages
+    assert re.search(fragment, messages[0]), messages[0]
+
+
+def test_non_finite_json_data_are_checked_before_compiling(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    import json
+
+    import pemc_stan
+    from pemc_stan.errors import DataError
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compile_model was called")
+
+    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**_FINITE, "pos": [1.0, "NaN"]}))
+    with pytest.raises(DataError, match=r"pos\[2\] in bad.json is NaN"):
+        pemc_stan.sample(_NON_FINITE_PROGRAM, path, method="pe")
+    path.write_text(json.dumps(_FINITE).replace('"k": [1, 2]', '"k": [1, NaN]'))  # bare NaN
+    with pytest.raises(DataError, match=r"k\[2\] in bad.json is NaN"):
+        pemc_stan.sample(_NON_FINITE_PROGRAM, path, method="ct")

@@ -7,6 +7,17 @@ executable is reused by every later call, test and process that asks for the
 same program. Compilation happens under a per-model file lock, so two
 processes asking for the same model at once compile it once; an executable is
 only ever produced by a complete, successful compilation.
+
+The executable is keyed by content, not by name: the same program under
+another name (another file, or the generated program of a model read from
+another file, whose header comment names it) reuses the executable already
+built.  Its :func:`content_key` hashes the program with its comments blanked
+(lines and columns kept, so CmdStan's locations stay right) together with the
+included files, the options and the runtime; ``<cache>/models/by-content/``
+maps that key to the folder that holds a built executable, which the new name's
+folder then links (a hard link, or a copy) instead of compiling again.  An
+adopted executable still names the donor's file in its runtime messages;
+:func:`message_file_name` says which name that is.
 """
 
 from __future__ import annotations
@@ -73,6 +84,63 @@ def _included_files(text: str, source: Path | None, include_paths: list[str]) ->
     return [Path(p) for p in json.loads(proc.stdout).get("included_files", [])]
 
 
+def code_only(text: str) -> str:
+    """``text`` with every comment blanked: its characters become spaces, its line breaks
+    stay, so two programs that differ only in comments map to one text whose lines and
+    columns are those of either.  String literals are kept as they are.
+
+    Raises
+    ------
+    Nothing.
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':  # a string literal, up to its closing quote (escapes skipped)
+            j = i + 1
+            while j < n and text[j] != '"' and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(text[i:j])
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(c if c == "\n" else " " for c in text[i:j]))
+            i = j
+        else:
+            out.append(ch)
+            i += 1
+    return "\n".join(line.rstrip() for line in "".join(out).split("\n"))
+
+
+def content_key(
+    text: str,
+    *,
+    included: list[Path] | None = None,
+    stanc_options: dict[str, Any] | None = None,
+    cpp_options: dict[str, Any] | None = None,
+    installation: runtime.CmdStanInstallation | None = None,
+) -> str:
+    """The key of the executable a program compiles to: :func:`program_hash` of its
+    :func:`code_only` text (no name, no comments).
+
+    Raises
+    ------
+    OSError
+        If an included file cannot be read.
+    """
+    return program_hash("content|" + code_only(text), included=included,
+                        stanc_options=stanc_options, cpp_options=cpp_options,
+                        installation=installation)
+
+
 def program_hash(
     text: str,
     *,
@@ -81,7 +149,13 @@ def program_hash(
     cpp_options: dict[str, Any] | None = None,
     installation: runtime.CmdStanInstallation | None = None,
 ) -> str:
-    """Content hash that keys a compiled model in the cache."""
+    """Content hash of a program's exact text that names its folder in the cache.
+
+    Raises
+    ------
+    OSError
+        If an included file cannot be read.
+    """
     digest = hashlib.sha256()
     digest.update(text.encode())
     for path in included or []:
@@ -101,6 +175,10 @@ def program_hash(
 RECORD = ".pemc-complete.json"
 
 
+#: Folder (in the cache) of the content index: ``<content key>`` -> the folder holding it.
+CONTENT_INDEX = "by-content"
+
+
 def _fingerprint(exe_file: Path) -> dict[str, Any]:
     digest = hashlib.sha256()
     with exe_file.open("rb") as fh:
@@ -109,11 +187,110 @@ def _fingerprint(exe_file: Path) -> dict[str, Any]:
     return {"size": exe_file.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def _write_record(exe_file: Path) -> None:
+def _write_record(exe_file: Path, messages_name: str | None = None) -> None:
+    """Record the executable's fingerprint (and the Stan file name its messages use)."""
     record = exe_file.parent / RECORD
     tmp = record.with_suffix(".tmp")
-    tmp.write_text(json.dumps(_fingerprint(exe_file)))
+    content = _fingerprint(exe_file)
+    content["messages_name"] = messages_name or f"{exe_file.name}.stan"
+    tmp.write_text(json.dumps(content))
     os.replace(tmp, record)
+
+
+def _read_record(folder: Path) -> dict[str, Any] | None:
+    try:
+        content = json.loads((folder / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return content if isinstance(content, dict) else None
+
+
+def message_file_name(model: cmdstanpy.CmdStanModel) -> str:
+    """The Stan file name in the runtime messages of ``model``'s executable
+    (``"(in 'm_ct.stan', line 96, ...)"``): the file it was compiled from, which for an
+    executable adopted from a program of the same content under another name is that
+    program's file.
+
+    Raises
+    ------
+    Nothing.
+    """
+    exe = getattr(model, "exe_file", None)
+    if isinstance(exe, (str, os.PathLike)):
+        record = _read_record(Path(exe).parent)
+        if record is not None and isinstance(record.get("messages_name"), str):
+            return str(record["messages_name"])
+    return Path(model.stan_file).name if model.stan_file else f"{model.name}.stan"
+
+
+def _index_entry(root: Path, key: str) -> Path:
+    return root / CONTENT_INDEX / key[:32]
+
+
+def _remember(root: Path, key: str, folder: Path) -> None:
+    """Point the content index at ``folder`` (which holds a proven executable)."""
+    entry = _index_entry(root, key)
+    try:
+        if entry.is_file() and entry.read_text().strip() == folder.name:
+            return
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+        tmp.write_text(folder.name)
+        os.replace(tmp, entry)
+    except OSError as exc:  # the index only saves compilations
+        logger.debug("could not update the content index %s (%s)", entry, exc)
+
+
+def _donor(root: Path, folder: Path, key: str, text_key: str) -> Path | None:
+    """A proven executable of the same content in another folder of the cache, or None.
+
+    Candidates: the folder the content index names, then folders of the same exact
+    text under other names.  Only an executable whose completion record matches it
+    counts.
+    """
+    candidates: list[Path] = []
+    entry = _index_entry(root, key)
+    if entry.is_file():
+        try:
+            candidates.append(root / entry.read_text().strip())
+        except OSError:
+            pass
+    candidates += sorted(root.glob(f"*-{text_key[:16]}"))
+    for candidate in candidates:
+        if candidate == folder or not candidate.is_dir():
+            continue
+        exe = candidate / candidate.name.rsplit("-", 1)[0]
+        if exe.is_file() and (candidate / RECORD).is_file() and _cached_problem(exe) is None:
+            return exe
+    return None
+
+
+def _adopt(donor: Path, exe_file: Path) -> bool:
+    """Link (or copy) the donor executable into place; True when it is there, proven.
+
+    Raises
+    ------
+    Nothing (False when it cannot be done).
+    """
+    record = _read_record(donor.parent)
+    tmp = exe_file.with_name(f".{exe_file.name}.{os.getpid()}.adopt")
+    try:
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(donor, tmp)
+        except OSError:
+            shutil.copy2(donor, tmp)
+        os.replace(tmp, exe_file)
+        found = _fingerprint(exe_file)
+    except OSError as exc:
+        logger.debug("could not reuse %s for %s (%s)", donor, exe_file, exc)
+        tmp.unlink(missing_ok=True)
+        return False
+    if record is None or any(found[k] != record.get(k) for k in ("size", "sha256")):
+        exe_file.unlink(missing_ok=True)  # changed while it was linked: compile instead
+        return False
+    _write_record(exe_file, str(record.get("messages_name") or f"{donor.name}.stan"))
+    return True
 
 
 def _cached_problem(exe_file: Path) -> str | None:
@@ -129,10 +306,16 @@ def _cached_problem(exe_file: Path) -> str | None:
             expected = json.loads(record.read_text())
         except (OSError, ValueError):
             return "has an unreadable completion record"
+        if not isinstance(expected, dict):
+            return "has an unreadable completion record"
         found = _fingerprint(exe_file)
-        if found != expected:
-            return (f"does not match its completion record (size {found['size']}, expected "
-                    f"{expected.get('size')})")
+        if found["size"] != expected.get("size"):
+            return (f"does not match its completion record: it has {found['size']} bytes, "
+                    f"the record {expected.get('size')} (a build cut short, or a changed file)")
+        if found["sha256"] != expected.get("sha256"):
+            return (f"does not match its completion record: its sha256 checksum is "
+                    f"{found['sha256'][:12]}..., the record's {str(expected.get('sha256'))[:12]}"
+                    "... (same size: the file was changed or corrupted after its build)")
         return None
     if exe_file.stat().st_size == 0:
         return "is empty (a build that was interrupted)"
@@ -172,6 +355,10 @@ def compile_model(
     force
         Recompile even if a cached executable exists.
 
+    The executable is keyed by content (:func:`content_key`): a program already
+    compiled under another name, or differing from one only in comments, reuses
+    that executable instead of compiling again.
+
     Returns
     -------
     cmdstanpy.CmdStanModel
@@ -199,13 +386,10 @@ def compile_model(
             paths.append(str(source.parent))
         stanc_options["include-paths"] = paths
     included = _included_files(text, source, list(stanc_options.get("include-paths", [])))
-    key = program_hash(
-        text,
-        included=included,
-        stanc_options=stanc_options,
-        cpp_options=cpp_options,
-        installation=installation,
-    )
+    key = program_hash(text, included=included, stanc_options=stanc_options,
+                       cpp_options=cpp_options, installation=installation)
+    same_code = content_key(text, included=included, stanc_options=stanc_options,
+                            cpp_options=cpp_options, installation=installation)
     root = Path(cache_dir) if cache_dir is not None else model_cache_dir()
     root.mkdir(parents=True, exist_ok=True)
     folder = root / f"{name}-{key[:16]}"
@@ -217,20 +401,23 @@ def compile_model(
             problem = _cached_problem(exe_file)
             if problem is None:
                 logger.debug("reusing compiled model %s", exe_file)
-                return cmdstanpy.CmdStanModel(
-                    stan_file=str(stan_file),
-                    exe_file=str(exe_file),
-                    stanc_options=stanc_options or None,
-                    cpp_options=cpp_options,
-                )
-            logger.warning("the cached executable %s %s; compiling it again", exe_file,
-                           problem)
-            exe_file.unlink(missing_ok=True)
+                _remember(root, same_code, folder)
+                return _model(stan_file, exe_file, stanc_options, cpp_options)
+            logger.warning("the cached executable %s %s; compiling it again (if this recurs, "
+                           "check the disk, or delete the cache folder %s)", exe_file, problem,
+                           folder)
+        exe_file.unlink(missing_ok=True)  # a new build never writes through a shared link
         folder.mkdir(parents=True, exist_ok=True)
         if not stan_file.exists() or stan_file.read_text() != text:
             tmp = stan_file.with_suffix(".stan.tmp")
             tmp.write_text(text)
             os.replace(tmp, stan_file)
+        donor = None if force else _donor(root, folder, same_code, key)
+        if donor is not None and _adopt(donor, exe_file):
+            logger.info("reusing the executable of %s for %s (the same program)",
+                        donor.parent.name, name)
+            _remember(root, same_code, folder)
+            return _model(stan_file, exe_file, stanc_options, cpp_options)
         logger.info("compiling %s (%s)", name, folder)
         started = time.monotonic()
         try:
@@ -251,8 +438,16 @@ def compile_model(
                 str(exc),
             ) from exc
         _write_record(exe_file)
+        _remember(root, same_code, folder)
         logger.info("compiled %s in %.1f s", name, time.monotonic() - started)
         return model
+
+
+def _model(stan_file: Path, exe_file: Path, stanc_options: dict[str, Any],
+           cpp_options: dict[str, Any] | None) -> cmdstanpy.CmdStanModel:
+    """The cmdstanpy model of a cached, proven executable."""
+    return cmdstanpy.CmdStanModel(stan_file=str(stan_file), exe_file=str(exe_file),
+                                  stanc_options=stanc_options or None, cpp_options=cpp_options)
 
 
 def clear_model_cache(cache_dir: str | os.PathLike[str] | None = None) -> None:

@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from pemc_stan.errors import ImproperPriorError
 from pemc_stan.inputs import StanProgram
 from pemc_stan.stan import ast
 from pemc_stan.stan.evaluate import evaluate, scalar_definitions, size_of, with_definitions
 from pemc_stan.stan.printer import print_expr
 
-__all__ = ["PriorGap", "PriorReport", "prior_report"]
+__all__ = ["PriorGap", "PriorReport", "prior_report", "improper_prior"]
 
 
 @dataclass(frozen=True)
@@ -233,3 +234,35 @@ def _data_names(program: StanProgram) -> set[str]:
     tree = program.tree
     return {n for block in (tree.data, tree.transformed_data) if block is not None
             for s in block.stmts if isinstance(s, ast.VarDecl) for n in s.names}
+
+
+def improper_prior(program: StanProgram, data: Mapping[str, Any],
+                   report: PriorReport | None = None) -> ImproperPriorError | None:
+    """The error that refuses ``log Z`` of a program with a flat, improper prior, or None.
+
+    The one test of whether a model's evidence is defined: :func:`check_prior` raises
+    what it returns, and a fit's ``log_z()`` and ``estimates.json`` report it.
+
+    Parameters
+    ----------
+    program, data
+        The user's program and data.
+    report
+        The program's :func:`~pemc_stan.estimators.normalisation.prior_report`, when
+        already made.
+
+    Raises
+    ------
+    Nothing (the error is returned).
+    """
+    report = prior_report(program, data) if report is None else report
+    if not report.flat:
+        return None
+    names = ", ".join(f"'{n}' (line {line})" for n, line in report.flat)
+    return ImproperPriorError(
+        f"{program.name}: log Z needs a proper prior, but {names} "
+        f"{'has' if len(report.flat) == 1 else 'have'} no prior statement and an unbounded "
+        "support, i.e. a flat, improper prior, so the evidence is undefined (its scale is "
+        "arbitrary); give each a proper prior, e.g. '"
+        f"{report.flat[0][0]} ~ normal(0, 10);'. Sampling works as the model is.",
+        tuple(n for n, _ in report.flat), program.name, report.flat[0][1])

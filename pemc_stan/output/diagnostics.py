@@ -26,7 +26,8 @@ from numpy.typing import NDArray
 
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
-           "rhat_and_ess", "chains_disagree", "UNVISITED_SHARE_MIN"]
+           "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
+           "UNVISITED_SHARE_MIN"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -112,9 +113,43 @@ def rhat_and_ess(draws: NDArray[np.float64]) -> tuple[float, float]:
     import arviz as az
 
     x = np.asarray(draws, dtype=float)
-    if x.ndim != 2 or not np.all(np.isfinite(x)) or np.ptp(x) == 0:
+    if not _assessable(x):
         return float("nan"), float("nan")
     return float(az.rhat(x)), float(az.ess(x, method="bulk"))
+
+
+#: The columns of :func:`convergence_stats` (and of ``ExtendedFit.convergence()``).
+CONVERGENCE_COLUMNS = ("r_hat", "ess_bulk", "ess_tail")
+
+
+def _assessable(x: NDArray[np.float64]) -> bool:
+    """Draws (chains, draws) whose R-hat and ESS are defined: finite and not constant."""
+    return x.ndim == 2 and bool(np.all(np.isfinite(x))) and bool(np.ptp(x) > 0)
+
+
+def convergence_stats(draws: NDArray[np.float64]) -> tuple[float, float, float]:
+    """Rank-normalised split R-hat, bulk ESS and tail ESS of draws shaped (chains, draws).
+
+    The one computation behind both the verdict's R-hat and ESS checks and the
+    summary table's ``r_hat``, ``ess_bulk`` and ``ess_tail`` (see
+    ``ExtendedFit.convergence``), so the two always show the same numbers.
+
+    Returns
+    -------
+    (r_hat, ess_bulk, ess_tail)
+        NaN for constant or non-finite draws (as :func:`rhat_and_ess`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    import arviz as az
+
+    x = np.asarray(draws, dtype=float)
+    if not _assessable(x):
+        return float("nan"), float("nan"), float("nan")
+    return (float(az.rhat(x)), float(az.ess(x, method="bulk")),
+            float(az.ess(x, method="tail")))
 
 
 def chains_disagree(estimates: NDArray[np.float64], std_errors: NDArray[np.float64]

@@ -35,7 +35,8 @@ from pemc_stan.errors import OutputFolderBusyError, OutputPathError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RunFolder", "check_output_file", "write_text_atomically", "LOCK_NAME",
+__all__ = ["RunFolder", "check_output_file", "check_output_folder", "write_text_atomically",
+           "LOCK_NAME",
            "MANIFEST_NAME", "PARTIAL_NAME"]
 
 LOCK_NAME = ".pemc-stan.lock"
@@ -98,8 +99,29 @@ def _probe_writable(folder: Path, what: str) -> None:
     os.unlink(name)
 
 
-def check_output_file(path: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that ``path`` can be written as a file.
+def _nearest_existing(path: Path, what: str) -> Path:
+    """The nearest existing folder ``path`` would be created in.
+
+    Raises
+    ------
+    OutputPathError
+        If an existing ancestor of ``path`` is a file.
+    """
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputPathError(f"the {what} {path} cannot be created: {parent} is a "
+                                      "file", "pass a path inside an existing folder", path)
+            return parent
+    return Path(path.anchor or ".")
+
+
+def check_output_folder(path: str | os.PathLike[str], what: str = "output folder") -> Path:
+    """Check, before any work, that ``path`` can be (or is) a writable folder; nothing is
+    created.
+
+    The front doors call it before any pilot or compilation, so a file given as a
+    folder is named at once, not after minutes of work.
 
     Returns
     -------
@@ -108,14 +130,49 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
     Raises
     ------
     OutputPathError
-        If it is a folder, its folder does not exist or is a file, or cannot be
-        written.
+        If it is a file, an existing ancestor is a file, or the folder it is or would
+        be created in is not writable.
+    """
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise OutputPathError(f"the {what} {p} is a file, not a folder",
+                              "pass the path of a folder (it is created if needed)", p)
+    _probe_writable(p if p.is_dir() else _nearest_existing(p, what), what
+                    if p.is_dir() else f"folder the {what} would be created in")
+    return p
+
+
+def check_output_file(path: str | os.PathLike[str], *, example: str = "estimate.json",
+                      make_parents: bool = False) -> Path:
+    """Check, before any work, that ``path`` can be written as a file.
+
+    Parameters
+    ----------
+    path
+        The output file.
+    example
+        A file name the remedy for a folder suggests.
+    make_parents
+        Missing folders of ``path`` will be created (then only the nearest existing
+        one must be a writable folder).
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    OutputPathError
+        If it is a folder, its folder does not exist (without ``make_parents``) or
+        is a file, or cannot be written.
     """
     p = Path(path).expanduser()
     if p.is_dir():
-        raise OutputPathError(f"the output file {p} is a folder",
-                              "pass a file name, e.g. estimate.json", p)
+        raise OutputPathError(f"the output file {p} is a folder, not a file",
+                              f"pass a file name, e.g. {example}", p)
     parent = p.parent if str(p.parent) else Path(".")
+    if make_parents and not parent.exists():
+        parent = _nearest_existing(p, "output file")
     if not parent.exists():
         raise OutputPathError(f"the folder of the output file {p} does not exist",
                               f"create {parent} first, or pass another path", p)

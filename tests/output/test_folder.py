@@ -143,3 +143,35 @@ def test_atomic_writes_get_the_usual_permissions(tmp_path: Path) -> None:
     finally:
         os.umask(umask)
     assert (tmp_path / "e.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_output_folders_are_checked_without_creating_them(tmp_path: Path) -> None:
+    from pemc_stan.output.folder import check_output_folder
+
+    assert check_output_folder(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+    assert not (tmp_path / "new").exists()
+    blocker = tmp_path / "results.txt"
+    blocker.write_text("")
+    for path, fragment in [(blocker, "is a file, not a folder"),
+                           (blocker / "sub", f"{blocker} is a file"),
+                           (Path("/proc/pemc-x"), "not writable")]:
+        with pytest.raises(OutputPathError, match=fragment) as info:
+            check_output_folder(path)
+        assert info.value.remedy and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("method", ["pe", "ct"])
+def test_sample_names_a_file_given_as_output_dir_before_any_pilot_or_compile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    import pemc_stan
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was compiled or a pilot run")
+
+    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    monkeypatch.setattr("pemc_stan.methods.base.MethodModel.sample", never)
+    blocker = tmp_path / "draws.csv"
+    blocker.write_text("")
+    program = "parameters { real x; } model { x ~ normal(0, 1); }"
+    with pytest.raises(OutputPathError, match="draws.csv is a file, not a folder"):
+        pemc_stan.sample(program, method=method, output_dir=blocker)
