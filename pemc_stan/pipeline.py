@@ -17,11 +17,16 @@ task settles them on the client, then runs :func:`sample` on a worker.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import json
 import logging
+import math
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import cmdstanpy
@@ -33,31 +38,103 @@ from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
 from pemc_stan.methods.follow_up import DEFAULT_BUDGET, follow_up
-from pemc_stan.methods.options import check_int, check_number, field_names
+from pemc_stan.methods.options import check_int, check_number, field_names, option
+from pemc_stan.output.folder import check_output_folder
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["transform", "transform_result", "method_model", "sample", "run", "split_options",
-           "SamplerArgs"]
+           "SamplerArgs", "METRICS", "draw_seed", "parse_inits", "nuts_fields", "check_inits"]
+
+
+#: Seeds are drawn from [0, 2^31 - 1): the seeds derived from a run's seed (bootstrap
+#: rounds ``seed + r``, follow-ups ``seed + 1000 k``, pilots) then stay within CmdStan's
+#: range [0, 2^32 - 1].
+SEED_DRAW_BOUND = 2**31 - 1
+
+#: ``metric`` values (cmdstanpy also takes ``diag``, ``dense`` and ``unit``).
+METRICS = ("diag_e", "dense_e", "unit_e")
+_METRIC_SPELLINGS = (*METRICS, "diag", "dense", "unit")
+
+
+def draw_seed() -> int:
+    """A seed for a run given none: every run is reproducible from the seed it records.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return secrets.randbelow(SEED_DRAW_BOUND)
+
+
+def parse_inits(text: str) -> float | str:
+    """``--inits`` text: a number R (uniform(-R, R) inits), else a JSON file's path.
+
+    Raises
+    ------
+    Nothing (the value is checked by :meth:`SamplerArgs.validate`).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value if math.isfinite(value) else text
 
 
 @dataclass
 class SamplerArgs:
     """The NUTS arguments of :func:`sample`, checked before anything is compiled.
 
-    Names mirror ``cmdstanpy.CmdStanModel.sample``; ``extra`` holds its other
-    keyword arguments (``adapt_delta``, ``max_treedepth``, ...).
+    Names mirror ``cmdstanpy.CmdStanModel.sample``.  Each field with a flag
+    (:func:`~pemc_stan.methods.options.option`) becomes one of ``pemc-stan
+    sample``'s (``max_treedepth`` is ``--max-treedepth``); its default is
+    written here only.  A NUTS argument left at None is not passed, so
+    CmdStan's own default applies.  ``extra`` holds the other keyword
+    arguments of ``CmdStanModel.sample`` (``step_size``, ``inv_metric``, ...);
+    an argument that has a field here and is given in ``extra`` moves to its
+    field.
     """
 
-    chains: int = 4
-    iter_warmup: int = 1000
-    iter_sampling: int = 1000
-    seed: int | None = None
-    show_progress: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    chains: int = option(4, "number of chains", metavar="N")
+    iter_warmup: int = option(1000, "warm-up iterations per chain", metavar="N")
+    iter_sampling: int = option(1000, "sampling iterations per chain", metavar="N")
+    seed: int | None = option(
+        None, "random seed of every run, pilot and resampling, in [0, 2^32 - 1] (default: "
+        "drawn at random, printed and recorded, so that the run can be repeated)",
+        parse=int, metavar="SEED")
+    show_progress: bool = option(False, "progress bars", cli=False)
+    extra: dict[str, Any] = field(default_factory=dict, metadata={"cli": False})
     #: Follow-up runs' budget (:mod:`pemc_stan.methods.follow_up`): all runs together
     #: take at most this many times the first run's gradient evaluations; 1: none.
-    budget: float = DEFAULT_BUDGET
+    budget: float = option(DEFAULT_BUDGET, "follow-up budget", cli=False)
+    adapt_delta: float | None = option(
+        None, "NUTS target acceptance rate in (0, 1) (default: CmdStan's, 0.8)",
+        parse=float, metavar="D")
+    max_treedepth: int | None = option(
+        None, "maximum depth of a NUTS trajectory's tree (default: CmdStan's, 10)",
+        parse=int, metavar="N")
+    metric: str | None = option(
+        None, "the mass matrix NUTS adapts: diagonal, dense or unit (default: CmdStan's, "
+        "diag_e; a method's warm start is used when it fits)", choices=METRICS)
+    thin: int | None = option(
+        None, "keep every N-th draw (default: CmdStan's, 1); weights and estimates use the "
+        "draws kept", parse=int, metavar="N")
+    parallel_chains: int | None = option(
+        None, "chains run at once (default: cmdstanpy's, all of them up to the CPU count)",
+        parse=int, metavar="N")
+    inits: Any = option(
+        None, "initial values: a number R >= 0 (uniform on (-R, R) in the unconstrained "
+        "space; 0: all zero) or a JSON file of parameter values (default: the method's own "
+        "starts, else CmdStan's R = 2)", parse=parse_inits, metavar="R|FILE.json")
+    refresh: int | None = option(
+        None, "report progress every N iterations (default: cmdstanpy's)",
+        parse=int, metavar="N")
+
+    def __post_init__(self) -> None:
+        self.extra = dict(self.extra)  # the caller's dict is left as it was
+        for name in nuts_fields():
+            if name in self.extra and getattr(self, name) is None:
+                setattr(self, name, self.extra.pop(name))
 
     def validate(self) -> SamplerArgs:
         """Check every argument.
@@ -81,16 +158,206 @@ class SamplerArgs:
             raise OptionsError("show_progress", self.show_progress, "True or False")
         known = set(inspect.signature(cmdstanpy.CmdStanModel.sample).parameters) - {"self"}
         for name, value in self.extra.items():
+            if name in nuts_fields():
+                raise OptionsError(name, value, f"{name} given once (it was also given as "
+                                   f"{name}={getattr(self, name)!r})")
             if name not in known:
                 raise OptionsError(name, value, "an option of the method or an argument of "
                                    "cmdstanpy's CmdStanModel.sample (e.g. adapt_delta, "
                                    "max_treedepth, metric, parallel_chains)")
-        if "adapt_delta" in self.extra and self.extra["adapt_delta"] is not None:
-            check_number("adapt_delta", self.extra["adapt_delta"], 0.0, 1.0, low_open=True,
+        if self.adapt_delta is not None:
+            check_number("adapt_delta", self.adapt_delta, 0.0, 1.0, low_open=True,
                          high_open=True)
-        if "max_treedepth" in self.extra and self.extra["max_treedepth"] is not None:
-            check_int("max_treedepth", self.extra["max_treedepth"], 1)
+        for name in ("max_treedepth", "thin", "parallel_chains", "refresh"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), 1)
+        if self.metric is not None and (not isinstance(self.metric, str)
+                                        or self.metric not in _METRIC_SPELLINGS):
+            raise OptionsError("metric", self.metric, " or ".join(repr(m) for m in METRICS)
+                               + " (cmdstanpy's names; give a metric's values as inv_metric)")
+        _check_inits_value(self.inits, self.chains)
         return self
+
+    def seeded(self) -> SamplerArgs:
+        """These arguments with a seed: ``self`` when it has one, else a copy with a seed
+        drawn by :func:`draw_seed` (used for every run, pilot and resampling).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return self if self.seed is not None else dataclasses.replace(self, seed=draw_seed())
+
+    def cmdstan_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments for ``CmdStanModel.sample`` besides chains, iterations,
+        seed, output folder and progress: the NUTS fields that are set, then ``extra``.
+
+        Raises
+        ------
+        Nothing.
+        """
+        out = {name: getattr(self, name) for name in nuts_fields()
+               if getattr(self, name) is not None}
+        if isinstance(out.get("inits"), os.PathLike):
+            out["inits"] = os.fspath(out["inits"])
+        out.update(self.extra)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What ``estimates.json`` records of the sampler: chains, iterations, seed and
+        the NUTS arguments given (an inits file by its path).
+
+        Raises
+        ------
+        Nothing.
+        """
+        out: dict[str, Any] = {"chains": self.chains, "iter_warmup": self.iter_warmup,
+                               "iter_sampling": self.iter_sampling, "seed": self.seed}
+        out.update(self.cmdstan_kwargs())
+        return out
+
+
+def nuts_fields() -> tuple[str, ...]:
+    """The :class:`SamplerArgs` fields passed to ``CmdStanModel.sample`` as keywords
+    (``adapt_delta``, ``max_treedepth``, ``metric``, ``thin``, ``parallel_chains``,
+    ``inits``, ``refresh``).
+
+    Raises
+    ------
+    Nothing.
+    """
+    fixed = ("chains", "iter_warmup", "iter_sampling", "seed", "show_progress", "extra",
+             "budget")
+    return tuple(f.name for f in dataclasses.fields(SamplerArgs) if f.name not in fixed)
+
+
+_INITS_EXPECTED = ("a number R >= 0 (uniform(-R, R) inits), a JSON file of initial values, "
+                   "a dict of them, or a list of one per chain")
+
+
+def _check_inits_value(inits: Any, chains: int) -> None:
+    """Raise unless ``inits`` is one of the forms cmdstanpy takes (a file is read).
+
+    Raises
+    ------
+    OptionsError
+        Naming ``inits``, the value and the accepted forms.
+    """
+    if inits is None or isinstance(inits, Mapping):
+        return
+    if isinstance(inits, (int, float)) and not isinstance(inits, bool):
+        check_number("inits", inits, 0.0, expected=_INITS_EXPECTED)
+        return
+    if isinstance(inits, (str, os.PathLike)):
+        _load_inits_file(inits)
+        return
+    if isinstance(inits, list) and inits:
+        if len(inits) != chains:
+            raise OptionsError("inits", inits, f"one entry per chain ({chains}), got "
+                               f"{len(inits)}")
+        for entry in inits:
+            if not isinstance(entry, Mapping):
+                _load_inits_file(entry)
+        return
+    raise OptionsError("inits", inits, _INITS_EXPECTED)
+
+
+def _load_inits_file(path: Any) -> dict[str, Any]:
+    """The values of a JSON inits file.
+
+    Raises
+    ------
+    OptionsError
+        If ``path`` is not a path, the file cannot be read, or it holds no JSON object.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise OptionsError("inits", path, _INITS_EXPECTED)
+    try:
+        loaded = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise OptionsError("inits", os.fspath(path), _INITS_EXPECTED, message=(
+            f"inits={os.fspath(path)!r} cannot be read ({exc.strerror or exc}); expected "
+            f"{_INITS_EXPECTED}")) from None
+    except ValueError as exc:
+        raise OptionsError("inits", os.fspath(path), _INITS_EXPECTED, message=(
+            f"inits={os.fspath(path)!r} is not JSON ({exc}); expected a JSON object of "
+            "parameter values, e.g. {\"mu\": 0.5, \"theta\": [1, 2]}")) from None
+    if not isinstance(loaded, dict):
+        raise OptionsError("inits", os.fspath(path), _INITS_EXPECTED, message=(
+            f"inits={os.fspath(path)!r} holds a JSON {type(loaded).__name__}; expected a "
+            "JSON object of parameter values, e.g. {\"mu\": 0.5, \"theta\": [1, 2]}"))
+    return loaded
+
+
+def check_inits(result: TransformResult, data: Mapping[str, Any] | None, inits: Any) -> None:
+    """Check the user's initial values against the program the method runs (before
+    anything is compiled).
+
+    A method's program may hold a parameter differently from the model (the
+    pseudo-extended program holds ``N`` copies of each): values shaped as the
+    model declares them then do not fit it, and CmdStan would only say so after
+    compiling.  Values are checked where their shape can be worked out from the
+    data; names that are no parameter of either program are left to CmdStan
+    (which ignores them).
+
+    Parameters
+    ----------
+    result
+        The method's transformation of the model.
+    data
+        The user's data.
+    inits
+        As :attr:`SamplerArgs.inits` (validated).
+
+    Raises
+    ------
+    OptionsError
+        Naming ``inits``, the parameter, both declarations and what to give instead.
+    """
+    from pemc_stan.inputs import _expected_shape, _json_shape
+    from pemc_stan.stan.printer import print_type
+
+    if inits is None or isinstance(inits, (int, float)):
+        return
+    entries = inits if isinstance(inits, list) else [inits]
+    values = [dict(e) if isinstance(e, Mapping) else _load_inits_file(e) for e in entries]
+    label = result.method.short if result.method is not None else "transformed"
+    try:
+        extended = {name: t for t, name in read_program(result.stan_code,
+                                                        result.model_name).parameters}
+    except Exception as exc:  # the check is a courtesy: CmdStan checks the values too
+        logger.debug("inits not checked: the %s program did not parse (%s)", label, exc)
+        return
+    original = {name: t for t, name in result.program.parameters}
+    sizes = dict(data or {})
+    additions = getattr(result, "data_additions", None)  # data the method's program adds
+    if isinstance(additions, Mapping):
+        sizes.update({k: v for k, v in additions.items() if v is not None})
+    given = inits if isinstance(inits, (str, os.PathLike)) else "the inits given"
+    remedy = (f"give inits as a number R (uniform(-R, R) in the unconstrained space), or "
+              f"values for the {label} program's parameters ('pemc-stan transform' prints it)")
+    for entry in values:
+        for name, value in entry.items():
+            if name not in extended:
+                if name in original:
+                    raise OptionsError("inits", given, remedy, message=(
+                        f"inits give {name}, a parameter of the model, but the {label} "
+                        f"program has no parameter {name} (its parameters: "
+                        f"{', '.join(extended)}): {remedy}"))
+                continue
+            want = _expected_shape(extended[name], sizes)
+            got = _json_shape(value)
+            if want is None or got is None or got == want:
+                continue
+            declared = f"{print_type(extended[name])} {name}"
+            if name in original and extended[name] != original[name]:
+                raise OptionsError("inits", given, remedy, message=(
+                    f"inits give {name} with shape {got}, but the {label} program declares "
+                    f"{declared} (shape {want}; the model: {print_type(original[name])} "
+                    f"{name}): {remedy}"))
+            raise OptionsError("inits", given, f"{name} of shape {want}", message=(
+                f"inits give {name} with shape {got}; the {label} program declares "
+                f"{declared} (shape {want}): give {name} that shape"))
 
 
 def _check_inputs(model: Any, data: Any) -> None:
@@ -232,7 +499,9 @@ def sample(
         :class:`~pemc_stan.methods.continuous_tempering.options.ContinuousTemperingOptions`);
         or pass its fields as keywords.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
-        Passed to ``CmdStanModel.sample``.
+        Passed to ``CmdStanModel.sample``.  Without ``seed`` one is drawn
+        (:func:`draw_seed`) and used for everything; it is ``fit.run_seed``, and
+        the InferenceData and ``estimates.json`` record it.
     client
         A ``distributed.Client``: run every chain as a task of its cluster
         (needs ``pemc-stan[distributed]``).  Each chain keeps its seed and
@@ -247,7 +516,14 @@ def sample(
         The steps are in ``fit.follow_up``.
     **kwargs
         The method's options (``n_pseudo=5``, ``base_covariance="dense"``, ...)
-        and further ``CmdStanModel.sample`` arguments (``adapt_delta``, ...).
+        and further ``CmdStanModel.sample`` arguments (:class:`SamplerArgs`:
+        ``adapt_delta``, ``max_treedepth``, ``metric``, ``thin``,
+        ``parallel_chains``, ``inits``, ``refresh``; and any other, such as
+        ``step_size``).  ``inits`` given here win over a method's own starts
+        (PE's draws from its pilot's base) in the first run; follow-up runs
+        continue from where the run ended.  A ``metric`` given here keeps a
+        method's initial inverse metric only when it fits (a diagonal one for
+        ``diag_e``).
 
     Returns
     -------
@@ -257,8 +533,8 @@ def sample(
     Raises
     ------
     OptionsError
-        For invalid options, options of another method, or an unknown method
-        (before compiling).
+        For invalid options, options of another method, an unknown method, or
+        inits that do not fit the method's program (before compiling).
     StanProgramError
         For programs the transformation does not apply to (before compiling).
     DataError
@@ -304,15 +580,28 @@ def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
     Returns
     -------
     ExtendedFit
+        With ``run_seed`` set: the sampler's seed, or the one drawn when it has none.
 
     Raises
     ------
     DataError
         For data that do not match the data block (before compiling).
+    OptionsError
+        For inits that do not fit the method's program (before compiling).
+    OutputPathError
+        If ``output_dir`` is a file, or cannot be created or written (before anything
+        is read or compiled).
     CmdStanRunError, KeyboardInterrupt, ImportError
         As :func:`sample`.
     """
+    sampler = sampler.seeded()
+    if output_dir is not None:  # a file given as the folder: named before any pilot/compile
+        check_output_folder(output_dir)
     method_model = result.require_method().model(result, data, original_model)
+    check_inits(result, method_model.data, sampler.inits)
+    kwargs = sampler.cmdstan_kwargs()
+    # the user's inits start the first run; a follow-up continues from where it ended
+    later = {k: v for k, v in kwargs.items() if k != "inits"}
     if client is not None:
         from pemc_stan.backend.chains import DaskChainRunner
 
@@ -323,13 +612,14 @@ def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
             fit: ExtendedFit = method_model.sample(
                 chains=sampler.chains, iter_warmup=sampler.iter_warmup,
                 iter_sampling=sampler.iter_sampling, seed=sampler.seed, output_dir=output_dir,
-                show_progress=sampler.show_progress, **sampler.extra)
+                show_progress=sampler.show_progress, **kwargs)
             fit = follow_up(method_model, fit, iter_warmup=sampler.iter_warmup,
                             iter_sampling=sampler.iter_sampling, seed=sampler.seed,
                             budget=sampler.budget, output_dir=output_dir,
-                            show_progress=sampler.show_progress, **sampler.extra)
+                            show_progress=sampler.show_progress, **later)
     except RuntimeError as exc:
         if not is_cmdstan_failure(exc):
             raise
         raise run_error(exc, "CmdStan") from exc
+    fit.run_seed = sampler.seed
     return fit

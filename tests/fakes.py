@@ -119,7 +119,7 @@ class FakeCTFit(ContinuousTemperingFit):
     def log_weights(self) -> np.ndarray:
         return -np.logaddexp(0.0, self.delta())  # log w1 = -log(1 + exp(Delta))
 
-    def log_z(self) -> object:
+    def log_normaliser(self) -> object:
         return self._estimate
 
     def resampled_draws_pd(self, output_dir: str | None = None) -> object:

@@ -1,7 +1,8 @@
 """The ``pemc-stan`` command line.
 
 Subcommands, one module each: ``transform`` (print the transformed program),
-``sample`` (run a method and write its results), ``evidence`` (estimate log Z)
+``sample`` (run a method and write its results), ``report`` (rebuild a run's
+pictures and report.html), ``evidence`` (estimate log Z)
 and ``runtime``.  Method flags are derived from the registered methods'
 options (:mod:`pemc_stan.cli.options`).  Every subcommand returns an
 :class:`~pemc_stan.cli.errors.ExitCode`; errors are reported as one line of
@@ -26,10 +27,10 @@ from collections.abc import Callable, Sequence
 
 from pemc_stan._version import __version__
 from pemc_stan.backend.processes import adopt_orphans, ending_children
-from pemc_stan.cli import batch, evidence, runtime, sample, transform
+from pemc_stan.cli import batch, evidence, report, runtime, sample, transform
 from pemc_stan.cli.console import configure_logging
 from pemc_stan.cli.errors import ExitCode, describe_error
-from pemc_stan.errors import Interrupted
+from pemc_stan.errors import CliError, Interrupted
 
 __all__ = ["main", "build_parser", "ExitCode", "describe_error"]
 
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pemc-stan {__version__}")
     _add_verbosity(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (transform, sample, evidence, batch, runtime):
+    for command in (transform, sample, report, evidence, batch, runtime):
         command.add_parser(sub)
     for p in sub.choices.values():  # the same flags after the subcommand
         _add_verbosity(p, argparse.SUPPRESS)
@@ -80,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help / usage errors
         return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.USAGE)
+    except CliError as exc:  # a value checked as it is parsed (--method): before any work
+        print(f"pemc-stan: error: {exc.cause}", file=sys.stderr)
+        print(f"pemc-stan: remedy: {exc.remedy}", file=sys.stderr)
+        return int(exc.code)
     configure_logging(args.debug or args.verbose, args.quiet)
     handler: Callable[[argparse.Namespace], ExitCode] | None = getattr(args, "handler", None)
     if handler is None:

@@ -2,7 +2,11 @@
 
 The estimator is chosen with ``--estimator``; ``--method``, its former name, is
 still accepted (with a deprecation warning on standard error): in ``pemc-stan
-sample`` a method is a sampling method.
+sample`` a method is a sampling method.  The estimators that run a method (``ct``,
+``ti``: continuous tempering) take its options (``--bootstrap-rounds``, ...) and
+every estimator that runs NUTS the sampler's flags (``--adapt-delta``, ``--inits``,
+...), as ``pemc-stan sample`` does.  Without ``--seed`` one is drawn, printed and
+recorded.
 """
 
 from __future__ import annotations
@@ -15,12 +19,21 @@ from typing import Any
 
 from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
-from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
-from pemc_stan.cli.options import add_sampler_options
+from pemc_stan.cli.files import MODEL_HELP, existing_file, model_and_data, read_data, read_model
+from pemc_stan.cli.options import (
+    add_method_options,
+    add_sampler_options,
+    flag_of,
+    method_options,
+    sampler_options,
+    seed_line,
+)
 from pemc_stan.errors import CliError
-from pemc_stan.evidence import evidence
+from pemc_stan.evidence import canonical_estimator, evidence
+from pemc_stan.methods import registry
 from pemc_stan.output.folder import check_output_file, write_text_atomically
 from pemc_stan.output.writers import json_safe
+from pemc_stan.pipeline import SamplerArgs
 
 __all__ = ["add_parser", "run"]
 
@@ -50,6 +63,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--method", default=None, metavar="METHOD",
                    help="deprecated spelling of --estimator")
     add_sampler_options(p)
+    add_method_options(p, method_flag=False)  # for the estimators that run a method
     p.add_argument("--json", metavar="OUT.json", help="also write the estimate here")
     p.set_defaults(handler=run)
 
@@ -65,12 +79,18 @@ def run(args: argparse.Namespace) -> ExitCode:
     """
     quiet_cmdstanpy(args.debug)
     estimator = _estimator(args)
+    options = _method_options(args, estimator)
+    given = sampler_options(args)
+    if isinstance(given.get("inits"), str):
+        existing_file(given["inits"], "inits file")
+    sampler = SamplerArgs(**given).validate().seeded()  # one seed for everything
     json_path = check_output_file(args.json) if args.json else None  # before any work
     model, data_path = model_and_data(args)
     program = read_model(model)
     data = read_data(program, model, data_path)
-    kwargs: dict[str, Any] = {"chains": args.chains, "iter_warmup": args.iter_warmup,
-                              "iter_sampling": args.iter_sampling, "seed": args.seed}
+    kwargs: dict[str, Any] = {"chains": sampler.chains, "iter_warmup": sampler.iter_warmup,
+                              "iter_sampling": sampler.iter_sampling, "seed": sampler.seed,
+                              **sampler.cmdstan_kwargs(), **options}
     if estimator is not None:
         kwargs["estimator"] = estimator.replace("-", "_")
     try:
@@ -81,9 +101,10 @@ def run(args: argparse.Namespace) -> ExitCode:
             raise
         raise mapped from exc
     print(f"log Z = {estimate.log_z:.6g} +/- {estimate.std_error:.3g} ({estimate.method})")
+    print(seed_line(sampler.seed, "seed" in given))
     for key, value in (estimate.diagnostics or {}).items():
         if isinstance(value, (int, float, str)):
-            if key != "verdict":
+            if key not in ("verdict", "seed"):
                 print(f"  {key}: {value:.4g}" if isinstance(value, float) else f"  {key}: {value}")
     verdict = (estimate.diagnostics or {}).get("verdict", "ok")
     reasons = (estimate.diagnostics or {}).get("reasons", [])
@@ -95,6 +116,33 @@ def run(args: argparse.Namespace) -> ExitCode:
             {"log_z": estimate.log_z, "std_error": estimate.std_error,
              "method": estimate.method, "diagnostics": estimate.diagnostics}), indent=2) + "\n")
     return ExitCode.SUSPECT if reasons else ExitCode.OK
+
+
+def _method_options(args: argparse.Namespace, estimator: str | None) -> dict[str, Any]:
+    """The method options given, checked against the method the estimator runs.
+
+    Raises
+    ------
+    CliError
+        If options are given for an estimator that runs no method (a usage error).
+    OptionsError
+        If an option is invalid or belongs to another method.
+    """
+    given = method_options(args)
+    name = canonical_estimator((estimator or "bridge").replace("-", "_"))
+    if not given or name is None:  # an unknown estimator is reported by evidence()
+        return given
+    owner = registry.for_estimator(name)
+    if owner is None:
+        flags = ", ".join(flag_of(n) for n in given)
+        running = ", ".join(f"{' or '.join(m.estimators)} ({m.label})"
+                            for m in registry.methods() if m.estimators)
+        raise CliError(f"{flags}: options of a sampling method, but the {name} estimator "
+                       "runs none (it works on draws of the model itself)",
+                       f"drop {flags}, or use an estimator that runs a method: {running}",
+                       ExitCode.USAGE)
+    owner.build_options(**given)  # checked before any work
+    return given
 
 
 def _estimator(args: argparse.Namespace) -> str | None:

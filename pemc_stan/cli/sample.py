@@ -11,13 +11,20 @@ from typing import Any
 
 from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
-from pemc_stan.cli.files import MODEL_HELP, model_and_data, read_data, read_model
-from pemc_stan.cli.options import add_method_options, add_sampler_options, method_options
+from pemc_stan.cli.files import MODEL_HELP, existing_file, model_and_data, read_data, read_model
+from pemc_stan.cli.options import (
+    add_method_options,
+    add_sampler_options,
+    method_options,
+    sampler_options,
+    seed_line,
+)
+from pemc_stan.cli.report import report_files
 from pemc_stan.methods import registry
 from pemc_stan.methods.follow_up import DEFAULT_BUDGET
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
-from pemc_stan.pipeline import SamplerArgs
+from pemc_stan.pipeline import SamplerArgs, check_inits
 from pemc_stan.pipeline import run as run_method
 
 __all__ = ["add_parser", "run", "EPILOG"]
@@ -28,15 +35,27 @@ output directory (--output-dir, default ./<model>_<method>_output):
                    original parameters, transformed parameters and generated
                    quantities; sample_stats = NUTS statistics, beta, weights, weight
                    ESS; extended_posterior = the extended-space draws with log weights;
-                   observed_data / constant_data; attributes = method, options, log Z
+                   observed_data / constant_data; attributes = method, options, seed,
+                   log Z
   cmdstan/         the raw CmdStan CSV files of the extended run
   gq/              the original model's generated quantities on the resampled draws
                    (when it has transformed parameters or generated quantities)
   weights.csv      per draw: chain, draw, beta and log weights
                    (PE: one beta_k / log_weight_k per pseudo-sample k;
                     CT: beta, delta, log_weight = log w1)
-  estimates.json   method, options, weighted expectations with MCSE, log Z when
-                   available, diagnostics
+  estimates.json   method, options, sampler settings with the seed (given or drawn),
+                   weighted expectations with MCSE, log Z when available, diagnostics
+  summary.csv      the summary table printed (one row per parameter element)
+  stan/            your program (<model>.stan) and the generated one
+                   (<model>_<method>.stan)
+  modes.json       the modes the pilot's search found (when it searched)
+  plots/           PNG pictures: trace.png (marginal and trace of the parameters),
+                   temperature.png (beta), weights.png, modes.png (the pilot's
+                   modes over the draws), log_z.png (when log Z is estimated)
+  report.html      one self-contained page: verdict, reasons and remedies, summary,
+                   log Z, diagnostics, pictures, the generated program (plots/ and
+                   report.html: not with --no-plots; 'pemc-stan report DIR' rebuilds
+                   them)
   partial-run/     only after a failed or interrupted run: its output so far (the
                    files above are then those of the earlier run, unchanged)
 
@@ -62,8 +81,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--data", metavar="DATA.json", help="data file (CmdStan JSON)")
     add_method_options(p, default=registry.get(registry.DEFAULT_METHOD).short)
     add_sampler_options(p)
-    p.add_argument("--adapt-delta", type=float, default=None, metavar="D",
-                   help="NUTS target acceptance rate (default 0.8)")
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="B",
                    help="follow-up runs that apply the verdict's remedies (a higher "
                         "adapt_delta, more draws from where the run ended) may take all runs "
@@ -77,16 +94,23 @@ def add_parser(sub: Any) -> None:
                         "(without it such a directory is refused)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bars (default: when standard error is a terminal)")
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
+                   help="draw the pictures (plots/*.png) and write report.html (default); "
+                        "--no-plots writes neither ('pemc-stan report DIR' can later)")
     p.set_defaults(handler=run)
 
 
-def _print_report(label: str, model: Path, args: argparse.Namespace, saved: Any) -> None:
+def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: bool,
+                  saved: Any) -> None:
     import pandas as pd
 
     with pd.option_context("display.width", 120, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
-        print(f"{label} fit of {model.name}: {args.chains} chains x {args.iter_sampling} draws")
-        print("weighted means (mean, mcse) and resampled draws (sd, 90% interval, ESS, R-hat):")
+        kept = -(-sampler.iter_sampling // (sampler.thin or 1))  # CmdStan keeps iteration 0
+        print(f"{label} fit of {model.name}: {sampler.chains} chains x {kept} draws")
+        print(seed_line(sampler.seed, seed_given))
+        print("weighted means (mean, mcse, ess_mean) and resampled draws (sd, 90% interval, "
+              "ESS, R-hat as the verdict judges them):")
         print(saved.table.to_string())
     print("diagnostics:")
     for key, value in saved.diagnostics.items():
@@ -105,7 +129,9 @@ def _print_report(label: str, model: Path, args: argparse.Namespace, saved: Any)
     for message in saved.diagnostics.get("messages", []):
         print(f"  advice: {message}")
     log_z = saved.log_z
-    if log_z is not None:
+    if log_z is not None and log_z.get("undefined"):
+        print(f"log Z: undefined ({log_z['undefined']})")
+    elif log_z is not None:
         print(f"log Z = {log_z['log_z']:.4f} +/- {log_z['std_error']:.4f} ({log_z['method']})")
     print(saved.verdict)
     print(f"wrote {', '.join(saved.files)} in {saved.folder}")
@@ -124,14 +150,15 @@ def run(args: argparse.Namespace) -> ExitCode:
     spec = registry.get(args.method)
     options = spec.build_options(**method_options(args))  # checked before compiling
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
-    cmdstan_kwargs: dict[str, Any] = {}
-    if args.adapt_delta is not None:
-        cmdstan_kwargs["adapt_delta"] = args.adapt_delta
-    sampler = SamplerArgs(args.chains, args.iter_warmup, args.iter_sampling, args.seed,
-                          show_progress, cmdstan_kwargs, args.budget).validate()
+    given = sampler_options(args)
+    if isinstance(given.get("inits"), str):
+        existing_file(given["inits"], "inits file")
+    sampler = SamplerArgs(show_progress=show_progress, budget=args.budget,
+                          **given).validate().seeded()  # one seed for everything
     program = read_model(model)  # syntax errors before anything else
     data = read_data(program, model, data_path)
     result = spec.transform_program(program, options)
+    check_inits(result, data, sampler.inits)
     out = (Path(args.output_dir) if args.output_dir
            else Path.cwd() / f"{model.stem}_{spec.short}_output")
     with RunFolder(out, overwrite=args.overwrite) as run:  # checked and locked before compiling
@@ -139,8 +166,10 @@ def run(args: argparse.Namespace) -> ExitCode:
             fit = run_method(result, data, sampler, output_dir=str(run.staging / "cmdstan"))
             saved = save_fit(fit, run.staging, name=model.stem, model_label=str(model),
                              data_label=str(data_path) if data_path is not None else None,
-                             sampler={"chains": args.chains, "iter_warmup": args.iter_warmup,
-                                      "iter_sampling": args.iter_sampling, "seed": args.seed})
+                             sampler=sampler.record())
+            if args.plots:  # a picture or the report failing is a warning, never the run's end
+                saved = dataclasses.replace(
+                    saved, files=saved.files + tuple(report_files(run.staging)))
         except KeyboardInterrupt as exc:
             exc.partial = run.staging  # type: ignore[attr-defined]  # named by main()
             raise
@@ -151,5 +180,5 @@ def run(args: argparse.Namespace) -> ExitCode:
             raise mapped from exc
         run.commit()
     saved = dataclasses.replace(saved, folder=out)
-    _print_report(spec.label, model, args, saved)
+    _print_report(spec.label, model, sampler, "seed" in given, saved)
     return ExitCode.OK if saved.verdict.ok else ExitCode.SUSPECT

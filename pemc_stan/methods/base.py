@@ -17,9 +17,12 @@ overrides only what differs: where its particles live
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
+import re
+import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -32,10 +35,18 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan.backend.compile import compile_model
-from pemc_stan.errors import FitSuspectWarning, OptionsError
+from pemc_stan.backend.compile import compile_model, message_file_name
+from pemc_stan.backend.console import (
+    is_cmdstan_failure,
+    rewriting_messages,
+    routed_cmdstanpy_logging,
+    run_error,
+)
+from pemc_stan.backend.progress import stage
+from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.estimators.normalisation import improper_prior
 from pemc_stan.inputs import StanProgram, read_data
 from pemc_stan.methods.base_density import coordinate_draws
 from pemc_stan.methods.warm_start import WarmStart
@@ -49,10 +60,11 @@ from pemc_stan.output.diagnostics import (
     TransitionCounts,
     Verdict,
     chains_disagree,
-    rhat_and_ess,
+    convergence_stats,
     transition_counts,
 )
 from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
+from pemc_stan.stan.line_map import LineMap
 from pemc_stan.stan.reparameterize import NonCentred
 
 if TYPE_CHECKING:
@@ -60,7 +72,30 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TransformResult", "MethodModel", "ExtendedFit", "FitHooks", "WeightedEstimate"]
+__all__ = ["TransformResult", "MethodModel", "ExtendedFit", "FitHooks", "WeightedEstimate",
+           "emit_warning"]
+
+
+_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+def emit_warning(message: str, category: type[Warning], stacklevel: int = 2) -> None:
+    """Warn on one channel: ``warnings.warn`` (what a Python user sees, and what the
+    warnings filter governs), pointing at the first caller outside pemc-stan (at least
+    ``stacklevel`` frames up, as for ``warnings.warn``); the text is also logged, at
+    DEBUG: a log record at WARNING would print the message a second time where logging
+    is not configured, and would show it where the warnings filter hides it.
+
+    Raises
+    ------
+    Nothing (unless the warnings filter turns warnings into errors).
+    """
+    level, frame = 2, sys._getframe(1)
+    while frame.f_back is not None and (level < stacklevel + 1
+                                        or frame.f_code.co_filename.startswith(_PACKAGE)):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+    logger.debug("warned: %s", message)
 
 
 class WeightedEstimate(dict[str, float]):
@@ -105,6 +140,9 @@ class TransformResult:
         :meth:`~pemc_stan.methods.registry.Method.transform_program` (None for a
         result built by calling a transformation directly); the model and the
         fit take their method from here.
+    line_map
+        The generated program's lines -> the user's (None when not kept): CmdStan's
+        messages about the generated program are told in the user's lines.
     """
 
     stan_code: str
@@ -113,6 +151,7 @@ class TransformResult:
     warnings: tuple[str, ...] = ()
     noncentred: tuple[NonCentred, ...] = ()
     method: Method | None = None
+    line_map: LineMap | None = None
 
     def require_method(self) -> Method:
         """The method that made this result.
@@ -284,16 +323,56 @@ class MethodModel:
                 iter_sampling: int, seed: int | None,
                 output_dir: str | os.PathLike[str] | None, show_progress: bool,
                 kwargs: Mapping[str, Any]) -> cmdstanpy.CmdStanMCMC:
-        if self.chain_runner is not None:
-            assert seed is not None
-            return self.chain_runner(self.result.stan_code, f"{self.name}_{self.method.short}",
-                                     data, chains, iter_warmup, iter_sampling, seed,
-                                     output_dir, **kwargs)
-        return self.method_model().sample(
-            data=dict(data), chains=chains, iter_warmup=iter_warmup,
-            iter_sampling=iter_sampling, seed=seed,
-            output_dir=None if output_dir is None else str(output_dir),
-            show_progress=show_progress, **kwargs)
+        """One CmdStan run of the transformed program, as a stage of the run; CmdStan's
+        messages about it (warnings, the reason of a failure) in the user's lines."""
+        name = f"{self.name}_{self.method.short}"
+        model = None if self.chain_runner is not None else self.method_model()
+        label = (f"sampling {chains} chain{'s' if chains != 1 else ''} x {iter_sampling} "
+                 f"draws ({iter_warmup} warm-up)")
+        rewrite = self._message_rewrite()
+        try:
+            with stage(label), rewriting_messages(rewrite):
+                if model is None:
+                    assert self.chain_runner is not None and seed is not None
+                    return self.chain_runner(self.result.stan_code, name, data, chains,
+                                             iter_warmup, iter_sampling, seed, output_dir,
+                                             **kwargs)
+                return model.sample(
+                    data=dict(data), chains=chains, iter_warmup=iter_warmup,
+                    iter_sampling=iter_sampling, seed=seed,
+                    output_dir=None if output_dir is None else str(output_dir),
+                    show_progress=show_progress, **kwargs)
+        except RuntimeError as exc:
+            if not is_cmdstan_failure(exc):
+                raise
+            error = run_error(exc, "sampling", rewrite)
+            if error is exc:
+                raise
+            raise error from exc
+
+    def _message_rewrite(self) -> Callable[[str], str] | None:
+        """CmdStan's locations in the transformed program told in the user's lines (None
+        without a line map)."""
+        line_map = self.result.line_map
+        if line_map is None:
+            return None
+        if self._method_model is not None:
+            generated = message_file_name(self._method_model)  # an adopted executable's own
+        else:  # compiled on the workers (chain_runner): named as compile_model names it
+            stem = re.sub(r"[^A-Za-z0-9_]", "_", f"{self.name}_{self.method.short}")
+            generated = ("m_" + stem if stem[:1].isdigit() else stem or "model") + ".stan"
+        return lambda text: line_map.rewrite(text, generated)
+
+    def messages_in_user_lines(self) -> contextlib.AbstractContextManager[None]:
+        """A block within which CmdStan's messages about the transformed program (the
+        warnings cmdstanpy passes on, the reasons of
+        :func:`~pemc_stan.backend.console.run_error`) are told in the user's lines.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return rewriting_messages(self._message_rewrite())
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
@@ -432,9 +511,15 @@ class ExtendedFit:
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "within_draw"
     #: The follow-up record (set per fit by ``sample``; None when it made none).
     follow_up: Any = None
+    #: The seed of the whole call that made the fit (given or drawn; set by
+    #: :func:`pemc_stan.pipeline.run`).  ``seed`` is this run's own: a bootstrap
+    #: round's or follow-up's seed is derived from it.
+    run_seed: int | None = None
     #: How widely the pilot searched for modes (:class:`~pemc_stan.methods.pilot.ModeSearch`;
     #: set per fit by methods with a search, None otherwise).
     search: Any = None
+    #: The suspect verdict :meth:`summary` warned about (set per fit; it warns once).
+    _suspect_warned: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -457,6 +542,7 @@ class ExtendedFit:
         self._resampled: pd.DataFrame | None = None
         self._index: NDArray[np.intp] | None = None
         self._chain_index: NDArray[np.intp] | None = None
+        self._convergence: pd.DataFrame | None = None
         #: The follow-up runs ``sample`` made after the first run's verdict
         #: (:class:`~pemc_stan.methods.follow_up.FollowUp`; empty when none).
         self.follow_up: Any = None
@@ -601,8 +687,9 @@ class ExtendedFit:
         table.attrs["follow_up"] = [] if self.follow_up is None else self.follow_up.describe()
         if not verdict.ok:
             message = f"these estimates are suspect: {verdict}"
-            warnings.warn(message, FitSuspectWarning, stacklevel=2)
-            logger.warning(message)
+            if message != self._suspect_warned:  # once per fit, however often it is asked
+                self._suspect_warned = message
+                emit_warning(message, FitSuspectWarning)
         return table
 
     def log_z(self) -> EvidenceEstimate | None:
@@ -736,11 +823,13 @@ class ExtendedFit:
         if self._resampled is not None:
             return self._resampled
         if output_dir:
-            resampled = recompute_quantities(
-                self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
-                self._original, self.seed, Path(output_dir))
+            with routed_cmdstanpy_logging():
+                resampled = recompute_quantities(
+                    self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
+                    self._original, self.seed, Path(output_dir))
         else:  # the draws are read into memory: no CSVs are left behind
-            with tempfile.TemporaryDirectory(prefix="pemc_gq_") as tmp:
+            with tempfile.TemporaryDirectory(prefix="pemc_gq_") as tmp, \
+                    routed_cmdstanpy_logging():
                 resampled = recompute_quantities(
                     self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
                     self._original, self.seed, Path(tmp))
@@ -852,6 +941,49 @@ class ExtendedFit:
                 reasons.append(found)
         return Verdict(tuple(reasons), tuple(names))
 
+    def convergence(self) -> pd.DataFrame:
+        """R-hat, bulk and tail ESS of the resampled draws of every original parameter column.
+
+        Computed once per fit, by
+        :func:`~pemc_stan.output.diagnostics.convergence_stats` on the draws the verdict
+        judges (:meth:`_chain_resampled_values`: under pooled resampling each chain is
+        resampled by its own weights, so the chains' agreement is not blurred); the
+        verdict's R-hat and ESS checks and the summary table both read this table, so
+        they show the same numbers.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index: the parameter columns (CmdStan names, ``L[2,1]``); columns
+            ``r_hat``, ``ess_bulk``, ``ess_tail``.
+
+        Raises
+        ------
+        Nothing beyond the fit's own errors.
+        """
+        cached: pd.DataFrame | None = getattr(self, "_convergence", None)
+        if cached is None:
+            columns = self.parameter_columns()
+            rows = [convergence_stats(self._chain_resampled_values(c)) for c in columns]
+            cached = pd.DataFrame(rows, index=pd.Index(columns, name="name"),
+                                  columns=["r_hat", "ess_bulk", "ess_tail"], dtype=float)
+            self._convergence = cached
+        return cached.copy()
+
+    def log_z_undefined(self) -> ImproperPriorError | None:
+        """Why ``log Z`` of this fit's model is undefined, or None when it is defined.
+
+        ``log Z`` needs a proper prior: a parameter with a flat, improper prior makes its
+        scale arbitrary.  This is the check of :func:`pemc_stan.evidence` (which raises
+        the error returned here), so :meth:`log_z`, ``estimates.json`` and the command
+        line refuse the same models it does.
+
+        Raises
+        ------
+        Nothing (the error is returned, not raised).
+        """
+        return improper_prior(self.program, self.data)
+
     def chain_expectations(self, column: str) -> tuple[NDArray[np.float64],
                                                        NDArray[np.float64]]:
         """Each chain's weighted mean of ``column`` and its Monte-Carlo standard error.
@@ -960,8 +1092,9 @@ class ExtendedFit:
         worst_ess: tuple[float, str, str] = (float("inf"), "", "")
         worst_chain = (0.0, "")
         n_chains = self._draws.shape[1]
+        mixing = self.convergence()
         for column in self.parameter_columns():
-            rhat, ess = rhat_and_ess(self._chain_resampled_values(column))
+            rhat, ess = (float(v) for v in mixing.loc[column, ["r_hat", "ess_bulk"]])
             if np.isfinite(rhat) and not rhat <= worst_rhat[0]:
                 worst_rhat = (rhat, column)
             if np.isfinite(ess) and ess < worst_ess[0]:
@@ -1006,8 +1139,7 @@ class ExtendedFit:
         info["messages"] = msgs
         if warn:
             for m in msgs:
-                warnings.warn(m, category, stacklevel=3)
-                logger.warning(m)
+                emit_warning(m, category, stacklevel=3)
         return info
 
     # ------------------------------------------------------------------ output

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.backend.console import is_cmdstan_failure, run_error
 from pemc_stan.inputs import StanProgram, read_program
 from pemc_stan.stan import ast
 from pemc_stan.stan.logdensity import log_density_functions
@@ -233,8 +234,9 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
                                        previous_fit=[str(path)], seed=1,
                                        gq_output_dir=str(run_dir / "gq"), sig_figs=18)
     except RuntimeError as err:
-        raise RuntimeError(f"evaluating {column} with CmdStan's generate_quantities "
-                           f"failed: {err}") from err
+        if not is_cmdstan_failure(err):
+            raise
+        raise run_error(err, f"evaluating {column} with CmdStan's generate_quantities") from err
     return _read_column(gq.runset.csv_files[0], column, n)
 
 

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base import ExtendedFit, MethodModel
 from pemc_stan.output.diagnostics import Reason
 
@@ -212,11 +213,12 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
             break
         k += 1
         logger.info("follow-up %d: %s after %s", k, change, because)
-        fit = model.continue_from(
-            fit, iter_warmup, new["iter_sampling"],
-            None if seed is None else seed + 1000 * k,
-            None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
-            show_progress, adapt_delta=new["adapt_delta"], **cmdstanpy_kwargs)
+        with stage(f"follow-up {k}: {change}", bar=f"follow-up {k}", announce=False):
+            fit = model.continue_from(
+                fit, iter_warmup, new["iter_sampling"],
+                None if seed is None else seed + 1000 * k,
+                None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
+                show_progress, adapt_delta=new["adapt_delta"], **cmdstanpy_kwargs)
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
 
         record.spent += last_cost

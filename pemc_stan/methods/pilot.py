@@ -44,6 +44,7 @@ from pemc_stan.backend.pathfinder import (
     mode_centres,
     path_labels,
 )
+from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
@@ -247,10 +248,13 @@ class BasePilot:
         without coordinates; log weights)."""
         owner = self.owner
         kw: dict[str, Any] = {} if radius == SEARCH_RADII[0] else {"inits": radius}
-        pf = owner.original_model().pathfinder(
-            data=owner.data or None, seed=seed, num_paths=num_paths,
-            draws=self.draws if draws is None else draws,
-            psis_resample=False, show_console=False, timeout=timeout, **kw)
+        model = owner.original_model()
+        with stage(f"pilot: mode search, Pathfinder with {num_paths} paths from radius "
+                   f"{radius:g}"):
+            pf = model.pathfinder(
+                data=owner.data or None, seed=seed, num_paths=num_paths,
+                draws=self.draws if draws is None else draws,
+                psis_resample=False, show_console=False, timeout=timeout, **kw)
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         lw = log_importance_weights(arr, cols)
@@ -441,8 +445,9 @@ class BasePilot:
             order += [m for m in APPROXIMATIONS if m not in order]
             for how in order:
                 try:
-                    base = moment_match(self.approximation(how, seed), None, None,
-                                        self.covariance)
+                    with stage(f"pilot: {how} approximation of the base"):
+                        z = self.approximation(how, seed)
+                    base = moment_match(z, None, None, self.covariance)
                     base.info.update({"method": how})
                     break
                 except Exception as exc:

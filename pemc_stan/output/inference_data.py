@@ -40,9 +40,11 @@ it apart from the data variable ``K`` in ``constant_data``), otherwise
 Stan is ``posterior.mu.sel(K_dim=2)`` and ``az.summary`` labels it ``mu[2]``.
 
 Attributes (on every group, so they survive NetCDF): ``pemc_method``,
-``pemc_options`` (JSON), ``pemc_log_scale`` (PE) / ``pemc_log_zeta`` (CT),
+``pemc_options`` (JSON), ``pemc_seed`` (the seed that repeats the run),
+``pemc_log_scale`` (PE) / ``pemc_log_zeta`` (CT),
 ``pemc_n_pseudo`` (PE), and when an evidence estimate is known
-``pemc_log_z``, ``pemc_log_z_std_error``, ``pemc_log_z_method``.
+``pemc_log_z``, ``pemc_log_z_std_error``, ``pemc_log_z_method``; when the
+evidence is undefined (an improper prior) ``pemc_log_z_undefined`` says why.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan._version import __version__
+from pemc_stan.errors import ImproperPriorError
 from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
@@ -311,6 +314,10 @@ class InferenceDataConverter:
             "pemc_method": self.method,
             "pemc_options": options_json(fit.result.options),
         }
+        seed = getattr(fit, "run_seed", None)
+        seed = getattr(fit, "seed", None) if seed is None else seed
+        if seed is not None:  # the seed that repeats the run (given or drawn)
+            attrs["pemc_seed"] = int(seed)
         attrs.update(self.extras.attributes)
         follow = getattr(fit, "follow_up", None)
         if follow is not None:
@@ -324,6 +331,8 @@ class InferenceDataConverter:
         if estimate is None:
             try:
                 estimate = fit.log_z()
+            except ImproperPriorError as exc:  # the evidence is undefined: say why instead
+                attrs["pemc_log_z_undefined"] = str(exc)
             except Exception as exc:
                 logger.warning("no evidence estimate recorded: fit.log_z() failed (%s)", exc)
         if estimate is not None:

@@ -12,7 +12,11 @@ axes or on a new figure, and returns the matplotlib axes.
   weights and, for pseudo-extended fits, of the per-draw weight ESS;
 * :func:`plot_extended_draws` -- the extended draws in a 2-D view (a parameter
   against ``beta``, as in figure 1c of Graham & Storkey 2017, or two
-  parameters), each point sized by its weight.
+  parameters), each point sized by its weight;
+* :func:`select_column` -- the values of one column (``"mu[2]"``) of a group.
+
+:mod:`pemc_stan.output.figures` draws these (and more) into a run folder's
+``plots/`` for ``report.html``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from numpy.typing import NDArray
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["plot_beta", "plot_weights", "plot_extended_draws"]
+__all__ = ["plot_beta", "plot_weights", "plot_extended_draws", "select_column"]
 
 
 def _pyplot() -> Any:
@@ -168,8 +172,11 @@ def plot_weights(fit_or_idata: Any, axes: Any = None, bins: int = 50) -> Any:
     return axs
 
 
-def _select(ds: Any, column: str, lead: tuple[str, ...] = ()) -> NDArray[np.float64]:
+def select_column(ds: Any, column: str, lead: tuple[str, ...] = ()) -> NDArray[np.float64]:
     """Values of ``name`` or ``name[i,j]`` (Stan's 1-based indices) from a dataset.
+
+    The indices are positions along the variable's own dims (after ``chain``, ``draw``
+    and ``lead``); the values keep the leading dims.
 
     Raises
     ------
@@ -241,8 +248,8 @@ def plot_extended_draws(fit_or_idata: Any, x: str | None = None, y: str = "beta"
         own = [d for d in ext[x].dims if d not in ("chain", "draw", *particles)]
         if own:
             x = x + "[" + ",".join("1" for _ in own) + "]"
-    xs = _select(ext, x, particles)
-    ys = np.asarray(ext["pemc_beta"].values if y == "beta" else _select(ext, y, particles),
+    xs = select_column(ext, x, particles)
+    ys = np.asarray(ext["pemc_beta"].values if y == "beta" else select_column(ext, y, particles),
                     dtype=float)
     w = _normalised_weights(idata)
     if particles:

@@ -7,6 +7,9 @@ so Python users get the same files::
     gq/              the original model's generated quantities on the resampled draws
     weights.csv      per draw: chain, draw and the method's temperatures and log weights
     estimates.json   method, options, weighted expectations with MCSE, log Z, diagnostics
+    summary.csv      the summary table (:func:`summary_table`)
+    stan/            the user's program and the generated one
+    modes.json       the modes the pilot found (when it searched)
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import pandas as pd
 
 from pemc_stan.output.diagnostics import Verdict
 
-__all__ = ["SavedFit", "save_fit", "summary_table", "json_safe"]
+__all__ = ["SavedFit", "save_fit", "summary_table", "stan_label", "json_safe", "fit_seed"]
 
 
 def json_safe(value: Any) -> Any:
@@ -56,14 +59,36 @@ def json_safe(value: Any) -> Any:
     return repr(value)
 
 
+def stan_label(label: str) -> str:
+    """An element's label as CmdStan writes it: ArviZ's ``L[2, 1]`` -> ``L[2,1]``.
+
+    The one spelling of every table pemc-stan writes (the summary table,
+    ``estimates.json``, ``fit.summary()``), so one element's numbers meet in one row.
+
+    Raises
+    ------
+    Nothing.
+    """
+    head, bracket, rest = str(label).partition("[")
+    if not bracket:
+        return str(label)
+    return head + "[" + ",".join(part.strip() for part in rest.rstrip("]").split(",")) + "]"
+
+
 def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Weighted means with MCSE, and sd/interval/ESS/R-hat of the resampled draws.
+    """Weighted means with MCSE, the draws' sd and interval, and the verdict's R-hat/ESS.
+
+    One row per parameter element, labelled and ordered as CmdStan names them
+    (``L[2,1]``; see :func:`stan_label`): ``mean``, ``mcse`` and ``ess_mean`` (the
+    ESS behind the MCSE) of the fit's weighted ``summary()``; ``sd`` and the 90%
+    HDI of the resampled draws in ``idata``; ``ess_bulk``, ``ess_tail`` and
+    ``r_hat`` from ``fit.convergence()``, the very numbers the verdict's R-hat
+    and ESS checks judge.
 
     Returns
     -------
     (table, weighted)
-        The combined table (one row per parameter element) and the fit's own
-        ``summary()``.
+        The combined table and the fit's own ``summary()``.
 
     Raises
     ------
@@ -72,18 +97,23 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     import arviz as az
 
     params = [p for p in fit.program.parameter_names if p in idata.posterior.data_vars]
-    stats = az.summary(idata, var_names=params or None, kind="all", stat_focus="mean",
-                       hdi_prob=0.9)
+    stats = pd.DataFrame(az.summary(idata, var_names=params or None, kind="stats",
+                                    hdi_prob=0.9))
+    stats.index = [stan_label(str(i)) for i in stats.index]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the verdict is reported by the caller
         weighted = fit.summary()
-    table = pd.DataFrame(index=stats.index)
-    if {"mean", "mcse"} <= set(weighted.columns):
-        table["mean"] = weighted["mean"].reindex(stats.index)
-        table["mcse"] = weighted["mcse"].reindex(stats.index)
-    for col in ("sd", "hdi_5%", "hdi_95%", "ess_bulk", "ess_tail", "r_hat"):
+    mixing = fit.convergence()
+    rows = list(fit.parameter_columns())
+    table = pd.DataFrame(index=pd.Index(rows))
+    for col, source in (("mean", "mean"), ("mcse", "mcse"), ("ess_mean", "ess")):
+        if source in weighted.columns:
+            table[col] = weighted[source].reindex(rows)
+    for col in ("sd", "hdi_5%", "hdi_95%"):
         if col in stats.columns:
-            table[col] = stats[col]
+            table[col] = stats[col].reindex(rows)
+    for col in ("ess_bulk", "ess_tail", "r_hat"):
+        table[col] = mixing[col].reindex(rows)
     return table, weighted
 
 
@@ -102,7 +132,11 @@ class SavedFit:
     diagnostics
         The fit's diagnostics (without warnings issued).
     log_z
-        ``{"log_z", "std_error", "method"}`` when the fit has an estimate, else None.
+        ``{"log_z", "std_error", "method"}`` when the fit has an estimate;
+        ``{"log_z": None, "std_error": None, "undefined": why}`` when the evidence of
+        the model is undefined (a flat, improper prior; ``why`` is the message of the
+        :class:`~pemc_stan.errors.ImproperPriorError` that ``fit.log_z()`` and
+        :func:`pemc_stan.evidence` raise); None when the method has no estimate.
     verdict
         The fit's :class:`~pemc_stan.output.diagnostics.Verdict`.
     estimates
@@ -116,6 +150,26 @@ class SavedFit:
     log_z: dict[str, Any] | None
     verdict: Verdict
     estimates: dict[str, Any]
+
+
+def fit_seed(fit: Any) -> int | None:
+    """The seed that repeats the call that made ``fit``: ``fit.run_seed`` (given or drawn by
+    :func:`pemc_stan.sample`), else the fit's own ``seed``.
+
+    Raises
+    ------
+    Nothing.
+    """
+    seed = getattr(fit, "run_seed", None)
+    if seed is None:
+        seed = getattr(fit, "seed", None)
+    return None if seed is None else int(seed)
+
+
+def _with_seed(sampler: dict[str, Any], fit: Any) -> dict[str, Any]:
+    if sampler.get("seed") is None:
+        sampler["seed"] = fit_seed(fit)
+    return sampler
 
 
 def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
@@ -134,7 +188,8 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     model_label, data_label
         What to record as the model and data in ``estimates.json``.
     sampler
-        The sampler settings to record (chains, iterations, seed).
+        The sampler settings to record (chains, iterations, seed); without a seed,
+        the fit's (``fit.run_seed``, drawn when none was given) is recorded.
 
     Returns
     -------
@@ -160,17 +215,20 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     table, weighted = summary_table(fit, idata)
     verdict = fit.check()
     attrs = idata.posterior.attrs
-    log_z = None
+    log_z: dict[str, Any] | None = None
     if "pemc_log_z" in attrs:
         log_z = {"log_z": float(attrs["pemc_log_z"]),
                  "std_error": float(attrs["pemc_log_z_std_error"]),
                  "method": str(attrs["pemc_log_z_method"])}
+    elif "pemc_log_z_undefined" in attrs:  # an improper prior: why, instead of a number
+        log_z = {"log_z": None, "std_error": None,
+                 "undefined": str(attrs["pemc_log_z_undefined"])}
     estimates: dict[str, Any] = {
         "method": fit.method,
         "model": model_label if model_label is not None else fit.program.name,
         "data": data_label,
         "options": json.loads(attrs["pemc_options"]),
-        "sampler": dict(sampler or {}),
+        "sampler": _with_seed(dict(sampler or {}), fit),
         "expectations": {str(n): {k: json_safe(row[k]) for k in weighted.columns}
                          for n, row in weighted.iterrows()},
         "log_z": log_z,
@@ -185,4 +243,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]
     files += [f"{d}/" for d in ("cmdstan", "gq") if (out / d).is_dir()]
+    from pemc_stan.output.report import write_run_sources  # what report.html is built from
+
+    files += write_run_sources(fit, out, name=name, table=table)
     return SavedFit(out, tuple(files), table, diagnostics, log_z, verdict, estimates)

@@ -39,12 +39,14 @@ def assert_cause_and_remedy(proc: subprocess.CompletedProcess[str], code: ExitCo
                             *cause_words: str) -> str:
     """Exit code ``code``; the report is one cause line + one remedy line; no traceback.
 
-    Log lines (``INFO: ...``, e.g. which CmdStan is used) may precede the report.
+    Log lines (``INFO: ...``, e.g. which CmdStan is used) and progress lines
+    (``[pemc-stan 00:01] ...``) may precede the report.
     """
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert all(line.startswith(("INFO: ", "WARNING: ")) for line in lines[:-2]), proc.stderr
+    assert all(line.startswith(("INFO: ", "WARNING: ", "[pemc-stan ")) for line in lines[:-2]), \
+        proc.stderr
     lines = lines[-2:]
     assert len(lines) == 2, proc.stderr
     assert lines[0].startswith("pemc-stan: error: "), lines
@@ -87,6 +89,21 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
 def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["runtime", "--no-such-option"]) == ExitCode.USAGE
     assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["sample", "transform"])
+def test_unknown_method_is_one_line_of_cause_and_one_of_remedy(
+        command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Not argparse's usage text: the cause, the methods to use instead, exit 2 (usage),
+    before any work (the model file does not even exist)."""
+    assert main([command, str(tmp_path / "none.stan"), "--method", "foo"]) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert lines == [
+        "pemc-stan: error: --method foo is not a method",
+        "pemc-stan: remedy: use --method with one of: ct (continuous-tempering), "
+        "pe (pseudo-extended)"]
 
 
 def test_option_of_the_other_method_is_a_usage_error() -> None:
@@ -157,6 +174,44 @@ def test_transform_writes_output_file(tmp_path: Path) -> None:
     assert "pemc_log_zeta" in text and "inv_logit" in text
     long = run_cli("transform", str(BIMODAL), "--method", "continuous-tempering")
     assert long.stdout.rstrip("\n") == text.rstrip("\n")
+
+
+def test_transform_to_a_folder_is_refused_in_one_line_before_any_work(tmp_path: Path) -> None:
+    proc = run_cli("transform", str(BIMODAL), "--method", "pe", "-o", str(tmp_path))
+    cause = assert_cause_and_remedy(proc, ExitCode.OUTPUT, str(tmp_path), "is a folder")
+    assert "IsADirectoryError" not in proc.stderr and "bug" not in proc.stderr, cause
+    assert "bimodal_1d_pe.stan" in proc.stderr  # the remedy names a file in the folder
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    proc = run_cli("transform", str(BIMODAL), "--method", "pe", "-o",
+                   str(blocker / "x" / "out.stan"))
+    assert_cause_and_remedy(proc, ExitCode.OUTPUT, str(blocker), "is a file")
+
+
+def test_an_undefined_log_z_is_printed_with_its_reason_not_as_a_number(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import inspect
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from pemc_stan.cli.sample import _print_report
+    from pemc_stan.output.diagnostics import Verdict
+    from pemc_stan.pipeline import SamplerArgs
+
+    reason = "m: log Z needs a proper prior, but 'mu' (line 3) has no prior statement"
+    saved = SimpleNamespace(table=pd.DataFrame({"mean": [0.1]}, index=["mu"]),
+                            diagnostics={"messages": []}, verdict=Verdict(), files=(),
+                            folder=Path("out"),
+                            log_z={"log_z": None, "std_error": None, "undefined": reason})
+    given = {"label": "continuous tempering", "model": Path("m.stan"), "saved": saved,
+             "args": argparse.Namespace(chains=2, iter_sampling=10, seed=1),
+             "sampler": SamplerArgs(chains=2, iter_sampling=10, seed=1), "seed_given": True}
+    _print_report(**{k: v for k, v in given.items()
+                     if k in inspect.signature(_print_report).parameters})
+    out = capsys.readouterr().out
+    assert f"log Z: undefined ({reason})" in out and "log Z =" not in out
 
 
 # --------------------------------------------------------------------------- bad input

@@ -171,7 +171,7 @@ class ContinuousTemperingFit(ExtendedFit):
         """This run's entry of :attr:`history`: its base, ``log zeta``, settings, eq-20
         ``log Z`` with its failed checks, and the shares of draws near each end of beta."""
         if self._record is None:
-            est = self.log_z()
+            est = self.log_normaliser()
             beta = self.beta()
             self._record = {
                 "round": self.round,
@@ -285,7 +285,28 @@ class ContinuousTemperingFit(ExtendedFit):
         return self.bias.log_w_pair(self.delta())[0]
 
     def log_z(self) -> EvidenceEstimate:
-        """``log Z`` by eq 20 with its Monte-Carlo standard error.
+        """``log Z`` by eq 20 with its Monte-Carlo standard error: :meth:`log_normaliser`,
+        refused as :func:`pemc_stan.evidence` refuses it when the prior is improper.
+
+        Returns
+        -------
+        EvidenceEstimate
+
+        Raises
+        ------
+        ImproperPriorError
+            If a parameter has a flat, improper prior (:meth:`log_z_undefined`): the
+            evidence is then undefined.
+        """
+        undefined = self.log_z_undefined()
+        if undefined is not None:
+            raise undefined
+        return self.log_normaliser()
+
+    def log_normaliser(self) -> EvidenceEstimate:
+        """``log`` of the normalising constant of the density as written, by eq 20 with its
+        Monte-Carlo standard error (also when the prior is improper: the bootstrap sets
+        ``log zeta`` from it; as the evidence it is :meth:`log_z`).
 
         Only this run's draws count (the final bootstrap round's).  Pooling the
         rounds' estimates by their inverse variances was tried and rejected: over
@@ -326,10 +347,15 @@ class ContinuousTemperingFit(ExtendedFit):
         ------
         ValueError
             For another estimator.
+        ImproperPriorError
+            For ``"ct"`` and ``"ti"`` when a parameter has a flat, improper prior.
         """
         if estimator == "ct":
             return self.log_z()
         if estimator == "ti":
+            undefined = self.log_z_undefined()
+            if undefined is not None:
+                raise undefined
             return T.ct_thermodynamic_integration(self.delta(), self.log_zeta, bias=self.bias,
                                                   n_grid=int(settings.get("ti_grid", 101)))
         return super().evidence_estimate(estimator, **settings)
@@ -481,7 +507,7 @@ class ContinuousTemperingFit(ExtendedFit):
                 "converged", "increase iter_warmup / iter_sampling or adapt_delta")
         # an earlier round that passed its own log-Z checks is an independent estimate of the
         # same log Z (its base, log zeta and bias differ): far apart, an error bar is wrong
-        own = self.log_z()
+        own = self.log_normaliser()
         gaps: list[tuple[float, int]] = []
         for r, est, problems in self._earlier_rounds():
             if problems:
@@ -569,7 +595,9 @@ class ContinuousTemperingFit(ExtendedFit):
             ``share_near_0`` / ``share_near_1`` (draws with ``beta < 0.05`` /
             ``> 0.95``), ``beta_mean``, ``round_trips`` (all chains),
             ``round_trips_per_chain``, ``weight_ess`` (Kish ESS of ``w_1``),
-            ``base_weight_ess`` (of ``w_0``), ``log_z``, ``log_z_se``,
+            ``base_weight_ess`` (of ``w_0``), ``log_z``, ``log_z_se`` (when the prior is
+            improper ``log_z`` is the string ``"undefined (improper prior)"`` and neither
+            ``log_z_se`` nor the ``bootstrap_`` entries are given),
             ``log_z_minus_log_zeta``, ``base_moment_max_abs_z`` (largest
             standardised eq-22 discrepancy, NaN under likelihood tempering),
             ``divergences``, ``max_treedepth_hits`` (transitions stopped at
@@ -578,7 +606,7 @@ class ContinuousTemperingFit(ExtendedFit):
         """
         beta = self.beta()
         n_chains = beta.shape[0]
-        lz = self.log_z()
+        lz = self.log_normaliser()
         nuts = self.nuts_counts()
         divergences = nuts.divergences
         base_df = self.base_expectations()
@@ -608,6 +636,10 @@ class ContinuousTemperingFit(ExtendedFit):
             "divergences": divergences,
             "max_treedepth_hits": nuts.max_treedepth_hits,
         }
+        if self.log_z_undefined() is not None:  # an improper prior: no log Z as a number
+            for key in ("log_z_se", "bootstrap_log_z", "bootstrap_log_z_se"):
+                del info[key]
+            info["log_z"] = "undefined (improper prior)"
         msgs: list[str] = []
         gap = info["log_z_minus_log_zeta"]
         if info["share_near_1"] < 0.01:

@@ -24,6 +24,7 @@ import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
@@ -185,9 +186,10 @@ class ContinuousTemperingModel(MethodModel):
             draws = dict(self.result.coordinates.inverse(z, self.data))
             draws["pemc_u"] = np.zeros(n)
             data = self.result.data(self.data, log_zeta=new_zeta, base=new_base)
-            with tempfile.TemporaryDirectory(prefix="pemc_bias_") as tmp:
-                delta = generated_column(self.method_model(), data, draws, "pemc_delta",
-                                         Path(tmp), "pemc_ct")
+            model = self.method_model()
+            with tempfile.TemporaryDirectory(prefix="pemc_bias_") as tmp, \
+                    self.messages_in_user_lines():
+                delta = generated_column(model, data, draws, "pemc_delta", Path(tmp), "pemc_ct")
         except Exception as exc:
             logger.warning("evaluating Delta at draws of the next base failed (%s); the beta "
                            "bias rests on this round's draws alone", exc)
@@ -347,11 +349,16 @@ class ContinuousTemperingModel(MethodModel):
             round_seed = None if seed is None else seed + r
             draws = opts.round_sampling(r, iter_sampling)
             warmup = opts.round_warmup(r, iter_warmup)
-            fit = self._run(base, log_zeta, chains, warmup, draws, round_seed,
-                            round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
+            rounds = opts.bootstrap_rounds + 1
+            with stage(f"CT round {r + 1} of {rounds}", bar=f"CT round {r + 1}/{rounds}",
+                       announce=False):
+                fit = self._run(base, log_zeta, chains, warmup, draws, round_seed,
+                                round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             history.append(fit.round_record())
-            est = fit.log_z()
-            logger.info("CT round %d: log zeta %.6g -> log Z %.6g +/- %.3g", r, log_zeta,
+            est = fit.log_normaliser()  # log zeta's target: defined for any prior
+            logger.info("CT round %d of %d: log zeta %.6g -> %s %.6g +/- %.3g", r + 1,
+                        rounds, log_zeta, "log Z" if fit.log_z_undefined() is None else
+                        "log normaliser (log Z is undefined: an improper prior)",
                         est.log_z, est.std_error)
             if r == opts.bootstrap_rounds:
                 break
@@ -359,7 +366,7 @@ class ContinuousTemperingModel(MethodModel):
                 prev = history[-2]
                 if abs(est.log_z - prev["log_z"]) <= opts.bootstrap_tol * math.sqrt(
                         est.std_error**2 + prev["std_error"] ** 2):
-                    logger.info("bootstrap converged after round %d", r)
+                    logger.info("bootstrap converged after round %d of %d", r + 1, rounds)
                     break
             if not math.isfinite(est.log_z):
                 break

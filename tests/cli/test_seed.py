@@ -1,0 +1,147 @@
+"""Every run can be repeated: a seed is drawn when none is given, used for everything,
+printed and recorded (``estimates.json``, the InferenceData's ``pemc_seed``, an
+evidence estimate's diagnostics).  The fast tests never compile."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pemc_stan
+from pemc_stan.cli import ExitCode, main
+from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.methods import registry
+from pemc_stan.output.writers import fit_seed
+from pemc_stan.pipeline import SEED_DRAW_BOUND, SamplerArgs, draw_seed
+
+ROOT = Path(__file__).resolve().parents[2]
+NORMAL = ROOT / "models" / "normal_normal" / "normal_normal.stan"
+NORMAL_DATA = ROOT / "models" / "normal_normal" / "data.json"
+MODEL = "parameters { real mu; } model { mu ~ normal(0, 1); }"
+
+
+def test_sampler_args_draw_a_seed_when_none_is_given() -> None:
+    drawn = SamplerArgs().validate().seeded()
+    assert isinstance(drawn.seed, int) and 0 <= drawn.seed < SEED_DRAW_BOUND
+    # room for the seeds derived from it (rounds seed + r, follow-ups seed + 1000 k)
+    assert SEED_DRAW_BOUND + 1000 * 100 < 2**32 - 1
+    assert SamplerArgs(seed=7).seeded().seed == 7
+    assert SamplerArgs(seed=0).seeded().seed == 0
+    assert len({draw_seed() for _ in range(20)}) > 1  # drawn afresh each time
+
+
+def _capture_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None]]:
+    """Replace the CT model's run and the follow-ups by recorders of their seeds."""
+    seeds: list[tuple[str, int | None]] = []
+
+    class Fit:
+        run_seed: int | None = None
+        seed: int | None = None
+
+    def fake_sample(self: Any, **kwargs: Any) -> Fit:
+        seeds.append(("sample", kwargs["seed"]))
+        fit = Fit()
+        fit.seed = kwargs["seed"] + 1  # e.g. the last bootstrap round's own seed
+        return fit
+
+    def fake_follow_up(model: Any, fit: Fit, **kwargs: Any) -> Fit:
+        seeds.append(("follow_up", kwargs["seed"]))
+        return fit
+
+    monkeypatch.setattr(registry.get("ct").model, "sample", fake_sample)
+    monkeypatch.setattr("pemc_stan.pipeline.follow_up", fake_follow_up)
+    return seeds
+
+
+def test_sample_without_a_seed_uses_one_drawn_seed_for_everything(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seeds = _capture_runs(monkeypatch)
+    fit = pemc_stan.sample(MODEL, method="ct")
+    [(_, first), (_, later)] = seeds
+    assert isinstance(first, int) and first == later == fit.run_seed
+    assert fit_seed(fit) == first  # what estimates.json and pemc_seed record
+    seeds.clear()
+    fit = pemc_stan.sample(MODEL, method="ct", seed=12)
+    assert seeds == [("sample", 12), ("follow_up", 12)] and fit_seed(fit) == 12
+
+
+def test_fit_seed_falls_back_to_the_fits_own() -> None:
+    class Fit:
+        run_seed = None
+        seed = 5
+
+    assert fit_seed(Fit()) == 5
+
+
+def test_the_command_line_prints_the_drawn_seed(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``evidence`` (no compiling with the estimator stubbed): a drawn seed is printed with
+    how to repeat the run, a given one without."""
+    calls: list[dict[str, Any]] = []
+
+    def fake(program: Any, data: Any, **kwargs: Any) -> EvidenceEstimate:
+        calls.append(kwargs)
+        return EvidenceEstimate(-1.0, 0.1, "bridge", {"seed": kwargs["seed"]})
+
+    monkeypatch.setattr("pemc_stan.cli.evidence.evidence", fake)
+    args = ["evidence", str(NORMAL), "--data", str(NORMAL_DATA)]
+    assert main(args) == ExitCode.OK
+    seed = calls[-1]["seed"]
+    assert f"seed: {seed} (drawn; pass --seed {seed} to repeat)" in capsys.readouterr().out
+    assert main([*args, "--seed", str(seed)]) == ExitCode.OK
+    assert calls[-1]["seed"] == seed
+    out = capsys.readouterr().out.splitlines()
+    assert f"seed: {seed}" in out and "drawn" not in "\n".join(out)
+
+
+def test_evidence_without_a_seed_draws_and_records_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[int | None] = []
+
+    def fake_from_model(model: Any, prog: Any, data: Any, m: str, opts: Any, *_: Any
+                        ) -> tuple[EvidenceEstimate, list[str]]:
+        used.append(opts.seed)
+        return EvidenceEstimate(-1.0, 0.1, m, {}), []
+
+    module = importlib.import_module("pemc_stan.evidence")  # the package exports the function
+    monkeypatch.setattr(module, "_from_model", fake_from_model)
+    data = json.loads(NORMAL_DATA.read_text())
+    estimate = pemc_stan.evidence(str(NORMAL), data)
+    [seed] = used
+    assert isinstance(seed, int) and estimate.diagnostics["seed"] == seed
+    estimate = pemc_stan.evidence(str(NORMAL), data, seed=9)
+    assert used[-1] == 9 and estimate.diagnostics["seed"] == 9
+
+
+@pytest.mark.compiled
+def test_a_run_without_seed_records_the_seed_it_drew(cmdstan_installation: object,
+                                                      tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """``pemc-stan sample`` without ``--seed``: the seed printed is the integer in
+    ``estimates.json`` and the InferenceData; passing it repeats the run's draws."""
+    import arviz as az
+
+    common = ["sample", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "ct",
+              "--chains", "2", "--iter-warmup", "200", "--iter-sampling", "200",
+              "--budget", "1"]
+    first = tmp_path / "first"
+    assert main([*common, "--output-dir", str(first)]) in (ExitCode.OK, ExitCode.SUSPECT)
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("seed: "))
+    seed = int(line.split()[1])
+    assert line == f"seed: {seed} (drawn; pass --seed {seed} to repeat)"
+    estimates = json.loads((first / "estimates.json").read_text())
+    assert estimates["sampler"]["seed"] == seed and isinstance(estimates["sampler"]["seed"], int)
+    idata = az.from_netcdf(str(first / "normal_normal.nc"))
+    assert int(idata.posterior.attrs["pemc_seed"]) == seed
+
+    again = tmp_path / "again"
+    assert main([*common, "--seed", str(seed), "--output-dir", str(again)]) in (
+        ExitCode.OK, ExitCode.SUSPECT)
+    assert f"seed: {seed}\n" in capsys.readouterr().out
+    repeated = json.loads((again / "estimates.json").read_text())
+    assert repeated["expectations"] == estimates["expectations"]
