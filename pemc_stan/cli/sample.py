@@ -122,8 +122,8 @@ def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: boo
             continue
         if isinstance(value, float):
             value = f"{value:.4g}"
-        elif isinstance(value, tuple):
-            value = "(" + ", ".join(f"{v:.3g}" if isinstance(v, float) else str(v)
+        elif isinstance(value, (tuple, list)):
+            value = "(" + ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v)
                                     for v in value) + ")"
         print(f"  {key}: {value}")
     for message in saved.diagnostics.get("messages", []):

@@ -859,7 +859,9 @@ class ExtendedFit:
 
     def run_gradients(self) -> int:
         """Gradient evaluations of this run (warm-up estimated): the leapfrog steps of
-        the sampling iterations, plus the warm-up iterations at their mean.
+        the sampling iterations, plus the warm-up iterations at their mean.  With
+        ``thin`` > 1 only every thin-th iteration is saved: each saved one stands for
+        ``thin`` iterations.
 
         CmdStan saves no warm-up draws by default, so the warm-up's own steps are not
         known; its late iterations take about as many steps as sampling, its early ones
@@ -873,8 +875,10 @@ class ExtendedFit:
         if col is None:
             return 0
         steps = self._draws[:, :, col]
-        warmup = int(getattr(self.fit.metadata, "cmdstan_config", {}).get("num_warmup", 0) or 0)
-        return int(round(float(np.sum(steps)) + float(np.mean(steps)) * warmup
+        config = getattr(self.fit.metadata, "cmdstan_config", {})
+        warmup = int(config.get("num_warmup", 0) or 0)
+        thin = max(int(config.get("thin", 1) or 1), 1)
+        return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
                          * steps.shape[1]))
 
     def continuation_inits(self) -> list[dict[str, Any]]:

@@ -326,7 +326,7 @@ class BasePilot:
             groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws),
                                     np.concatenate(labels), min_draws=2)
             unseen = unseen_share(_paths_per_major_mode(groups, np.concatenate(labels)), paths)
-            logger.info("mode search at radius %g: %d mode(s) after %d paths; unseen share "
+            logger.debug("mode search at radius %g: %d mode(s) after %d paths; unseen share "
                         "%.3f", radius, len(groups), paths, unseen)
             # a cycle ends before the search may stop: in high dimensions only the small
             # radius reaches a narrow mode's basin (separated_20d, seed 2: 8 paths from
@@ -348,6 +348,7 @@ class BasePilot:
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
                                  tuple(float(x) for x in shares[major]), metric)
+        logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
 
     def approximation(self, how: str, seed: int | None) -> Any:

@@ -30,3 +30,22 @@ def test_a_suspect_fit_warns_once_however_often_it_is_summarised(
     loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert not loud, [r.getMessage() for r in loud]
     assert sum("these estimates are suspect" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize("thin", [1, 3])
+def test_run_gradients_count_every_iteration_when_thinned(thin: int) -> None:
+    """The follow-up budget counts gradients: with ``thin`` each saved draw stands for
+    ``thin`` iterations, and the warm-up adds its iterations at the mean step count."""
+    import types
+
+    import numpy as np
+
+    from pemc_stan.methods.base import ExtendedFit
+
+    steps = np.array([[[3.0], [5.0]], [[7.0], [1.0]]])  # 2 saved draws x 2 chains
+    fit = object.__new__(ExtendedFit)
+    fit._col = {"n_leapfrog__": 0}
+    fit._draws = steps
+    fit.fit = types.SimpleNamespace(metadata=types.SimpleNamespace(
+        cmdstan_config={"num_warmup": 10, "thin": thin}))
+    assert fit.run_gradients() == 16 * thin + 4 * 10 * 2

@@ -135,7 +135,7 @@ class ContinuousTemperingModel(MethodModel):
             self.pilot_notes.append(("pilot", "no estimate of log zeta (Pathfinder failed), "
                                      "so the first round started at log zeta = 0",
                                      "pass log_zeta= or run more bootstrap rounds"))
-        logger.info("initial log zeta = %.6g (base %s)", log_zeta,
+        logger.debug("initial log zeta = %.6g (base %s)", log_zeta,
                     "prior" if base is None else base.info.get("method", "given"))
         return base, float(log_zeta)
 
