@@ -211,6 +211,8 @@ def test_the_python_snippet_runs(snippet: str, tmp_path: Path,
     assert proc.returncode == 0, (
         f"the snippet failed (exit {proc.returncode}):\n{snippet}\n--- stderr (end):\n"
         f"{proc.stderr[-4000:]}")
+    chatter = [line for line in (proc.stdout + proc.stderr).splitlines() if "INFO" in line]
+    assert not chatter, "the Python API printed INFO lines:\n" + "\n".join(chatter[:10])
 
 
 @pytest.mark.compiled
