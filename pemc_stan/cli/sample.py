@@ -101,13 +101,13 @@ def add_parser(sub: Any) -> None:
 
 
 def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: bool,
-                  saved: Any) -> None:
+                  saved: Any, shape: tuple[int, int]) -> None:
     import pandas as pd
 
     with pd.option_context("display.width", 120, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
-        kept = -(-sampler.iter_sampling // (sampler.thin or 1))  # CmdStan keeps iteration 0
-        print(f"{label} fit of {model.name}: {sampler.chains} chains x {kept} draws")
+        # the judged (last) run's draws: after thinning, and after any follow-up
+        print(f"{label} fit of {model.name}: {shape[0]} chains x {shape[1]} draws")
         print(seed_line(sampler.seed, seed_given))
         print("weighted means (mean, mcse, ess_mean) and resampled draws (sd, 90% interval, "
               "ESS, R-hat as the verdict judges them):")
@@ -180,5 +180,6 @@ def run(args: argparse.Namespace) -> ExitCode:
             raise mapped from exc
         run.commit()
     saved = dataclasses.replace(saved, folder=out)
-    _print_report(spec.label, model, sampler, "seed" in given, saved)
+    shape = (int(fit.fit.chains), int(fit.fit.num_draws_sampling))
+    _print_report(spec.label, model, sampler, "seed" in given, saved, shape)
     return ExitCode.OK if saved.verdict.ok else ExitCode.SUSPECT
