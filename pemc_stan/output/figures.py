@@ -54,6 +54,8 @@ PLOTS_DIR = "plots"
 MAX_PANELS = 12
 #: At most this many scalar elements in the pairs grid of ``modes.png``.
 MAX_PAIRS = 4
+#: At most this many modes are named on a histogram (more would overlap).
+MAX_MODE_LABELS = 6
 #: Resolution of the PNG files.
 DPI = 100
 #: At most this many points in a scatter panel (a seeded random subset).
@@ -354,10 +356,15 @@ def modes_figure(posterior: Any, columns: Sequence[str], modes: Mapping[str, Any
                 ax.hist(x, bins=50, density=True, color="C0", alpha=0.6)
                 pos = _mode_positions(modes, cols[i])
                 if pos is not None:
+                    # named on a lone histogram with few modes; else the scatter numbers them
+                    named = n == 1 and pos.size <= MAX_MODE_LABELS
                     for k, p in enumerate(pos):
+                        ax.axvline(p, color="C3", lw=1.0 if pos.size > MAX_MODE_LABELS else 1.5,
+                                   ls="--")
+                        if not named:
+                            continue
                         label = f"mode {k + 1}" + (f" ({100 * shares[k]:.0f}%)"
                                                    if shares.size == pos.size else "")
-                        ax.axvline(p, color="C3", lw=1.5, ls="--")
                         ax.annotate(label, (p, 1.0), xycoords=("data", "axes fraction"),
                                     xytext=(2, -10 - 10 * k), textcoords="offset points",
                                     color="C3", fontsize="x-small")
