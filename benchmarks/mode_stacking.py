@@ -80,12 +80,12 @@ def _union(groups: list[set[int]]) -> list[set[int]]:
 def run_case(folder: Path, seed: int) -> dict[str, Any]:
     """Pilot, one chain per mode, bridge log Z per merged cell group, the mixture."""
     import arviz as az
+    from validation import generic_quantities  # type: ignore[import-not-found]
 
     import pemc_stan
     from pemc_stan.backend.compile import compile_model
     from pemc_stan.inputs import load_data
     from pemc_stan.pipeline import transform_result
-    from validation import generic_quantities  # type: ignore[import-not-found]
 
     truth = json.loads((folder / "truth.json").read_text())
     program, data_file = folder / "model.stan", folder / "data.json"
