@@ -190,8 +190,6 @@ def test_transform_to_a_folder_is_refused_in_one_line_before_any_work(tmp_path: 
 
 def test_an_undefined_log_z_is_printed_with_its_reason_not_as_a_number(
         capsys: pytest.CaptureFixture[str]) -> None:
-    import argparse
-    import inspect
     from types import SimpleNamespace
 
     import pandas as pd
@@ -205,13 +203,12 @@ def test_an_undefined_log_z_is_printed_with_its_reason_not_as_a_number(
                             diagnostics={"messages": []}, verdict=Verdict(), files=(),
                             folder=Path("out"),
                             log_z={"log_z": None, "std_error": None, "undefined": reason})
-    given = {"label": "continuous tempering", "model": Path("m.stan"), "saved": saved,
-             "args": argparse.Namespace(chains=2, iter_sampling=10, seed=1),
-             "sampler": SamplerArgs(chains=2, iter_sampling=10, seed=1), "seed_given": True}
-    _print_report(**{k: v for k, v in given.items()
-                     if k in inspect.signature(_print_report).parameters})
+    _print_report("continuous tempering", Path("m.stan"),
+                  SamplerArgs(chains=2, iter_sampling=10, seed=1), True, saved, (2, 20))
     out = capsys.readouterr().out
     assert f"log Z: undefined ({reason})" in out and "log Z =" not in out
+    # the header names the judged run's draws (here a follow-up's 20), not the request
+    assert "continuous tempering fit of m.stan: 2 chains x 20 draws" in out
 
 
 # --------------------------------------------------------------------------- bad input
