@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode
 from pemc_stan.cli.files import existing_file
 from pemc_stan.errors import CliError
@@ -85,7 +84,6 @@ def run(args: argparse.Namespace) -> ExitCode:
     OptionsError, StanProgramError, DataError
         For an invalid task (before anything runs).
     """
-    quiet_cmdstanpy(args.debug)
     spec = existing_file(args.spec, "batch file")
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers {args.workers} is invalid", "pass a number of worker "

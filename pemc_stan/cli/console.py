@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from pemc_stan.backend import progress
 
-__all__ = ["configure_logging", "quiet_cmdstanpy", "StageLines", "PROGRESS_INTERVAL"]
+__all__ = ["configure_logging", "StageLines", "PROGRESS_INTERVAL"]
 
 #: Seconds between the lines that repeat a running stage off a terminal.
 PROGRESS_INTERVAL = 20.0
@@ -165,18 +165,3 @@ def _is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
-
-
-def quiet_cmdstanpy(debug: bool) -> None:
-    """Kept for the subcommands that call it; does nothing now.
-
-    cmdstanpy's records go to pemc-stan's logger for every run
-    (:func:`~pemc_stan.backend.console.routed_cmdstanpy_logging`, entered by
-    :func:`~pemc_stan.backend.processes.ending_children`): its chatter and errors
-    at DEBUG (shown by ``--debug`` and ``--verbose``; its errors are reported as
-    cause + remedy), its warnings, told in the user's lines, as warnings.
-
-    Raises
-    ------
-    Nothing.
-    """

@@ -17,7 +17,6 @@ import logging
 import textwrap
 from typing import Any
 
-from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, existing_file, model_and_data, read_data, read_model
 from pemc_stan.cli.options import (
@@ -77,7 +76,6 @@ def run(args: argparse.Namespace) -> ExitCode:
         For bad options (``--estimator`` and ``--method`` both given is a
         usage error), programs, data, files, or a CmdStan failure.
     """
-    quiet_cmdstanpy(args.debug)
     estimator = _estimator(args)
     options = _method_options(args, estimator)
     given = sampler_options(args)

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from pemc_stan.cli.console import quiet_cmdstanpy
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, existing_file, model_and_data, read_data, read_model
 from pemc_stan.cli.options import (
@@ -145,7 +144,6 @@ def run(args: argparse.Namespace) -> ExitCode:
     OptionsError, StanProgramError, DataError, CliError, RuntimeError
         For bad options, programs, data, files, or a CmdStan failure.
     """
-    quiet_cmdstanpy(args.debug)
     model, data_path = model_and_data(args)
     spec = registry.get(args.method)
     options = spec.build_options(**method_options(args))  # checked before compiling
