@@ -48,7 +48,7 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,6 @@ from pemc_stan.estimators.log_z import (
     Comparison,
     EvidenceEstimate,
     bayes_factor,
-    bridge_sampling,
     compare,
     importance_sampling,
 )
@@ -79,8 +78,9 @@ from pemc_stan.estimators.normalisation import PriorReport, improper_prior, prio
 from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, emit_warning
+from pemc_stan.methods.bridge import bridge_from_draws, log_target_fn, posterior_setup
 from pemc_stan.methods.density import DENSITY_COLUMN, DensityEvaluator, density_program
-from pemc_stan.stan.constraints import ParameterSpace, parameter_space
+from pemc_stan.methods.mode_split import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 
@@ -285,119 +285,6 @@ def _chain_arrays_from_frame(frame: pd.DataFrame, names: Sequence[str]
     return out
 
 
-# --------------------------------------------------------------------------- bridge
-
-
-def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None,
-                      draws: Mapping[str, NDArray[np.float64]], *, name: str = "model",
-                      seed: int | None = None, n_proposal: int | None = None,
-                      output_dir: str | os.PathLike[str] | None = None,
-                      evaluator: DensityEvaluator | None = None, warp: bool = False
-                      ) -> EvidenceEstimate:
-    """Bridge sampling on constrained posterior draws of an unchanged program.
-
-    Parameters
-    ----------
-    program : str or StanProgram
-        Stan program text, or the program read once.
-    data : mapping or None
-        Its data.
-    draws : mapping
-        Posterior draws per parameter, ``(chains, draws, *shape)``.
-    name : str
-        Model name (for the compiled density program).
-    seed : int, optional
-        Seed of the proposal draws.
-    n_proposal : int, optional
-        Number of proposal draws (default: number of bridge draws).
-    output_dir : path, optional
-        Where the density evaluations' CSV files go.
-    evaluator : DensityEvaluator, optional
-        Reuse an existing evaluator (and its compiled model).
-    warp : bool
-        Warp-3 bridge (see :func:`~pemc_stan.estimators.log_z.bridge_sampling`).
-
-    Returns
-    -------
-    EvidenceEstimate
-        ``method="bridge_sampling"`` (or ``"bridge_sampling_warp3"``); diagnostics as
-        :func:`~pemc_stan.estimators.log_z.bridge_sampling` plus
-        ``n_invalid_proposals``.
-
-    Raises
-    ------
-    UnsupportedConstructError
-        If a parameter type or bound is not supported.
-    ValueError
-        If the draws are malformed or the density is NaN at a posterior draw.
-    """
-    data = dict(data or {})
-    program = read_program(program, name)
-    ev = evaluator or DensityEvaluator(program, data, name, output_dir)
-    space, flat, u_post = _posterior_setup(program, data, draws, name)
-    n_chains, n_draws = u_post.shape[:2]
-    log_j = space.constrain(u_post.reshape(n_chains * n_draws, -1))[1]
-    log_gamma = ev.log_density(flat)
-    if not np.all(np.isfinite(log_gamma)):
-        bad = int(np.sum(~np.isfinite(log_gamma)))
-        raise ValueError(f"the log density is not finite at {bad} posterior draws; are these "
-                         "draws of this program with this data?")
-    lp_post = (log_gamma + log_j).reshape(n_chains, n_draws)
-    invalid = {"n": 0}
-    target = _log_target_fn(space, ev)
-
-    def log_target(u: NDArray[np.float64]) -> NDArray[np.float64]:
-        out = target(u)
-        invalid["n"] = int(np.sum(~np.isfinite(out)))
-        return out
-
-    rng = np.random.default_rng(seed)
-    est = bridge_sampling(u_post, lp_post, log_target, rng, n_proposal=n_proposal, warp=warp)
-    diag = dict(est.diagnostics)
-    diag["n_invalid_proposals"] = invalid["n"]
-    diag["dim"] = space.dim
-    return EvidenceEstimate(est.log_z, est.std_error, est.method, diag)
-
-
-def _log_target_fn(space: ParameterSpace, ev: DensityEvaluator
-                   ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
-    """``u -> log gamma(c(u)) + log|J(u)|`` on the unconstrained scale (one CmdStan call)."""
-
-    def log_target(u: NDArray[np.float64]) -> NDArray[np.float64]:
-        x, lj = space.constrain(u)
-        # values rounded onto a bound (e.g. logistic(40) == 1.0) are outside the support
-        ok = np.all(np.isfinite(u), axis=1) & np.isfinite(lj)
-        for t in space.transforms:
-            ok &= np.all(np.isfinite(t.unconstrain(x[t.name], check=False)), axis=1)
-        out = np.full(u.shape[0], -np.inf)
-        if np.any(ok):
-            lg = ev.log_density({k: v[ok] for k, v in x.items()})
-            out[ok] = np.where(np.isnan(lg), -np.inf, lg) + lj[ok]
-        return out
-
-    return log_target
-
-
-def _posterior_setup(
-    program: StanProgram, data: Mapping[str, Any], draws: Mapping[str, NDArray[np.float64]],
-    name: str,
-) -> tuple[ParameterSpace, dict[str, NDArray[np.float64]], NDArray[np.float64]]:
-    """(space, flat constrained draws, unconstrained draws (chains, draws, dim))."""
-    prog = program.tree
-    first = next(iter(draws.values()))
-    n_chains, n_draws = first.shape[:2]
-    shapes = {k: tuple(v.shape[2:]) for k, v in draws.items()}
-    space = parameter_space(prog, data, shapes, f"{name}.stan")
-    flat = {k: np.asarray(draws[k], dtype=float).reshape((n_chains * n_draws, *shapes[k]))
-            for k in space.names}
-    try:
-        u = space.unconstrain(flat)
-    except ValueError as err:
-        raise ValueError(f"{err}. Draws printed with few significant figures can round onto a "
-                         "bound (e.g. 0.9999996 -> 1); sample with sig_figs=18") from err
-    return space, flat, u.reshape(n_chains, n_draws, -1)
-
-
 # --------------------------------------------------------------------------- importance sampling
 
 
@@ -456,7 +343,7 @@ def importance_from_draws(program: str | StanProgram, data: Mapping[str, Any] | 
         raise OptionsError("df", df, expected, message=f"df={df!r}; expected {expected}")
     data = dict(data or {})
     program = read_program(program, name)
-    space, _, u_post = _posterior_setup(program, data, draws, name)
+    space, _, u_post = posterior_setup(program, data, draws, name)
     ev = evaluator or DensityEvaluator(program, data, name, output_dir)
     flat_u = u_post.reshape(-1, u_post.shape[-1])
     mean = flat_u.mean(axis=0)
@@ -470,7 +357,7 @@ def importance_from_draws(program: str | StanProgram, data: Mapping[str, Any] | 
     except (ValueError, np.linalg.LinAlgError) as err:
         raise ValueError(f"cannot fit a t proposal to the posterior draws ({err})") from err
     log_g = np.atleast_1d(proposal.logpdf(u))
-    log_q = _log_target_fn(space, ev)(u)
+    log_q = log_target_fn(space, ev)(u)
     est = importance_sampling(log_q, log_g, pareto_smooth=True)
     diag = dict(est.diagnostics)
     diag.update(df=float(df), dim=space.dim, n_invalid_proposals=int(np.sum(~np.isfinite(log_q))))
@@ -718,6 +605,9 @@ def _run_method(owner: registry.Method, model: Any, prog: StanProgram, data: dic
                 sampler_kwargs: dict[str, Any]) -> ExtendedFit:
     """The fit of method ``owner`` (whose estimators need it) on the model.
 
+    The estimator asked for needs the method's own draws, so the method runs without
+    its mode split unless ``split_modes`` is given.
+
     Raises
     ------
     OptionsError, StanProgramError, DataError, RuntimeError
@@ -726,10 +616,11 @@ def _run_method(owner: registry.Method, model: Any, prog: StanProgram, data: dic
     from pemc_stan.pipeline import sample
 
     given = model if isinstance(model, cmdstanpy.CmdStanModel) else prog
+    kwargs = {"split_modes": "never", **sampler_kwargs}
     return sample(given, data=data or None, method=owner, chains=opts.chains,
                   iter_warmup=opts.iter_warmup, iter_sampling=opts.iter_sampling,
                   seed=opts.seed, output_dir=None if out_dir is None else str(out_dir),
-                  show_progress=show_progress, **sampler_kwargs)
+                  show_progress=show_progress, **kwargs)
 
 
 def _from_model(model: Any, prog: StanProgram, data: dict[str, Any], m: str,
@@ -853,6 +744,10 @@ def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir:
                                    "TransformResult was not made through the registry); "
                                    "pass a fit made by pemc_stan.sample")
     reasons = [str(r) for r in fit.check().reasons]
+    if isinstance(fit, ModeSplitFit) and m in ("bridge", *spec.estimators):
+        # the modes' own bridge estimates: one Gaussian proposal over the resampled draws
+        # of separated modes would cover none of them well
+        return _judged(_tag(fit.mode_split_log_z(), spec.name), reasons)
     if m in spec.estimators:
         return _judged(_tag(fit.evidence_estimate(m, ti_grid=opts.ti_grid), spec.name), reasons)
     if m != "bridge":
