@@ -1,0 +1,58 @@
+"""Known-answer tests for pemc_stan.estimators.mixture (pure NumPy, fast)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from pemc_stan.estimators.mixture import mixture_log_z, mixture_mean, mixture_weights
+
+
+def test_weights_are_the_normalised_masses() -> None:
+    np.testing.assert_allclose(mixture_weights([0.0, np.log(3.0)]), [0.25, 0.75], rtol=1e-14)
+    np.testing.assert_allclose(mixture_weights([-1000.0, -1000.0 + np.log(3.0)]),
+                               [0.25, 0.75], rtol=1e-12)
+
+
+def test_empty_or_mismatched_parts_raise() -> None:
+    with pytest.raises(ValueError, match="at least one part"):
+        mixture_weights([])
+    with pytest.raises(ValueError, match="standard errors"):
+        mixture_log_z([0.0, 1.0], [0.1])
+    with pytest.raises(ValueError, match="one entry per part"):
+        mixture_mean([0.0, 1.0], [0.1, 0.1], [1.0], [0.1, 0.1])
+
+
+def test_log_z_is_the_log_of_the_summed_masses_with_weighted_errors() -> None:
+    log_z, se = mixture_log_z([np.log(1.0), np.log(3.0)], [0.2, 0.1])
+    assert log_z == pytest.approx(np.log(4.0), rel=1e-14)
+    assert se == pytest.approx(np.hypot(0.25 * 0.2, 0.75 * 0.1), rel=1e-14)
+    assert mixture_log_z([-2.5], [0.3]) == pytest.approx((-2.5, 0.3))
+
+
+def test_mean_of_two_parts_has_the_closed_form_error() -> None:
+    # d E / d log Z_1 = p1 p2 (m1 - m2) = -d E / d log Z_2
+    lz, lz_se, m, s = [0.0, np.log(3.0)], [0.1, 0.2], [-10.0, 15.0], [0.05, 0.04]
+    est, se = mixture_mean(lz, lz_se, m, s)
+    assert est == pytest.approx(0.25 * -10.0 + 0.75 * 15.0, rel=1e-14)
+    p1, p2 = 0.25, 0.75
+    expected = np.sqrt((p1 * 0.05) ** 2 + (p2 * 0.04) ** 2
+                       + (p1 * p2 * 25.0) ** 2 * (0.1**2 + 0.2**2))
+    assert se == pytest.approx(expected, rel=1e-12)
+
+
+def test_mean_error_matches_the_spread_of_simulated_estimates() -> None:
+    # small errors, so the delta method is exact to first order: the simulated sd of the
+    # mixture mean agrees with the formula within its own Monte-Carlo error (~1%)
+    rng = np.random.default_rng(7)
+    lz, lz_se = np.array([0.3, -1.2, 2.0]), np.array([0.02, 0.05, 0.01])
+    m, s = np.array([4.0, -3.0, 1.0]), np.array([0.03, 0.02, 0.01])
+    _, se = mixture_mean(lz, lz_se, m, s)
+    n = 20_000
+    lz_draws = lz + lz_se * rng.standard_normal((n, 3))
+    m_draws = m + s * rng.standard_normal((n, 3))
+    p = np.exp(lz_draws - logsumexp(lz_draws, axis=1, keepdims=True))
+    sims = np.sum(p * m_draws, axis=1)
+    assert np.std(sims) == pytest.approx(se, rel=0.03)
+    assert np.mean(sims) == pytest.approx(mixture_mean(lz, lz_se, m, s)[0], abs=4 * se / 100)
