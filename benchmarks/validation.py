@@ -278,6 +278,7 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
     verdict = fit.check()
     return {"seconds": seconds, "verdict": "ok" if verdict.ok else "suspect",
             "reasons": [str(r) for r in verdict.reasons],
+            "sampling": fit.output_extras().settings.get("sampling", method),
             **measure(case, frame, log_z, fit_expectation(fit))}
 
 

@@ -141,7 +141,8 @@ def _ct_estimates(case: str) -> dict[str, list[EvidenceEstimate]]:
     stan, data, _ = CASES[case]
     out: dict[str, list[EvidenceEstimate]] = {"ct": [], "ti": [], "bridge": []}
     for seed in SEEDS:
-        fit = pemc_stan.sample(stan, data=str(data), method="ct", seed=seed, **CT)
+        fit = pemc_stan.sample(stan, data=str(data), method="ct", split_modes="never",
+                               seed=seed, **CT)
         for estimator in out:
             out[estimator].append(evidence(fit, estimator=estimator, seed=seed))
     return out
@@ -215,7 +216,8 @@ def test_bridge_on_pseudo_extended_resampled_draws(compiled: Any) -> None:
 
     stan, data, exact = CASES["beta_binomial"]
     for seed in (1, 2, 3):
-        fit = pemc_stan.sample(stan, data=str(data), method="pe", n_pseudo=2, temper="likelihood",
+        fit = pemc_stan.sample(stan, data=str(data), method="pe", split_modes="never",
+                               n_pseudo=2, temper="likelihood",
                                seed=seed, **NUTS)
         est = pemc_stan.evidence(fit, estimator="bridge", seed=seed)
         assert est.diagnostics["draws_from"] == "pseudo_extended"

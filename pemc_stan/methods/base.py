@@ -955,6 +955,10 @@ class ExtendedFit:
         verdict's R-hat and ESS checks and the summary table both read this table, so
         they show the same numbers.
 
+        Chains of different groups (:meth:`chain_groups`) sample different parts of the
+        target by design: each group is judged apart, and a column's row shows the
+        largest R-hat and the smallest ESS of its groups.
+
         Returns
         -------
         pandas.DataFrame
@@ -968,7 +972,14 @@ class ExtendedFit:
         cached: pd.DataFrame | None = getattr(self, "_convergence", None)
         if cached is None:
             columns = self.parameter_columns()
-            rows = [convergence_stats(self._chain_resampled_values(c)) for c in columns]
+            groups = self.chain_groups()
+            rows = []
+            for c in columns:  # each group of chains apart; the worst group counts
+                values = self._chain_resampled_values(c)
+                stats = np.array([convergence_stats(values[groups == g])
+                                  for g in np.unique(groups)], dtype=float)
+                rows.append((float(np.max(stats[:, 0])), float(np.min(stats[:, 1])),
+                             float(np.min(stats[:, 2]))))
             cached = pd.DataFrame(rows, index=pd.Index(columns, name="name"),
                                   columns=["r_hat", "ess_bulk", "ess_tail"], dtype=float)
             self._convergence = cached
@@ -987,6 +998,17 @@ class ExtendedFit:
         Nothing (the error is returned, not raised).
         """
         return improper_prior(self.program, self.data)
+
+    def chain_groups(self) -> NDArray[np.intp]:
+        """The group of each chain, shape (chains,): chains of one group sample the same
+        distribution, so R-hat and the chains' agreement are judged within groups.  The
+        default: one group (every chain samples the whole extended target).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return np.zeros(self._draws.shape[1], dtype=np.intp)
 
     def chain_expectations(self, column: str) -> tuple[NDArray[np.float64],
                                                        NDArray[np.float64]]:
@@ -1096,6 +1118,7 @@ class ExtendedFit:
         worst_ess: tuple[float, str, str] = (float("inf"), "", "")
         worst_chain = (0.0, "")
         n_chains = self._draws.shape[1]
+        groups = self.chain_groups()
         mixing = self.convergence()
         for column in self.parameter_columns():
             rhat, ess = (float(v) for v in mixing.loc[column, ["r_hat", "ess_bulk"]])
@@ -1110,9 +1133,11 @@ class ExtendedFit:
             if np.isfinite(own) and own < worst_ess[0]:
                 worst_ess = (own, column, "ESS of the weighted estimate")
             if n_chains > 1:
-                z = chains_disagree(*self.chain_expectations(column))
-                if np.isfinite(z) and z > worst_chain[0]:
-                    worst_chain = (z, column)
+                means, ses = self.chain_expectations(column)
+                for g in np.unique(groups):
+                    z = chains_disagree(means[groups == g], ses[groups == g])
+                    if np.isfinite(z) and z > worst_chain[0]:
+                        worst_chain = (z, column)
         yield "rhat", None if not worst_rhat[0] > RHAT_MAX else Reason(
             "rhat", f"R-hat of the resampled draws of {worst_rhat[1]} is {worst_rhat[0]:.3f} "
             f"(> {RHAT_MAX}): the chains disagree", "run longer (iter_sampling) or more "

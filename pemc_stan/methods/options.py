@@ -20,7 +20,8 @@ from typing import Any
 from pemc_stan.errors import OptionsError
 
 __all__ = ["MethodOptions", "option", "cli_fields", "field_names", "check_int", "check_number",
-           "check_choice", "REPARAMETERIZE_CHOICES", "reparameterize_option"]
+           "check_choice", "REPARAMETERIZE_CHOICES", "reparameterize_option",
+           "SPLIT_MODES_CHOICES", "split_modes_option"]
 
 #: ``reparameterize``: non-centre hierarchical normal priors (``auto``) or not (``none``).
 REPARAMETERIZE_CHOICES = ("auto", "none")
@@ -66,6 +67,24 @@ def reparameterize_option() -> Any:
     return option("auto", "non-centre hierarchical normal priors by offset/multiplier in the "
                   "generated program (auto) or not (none); the model is unchanged",
                   choices=REPARAMETERIZE_CHOICES)
+
+
+#: ``split_modes``: sample separated modes one by one when the evidence allows (``auto``),
+#: or always run the method (``never``).
+SPLIT_MODES_CHOICES = ("auto", "never")
+
+
+def split_modes_option() -> Any:
+    """The ``split_modes`` field both methods share (see :mod:`pemc_stan.methods.mode_split`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return option("auto", "when the pilot's modes are separated, sample each with its own "
+                  "NUTS chains and weight them by bridge-sampled masses instead of running "
+                  "the method (auto), or always run the method (never)",
+                  choices=SPLIT_MODES_CHOICES)
 
 
 def field_names(options_cls: type) -> tuple[str, ...]:

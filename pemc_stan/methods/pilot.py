@@ -140,6 +140,9 @@ class ModeSearch:
     base
         The Gaussian moment-matched to the modes found (eq 25), whose metric decides
         which found mode a point is nearest (None without base coordinates).
+    unseen
+        The estimated chance that one more path would have found a mode not yet seen
+        (:func:`unseen_share`) when the search stopped.
     """
 
     radii: tuple[float, ...]
@@ -151,6 +154,7 @@ class ModeSearch:
     centres: Any = field(default=None, compare=False, repr=False)
     major_shares: tuple[float, ...] = ()
     base: Any = field(default=None, compare=False, repr=False)
+    unseen: float = float("nan")
 
     @property
     def radius(self) -> float:
@@ -169,7 +173,7 @@ class ModeSearch:
         return {"search_radius": self.radius, "search_radii": list(self.radii),
                 "modes_found": self.modes, "major_modes_found": self.major_modes,
                 "search_paths": self.paths, "search_stopped": self.stopped,
-                "mode_shares": list(self.mode_shares)}
+                "mode_shares": list(self.mode_shares), "search_unseen_share": self.unseen}
 
 
 def _shares(groups: list[ModeGroup]) -> NDArray[np.float64]:
@@ -336,6 +340,7 @@ class BasePilot:
                 break
         z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
         groups, log_z = group_paths(z_all, lw_all, lab, min_draws=2)
+        unseen = unseen_share(_paths_per_major_mode(groups, lab), paths)
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)
         major = shares >= NEW_MODE_SHARE
@@ -347,7 +352,7 @@ class BasePilot:
                 metric = None
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
-                                 tuple(float(x) for x in shares[major]), metric)
+                                 tuple(float(x) for x in shares[major]), metric, unseen)
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
 

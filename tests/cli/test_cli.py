@@ -376,11 +376,12 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
 @pytest.mark.compiled
 def test_sample_and_evidence_continuous_tempering_normal_normal(cmdstan_installation: object,
                                                                 tmp_path: Path) -> None:
-    """CT through the CLI: log Z against the exact evidence, then the evidence command."""
+    """CT (tempering) through the CLI: log Z against the exact evidence, then the evidence
+    command."""
     out = tmp_path / "ct"
     proc = run_cli("sample", str(NORMAL), "--data", str(NORMAL_DATA), "--method", "ct",
-                   "--chains", "2", "--iter-warmup", "400", "--iter-sampling", "600",
-                   "--seed", "5", "--output-dir", str(out))
+                   "--split-modes", "never", "--chains", "2", "--iter-warmup", "400",
+                   "--iter-sampling", "600", "--seed", "5", "--output-dir", str(out))
     assert proc.returncode == ExitCode.OK, proc.stderr
     assert "log Z = " in proc.stdout
     estimates = json.loads((out / "estimates.json").read_text())

@@ -95,7 +95,8 @@ def test_sample_prints_its_stages_when_standard_error_is_no_terminal(
     bimodal = ROOT / "models" / "bimodal_1d"
     proc = subprocess.run(
         [sys.executable, "-m", "pemc_stan", "sample", str(bimodal / "bimodal_1d.stan"),
-         "--data", str(bimodal / "bimodal_1d.data.json"), "--method", "ct", "--chains", "2",
+         "--data", str(bimodal / "bimodal_1d.data.json"), "--method", "ct",
+         "--split-modes", "never", "--chains", "2",
          "--iter-warmup", "300", "--iter-sampling", "300", "--seed", "1", "--budget", "1",
          "--output-dir", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=900)

@@ -43,13 +43,13 @@ SQUARE = Path(__file__).resolve().parents[2] / "benchmarks" / "validation_cases"
 
 def test_a_divergent_run_is_carried_to_an_ok_verdict_and_the_right_answer(
         cmdstan_installation: Any) -> None:
-    """CT with the defaults on square_sign (theta seen only through its square; exact
+    """CT (tempering: no mode split) on square_sign (theta seen only through its square; exact
     answers by quadrature): the first run diverges in 3% of its transitions and is
     suspect; the follow-up raises adapt_delta, continues from where the run ended, and
     the final run is ok and right, with the step recorded."""
     truth = json.loads((SQUARE / "truth.json").read_text())
     fit = pemc_stan.sample(SQUARE / "model.stan", str(SQUARE / "data.json"), method="ct",
-                           seed=1)
+                           split_modes="never", seed=1)
     steps = fit.follow_up.steps
     assert steps[0].change == "adapt_delta 0.8 -> 0.95", fit.follow_up.describe()
     assert steps[0].because.startswith("divergences") and steps[-1].verdict == "ok"
@@ -67,7 +67,8 @@ def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any)
     """A base 0.1 wide on the right mode cannot carry chains between the modes 12 sd apart:
     the chains that start near the left mode never reach beta = 0, and the verdict says so.
     With ``budget=1`` nothing is retried."""
-    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", base=NARROW, log_zeta=0.0,
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", split_modes="never",
+                           base=NARROW, log_zeta=0.0,
                            bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
                            seed=7, budget=1)
     verdict = fit.check()
@@ -84,7 +85,8 @@ def test_the_follow_up_stops_at_its_budget_and_stays_suspect(cmdstan_installatio
     """The fixed narrow base cannot be fixed by more draws: the follow-up continues from
     where each run ended (one more round each, twice the draws) until the next step would
     pass the default budget, and the last run is still judged suspect."""
-    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", base=NARROW, log_zeta=0.0,
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", split_modes="never",
+                           base=NARROW, log_zeta=0.0,
                            bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
                            seed=7)
     record = fit.follow_up
@@ -120,7 +122,8 @@ def test_ct_whose_pilot_missed_a_mode_is_right_or_flagged(monkeypatch: pytest.Mo
         return original(self, *args, **{**kwargs, "inits": {"x": 2.5}})
 
     monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", one_mode)
-    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", chains=4, iter_warmup=1000,
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", split_modes="never",
+                           chains=4, iter_warmup=1000,
                            iter_sampling=1000, seed=seed)
     assert fit.history[0]["base"] == "pathfinder" and fit.mode_centres is None  # one mode
     assert fit.history[0]["log_zeta"] == pytest.approx(math.log(0.7), abs=0.05)
@@ -136,7 +139,8 @@ def test_ct_whose_pilot_missed_a_mode_is_right_or_flagged(monkeypatch: pytest.Mo
 
 
 def test_a_good_ct_fit_is_ok(cmdstan_installation: Any) -> None:
-    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="ct", split_modes="never",
+                           chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=3)
     verdict = fit.check()
     assert verdict.ok, verdict
@@ -151,7 +155,8 @@ def test_ct_base_falls_back_when_pathfinder_fails(monkeypatch: pytest.MonkeyPatc
         raise RuntimeError("Pathfinder is broken for this test")
 
     monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", broken)
-    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="ct", split_modes="never",
+                           chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=5)
     assert [n for n, _, _ in fit.pilot_notes] == ["pathfinder_failed"]
     assert fit.history[0]["base"] == "advi" and fit.history[-1]["base"] == "bootstrap"
@@ -171,7 +176,8 @@ def test_a_failed_pe_pilot_falls_back_and_is_in_the_verdict_when_all_fail(
         raise RuntimeError("Pathfinder is broken for this test")
 
     monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", broken)
-    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", chains=2, iter_warmup=300,
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", split_modes="never",
+                           chains=2, iter_warmup=300,
                            iter_sampling=300, seed=5)
     assert fit.result.temper == "likelihood"
     assert abs(_normal_log_z()) > 5 and abs(fit.log_scale - _normal_log_z()) < 0.1
@@ -182,7 +188,8 @@ def test_a_failed_pe_pilot_falls_back_and_is_in_the_verdict_when_all_fail(
         raise RuntimeError("no approximation works in this test")
 
     monkeypatch.setattr(BasePilot, "fit", nothing)
-    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", chains=2, iter_warmup=300,
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", split_modes="never",
+                           chains=2, iter_warmup=300,
                            iter_sampling=300, seed=5)
     assert fit.log_scale == 0.0
     verdict = fit.check()

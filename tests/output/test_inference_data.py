@@ -200,7 +200,7 @@ def test_pseudo_extended_fit_to_inference_data(cmdstan_installation: object,
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="pe", n_pseudo=2,
+        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="pe", split_modes="never", n_pseudo=2,
                                temper="likelihood", chains=2, iter_warmup=200,
                                iter_sampling=200, seed=11)
     idata = fit.to_inference_data()
@@ -222,7 +222,7 @@ def test_posterior_has_transformed_parameters(cmdstan_installation: object) -> N
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="pe", n_pseudo=2,
+        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="pe", split_modes="never", n_pseudo=2,
                                temper="likelihood", chains=2, iter_warmup=200,
                                iter_sampling=200, seed=11)
     post = fit.to_inference_data(include_extended=False).posterior
@@ -237,7 +237,8 @@ def test_continuous_tempering_fit_to_inference_data(cmdstan_installation: object
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="ct", chains=2, iter_warmup=300,
+        fit = pemc_stan.sample(HIER, data=HIER_DATA, method="ct", split_modes="never",
+                               chains=2, iter_warmup=300,
                                iter_sampling=300, seed=12)
     assert isinstance(fit, ct.ContinuousTemperingFit)
     idata = fit.to_inference_data()

@@ -37,6 +37,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.density import generated_column
+from pemc_stan.methods.mode_split import ModeSplitFit, split_modes
 from pemc_stan.methods.pilot import BasePilot, ModeSearch
 
 logger = logging.getLogger(__name__)
@@ -307,8 +308,15 @@ class ContinuousTemperingModel(MethodModel):
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
-               show_progress: bool = False, **cmdstanpy_kwargs: Any) -> ContinuousTemperingFit:
+               show_progress: bool = False, **cmdstanpy_kwargs: Any
+               ) -> ContinuousTemperingFit | ModeSplitFit:
         """Fit the base and log zeta, run NUTS on the CT program, bootstrap (section 6).
+
+        When the pilot found the modes and they are separated
+        (``options.split_modes``), the modes are sampled one by one instead and the
+        fit is a :class:`~pemc_stan.methods.mode_split.ModeSplitFit`
+        (:func:`~pemc_stan.methods.mode_split.split_modes`); when that is tried and
+        rejected, the reason is among the fit's pilot notes.
 
         After each run the base is moment-matched to the eq-21 weighted draws
         in base coordinates (diagonal or dense, as configured) and ``log zeta``
@@ -331,7 +339,7 @@ class ContinuousTemperingModel(MethodModel):
 
         Returns
         -------
-        ContinuousTemperingFit
+        ContinuousTemperingFit or ModeSplitFit
             The last round's fit; ``fit.history`` lists every round.
 
         Raises
@@ -341,6 +349,16 @@ class ContinuousTemperingModel(MethodModel):
         """
         opts: ContinuousTemperingOptions = self.result.options
         base, log_zeta = self.fit_base(seed)
+        if opts.split_modes == "auto" and opts.temper == "posterior" \
+                and not isinstance(opts.base, BaseDensity):
+            split = split_modes(self, self.search, chains=chains, iter_warmup=iter_warmup,
+                                iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
+                                show_progress=show_progress, **cmdstanpy_kwargs)
+            if split.fit is not None:
+                return split.fit
+            note = split.note()
+            if note is not None:
+                self.pilot_notes.append(note)
         bias: BetaBias | None = None
         history: list[dict[str, Any]] = []
         fit: ContinuousTemperingFit | None = None

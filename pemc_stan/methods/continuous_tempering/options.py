@@ -9,12 +9,14 @@ from pemc_stan.errors import OptionsError
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.options import (
     REPARAMETERIZE_CHOICES,
+    SPLIT_MODES_CHOICES,
     MethodOptions,
     check_choice,
     check_int,
     check_number,
     option,
     reparameterize_option,
+    split_modes_option,
 )
 
 __all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "BETA_MARGINALS", "COVARIANCES",
@@ -134,6 +136,13 @@ class ContinuousTemperingOptions(MethodOptions):
         scale as offset and multiplier (Stan's non-centred parameterisation,
         :mod:`pemc_stan.stan.reparameterize`; the base density then lives in
         those coordinates); ``"none"`` keeps the declarations as written.
+    split_modes
+        ``"auto"`` (the default): when the pilot's search found the modes and NUTS
+        chains started at each stay in their mode's cell, the modes are sampled by
+        those chains and weighted by bridge-sampled masses, and the method's own
+        sampler is not run (:mod:`pemc_stan.methods.mode_split`; the fit is a
+        :class:`~pemc_stan.methods.mode_split.ModeSplitFit`); ``"never"``: always run
+        the method.
     """
 
     temper: str = option("posterior", "temper the whole density or only the likelihood",
@@ -163,6 +172,7 @@ class ContinuousTemperingOptions(MethodOptions):
                                 "(length: evenly along the bridge's thermodynamic length and "
                                 "in beta; flat: the paper's joint)", choices=BETA_MARGINALS)
     reparameterize: str = reparameterize_option()
+    split_modes: str = split_modes_option()
 
     def validate(self) -> ContinuousTemperingOptions:
         """Check the options.
@@ -179,6 +189,7 @@ class ContinuousTemperingOptions(MethodOptions):
         """
         check_choice("temper", self.temper, TEMPER_CHOICES)
         check_choice("reparameterize", self.reparameterize, REPARAMETERIZE_CHOICES)
+        check_choice("split_modes", self.split_modes, SPLIT_MODES_CHOICES)
         if isinstance(self.base, BaseDensity):
             self.base.validate()
             if self.temper == "likelihood":

@@ -26,6 +26,7 @@ import numpy as np
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.methods.mode_split import ModeSplitFit, split_modes
 from pemc_stan.methods.pilot import BasePilot, ModeSearch
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
@@ -218,8 +219,13 @@ class PseudoExtendedModel(MethodModel):
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
-               show_progress: bool = False, **cmdstanpy_kwargs: Any) -> PseudoExtendedFit:
+               show_progress: bool = False, **cmdstanpy_kwargs: Any
+               ) -> PseudoExtendedFit | ModeSplitFit:
         """Estimate the offset (unless given) and run NUTS on the PE program.
+
+        When the pilot found the modes and they are separated
+        (``options.split_modes``), the modes are sampled one by one instead
+        (:func:`~pemc_stan.methods.mode_split.split_modes`).
 
         Parameters
         ----------
@@ -230,7 +236,7 @@ class PseudoExtendedModel(MethodModel):
 
         Returns
         -------
-        PseudoExtendedFit
+        PseudoExtendedFit or ModeSplitFit
 
         Raises
         ------
@@ -243,6 +249,16 @@ class PseudoExtendedModel(MethodModel):
             base, scale = self.fit_base(seed)
         else:
             scale = self.log_scale(seed)
+        opts = self.result.options
+        if opts.split_modes == "auto":
+            split = split_modes(self, self.search, chains=chains, iter_warmup=iter_warmup,
+                                iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
+                                show_progress=show_progress, **cmdstanpy_kwargs)
+            if split.fit is not None:
+                return split.fit
+            note = split.note()
+            if note is not None:
+                self.base_notes = [*self.base_notes, note]
         g_shape = self.g_shape()
         if base is not None and "inits" not in cmdstanpy_kwargs:
             inits = self.inits_from_base(base, chains, seed)

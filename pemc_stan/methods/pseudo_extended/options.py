@@ -11,10 +11,12 @@ from typing import Any
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods.options import (
     REPARAMETERIZE_CHOICES,
+    SPLIT_MODES_CHOICES,
     MethodOptions,
     check_choice,
     option,
     reparameterize_option,
+    split_modes_option,
 )
 
 __all__ = ["AUTO", "AUTO_BETA_MIN", "BetaDensity", "PseudoExtendedOptions", "as_beta", "is_auto",
@@ -245,6 +247,13 @@ class PseudoExtendedOptions(MethodOptions):
         generated program by offset/multiplier
         (:mod:`pemc_stan.stan.reparameterize`: the funnel between ``theta``
         and ``tau`` goes, the model stays); ``"none"``: as written.
+    split_modes
+        ``"auto"`` (the default): when the pilot's search found the modes and NUTS
+        chains started at each stay in their mode's cell, the modes are sampled by
+        those chains and weighted by bridge-sampled masses, and the method's own
+        sampler is not run (:mod:`pemc_stan.methods.mode_split`; the fit is a
+        :class:`~pemc_stan.methods.mode_split.ModeSplitFit`); ``"never"``: always run
+        the method.
     """
 
     n_pseudo: int = option(3, "number of pseudo-samples N", metavar="N")
@@ -269,6 +278,7 @@ class PseudoExtendedOptions(MethodOptions):
                                 "unconstrained coordinates by beta^(-ALPHA/2), ALPHA in [0, 1] "
                                 "(0: off)", metavar="ALPHA")
     reparameterize: str = reparameterize_option()
+    split_modes: str = split_modes_option()
 
     def validate(self) -> PseudoExtendedOptions:
         """Check the options.
@@ -327,6 +337,7 @@ class PseudoExtendedOptions(MethodOptions):
             raise OptionsError("log_scale", self.log_scale, "a finite number or None (pilot "
                                "estimate)")
         check_choice("reparameterize", self.reparameterize, REPARAMETERIZE_CHOICES)
+        check_choice("split_modes", self.split_modes, SPLIT_MODES_CHOICES)
         return self
 
     @property

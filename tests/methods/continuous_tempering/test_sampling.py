@@ -98,7 +98,8 @@ def _stan_python_mirror(fit: ContinuousTemperingFit) -> None:
 
 def test_normal_normal_posterior_tempering(compiled) -> None:
     log_z, mean, var = _normal_exact()
-    fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", chains=4, iter_warmup=500,
+    fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", split_modes="never",
+                           chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=11)
     assert isinstance(fit, ContinuousTemperingFit) and fit.method == "continuous_tempering"
     _check_log_z(fit, log_z)
@@ -131,7 +132,8 @@ def test_normal_normal_posterior_tempering(compiled) -> None:
 
 def test_normal_normal_likelihood_tempering(compiled) -> None:
     log_z, mean, _ = _normal_exact()
-    fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", temper="likelihood",
+    fit = pemc_stan.sample(NORMAL_GQ, NORMAL_DATA, method="ct", split_modes="never",
+                           temper="likelihood",
                            chains=4, iter_warmup=500, iter_sampling=2000, seed=12,
                            bootstrap_rounds=2)
     assert fit.base is None and len(fit.base_expectations()) == 0
@@ -155,7 +157,8 @@ def test_linear_regression_dense_base(compiled, base: str) -> None:
     path = MODELS / "linear_regression" / "linear_regression.stan"
     data = json.loads((MODELS / "linear_regression" / "full.data.json").read_text())
     log_z, mean = _linear_regression_exact(data)
-    fit = pemc_stan.sample(path, data, method="ct", base=base, base_covariance="dense",
+    fit = pemc_stan.sample(path, data, method="ct", split_modes="never",
+                           base=base, base_covariance="dense",
                            chains=4, iter_warmup=500, iter_sampling=1000, seed=21,
                            bootstrap_rounds=2)
     assert fit.base.covariance == "dense" and fit.base.dim == data["K"]
@@ -180,7 +183,8 @@ def test_lower_bounded_and_simplex_conjugate(compiled, base: str) -> None:
     path = MODELS / "poisson_dirichlet" / "poisson_dirichlet.stan"
     data = json.loads((MODELS / "poisson_dirichlet" / "data.json").read_text())
     log_z, lam, theta = _poisson_dirichlet_exact(data)
-    fit = pemc_stan.sample(path, data, method="ct", base=base, chains=4, iter_warmup=500,
+    fit = pemc_stan.sample(path, data, method="ct", split_modes="never",
+                           base=base, chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=31)
     _check_log_z(fit, log_z)
     _check_mean(fit, "lambda", lam)
@@ -205,7 +209,7 @@ def test_bimodal_mode_masses_where_nuts_is_stuck(compiled) -> None:
     per_chain = (x < 0).mean(axis=1)
     assert np.all((per_chain == 0) | (per_chain == 1))
     # continuous tempering recovers both masses
-    fit = pemc_stan.sample(path, data, method="ct", chains=4, iter_warmup=500,
+    fit = pemc_stan.sample(path, data, method="ct", split_modes="never", chains=4, iter_warmup=500,
                            iter_sampling=2000, seed=41, num_paths=8)
     left = fit.expectation(lambda v: (v["x"] < 0).astype(float))
     right = fit.expectation(lambda v: (v["x"] > 0).astype(float))
@@ -240,7 +244,7 @@ def test_defaults_non_centre_neals_funnel(compiled) -> None:
     declares z with its prior's scale as multiplier, the base lives in Stan's unconstrained
     coordinates (v, z / exp(v / 2)), and both ends of the bridge are Gaussian there.  The
     caps make a log 2 error in log Z, or a missed neck (sd(v) 1.6 instead of 3), fail."""
-    fit = pemc_stan.sample(FUNNEL, {}, method="ct", seed=3)
+    fit = pemc_stan.sample(FUNNEL, {}, method="ct", split_modes="never", seed=3)
     assert [nc.name for nc in fit.result.noncentred] == ["z"]
     assert "vector<multiplier=exp(v / 2)>[4] z;" in fit.result.stan_code
     _check_mean(fit, "v", 0.0, max_mcse=0.15)
@@ -267,7 +271,8 @@ def test_a_round_stuck_at_the_target_gives_the_next_zeta_by_importance_sampling(
             "tau": 1e5}
     log_z, mean = _linear_regression_exact(data)
     fit = pemc_stan.sample(MODELS / "linear_regression" / "linear_regression.stan", data,
-                           method="ct", base="advi", log_zeta=log_z - 300, chains=4,
+                           method="ct", split_modes="never",
+        base="advi", log_zeta=log_z - 300, chains=4,
                            iter_warmup=500, iter_sampling=1000, seed=13)
     assert fit.check().ok, fit.check()
     _check_log_z(fit, log_z, max_se=0.05)

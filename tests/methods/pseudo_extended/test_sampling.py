@@ -77,7 +77,7 @@ def _within(est: float, se: float, exact: float, what: str, k: float = 4.0) -> N
 
 @pytest.fixture(scope="module")
 def bimodal_pe(compiled, cmdstan_installation):
-    return method_model(BIMODAL, BIMODAL_DATA, method="pe", n_pseudo=5)
+    return method_model(BIMODAL, BIMODAL_DATA, method="pe", split_modes="never", n_pseudo=5)
 
 
 def test_plain_nuts_stays_in_one_mode(compiled) -> None:
@@ -133,7 +133,8 @@ def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:
     # or g term missing from the weight or the target (dropping g from the target gives 0.50),
     # or a beta law tilted by 1/beta (0.10), fails here.
     b0 = 0.01
-    pe = method_model(BIMODAL, BIMODAL_DATA, method="pe", n_pseudo=3, beta_min=b0,
+    pe = method_model(BIMODAL, BIMODAL_DATA, method="pe", split_modes="never",
+                      n_pseudo=3, beta_min=b0,
                              beta_prior=(0.5, 1), instrumental=(0.5, 1))
     fit = pe.sample(chains=4, iter_warmup=1000, iter_sampling=2000, seed=7)
     # pi = Beta(0.5, 1) restricted to (b0, 1): density proportional to beta^(-1/2)
@@ -155,7 +156,8 @@ def test_weighted_beta_follows_pi(compiled, cmdstan_installation) -> None:
 def constrained_pe(compiled, cmdstan_installation):
     # 7 unconstrained dimensions, two with exponential tails: with g uniform on (0, 1)
     # q(x, beta) would be improper (int gamma^beta ~ beta^-2), so beta lives on (0.1, 1).
-    return method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", n_pseudo=3, beta_min=0.1)
+    return method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", split_modes="never",
+                        n_pseudo=3, beta_min=0.1)
 
 
 def _check_constrained(fit, label: str) -> None:
@@ -181,14 +183,15 @@ def test_constrained_posterior_means(constrained_pe) -> None:
 
 
 def test_n1_reproduces_original_posterior(compiled) -> None:
-    pe = method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", n_pseudo=1)
+    pe = method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", split_modes="never", n_pseudo=1)
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=8)
     np.testing.assert_allclose(fit.normalised_weights(), 1.0)
     _check_constrained(fit, "PE N=1")
 
 
 def test_likelihood_tempering_with_fixed_ladder(compiled) -> None:
-    pe = method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", n_pseudo=3, temper="likelihood",
+    pe = method_model(CONSTRAINED, CONSTRAINED_DATA, method="pe", split_modes="never",
+                      n_pseudo=3, temper="likelihood",
                              beta=[0.2, 0.6, 1.0])
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=9, sig_figs=15)
     np.testing.assert_allclose(fit.log_weights(), fit.log_weights_stan(), rtol=1e-9, atol=1e-9)
@@ -218,7 +221,8 @@ def test_noncentring_keeps_the_target(compiled, cmdstan_installation) -> None:
     # A wrong log-Jacobian of a constraint shifts these by many SEs.  Dropping the
     # beta^(-alpha/2) term tilts pi and g alike, which the x-marginal cannot see (the weights
     # only use pi / g), but the weighted beta then no longer follows pi (E = 0.55 -> 0.70).
-    pe = method_model(NONCENTRED, {"n": 20, "k": 6}, method="pe", n_pseudo=3, beta_min=0.1,
+    pe = method_model(NONCENTRED, {"n": 20, "k": 6}, method="pe", split_modes="never",
+                      n_pseudo=3, beta_min=0.1,
                              noncentring=0.5, log_scale=0.0)
     fit = pe.sample(chains=4, iter_warmup=700, iter_sampling=1000, seed=12, sig_figs=15)
     np.testing.assert_allclose(fit.log_weights(), fit.log_weights_stan(), rtol=1e-9, atol=1e-9)
@@ -241,7 +245,8 @@ def test_sample_entry_point_accepts_cmdstanmodel(compiled) -> None:
 
     model = compiled(BIMODAL)
     # budget=1: this short run is suspect, and a follow-up would double its draws
-    fit = pemc_stan.sample(model, BIMODAL_DATA, method="pe", n_pseudo=2, log_scale=0.0, chains=2,
+    fit = pemc_stan.sample(model, BIMODAL_DATA, method="pe", split_modes="never",
+                           n_pseudo=2, log_scale=0.0, chains=2,
                            iter_warmup=200, iter_sampling=200, seed=4, budget=1)
     assert fit.log_scale == 0.0 and fit.follow_up.steps == []
     assert fit.beta().shape == (2, 200, 2)
@@ -261,7 +266,8 @@ def test_default_target_is_proper_in_five_dimensions(compiled) -> None:
     the marginal is beta^(-d/2) exp(-c beta), piled at a, and this test fails."""
     d = 5
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
-    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, chains=4, iter_warmup=500,
+    fit = pemc_stan.sample(code, method="pe", split_modes="never",
+                           log_scale=0.0, chains=4, iter_warmup=500,
                            iter_sampling=1000, seed=11)
     n = fit.result.options.n_pseudo  # the default N
     assert fit.result.temper == "posterior" and fit.g_shape == (d + 1) / 2
@@ -307,7 +313,8 @@ def test_base_tempered_target_in_five_dimensions(compiled) -> None:
 
     n = 2
     code = "parameters { vector[5] x; } model { x ~ normal(0, 1); }"
-    fit = pemc_stan.sample(code, method="pe", log_scale=0.0, temper="base", chains=4,
+    fit = pemc_stan.sample(code, method="pe", split_modes="never",
+                           log_scale=0.0, temper="base", chains=4,
                            iter_warmup=500, iter_sampling=1000, seed=11)
     assert fit.result.temper == "base" and fit.base is not None
     m, S = fit.base.mean, fit.base.cov
@@ -347,7 +354,8 @@ def test_defaults_with_flat_priors_are_proper(compiled) -> None:
     y = np.asarray(FLAT_NORMAL_Y)
     n, s = len(y), float(((y - y.mean()) ** 2).sum())
     e_sigma = np.sqrt(s / 2) * np.exp(gammaln((n - 3) / 2) - gammaln((n - 2) / 2))
-    fit = pemc_stan.sample(FLAT_NORMAL, {"n": n, "y": y.tolist()}, method="pe", seed=4)
+    fit = pemc_stan.sample(FLAT_NORMAL, {"n": n, "y": y.tolist()}, method="pe", split_modes="never",
+                           seed=4)
     assert fit.result.temper == "base"
     for f, exact in (("mu", y.mean()), ("sigma", e_sigma),
                      (lambda v: v["sigma"] ** 2, s / (n - 4))):
@@ -369,7 +377,7 @@ def test_defaults_non_centre_neals_funnel(compiled) -> None:
     declares z with its prior's scale as multiplier, and with no likelihood split the
     default tempers towards the base: gamma^beta would push v to about 18 / beta (92% of
     transitions diverged).  The caps make a log 2 error in log Z, or a missed neck, fail."""
-    fit = pemc_stan.sample(FUNNEL, {}, method="pe", seed=3)
+    fit = pemc_stan.sample(FUNNEL, {}, method="pe", split_modes="never", seed=3)
     assert [nc.name for nc in fit.result.noncentred] == ["z"]
     assert fit.result.temper == "base"
     assert "vector<multiplier=exp(v[1] / 2)>[4] pemc_z_1;" in fit.result.stan_code

@@ -1,0 +1,551 @@
+"""The mode split: separated modes sampled one by one, weighted by their masses.
+
+When the pilot's search (:class:`~pemc_stan.methods.pilot.ModeSearch`) has found
+the modes and NUTS cannot move between them, the posterior is the mixture of its
+restrictions to the modes' cells,
+
+    p(x) = sum_k (Z_k / Z) p_k(x),    Z = sum_k Z_k,
+
+so NUTS chains that each stay in one cell sample the ``p_k``, bridge sampling on
+each cell's chains gives ``log Z_k``
+(:func:`~pemc_stan.methods.bridge.bridge_from_draws`), and every expectation and
+``log Z`` follow without any chain crossing between modes.  This is what a
+tempered chain cannot do when a mode is narrow: the geometric path
+``gamma^beta b^(1 - beta)`` has an entropy barrier inside a narrow mode's cell (the
+volume ratio of the base's scale to the mode's), which no beta bias fitted to all
+modes together lifts (docs/validation.md, "Experiment: one NUTS chain per mode").
+
+:func:`split_modes` runs the chains the user asked for from where CmdStan would start
+them (scouts: a mode the search missed can catch one, whose draws then disagree with
+their group's) and :data:`CHAINS_PER_MODE` more from each mode centre the search
+found, all of the user's unchanged program with the user's ``iter_warmup`` and
+``iter_sampling``.  Modes between which chains move are
+merged into one group (:func:`cell_groups`: they are connected for NUTS and sampled
+together), and the split is accepted only when the evidence says the decomposition
+holds:
+
+- the search stopped because it saw no sign of modes it missed
+  (:data:`~pemc_stan.methods.pilot.UNSEEN_SHARE_MAX`);
+- the fit's own verdict (:meth:`ModeSplitFit.check`) is ok: divergences, R-hat and
+  ESS within each group's chains, the chains of a group agreeing, no mode the search
+  found left unvisited, every group's mass estimated, and within a group of connected
+  modes no mode visited far less than the search weighed it (a spike in a slab).
+
+Otherwise the method runs as it would have (tempering), and the reason is kept in
+its diagnostics.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import cmdstanpy
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.special import logsumexp
+
+from pemc_stan.backend.progress import stage
+from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.estimators.mixture import mixture_log_z, mixture_mean, mixture_weights
+from pemc_stan.methods.base import ExtendedFit, MethodModel, OutputExtras, WeightedEstimate
+from pemc_stan.methods.base_density import coordinate_draws
+from pemc_stan.methods.bridge import bridge_from_draws
+from pemc_stan.methods.density import DensityEvaluator
+from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX, ModeSearch
+from pemc_stan.output.diagnostics import Reason, convergence_stats
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CHAINS_PER_MODE", "LEFT_SHARE_MAX", "MAX_SPLIT_MODES", "OCCUPANCY_FACTOR",
+           "OCCUPANCY_SHARE_MIN", "ModeSplitFit",
+           "SplitOutcome", "cell_groups", "split_modes"]
+
+#: Chains started at each mode centre: two, so that R-hat and the chains' agreement
+#: can be judged within every mode.
+CHAINS_PER_MODE = 2
+#: Offset of the scouts' seed from the run's.
+SCOUT_SEED_OFFSET = 15485863
+#: The split is tried for at most this many modes (beyond, the modes are rarely all
+#: separated, and the chains would cost more than tempering).
+MAX_SPLIT_MODES = 24
+#: A chain stayed in its cell when at most this share of its draws lie nearer another
+#: cell's centre (draws in a wide mode's tail can be nearer a narrow neighbour's).
+LEFT_SHARE_MAX = 0.01
+#: In a group of connected modes, a mode the search weighed at this share of the group or
+#: more ...
+OCCUPANCY_SHARE_MIN = 0.05
+#: ... must hold at least this many times less than that share of the group's draws.
+OCCUPANCY_FACTOR = 5.0
+
+
+def cell_groups(cells: NDArray[np.intp], n_cells: int
+                ) -> tuple[NDArray[np.intp], NDArray[np.float64], list[list[int]]]:
+    """Group the cells that chains move between, and the chains by their group.
+
+    Every cell holding more than :data:`LEFT_SHARE_MAX` of a chain's draws joins one
+    group with the chain's other such cells (NUTS moves between them, so they are
+    sampled together), transitively; a chain belongs to the group of the cell holding
+    most of its draws.  Where a chain started does not count: early warm-up, with its
+    large steps, can throw a chain across a barrier it never crosses again.  Cells no
+    chain stays in belong to no group (a mode the search found that no chain samples:
+    the verdict's ``unvisited_modes`` judges it).
+
+    Parameters
+    ----------
+    cells
+        The cell of every draw, shape (chains, draws), in ``0 .. n_cells - 1``.
+    n_cells
+        The number of cells.
+
+    Returns
+    -------
+    (groups, outside, members)
+        ``groups[c]``: chain ``c``'s group, numbered in order of their first cell;
+        ``outside[c]``: the share of its draws outside its group's cells;
+        ``members[g]``: the cells of group ``g``.
+
+    Raises
+    ------
+    ValueError
+        If a cell index is out of range.
+    """
+    labels = np.atleast_2d(np.asarray(cells, dtype=np.intp))
+    if labels.size and (labels.min() < 0 or labels.max() >= n_cells):
+        raise ValueError(f"cell indices must lie in 0..{n_cells - 1}")
+    root = list(range(n_cells))
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            root[k] = root[root[k]]
+            k = root[k]
+        return k
+
+    shares = np.stack([np.bincount(row, minlength=n_cells) / max(row.size, 1)
+                       for row in labels])
+    majority = np.argmax(shares, axis=1)
+    for c, home in enumerate(majority):
+        for k in np.flatnonzero(shares[c] > LEFT_SHARE_MAX):
+            root[find(int(k))] = find(int(home))
+    firsts = sorted({find(int(k)) for k in majority})
+    number = {r: g for g, r in enumerate(firsts)}
+    cell_group = np.array([number.get(find(k), -1) for k in range(n_cells)], dtype=np.intp)
+    groups = cell_group[majority]
+    outside = np.array([float(np.sum(shares[c][cell_group != groups[c]]))
+                        for c in range(len(groups))])
+    members = [np.flatnonzero(cell_group == g).tolist() for g in range(len(firsts))]
+    return groups, outside, members
+
+
+def _two_halves(draws: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A group's draws (chains, draws), one chain cut into two halves (split R-hat's own
+    cut, so that the diagnostics, which want two chains, can run)."""
+    if draws.shape[0] != 1:
+        return draws
+    half = draws.shape[1] // 2
+    return np.stack([draws[0, :half], draws[0, half:2 * half]])
+
+
+class ModeSplitFit(ExtendedFit):
+    """A fit made of NUTS chains of the user's program, a group of chains per mode.
+
+    Each draw of group ``g`` (``n_g`` draws) weighs ``p_g / n_g`` with
+    ``p_g = Z_g / sum Z``; expectations are ``sum_g p_g E_g[f]`` with the delta-method
+    standard error (each group's Monte-Carlo error, and each ``log Z_g``'s error
+    through ``p``).
+
+    Parameters
+    ----------
+    fit
+        The CmdStan run of the user's unchanged program (all groups' chains).
+    result
+        The method's transform result (the fit reports the method that ran it).
+    groups
+        Each chain's group of modes, (chains,) (:func:`cell_groups`).
+    mode_log_z
+        Each group's bridge estimate of ``log Z_g``.
+    search
+        The pilot's search whose modes the chains started at.
+    cells
+        The search's cell (nearest mode centre) of every draw, (chains, draws).
+    members
+        The cells of each group.
+    outside
+        Each chain's share of draws outside its group's cells.
+    data, original_model, seed
+        As :class:`~pemc_stan.methods.base.ExtendedFit`.
+    """
+
+    resampling = "pooled"
+
+    def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: Any, *, groups: NDArray[np.intp],
+                 mode_log_z: list[EvidenceEstimate], search: ModeSearch,
+                 cells: NDArray[np.intp], members: list[list[int]],
+                 outside: NDArray[np.float64], data: Mapping[str, Any] | None = None,
+                 original_model: Any = None, seed: int | None = None) -> None:
+        super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
+        self._groups = np.asarray(groups, dtype=np.intp)
+        self.mode_log_z = list(mode_log_z)
+        self.search = search
+        self.cells = np.asarray(cells, dtype=np.intp)
+        self.members = [list(m) for m in members]
+        self.outside = np.asarray(outside, dtype=float)
+
+    # ------------------------------------------------------------------ the mixture
+    def chain_groups(self) -> NDArray[np.intp]:
+        """Each chain's mode group (chains of one group sample one mode)."""
+        return self._groups.copy()
+
+    def mode_weights(self) -> NDArray[np.float64]:
+        """``p_g = Z_g / sum Z`` of each group.
+
+        Raises
+        ------
+        Nothing (NaN when a mass is not finite).
+        """
+        return mixture_weights([e.log_z for e in self.mode_log_z])
+
+    def particle_log_weights(self) -> NDArray[np.float64]:
+        """``log p_g - log n_g`` for every draw of group ``g``, shape (chains, draws, 1)."""
+        n_draws = self._draws.shape[0]
+        counts = np.bincount(self._groups) * n_draws
+        lw = np.log(self.mode_weights())[self._groups] - np.log(counts[self._groups])
+        return np.repeat(lw[:, None, None], n_draws, axis=1)
+
+    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
+        """``E[f] = sum_g p_g E_g[f]`` with its delta-method standard error.
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        """
+        values = self._values(f)[..., 0]
+        parts = [values[self._groups == g] for g in range(len(self.mode_log_z))]
+        per = [self._estimate(v) for v in parts]
+        m = np.array([e.mean for e in per])
+        est, se = mixture_mean([e.log_z for e in self.mode_log_z],
+                               [e.std_error for e in self.mode_log_z], m,
+                               [e.mcse for e in per])
+        p = self.mode_weights()
+        spread = float(np.sum(p * (np.array([np.var(v) for v in parts]) + (m - est) ** 2)))
+        ess = spread / se**2 if se > 0 else float(values.size)
+        return WeightedEstimate(mean=est, mcse=se, ess=ess)
+
+    def convergence(self) -> pd.DataFrame:
+        """R-hat, bulk and tail ESS of every original parameter column, judged per group.
+
+        R-hat is the largest of the groups' (chains of one group sample one mode, or
+        one set of connected modes).  The ESS is that of the mixture's estimate,
+        ``1 / sum_g (p_g^2 / ESS_g)``: a group weighing ``p_g`` adds ``p_g^2`` times its
+        own Monte-Carlo variance, so a light group needs fewer effective draws.
+
+        Raises
+        ------
+        Nothing beyond the fit's own errors.
+        """
+        cached: pd.DataFrame | None = getattr(self, "_convergence", None)
+        if cached is None:
+            p = self.mode_weights()
+            rows = []
+            for c in self.parameter_columns():
+                values = self.particles(c)[..., 0]  # equal weights within a chain
+                stats = np.array([convergence_stats(_two_halves(values[self._groups == g]))
+                                  for g in range(len(p))], dtype=float)
+                rows.append((float(np.max(stats[:, 0])),
+                             float(1.0 / np.sum(p**2 / stats[:, 1])),
+                             float(1.0 / np.sum(p**2 / stats[:, 2]))))
+            cached = pd.DataFrame(rows, index=pd.Index(self.parameter_columns(), name="name"),
+                                  columns=["r_hat", "ess_bulk", "ess_tail"], dtype=float)
+            self._convergence = cached
+        return cached.copy()
+
+    def log_z(self) -> EvidenceEstimate:
+        """``log Z = log sum_g Z_g`` with ``se^2 = sum_g p_g^2 se_g^2``.
+
+        Raises
+        ------
+        ImproperPriorError
+            If a parameter has a flat, improper prior (the evidence is then undefined).
+        """
+        undefined = self.log_z_undefined()
+        if undefined is not None:
+            raise undefined
+        return self.mode_split_log_z()
+
+    def mode_split_log_z(self) -> EvidenceEstimate:
+        """The sum of the modes' bridge estimates (also under an improper prior)."""
+        lz = [e.log_z for e in self.mode_log_z]
+        se = [e.std_error for e in self.mode_log_z]
+        log_z, std_error = mixture_log_z(lz, se)
+        return EvidenceEstimate(log_z, std_error, "mode_split_bridge",
+                                {"modes": len(lz), "mode_log_z": lz, "mode_std_error": se})
+
+    def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
+        """The modes' summed bridge estimates, whichever of the method's own estimators is
+        asked for: the run did not temper, so there are no tempered draws to estimate from.
+
+        Raises
+        ------
+        ImproperPriorError
+            If the evidence is undefined (an improper prior).
+        """
+        logger.info("the run split the modes instead of tempering: log Z by estimator %r is "
+                    "the sum of the modes' bridge estimates", estimator)
+        return self.log_z()
+
+    # ------------------------------------------------------------------ the verdict
+    def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
+        """The search's unseen share, every mode's mass, the chains' cells."""
+        search = self.search
+        unseen = float(getattr(search, "unseen", float("nan")))
+        yield "mode_search", None if unseen <= UNSEEN_SHARE_MAX else Reason(
+            "mode_search", f"the search for modes stopped ({search.stopped}) with an estimated "
+            f"{100 * unseen:.0f}% chance that one more path would find a mode not yet seen: "
+            "a mode it missed is missing from these estimates",
+            "run with split_modes='never' (tempering)")
+        bad = [g for g, e in enumerate(self.mode_log_z)
+               if not (np.isfinite(e.log_z) and np.isfinite(e.std_error))]
+        yield "mode_masses", None if not bad else Reason(
+            "mode_masses", f"bridge sampling gave no finite mass for {len(bad)} mode(s)",
+            "run longer (iter_sampling), or with split_modes='never' (tempering)")
+        worst = float(np.max(self.outside)) if self.outside.size else 0.0
+        yield "mode_cells", None if worst <= 2 * LEFT_SHARE_MAX else Reason(
+            "mode_cells", f"a chain spent {100 * worst:.1f}% of its draws in the cells of other "
+            "groups of modes: the groups are connected for NUTS",
+            "run with split_modes='never' (tempering)")
+        yield "mode_occupancy", self._occupancy()
+
+    def _occupancy(self) -> Reason | None:
+        """A mode that the chains of its group visit far less than the search weighed it.
+
+        Within a group of connected modes, NUTS must carry the chains between the modes
+        in proportion to their masses; a narrow mode inside a wide one (a spike in a
+        slab) is entered rarely, and its mass would be lost.  The search's share of each
+        mode (Pathfinder's importance-sampling masses) is rough, so only a mode holding
+        at least :data:`OCCUPANCY_SHARE_MIN` of its group's searched mass and visited
+        less than :data:`OCCUPANCY_FACTOR` times less often than that counts.
+        """
+        shares = np.asarray(self.search.major_shares, dtype=float)
+        for g, cells in enumerate(self.members):
+            if len(cells) < 2:
+                continue
+            labels = self.cells[self._groups == g]
+            expected = shares[cells] / np.sum(shares[cells])
+            seen = np.array([np.mean(labels == k) for k in cells])
+            for k, q, o in zip(cells, expected, seen, strict=True):
+                if q >= OCCUPANCY_SHARE_MIN and o < q / OCCUPANCY_FACTOR:
+                    return Reason(
+                        "mode_occupancy", f"the chains of a group of connected modes spent "
+                        f"{100 * o:.1f}% of their draws at mode {k + 1}, which the search "
+                        f"weighed at {100 * q:.0f}% of the group: NUTS rarely enters it",
+                        "run with split_modes='never' (tempering)")
+        return None
+
+    def diagnostics(self, warn: bool = True) -> dict[str, Any]:
+        """NUTS diagnostics, the modes' masses and the cells' closure."""
+        info = super().diagnostics(warn=False)
+        p = self.mode_weights()
+        info["mode_split"] = {
+            "modes": len(p), "chains_per_mode": np.bincount(self._groups).tolist(),
+            "mode_masses": p.tolist(),
+            "mode_log_z": [e.log_z for e in self.mode_log_z],
+            "mode_log_z_se": [e.std_error for e in self.mode_log_z],
+            "mode_groups": [[k + 1 for k in m] for m in self.members],
+            "largest_share_outside_group": (float(np.max(self.outside)) if self.outside.size
+                                            else 0.0)}
+        msgs = list(info.get("messages", []))
+        msgs.insert(0, f"modes split: {len(p)} mode(s) sampled by their own NUTS chains, "
+                       "weighted by bridge-sampled masses (no tempering was needed)")
+        info["messages"] = msgs
+        if warn:
+            for m in msgs[1:]:
+                logger.warning("%s", m)
+        return info
+
+    def output_extras(self) -> OutputExtras:
+        """The strategy and the modes' masses (attributes and settings); sample stats
+        ``mode_group`` (each draw's group), ``log_weight`` (``log p_g - log n_g``) and
+        ``weight`` (normalised over all draws), with the attribute ``weight_ess``."""
+        p = self.mode_weights()
+        lw = self.particle_log_weights()[..., 0]
+        w = np.exp(lw - logsumexp(lw))
+        both = ("chain", "draw")
+        group = np.repeat(self._groups[:, None], lw.shape[1], axis=1)
+        attrs = {"pemc_sampling": "mode_split", "pemc_modes_split": len(p),
+                 "pemc_mode_masses": [float(x) for x in p]}
+        return OutputExtras(
+            attributes=attrs,
+            settings={"sampling": "mode_split", "mode_masses": p.tolist(),
+                      "mode_groups": [[k + 1 for k in m] for m in self.members]},
+            sample_stats={"mode_group": (both, group), "log_weight": (both, lw),
+                          "weight": (both, w)},
+            sample_stats_attrs={"weight_ess": float(1.0 / np.sum(w**2))})
+
+
+class SplitOutcome:
+    """What :func:`split_modes` decided: the fit, or why the method must temper.
+
+    Attributes
+    ----------
+    fit
+        The accepted :class:`ModeSplitFit`, or None.
+    why
+        Why the split was not used (empty when it was, or was not tried).
+    tried
+        Whether the split's chains ran (else ``why`` says why they were not started).
+    """
+
+    def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False):
+        self.fit, self.why, self.tried = fit, why, tried
+
+    def note(self) -> tuple[str, str, str] | None:
+        """``(name, message, remedy)`` for the method's fit, when the split was tried and
+        rejected."""
+        if self.fit is not None or not self.why:
+            return None
+        if not self.tried:
+            return ("mode_split", f"the modes were not split: {self.why}", "nothing to do")
+        return ("mode_split", f"the modes were not split, so the run tempered: {self.why}",
+                "nothing to do; split_modes='never' skips the attempt")
+
+
+def _inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], per_mode: int
+           ) -> list[Mapping[str, Any]]:
+    """Initial values of ``per_mode`` chains at each centre (base coordinates)."""
+    out: list[Mapping[str, Any]] = []
+    for centre in centres:
+        values = coords.inverse(np.asarray(centre, dtype=float)[None, :], model.data)
+        out.extend([{name: np.asarray(v)[0].tolist() for name, v in values.items()}] * per_mode)
+    return out
+
+
+def scout_inits(model: MethodModel, coords: Any, n: int, seed: int | None
+                ) -> list[Mapping[str, Any]]:
+    """Initial values of ``n`` scout chains: uniform on ``(-2, 2)`` in every base
+    coordinate, as CmdStan starts its chains on the unconstrained scale.
+
+    Raises
+    ------
+    ValueError
+        If the base coordinates cannot be evaluated from the data.
+    """
+    rng = np.random.default_rng(None if seed is None else seed + SCOUT_SEED_OFFSET)
+    z = rng.uniform(-2.0, 2.0, size=(n, coords.dim(model.data)))
+    values = coords.inverse(z, model.data)
+    return [{name: np.asarray(v)[i].tolist() for name, v in values.items()} for i in range(n)]
+
+
+def _group_draws(fit: cmdstanpy.CmdStanMCMC, names: list[str], chains: NDArray[np.bool_]
+                 ) -> dict[str, NDArray[np.float64]]:
+    out = {}
+    for name in names:
+        v = np.asarray(fit.stan_variable(name), dtype=float)
+        v = v.reshape((fit.chains, v.shape[0] // fit.chains, *v.shape[1:]))
+        out[name] = v[chains]
+    return out
+
+
+def _base_coordinates(model: MethodModel, coords: Any, fit: cmdstanpy.CmdStanMCMC
+                      ) -> NDArray[np.float64]:
+    draws = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (iter, chains, cols)
+    n_iter, n_chains, _ = draws.shape
+    flat = np.transpose(draws, (1, 0, 2)).reshape(n_chains * n_iter, -1)
+    z, _ = coords.forward(coordinate_draws(coords, flat, list(fit.column_names), model.data),
+                          model.data)
+    return np.asarray(z, dtype=float).reshape(n_chains, n_iter, -1)
+
+
+def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, iter_warmup: int,
+                iter_sampling: int, seed: int | None,
+                output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                **cmdstanpy_kwargs: Any) -> SplitOutcome:
+    """Try the mode split (see the module docstring) after the pilot's ``search``.
+
+    Parameters
+    ----------
+    model
+        The method's model (its original program, data and base coordinates).
+    search
+        The pilot's search (None: nothing is tried).
+    chains
+        The chains the user asked for: they start where CmdStan would start them
+        (:func:`scout_inits`), and :data:`CHAINS_PER_MODE` more start at each mode.
+    iter_warmup, iter_sampling, seed, output_dir, show_progress
+        As ``CmdStanModel.sample`` (the draws' CSV files go to ``output_dir``).
+    **cmdstanpy_kwargs
+        Further NUTS arguments (``adapt_delta``, ...).  With ``inits`` given nothing is
+        tried: the user chose where the chains start.
+
+    Returns
+    -------
+    SplitOutcome
+        The accepted fit, or why the method should run as usual.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan fails on the user's program.
+    """
+    coords = getattr(model.result, "coordinates", None)
+    if search is None or search.centres is None or search.base is None or coords is None \
+            or not coords.blocks:
+        return SplitOutcome()
+    centres = np.asarray(search.centres, dtype=float)
+    if len(centres) > MAX_SPLIT_MODES:
+        return SplitOutcome(why=f"{len(centres)} modes found (> {MAX_SPLIT_MODES})")
+    if not search.unseen <= UNSEEN_SHARE_MAX:
+        return SplitOutcome(why=f"the search may have missed modes (unseen share "
+                                f"{search.unseen:.3f} > {UNSEEN_SHARE_MAX})")
+    if cmdstanpy_kwargs.get("inits") is not None:
+        return SplitOutcome(why="initial values were given, and the split starts its chains "
+                                "at the modes")
+    kwargs = {k: v for k, v in cmdstanpy_kwargs.items() if k != "chains"}
+    kwargs.setdefault("sig_figs", 12)
+    inits = [*scout_inits(model, coords, chains, seed),
+             *_inits(model, coords, centres, CHAINS_PER_MODE)]
+    with stage(f"mode split: {chains} NUTS chains from Stan's usual initial values and "
+               f"{CHAINS_PER_MODE} at each of {len(centres)} mode(s) of the search"):
+        run = model.original_model().sample(
+            data=model.data or None, chains=len(inits), iter_warmup=iter_warmup,
+            iter_sampling=iter_sampling, seed=seed, inits=inits,
+            output_dir=None if output_dir is None else str(output_dir),
+            show_progress=show_progress,
+            **kwargs)
+    return _judge(model, coords, search, run, seed)
+
+
+def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
+           seed: int | None) -> SplitOutcome:
+    """Cells, masses and the verdict of a split's run."""
+    centres = np.asarray(search.centres, dtype=float)
+    z = _base_coordinates(model, coords, run)
+    n_chains, n_draws, dim = z.shape
+    cells = search.base.nearest_centre(z.reshape(-1, dim), centres).reshape(n_chains, n_draws)
+    groups, outside, members = cell_groups(cells, len(centres))
+    program = model.program
+    names = list(program.parameter_names)
+    evaluator = DensityEvaluator(program, model.data, program.name)  # its CSVs: temporary
+    masses = []
+    with stage(f"mode split: bridge sampling of {len(members)} mode mass(es)"):
+        for g in range(len(members)):
+            try:
+                masses.append(bridge_from_draws(program, model.data,
+                                                _group_draws(run, names, groups == g),
+                                                name=program.name, seed=seed,
+                                                evaluator=evaluator))
+            except (ValueError, RuntimeError) as exc:
+                return SplitOutcome(why=f"bridge sampling of mode {g + 1} failed ({exc})",
+                                    tried=True)
+    fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
+                       cells=cells, members=members, outside=outside, data=model.data,
+                       original_model=model.original_model, seed=seed)
+    verdict = fit.check()
+    if not verdict.ok:
+        return SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True)
+    logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
+                ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
+    return SplitOutcome(fit, tried=True)

@@ -1,0 +1,72 @@
+"""The mode split's grouping of cells and its record (fast: nothing is compiled)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pemc_stan.errors import OptionsError
+from pemc_stan.methods import registry
+from pemc_stan.methods.mode_split import LEFT_SHARE_MAX, SplitOutcome, cell_groups
+
+
+def _chain(counts: dict[int, int]) -> list[int]:
+    return [k for k, n in counts.items() for _ in range(n)]
+
+
+def test_chains_that_stay_in_their_cells_make_one_group_per_cell() -> None:
+    cells = np.array([_chain({0: 1000}), _chain({0: 1000}), _chain({1: 1000}),
+                      _chain({1: 1000})])
+    groups, outside, members = cell_groups(cells, 2)
+    assert groups.tolist() == [0, 0, 1, 1]
+    assert members == [[0], [1]]
+    assert outside.tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_cells_a_chain_moves_between_are_merged_transitively() -> None:
+    cells = np.array([_chain({0: 600, 1: 400}), _chain({1: 500, 2: 500}),
+                      _chain({3: 1000}), _chain({3: 1000})])
+    groups, outside, members = cell_groups(cells, 4)
+    assert members == [[0, 1, 2], [3]]
+    assert groups.tolist() == [0, 0, 1, 1]
+    assert np.all(outside == 0.0)
+
+
+def test_a_brief_visit_is_not_a_merge_but_counts_as_outside() -> None:
+    few = int(LEFT_SHARE_MAX * 1000) // 2  # below the share that merges
+    cells = np.array([_chain({0: 1000 - few, 1: few}), _chain({1: 1000})])
+    groups, outside, members = cell_groups(cells, 2)
+    assert members == [[0], [1]]
+    assert outside[0] == pytest.approx(few / 1000)
+
+
+def test_a_chain_belongs_where_its_draws_are_and_an_abandoned_cell_to_no_group() -> None:
+    # chains "started" in cell 2 ended in cell 0: cell 2 has no chain and no group
+    cells = np.array([_chain({0: 1000}), _chain({0: 1000}), _chain({1: 1000})])
+    groups, _, members = cell_groups(cells, 3)
+    assert members == [[0], [1]]
+    assert groups.tolist() == [0, 0, 1]
+
+
+def test_cell_indices_out_of_range_raise() -> None:
+    with pytest.raises(ValueError, match=r"0\.\.1"):
+        cell_groups(np.array([[0, 2]]), 2)
+
+
+def test_outcome_notes_say_why_the_method_ran() -> None:
+    assert SplitOutcome().note() is None  # not tried, nothing to say
+    tried = SplitOutcome(why="a chain spent 3% of its draws elsewhere", tried=True).note()
+    assert tried is not None and tried[0] == "mode_split"
+    assert "so the run tempered: a chain spent 3%" in tried[1]
+    skipped = SplitOutcome(why="30 modes found (> 24)").note()
+    assert skipped is not None and "not split: 30 modes found" in skipped[1]
+
+
+@pytest.mark.parametrize("method", ["ct", "pe"])
+def test_split_modes_option_is_validated_and_on_the_command_line(method: str) -> None:
+    spec = registry.get(method)
+    assert spec.build_options().split_modes == "auto"
+    assert spec.build_options(split_modes="never").split_modes == "never"
+    with pytest.raises(OptionsError, match="split_modes") as err:
+        spec.build_options(split_modes="sometimes")
+    assert "'auto' or 'never'" in str(err.value)

@@ -1,0 +1,123 @@
+"""The mode split on models with exact answers, run through CmdStan (compiled).
+
+A two-component mixture whose modes lie far apart and far outside Stan's initial
+box: the defaults must find both, sample each with its own chains, weigh them by
+their bridge-sampled masses, and give the exact posterior moments and log Z = 0
+(the density is normalised) within their standard errors.  The same fit re-judged
+with a search that may have missed modes, or with a mode its group's chains hardly
+visit, must be flagged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import pemc_stan
+from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
+from pemc_stan.methods.mode_split import ModeSplitFit
+
+pytestmark = pytest.mark.compiled
+
+#: 0.3 N(-10, 0.5^2) + 0.7 N(15, 1): both modes outside (-2, 2), 25 apart.
+FAR_MIXTURE = """
+parameters {
+  real x;
+}
+model {
+  target += log_mix(0.3, normal_lpdf(x | -10, 0.5), normal_lpdf(x | 15, 1));
+}
+"""
+EXACT_MEAN = 0.3 * -10 + 0.7 * 15
+EXACT_SECOND = 0.3 * (100 + 0.25) + 0.7 * (225 + 1)
+
+
+@pytest.fixture(scope="module")
+def far_fit(compiled) -> ModeSplitFit:
+    fit = pemc_stan.sample(FAR_MIXTURE, seed=3)
+    assert isinstance(fit, ModeSplitFit), fit.diagnostics(warn=False)["messages"]
+    return fit
+
+
+def _within(est: float, se: float, exact: float) -> None:
+    assert se < 0.1 * max(abs(exact), 1.0)  # an error bar that can fail the test
+    assert abs(est - exact) <= 4 * se, (est, se, exact)
+
+
+def test_defaults_split_far_modes_and_get_the_exact_answers(far_fit: ModeSplitFit) -> None:
+    assert far_fit.check().ok, far_fit.check()
+    mean = far_fit.expectation("x")
+    _within(mean.mean, mean.mcse, EXACT_MEAN)
+    second = far_fit.expectation(lambda v: v["x"] ** 2)
+    _within(second.mean, second.mcse, EXACT_SECOND)
+    negative = far_fit.expectation(lambda v: (v["x"] < 0).astype(float))
+    _within(negative.mean, negative.mcse, 0.3)
+    log_z = far_fit.log_z()
+    assert log_z.method == "mode_split_bridge"
+    _within(log_z.log_z, log_z.std_error, 0.0)
+    # the resampled draws of the original parameters are draws of the mixture
+    draws = far_fit.resampled_draws_pd()["x"].to_numpy()
+    assert abs(np.mean(draws < 0) - 0.3) < 0.05
+
+
+def test_the_split_is_reported_everywhere(far_fit: ModeSplitFit) -> None:
+    diag = far_fit.diagnostics(warn=False)
+    assert diag["mode_split"]["modes"] == 2
+    assert diag["messages"][0].startswith("modes split: 2 mode(s)")
+    assert far_fit.search.centres.shape[0] == 2
+    idata = far_fit.to_inference_data()
+    assert idata.posterior.attrs["pemc_sampling"] == "mode_split"
+    table = far_fit.summary()
+    assert table.attrs["verdict"] == "ok"
+
+
+def test_a_search_that_may_have_missed_modes_is_flagged(far_fit: ModeSplitFit) -> None:
+    search = dataclasses.replace(far_fit.search, unseen=0.2, stopped="path limit")
+    refit = ModeSplitFit(far_fit.fit, far_fit.result, groups=far_fit.chain_groups(),
+                         mode_log_z=far_fit.mode_log_z, search=search, cells=far_fit.cells,
+                         members=far_fit.members, outside=far_fit.outside, data=far_fit.data)
+    verdict = refit.check()
+    assert not verdict.ok and "mode_search" in [r.name for r in verdict.reasons]
+
+
+def test_a_mode_its_connected_group_hardly_visits_is_flagged(far_fit: ModeSplitFit) -> None:
+    # pretend both cells formed one group of connected modes whose chains sat at the
+    # second mode: the search weighed the first at 30%, the draws put ~0% there
+    n_chains = far_fit.chain_groups().size
+    cells = np.ones_like(far_fit.cells)
+    refit = ModeSplitFit(far_fit.fit, far_fit.result, groups=np.zeros(n_chains, dtype=np.intp),
+                         mode_log_z=far_fit.mode_log_z[:1], search=far_fit.search,
+                         cells=cells, members=[[0, 1]], outside=np.zeros(n_chains),
+                         data=far_fit.data)
+    reasons = [r.name for r in refit.check().reasons]
+    assert "mode_occupancy" in reasons
+
+
+def test_never_split_tempers(compiled) -> None:
+    fit = pemc_stan.sample(FAR_MIXTURE, seed=3, split_modes="never", iter_sampling=300,
+                           bootstrap_rounds=0)
+    assert isinstance(fit, ContinuousTemperingFit)
+
+
+def test_command_line_run_of_a_split_writes_its_record_pictures_and_report(
+        compiled, tmp_path) -> None:
+    import json
+
+    from pemc_stan.cli import main
+    from pemc_stan.cli.errors import ExitCode
+
+    program = tmp_path / "far.stan"
+    program.write_text(FAR_MIXTURE)
+    out = tmp_path / "run"
+    assert main(["sample", str(program), "--seed", "3", "--output-dir", str(out)]) == ExitCode.OK
+    estimates = json.loads((out / "estimates.json").read_text())
+    assert estimates["verdict"]["status"] == "ok"
+    assert "mode_split" in json.dumps(estimates)
+    assert abs(estimates["log_z"]["log_z"]) < 4 * estimates["log_z"]["std_error"]
+    for name in ("trace", "weights", "modes", "log_z"):
+        assert (out / "plots" / f"{name}.png").stat().st_size > 1000, name
+    assert not (out / "plots" / "temperature.png").exists()  # nothing was tempered
+    page = (out / "report.html").read_text()
+    assert "modes split: 2 mode(s)" in page
