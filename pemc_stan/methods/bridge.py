@@ -28,9 +28,16 @@ def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None
                       draws: Mapping[str, NDArray[np.float64]], *, name: str = "model",
                       seed: int | None = None, n_proposal: int | None = None,
                       output_dir: str | os.PathLike[str] | None = None,
-                      evaluator: DensityEvaluator | None = None, warp: bool = False
+                      evaluator: DensityEvaluator | None = None, warp: bool = False,
+                      region: Callable[[Mapping[str, NDArray[np.float64]]],
+                                       NDArray[np.bool_]] | None = None
                       ) -> EvidenceEstimate:
     """Bridge sampling on constrained posterior draws of an unchanged program.
+
+    With ``region``, the estimate is of the density's mass inside that region: the
+    proposal's draws outside it count as zero density (draws of the density restricted
+    to the region are then what the bridge needs; draws of the whole density that seldom
+    leave it serve, with a bias of the share they spend outside).
 
     Parameters
     ----------
@@ -52,6 +59,9 @@ def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None
         Reuse an existing evaluator (and its compiled model).
     warp : bool
         Warp-3 bridge (see :func:`~pemc_stan.estimators.log_z.bridge_sampling`).
+    region : callable, optional
+        ``region(values by name, each (N, *shape)) -> (N,) bool``: where the mass is
+        counted (default: everywhere).
 
     Returns
     -------
@@ -80,7 +90,7 @@ def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None
                          "draws of this program with this data?")
     lp_post = (log_gamma + log_j).reshape(n_chains, n_draws)
     invalid = {"n": 0}
-    target = log_target_fn(space, ev)
+    target = log_target_fn(space, ev, region)
 
     def log_target(u: NDArray[np.float64]) -> NDArray[np.float64]:
         out = target(u)
@@ -95,9 +105,12 @@ def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None
     return EvidenceEstimate(est.log_z, est.std_error, est.method, diag)
 
 
-def log_target_fn(space: ParameterSpace, ev: DensityEvaluator
-                   ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
-    """``u -> log gamma(c(u)) + log|J(u)|`` on the unconstrained scale (one CmdStan call)."""
+def log_target_fn(space: ParameterSpace, ev: DensityEvaluator,
+                  region: Callable[[Mapping[str, NDArray[np.float64]]],
+                                   NDArray[np.bool_]] | None = None
+                  ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
+    """``u -> log gamma(c(u)) + log|J(u)|`` on the unconstrained scale (one CmdStan call);
+    ``-inf`` outside ``region`` when one is given."""
 
     def log_target(u: NDArray[np.float64]) -> NDArray[np.float64]:
         x, lj = space.constrain(u)
@@ -105,6 +118,8 @@ def log_target_fn(space: ParameterSpace, ev: DensityEvaluator
         ok = np.all(np.isfinite(u), axis=1) & np.isfinite(lj)
         for t in space.transforms:
             ok &= np.all(np.isfinite(t.unconstrain(x[t.name], check=False)), axis=1)
+        if region is not None and np.any(ok):
+            ok[ok] = np.asarray(region({k: v[ok] for k, v in x.items()}), dtype=bool)
         out = np.full(u.shape[0], -np.inf)
         if np.any(ok):
             lg = ev.log_density({k: v[ok] for k, v in x.items()})

@@ -28,8 +28,10 @@ holds:
   (:data:`~pemc_stan.methods.pilot.UNSEEN_SHARE_MAX`);
 - the fit's own verdict (:meth:`ModeSplitFit.check`) is ok: divergences, R-hat and
   ESS within each group's chains, the chains of a group agreeing, no mode the search
-  found left unvisited, every group's mass estimated, and within a group of connected
-  modes no mode visited far less than the search weighed it (a spike in a slab).
+  found left unvisited or outside every group, every group's mass estimated (bridge
+  sampling restricted to the group's cells, so no mass is counted twice), and within a
+  group of connected modes no mode visited far less than the search weighed it (a spike
+  in a slab).
 
 Otherwise the method runs as it would have (tempering), and the reason is kept in
 its diagnostics.
@@ -49,14 +51,22 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.backend.progress import stage
+from pemc_stan.errors import PemcStanError
+from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import mixture_log_z, mixture_mean, mixture_weights
-from pemc_stan.methods.base import ExtendedFit, MethodModel, OutputExtras, WeightedEstimate
+from pemc_stan.methods.base import (
+    ExtendedFit,
+    MethodModel,
+    OutputExtras,
+    WeightedEstimate,
+    emit_warning,
+)
 from pemc_stan.methods.base_density import coordinate_draws
 from pemc_stan.methods.bridge import bridge_from_draws
 from pemc_stan.methods.density import DensityEvaluator
 from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX, ModeSearch
-from pemc_stan.output.diagnostics import Reason, convergence_stats
+from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason, convergence_stats
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +88,8 @@ LEFT_SHARE_MAX = 0.01
 #: In a group of connected modes, a mode the search weighed at this share of the group or
 #: more ...
 OCCUPANCY_SHARE_MIN = 0.05
-#: ... must hold at least this many times less than that share of the group's draws.
+#: ... is under-visited when it holds less than that share divided by this of the
+#: group's draws.
 OCCUPANCY_FACTOR = 5.0
 
 
@@ -91,8 +102,8 @@ def cell_groups(cells: NDArray[np.intp], n_cells: int
     sampled together), transitively; a chain belongs to the group of the cell holding
     most of its draws.  Where a chain started does not count: early warm-up, with its
     large steps, can throw a chain across a barrier it never crosses again.  Cells no
-    chain stays in belong to no group (a mode the search found that no chain samples:
-    the verdict's ``unvisited_modes`` judges it).
+    chain stays in belong to no group: their mass is left out, so the verdict's
+    ``mode_groups`` check fails when such a mode holds a material share.
 
     Parameters
     ----------
@@ -104,7 +115,7 @@ def cell_groups(cells: NDArray[np.intp], n_cells: int
     Returns
     -------
     (groups, outside, members)
-        ``groups[c]``: chain ``c``'s group, numbered in order of their first cell;
+        ``groups[c]``: chain ``c``'s group, numbered in order of their smallest cell;
         ``outside[c]``: the share of its draws outside its group's cells;
         ``members[g]``: the cells of group ``g``.
 
@@ -130,13 +141,14 @@ def cell_groups(cells: NDArray[np.intp], n_cells: int
     for c, home in enumerate(majority):
         for k in np.flatnonzero(shares[c] > LEFT_SHARE_MAX):
             root[find(int(k))] = find(int(home))
-    firsts = sorted({find(int(k)) for k in majority})
-    number = {r: g for g, r in enumerate(firsts)}
+    roots = {find(int(k)) for k in majority}
+    smallest = sorted(min(k for k in range(n_cells) if find(k) == r) for r in roots)
+    number = {find(k): g for g, k in enumerate(smallest)}
     cell_group = np.array([number.get(find(k), -1) for k in range(n_cells)], dtype=np.intp)
     groups = cell_group[majority]
     outside = np.array([float(np.sum(shares[c][cell_group != groups[c]]))
                         for c in range(len(groups))])
-    members = [np.flatnonzero(cell_group == g).tolist() for g in range(len(firsts))]
+    members = [np.flatnonzero(cell_group == g).tolist() for g in range(len(smallest))]
     return groups, outside, members
 
 
@@ -215,15 +227,25 @@ class ModeSplitFit(ExtendedFit):
         lw = np.log(self.mode_weights())[self._groups] - np.log(counts[self._groups])
         return np.repeat(lw[:, None, None], n_draws, axis=1)
 
-    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
+    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
+                    **ignored: Any) -> WeightedEstimate:
         """``E[f] = sum_g p_g E_g[f]`` with its delta-method standard error.
+
+        Keywords of the methods' own estimators (PE's ``estimator=``) are accepted and
+        ignored: the split's draws are plain NUTS draws.
 
         Raises
         ------
         KeyError
             For an unknown column.
+        ValueError
+            For a callable returning the wrong shape.
         """
-        values = self._values(f)[..., 0]
+        raw = self._values(f)
+        if raw.shape != (*self._draws.shape[1::-1], 1):
+            raise ValueError(f"f returned shape {raw.shape}; expected (chains, draws, 1) = "
+                             f"{(*self._draws.shape[1::-1], 1)}")
+        values = raw[..., 0]
         parts = [values[self._groups == g] for g in range(len(self.mode_log_z))]
         per = [self._estimate(v) for v in parts]
         m = np.array([e.mean for e in per])
@@ -255,13 +277,32 @@ class ModeSplitFit(ExtendedFit):
                 values = self.particles(c)[..., 0]  # equal weights within a chain
                 stats = np.array([convergence_stats(_two_halves(values[self._groups == g]))
                                   for g in range(len(p))], dtype=float)
-                rows.append((float(np.max(stats[:, 0])),
-                             float(1.0 / np.sum(p**2 / stats[:, 1])),
-                             float(1.0 / np.sum(p**2 / stats[:, 2]))))
+                # a group whose draws are constant (NaN) must not hide another group's
+                # failure: the finite groups decide, and all-NaN stays NaN
+                finite = np.isfinite(stats[:, 0])
+                rows.append((float(np.max(stats[finite, 0])) if finite.any() else np.nan,
+                             float(1.0 / np.nansum(p**2 / stats[:, 1])),
+                             float(1.0 / np.nansum(p**2 / stats[:, 2]))))
             cached = pd.DataFrame(rows, index=pd.Index(self.parameter_columns(), name="name"),
                                   columns=["r_hat", "ess_bulk", "ess_tail"], dtype=float)
             self._convergence = cached
         return cached.copy()
+
+    def resample_index(self) -> NDArray[np.intp]:
+        """Systematic resampling over all draws by their weights, shuffled across chains:
+        every resampled chain is a draw of the whole mixture (cut in order, each chain
+        would sit in one mode, and R-hat of the resampled draws would flag a sound fit).
+
+        Raises
+        ------
+        Nothing.
+        """
+        if self._index is None:
+            rng = np.random.default_rng(self.seed)
+            lw = self.particle_log_weights()[..., 0]
+            flat = W.resample_indices(lw.reshape(-1), rng, method="systematic")
+            self._index = rng.permutation(flat).reshape(lw.shape)
+        return self._index
 
     def log_z(self) -> EvidenceEstimate:
         """``log Z = log sum_g Z_g`` with ``se^2 = sum_g p_g^2 se_g^2``.
@@ -308,16 +349,33 @@ class ModeSplitFit(ExtendedFit):
             "a mode it missed is missing from these estimates",
             "run with split_modes='never' (tempering)")
         bad = [g for g, e in enumerate(self.mode_log_z)
-               if not (np.isfinite(e.log_z) and np.isfinite(e.std_error))]
+               if not (np.isfinite(e.log_z) and np.isfinite(e.std_error)
+                       and e.diagnostics.get("converged", True))]
         yield "mode_masses", None if not bad else Reason(
-            "mode_masses", f"bridge sampling gave no finite mass for {len(bad)} mode(s)",
+            "mode_masses", f"bridge sampling gave no finite, converged mass for {len(bad)} "
+            "group(s) of modes",
             "run longer (iter_sampling), or with split_modes='never' (tempering)")
         worst = float(np.max(self.outside)) if self.outside.size else 0.0
         yield "mode_cells", None if worst <= 2 * LEFT_SHARE_MAX else Reason(
             "mode_cells", f"a chain spent {100 * worst:.1f}% of its draws in the cells of other "
             "groups of modes: the groups are connected for NUTS",
             "run with split_modes='never' (tempering)")
+        yield "mode_groups", self._ungrouped()
         yield "mode_occupancy", self._occupancy()
+
+    def _ungrouped(self) -> Reason | None:
+        """A mode of material mass that no group holds: no chain stayed there, so its
+        mass is missing from every estimate (draws that pass through it briefly are not
+        a sample of it)."""
+        grouped = {k for cells in self.members for k in cells}
+        shares = np.asarray(self.search.major_shares, dtype=float)
+        lost = [(k, float(q)) for k, q in enumerate(shares)
+                if k not in grouped and q >= UNVISITED_SHARE_MIN]
+        if not lost:
+            return None
+        listed = ", ".join(f"mode {k + 1} ({100 * q:.0f}% of the mass found)" for k, q in lost)
+        return Reason("mode_groups", f"no chain stayed in {listed}: its mass is missing from "
+                      "the estimates", "run with split_modes='never' (tempering)")
 
     def _occupancy(self) -> Reason | None:
         """A mode that the chains of its group visit far less than the search weighed it.
@@ -326,8 +384,9 @@ class ModeSplitFit(ExtendedFit):
         in proportion to their masses; a narrow mode inside a wide one (a spike in a
         slab) is entered rarely, and its mass would be lost.  The search's share of each
         mode (Pathfinder's importance-sampling masses) is rough, so only a mode holding
-        at least :data:`OCCUPANCY_SHARE_MIN` of its group's searched mass and visited
-        less than :data:`OCCUPANCY_FACTOR` times less often than that counts.
+        at least :data:`OCCUPANCY_SHARE_MIN` of its group's searched mass and holding
+        less than that share divided by :data:`OCCUPANCY_FACTOR` of the group's draws
+        counts.
         """
         shares = np.asarray(self.search.major_shares, dtype=float)
         for g, cells in enumerate(self.members):
@@ -350,7 +409,7 @@ class ModeSplitFit(ExtendedFit):
         info = super().diagnostics(warn=False)
         p = self.mode_weights()
         info["mode_split"] = {
-            "modes": len(p), "chains_per_mode": np.bincount(self._groups).tolist(),
+            "modes": len(p), "chains_per_group": np.bincount(self._groups).tolist(),
             "mode_masses": p.tolist(),
             "mode_log_z": [e.log_z for e in self.mode_log_z],
             "mode_log_z_se": [e.std_error for e in self.mode_log_z],
@@ -363,7 +422,7 @@ class ModeSplitFit(ExtendedFit):
         info["messages"] = msgs
         if warn:
             for m in msgs[1:]:
-                logger.warning("%s", m)
+                emit_warning(m, UserWarning)
         return info
 
     def output_extras(self) -> OutputExtras:
@@ -394,7 +453,9 @@ class SplitOutcome:
     fit
         The accepted :class:`ModeSplitFit`, or None.
     why
-        Why the split was not used (empty when it was, or was not tried).
+        Why the split was not used: refused after its run, or not started (too many
+        modes, a search that may have missed modes, initial values given); empty when it
+        was used, or when there was no search to split by.
     tried
         Whether the split's chains ran (else ``why`` says why they were not started).
     """
@@ -531,15 +592,20 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
     evaluator = DensityEvaluator(program, model.data, program.name)  # its CSVs: temporary
     masses = []
     with stage(f"mode split: bridge sampling of {len(members)} mode mass(es)"):
-        for g in range(len(members)):
+        for g, cells_g in enumerate(members):
+            def region(values: Mapping[str, NDArray[np.float64]],
+                       cells_g: list[int] = cells_g) -> NDArray[np.bool_]:
+                zg, _ = coords.forward(values, model.data)
+                return np.isin(search.base.nearest_centre(zg, centres), cells_g)
+
             try:
-                masses.append(bridge_from_draws(program, model.data,
-                                                _group_draws(run, names, groups == g),
-                                                name=program.name, seed=seed,
-                                                evaluator=evaluator))
-            except (ValueError, RuntimeError) as exc:
-                return SplitOutcome(why=f"bridge sampling of mode {g + 1} failed ({exc})",
-                                    tried=True)
+                masses.append(bridge_from_draws(
+                    program, model.data, _group_draws(run, names, groups == g),
+                    name=program.name, seed=None if seed is None else seed + 7919 * g,
+                    evaluator=evaluator, region=region))
+            except (ValueError, RuntimeError, PemcStanError) as exc:
+                return SplitOutcome(why=f"bridge sampling of the mass of mode group {g + 1} "
+                                        f"failed ({exc})", tried=True)
     fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
                        cells=cells, members=members, outside=outside, data=model.data,
                        original_model=model.original_model, seed=seed)
