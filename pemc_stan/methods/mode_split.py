@@ -17,8 +17,8 @@ modes together lifts (docs/validation.md, "Experiment: one NUTS chain per mode")
 
 :func:`split_modes` runs the chains the user asked for from where CmdStan would start
 them (scouts: a mode the search missed can catch one, whose draws then disagree with
-their group's) and :data:`CHAINS_PER_MODE` more from each mode centre the search
-found, all of the user's unchanged program with the user's ``iter_warmup`` and
+their group's) and, when the search found several modes, :data:`CHAINS_PER_MODE` more
+from each mode centre, all of the user's unchanged program with the user's ``iter_warmup`` and
 ``iter_sampling``.  Modes between which chains move are
 merged into one group (:func:`cell_groups`: they are connected for NUTS and sampled
 together), and the split is accepted only when the evidence says the decomposition
@@ -534,7 +534,9 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
         The pilot's search (None: nothing is tried).
     chains
         The chains the user asked for: they start where CmdStan would start them
-        (:func:`scout_inits`), and :data:`CHAINS_PER_MODE` more start at each mode.
+        (:func:`scout_inits`), and when the search found several modes,
+        :data:`CHAINS_PER_MODE` more start at each (with one mode, the run is plain NUTS
+        as the user would run it).
     iter_warmup, iter_sampling, seed, output_dir, show_progress
         As ``CmdStanModel.sample`` (the draws' CSV files go to ``output_dir``).
     **cmdstanpy_kwargs
@@ -566,10 +568,14 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
                                 "at the modes")
     kwargs = {k: v for k, v in cmdstanpy_kwargs.items() if k != "chains"}
     kwargs.setdefault("sig_figs", 12)
+    # with one mode, the scouts alone are plain NUTS as the user would run it; a mode the
+    # search found that none of them reaches is then unvisited, and flagged
+    per_mode = CHAINS_PER_MODE if len(centres) > 1 else 0
     inits = [*scout_inits(model, coords, chains, seed),
-             *_inits(model, coords, centres, CHAINS_PER_MODE)]
-    with stage(f"mode split: {chains} NUTS chains from Stan's usual initial values and "
-               f"{CHAINS_PER_MODE} at each of {len(centres)} mode(s) of the search"):
+             *_inits(model, coords, centres, per_mode)]
+    with stage(f"mode split: {chains} NUTS chains from Stan's usual initial values"
+               + (f" and {per_mode} at each of {len(centres)} modes of the search"
+                  if per_mode else "")):
         run = model.original_model().sample(
             data=model.data or None, chains=len(inits), iter_warmup=iter_warmup,
             iter_sampling=iter_sampling, seed=seed, inits=inits,
