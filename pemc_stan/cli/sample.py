@@ -99,6 +99,18 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
+def _shown(value: Any) -> str:
+    """A diagnostics value on one line: floats to 4 significant figures, sequences in
+    parentheses, mappings as ``key=value`` pairs."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(_shown(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_shown(v)}" for k, v in value.items())
+    return str(value)
+
+
 def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: bool,
                   saved: Any, shape: tuple[int, int]) -> None:
     import pandas as pd
@@ -119,12 +131,7 @@ def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: boo
             for step in value:
                 print(f"  follow-up: {step}")
             continue
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        elif isinstance(value, (tuple, list)):
-            value = "(" + ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v)
-                                    for v in value) + ")"
-        print(f"  {key}: {value}")
+        print(f"  {key}: {_shown(value)}")
     for message in saved.diagnostics.get("messages", []):
         print(f"  advice: {message}")
     log_z = saved.log_z

@@ -416,12 +416,11 @@ class ModeSplitFit(ExtendedFit):
             "mode_groups": [[k + 1 for k in m] for m in self.members],
             "largest_share_outside_group": (float(np.max(self.outside)) if self.outside.size
                                             else 0.0)}
-        msgs = list(info.get("messages", []))
-        msgs.insert(0, f"modes split: {len(p)} mode(s) sampled by their own NUTS chains, "
-                       "weighted by bridge-sampled masses (no tempering was needed)")
-        info["messages"] = msgs
+        info["sampling"] = (f"modes split: {len(p)} group(s) of modes sampled by their own "
+                            "NUTS chains, weighted by bridge-sampled masses (no tempering "
+                            "was needed)")
         if warn:
-            for m in msgs[1:]:
+            for m in info.get("messages", []):
                 emit_warning(m, UserWarning)
         return info
 

@@ -65,7 +65,7 @@ def test_defaults_split_far_modes_and_get_the_exact_answers(far_fit: ModeSplitFi
 def test_the_split_is_reported_everywhere(far_fit: ModeSplitFit) -> None:
     diag = far_fit.diagnostics(warn=False)
     assert diag["mode_split"]["modes"] == 2
-    assert diag["messages"][0].startswith("modes split: 2 mode(s)")
+    assert diag["sampling"].startswith("modes split: 2 group(s) of modes")
     assert far_fit.search.centres.shape[0] == 2
     idata = far_fit.to_inference_data()
     assert idata.posterior.attrs["pemc_sampling"] == "mode_split"
@@ -120,4 +120,4 @@ def test_command_line_run_of_a_split_writes_its_record_pictures_and_report(
         assert (out / "plots" / f"{name}.png").stat().st_size > 1000, name
     assert not (out / "plots" / "temperature.png").exists()  # nothing was tempered
     page = (out / "report.html").read_text()
-    assert "modes split: 2 mode(s)" in page
+    assert "modes split: 2 group(s) of modes" in page
