@@ -499,6 +499,25 @@ def scout_inits(model: MethodModel, coords: Any, n: int, seed: int | None
     return [{name: np.asarray(v)[i].tolist() for name, v in values.items()} for i in range(n)]
 
 
+def run_inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], chains: int,
+              seed: int | None) -> list[Mapping[str, Any]] | None:
+    """Where the split's chains start: ``chains`` scouts (:func:`scout_inits`), then
+    :data:`CHAINS_PER_MODE` at each centre; with a single centre, None: the scouts alone,
+    started by CmdStan itself (plain NUTS as the user would run it, CmdStan retrying an
+    initial value where the density fails), and a mode the search found that none of
+    them reaches is unvisited, and flagged.
+
+    Raises
+    ------
+    ValueError
+        If the base coordinates cannot be evaluated from the data.
+    """
+    if len(centres) < 2:
+        return None
+    return [*scout_inits(model, coords, chains, seed),
+            *_inits(model, coords, centres, CHAINS_PER_MODE)]
+
+
 def _group_draws(fit: cmdstanpy.CmdStanMCMC, names: list[str], chains: NDArray[np.bool_]
                  ) -> dict[str, NDArray[np.float64]]:
     out = {}
@@ -567,21 +586,25 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
                                 "at the modes")
     kwargs = {k: v for k, v in cmdstanpy_kwargs.items() if k != "chains"}
     kwargs.setdefault("sig_figs", 12)
-    # with one mode, the scouts alone are plain NUTS as the user would run it; a mode the
-    # search found that none of them reaches is then unvisited, and flagged
-    per_mode = CHAINS_PER_MODE if len(centres) > 1 else 0
-    inits = [*scout_inits(model, coords, chains, seed),
-             *_inits(model, coords, centres, per_mode)]
+    inits = run_inits(model, coords, centres, chains, seed)
+    n_chains = chains if inits is None else len(inits)
     with stage(f"mode split: {chains} NUTS chains from Stan's usual initial values"
-               + (f" and {per_mode} at each of {len(centres)} modes of the search"
-                  if per_mode else "")):
-        run = model.original_model().sample(
-            data=model.data or None, chains=len(inits), iter_warmup=iter_warmup,
-            iter_sampling=iter_sampling, seed=seed, inits=inits,
-            output_dir=None if output_dir is None else str(output_dir),
-            show_progress=show_progress,
-            **kwargs)
-    return _judge(model, coords, search, run, seed)
+               + (f" and {CHAINS_PER_MODE} at each of {len(centres)} modes of the search"
+                  if len(centres) > 1 else "")):
+        try:
+            run = model.original_model().sample(
+                data=model.data or None, chains=n_chains, iter_warmup=iter_warmup,
+                iter_sampling=iter_sampling, seed=seed, inits=inits,
+                output_dir=None if output_dir is None else str(output_dir),
+                show_progress=show_progress, **kwargs)
+        except RuntimeError as exc:  # e.g. an ODE that fails where a scout started
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return SplitOutcome(why=f"CmdStan failed on the split's chains ({first})",
+                                tried=True)
+    try:
+        return _judge(model, coords, search, run, seed)
+    except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
+        return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
 
 
 def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
