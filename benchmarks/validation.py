@@ -256,6 +256,7 @@ def run_nuts(case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
 def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> dict[str, Any]:
     import pemc_stan
     from pemc_stan.inputs import read_program
+    from pemc_stan.methods.density import DensityEvaluator
     from pemc_stan.pipeline import method_model
 
     folder = case["folder"]
@@ -264,6 +265,7 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
     warm = method_model(program, data, method=method)  # compile outside the timed run
     warm.method_model()
     warm.original_model()
+    DensityEvaluator(program, data, program.name).model()  # the mode split's bridge
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
