@@ -527,11 +527,12 @@ def write_figures(folder: str | Path, idata: Any, *, columns: Sequence[str] | No
              if isinstance(v, Mapping)}
     search = _search_record(posterior.attrs)
     makers: list[tuple[str, Callable[[], Any]]] = [
-        ("trace", lambda: trace_figure(posterior, panels, len(columns), means)),
-        ("temperature", lambda: temperature_figure(idata)),
-        ("weights", lambda: weights_figure(idata)),
-        ("modes", lambda: modes_figure(posterior, panels, modes, search)),
-    ]
+        ("trace", lambda: trace_figure(posterior, panels, len(columns), means))]
+    if "sample_stats" in idata.groups() and "beta" in idata.sample_stats:
+        # a run without a temperature (a mode split) has no temperature picture
+        makers.append(("temperature", lambda: temperature_figure(idata)))
+    makers += [("weights", lambda: weights_figure(idata)),
+               ("modes", lambda: modes_figure(posterior, panels, modes, search))]
     if log_z_estimates(estimates):
         makers.append(("log_z", lambda: log_z_figure(estimates)))
     written: list[WrittenFigure] = []

@@ -134,13 +134,25 @@ def test_a_failing_picture_is_a_warning_naming_it(tmp_path: Path,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     record = read_run(ct_run(tmp_path / "run"))
     idata = record.idata
-    del idata.sample_stats["beta"]
+    del idata.sample_stats["weight"]
     with caplog.at_level(logging.WARNING, logger="pemc_stan.output.figures"):
         written = figures.write_figures(record.folder, idata, estimates=record.estimates)
-    assert "plots/temperature.png" not in [f.name for f in written]
+    assert "plots/weights.png" not in [f.name for f in written]
     assert "plots/trace.png" in [f.name for f in written]
-    assert any("temperature" in r.getMessage() and "beta" in r.getMessage()
+    assert any("weights.png" in r.getMessage() and "importance weights" in r.getMessage()
                for r in caplog.records)
+
+
+def test_a_run_without_a_temperature_has_no_temperature_picture_and_no_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    record = read_run(ct_run(tmp_path / "run"))
+    idata = record.idata
+    del idata.sample_stats["beta"]  # as a mode split's InferenceData
+    with caplog.at_level(logging.WARNING, logger="pemc_stan.output.figures"):
+        written = figures.write_figures(record.folder, idata, estimates=record.estimates)
+    names = [f.name for f in written]
+    assert "plots/temperature.png" not in names and "plots/weights.png" in names
+    assert not caplog.records
 
 
 def test_figures_leave_pyplot_alone(tmp_path: Path) -> None:
