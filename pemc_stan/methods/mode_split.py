@@ -72,7 +72,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["CHAINS_PER_MODE", "LEFT_SHARE_MAX", "MAX_SPLIT_MODES", "OCCUPANCY_FACTOR",
            "OCCUPANCY_SHARE_MIN", "ModeSplitFit",
-           "SplitOutcome", "cell_groups", "split_modes"]
+           "SplitOutcome", "cell_groups", "split_modes", "try_split"]
 
 #: Chains started at each mode centre: two, so that R-hat and the chains' agreement
 #: can be judged within every mode.
@@ -605,6 +605,23 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
         return _judge(model, coords, search, run, seed)
     except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
         return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+
+
+def try_split(model: MethodModel, search: ModeSearch | None,
+              notes: list[tuple[str, str, str]], **run: Any) -> ModeSplitFit | None:
+    """:func:`split_modes`, for a method's ``sample``: the accepted fit, or None after
+    appending why not (when there is a why) to the method's ``notes``.
+
+    Raises
+    ------
+    RuntimeError
+        As :func:`split_modes`.
+    """
+    outcome = split_modes(model, search, **run)
+    note = outcome.note()
+    if outcome.fit is None and note is not None:
+        notes.append(note)
+    return outcome.fit
 
 
 def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,

@@ -37,7 +37,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.density import generated_column
-from pemc_stan.methods.mode_split import ModeSplitFit, split_modes
+from pemc_stan.methods.mode_split import ModeSplitFit, try_split
 from pemc_stan.methods.pilot import BasePilot, ModeSearch
 
 logger = logging.getLogger(__name__)
@@ -351,14 +351,12 @@ class ContinuousTemperingModel(MethodModel):
         base, log_zeta = self.fit_base(seed)
         if opts.split_modes == "auto" and opts.temper == "posterior" \
                 and not isinstance(opts.base, BaseDensity):
-            split = split_modes(self, self.search, chains=chains, iter_warmup=iter_warmup,
-                                iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
-                                show_progress=show_progress, **cmdstanpy_kwargs)
-            if split.fit is not None:
-                return split.fit
-            note = split.note()
-            if note is not None:
-                self.pilot_notes.append(note)
+            split = try_split(self, self.search, self.pilot_notes, chains=chains,
+                              iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                              output_dir=output_dir, show_progress=show_progress,
+                              **cmdstanpy_kwargs)
+            if split is not None:
+                return split
         bias: BetaBias | None = None
         history: list[dict[str, Any]] = []
         fit: ContinuousTemperingFit | None = None

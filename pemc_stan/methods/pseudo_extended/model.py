@@ -26,7 +26,7 @@ import numpy as np
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.mode_split import ModeSplitFit, split_modes
+from pemc_stan.methods.mode_split import ModeSplitFit, try_split
 from pemc_stan.methods.pilot import BasePilot, ModeSearch
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
@@ -251,14 +251,13 @@ class PseudoExtendedModel(MethodModel):
             scale = self.log_scale(seed)
         opts = self.result.options
         if opts.split_modes == "auto":
-            split = split_modes(self, self.search, chains=chains, iter_warmup=iter_warmup,
-                                iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
-                                show_progress=show_progress, **cmdstanpy_kwargs)
-            if split.fit is not None:
-                return split.fit
-            note = split.note()
-            if note is not None:
-                self.base_notes = [*self.base_notes, note]
+            self.base_notes = list(self.base_notes)
+            split = try_split(self, self.search, self.base_notes, chains=chains,
+                              iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                              output_dir=output_dir, show_progress=show_progress,
+                              **cmdstanpy_kwargs)
+            if split is not None:
+                return split
         g_shape = self.g_shape()
         if base is not None and "inits" not in cmdstanpy_kwargs:
             inits = self.inits_from_base(base, chains, seed)
