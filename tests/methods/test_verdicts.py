@@ -44,8 +44,9 @@ SQUARE = Path(__file__).resolve().parents[2] / "benchmarks" / "validation_cases"
 def test_a_divergent_run_is_carried_to_an_ok_verdict_and_the_right_answer(
         cmdstan_installation: Any) -> None:
     """CT (tempering: no mode split) on square_sign (theta seen only through its square; exact
-    answers by quadrature): the first run diverges in 3% of its transitions and is
-    suspect; the follow-up raises adapt_delta, continues from where the run ended, and
+    answers by quadrature): the first run diverges and is suspect (the narrow modes
+    reached from the wide base: 6 of seeds 1-8 diverged, seed 1 in 7.6% of its
+    transitions); the follow-up raises adapt_delta, continues from where the run ended, and
     the final run is ok and right, with the step recorded."""
     truth = json.loads((SQUARE / "truth.json").read_text())
     fit = pemc_stan.sample(SQUARE / "model.stan", str(SQUARE / "data.json"), method="ct",
