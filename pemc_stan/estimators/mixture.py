@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
-__all__ = ["mixture_log_z", "mixture_mean", "mixture_weights"]
+__all__ = ["mixture_log_z", "mixture_mean", "mixture_weights", "unexplained_mass"]
 
 
 def mixture_weights(log_z: ArrayLike) -> NDArray[np.float64]:
@@ -68,3 +68,33 @@ def mixture_mean(log_z: ArrayLike, log_z_se: ArrayLike, means: ArrayLike,
     est = float(np.sum(p * m))
     var = float(np.sum((p * s) ** 2) + np.sum((p * (m - est) * lz_se) ** 2))
     return est, float(np.sqrt(var))
+
+
+def unexplained_mass(log_weights: ArrayLike, log_z: float, std_error: float
+                     ) -> tuple[float, float]:
+    """The mass an importance sampler sees beyond a mixture's ``Z``: ``(excess, z)``.
+
+    ``log_weights`` are ``log gamma - log q`` of draws from a proposal ``q`` wider than
+    the parts (``-inf`` or NaN: no mass), whose mean estimates the whole ``Z_IS``;
+    ``excess = Z_IS / Z - 1``, and ``z`` is it in standard errors: the sampler's own,
+    ``sd(w / Z) / sqrt(n)``, and the mixture's (``std_error`` of ``log Z``) combined.
+    Missing parts make ``z`` large; one heavy weight alone gives ``z`` near 1.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than two weights or ``log_z`` is not finite.
+    """
+    lw = np.asarray(log_weights, dtype=float).reshape(-1)
+    if lw.size < 2 or not np.isfinite(log_z):
+        raise ValueError(f"{lw.size} importance weights and log Z {log_z}: need two or more "
+                         "weights and a finite log Z")
+    r = np.where(np.isnan(lw), -np.inf, lw) - log_z
+    n = r.size
+    log_m1 = float(logsumexp(r)) - np.log(n)
+    log_m2 = float(logsumexp(2.0 * r)) - np.log(n)
+    m1 = float(np.exp(min(log_m1, 700.0)))
+    var = max(float(np.exp(min(log_m2, 700.0))) - m1 * m1, 0.0) * n / (n - 1)
+    se = float(np.hypot(np.sqrt(var / n), std_error))
+    excess = m1 - 1.0
+    return excess, (excess / se if se > 0 else float(np.inf) * np.sign(excess))

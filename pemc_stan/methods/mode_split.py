@@ -54,7 +54,12 @@ from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.estimators.mixture import mixture_log_z, mixture_mean, mixture_weights
+from pemc_stan.estimators.mixture import (
+    mixture_log_z,
+    mixture_mean,
+    mixture_weights,
+    unexplained_mass,
+)
 from pemc_stan.methods.base import (
     ExtendedFit,
     MethodModel,
@@ -62,7 +67,7 @@ from pemc_stan.methods.base import (
     WeightedEstimate,
     emit_warning,
 )
-from pemc_stan.methods.base_density import coordinate_draws
+from pemc_stan.methods.base_density import BaseDensity, coordinate_draws
 from pemc_stan.methods.bridge import bridge_from_draws
 from pemc_stan.methods.density import DensityEvaluator
 from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX, ModeSearch
@@ -91,6 +96,21 @@ OCCUPANCY_SHARE_MIN = 0.05
 #: ... is under-visited when it holds less than that share divided by this of the
 #: group's draws.
 OCCUPANCY_FACTOR = 5.0
+#: With several modes found, the split's masses are checked against importance sampling
+#: from the found modes' covering Gaussian, half the draws with its standard deviations
+#: as they are (among the modes found) and half doubled (beyond them) ...
+WIDE_SPREADS = (1.0, 2.0)
+#: ... in batches of this many draws (in 2-D, 100,000 densities take about 0.7 s) ...
+WIDE_DRAWS = 100_000
+#: ... until the standard error of the mass they see beyond the groups' (a share of the
+#: groups') is at most this, at most :data:`WIDE_BATCHES` batches ...
+WIDE_SE_MAX = 0.02
+WIDE_BATCHES = 8
+#: ... and the split is refused when that sampler sees more mass than the groups hold
+#: by more than this many standard errors.
+WIDE_EXCESS_Z = 4.0
+#: Offset of the wide sampler's seed from the run's.
+WIDE_SEED_OFFSET = 32452843
 
 
 def cell_groups(cells: NDArray[np.intp], n_cells: int
@@ -187,6 +207,9 @@ class ModeSplitFit(ExtendedFit):
         The cells of each group.
     outside
         Each chain's share of draws outside its group's cells.
+    wide_log_weights
+        ``log gamma - log q`` of the wide importance sampler's draws (:func:`wide_log_weights`;
+        None with one mode found).
     data, original_model, seed
         As :class:`~pemc_stan.methods.base.ExtendedFit`.
     """
@@ -197,8 +220,10 @@ class ModeSplitFit(ExtendedFit):
                  mode_log_z: list[EvidenceEstimate], search: ModeSearch,
                  cells: NDArray[np.intp], members: list[list[int]],
                  outside: NDArray[np.float64], data: Mapping[str, Any] | None = None,
-                 original_model: Any = None, seed: int | None = None) -> None:
+                 original_model: Any = None, seed: int | None = None,
+                 wide_log_weights: NDArray[np.float64] | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
+        self.wide_log_weights = wide_log_weights
         self._groups = np.asarray(groups, dtype=np.intp)
         self.mode_log_z = list(mode_log_z)
         self.search = search
@@ -362,6 +387,38 @@ class ModeSplitFit(ExtendedFit):
             "run with split_modes='never' (tempering)")
         yield "mode_groups", self._ungrouped()
         yield "mode_occupancy", self._occupancy()
+        yield "mode_wide_mass", self._wide_mass()
+
+    def wide_mass(self) -> tuple[float, float] | None:
+        """``(excess, z)`` of :func:`~pemc_stan.estimators.mixture.unexplained_mass`: the
+        mass the wide importance sampler sees beyond the groups' (None without it)."""
+        if self.wide_log_weights is None:
+            return None
+        est = self.mode_split_log_z()
+        try:
+            return unexplained_mass(self.wide_log_weights, est.log_z, est.std_error)
+        except ValueError:
+            return None
+
+    def _wide_mass(self) -> Reason | None:
+        """Mass that no group holds, seen by importance sampling from around the modes.
+
+        The search's unseen share counts starting points, not mass: a narrow mode among
+        the others (a grid of modes) has a small basin and can hold much mass.  Draws of
+        the found modes' covering Gaussian, its standard deviations doubled, and of that
+        Gaussian itself, weigh the
+        whole target (in few dimensions, where they reach every mode) without the
+        search's bias; when their estimate of ``Z`` exceeds the groups' by more than
+        :data:`WIDE_EXCESS_Z` standard errors, a mode is missing.  (In many dimensions
+        the weights are too rare to see anything, and this check passes.)
+        """
+        wide = self.wide_mass()
+        if wide is None or not wide[1] > WIDE_EXCESS_Z:
+            return None
+        return Reason("mode_wide_mass", f"importance sampling around the modes found sees "
+                      f"{100 * wide[0]:.0f}% more mass than the groups of modes hold ("
+                      f"{wide[1]:.1f} standard errors): the search missed a mode",
+                      "run with split_modes='never' (tempering)")
 
     def _ungrouped(self) -> Reason | None:
         """A mode of material mass that no group holds: no chain stayed there, so its
@@ -651,12 +708,73 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
             except (ValueError, RuntimeError, PemcStanError) as exc:
                 return SplitOutcome(why=f"bridge sampling of the mass of mode group {g + 1} "
                                         f"failed ({exc})", tried=True)
+    wide = None
+    if len(centres) > 1:
+        with stage(f"mode split: importance draws around the {len(centres)} modes"):
+            wide = _wide_sample(coords, search.base, evaluator, model.data, seed, masses)
     fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
                        cells=cells, members=members, outside=outside, data=model.data,
-                       original_model=model.original_model, seed=seed)
+                       original_model=model.original_model, seed=seed,
+                       wide_log_weights=wide)
     verdict = fit.check()
     if not verdict.ok:
         return SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True)
     logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
                 ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
     return SplitOutcome(fit, tried=True)
+
+
+def wide_log_weights(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+                     data: Mapping[str, Any] | None, seed: int | None,
+                     n: int = WIDE_DRAWS) -> NDArray[np.float64] | None:
+    """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of ``n`` draws ``z`` of ``q`` (base
+    coordinates), the equal mixture of the Gaussian ``base`` with its standard deviations
+    times each of :data:`WIDE_SPREADS`; ``-inf`` where the density is not finite.  None
+    when the draws cannot be evaluated (the split is then judged without them).
+
+    Raises
+    ------
+    Nothing.
+    """
+    rng = np.random.default_rng(None if seed is None else seed + WIDE_SEED_OFFSET)
+    mean, cov = np.asarray(base.mean, dtype=float), np.asarray(base.cov, dtype=float)
+    parts = [BaseDensity(mean, s**2 * cov, "dense") for s in WIDE_SPREADS]
+    try:
+        z = np.concatenate([rng.multivariate_normal(mean, q.cov, size=m) for q, m in
+                            zip(parts, np.diff(np.linspace(0, n, len(parts) + 1).astype(int)),
+                                strict=True)])
+        log_q = logsumexp([q.log_density_z(z) for q in parts], axis=0) - np.log(len(parts))
+        x = coords.inverse(z, data)
+        ok = np.ones(n, dtype=bool)
+        for v in x.values():
+            ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
+        lw = np.full(n, -np.inf)
+        if np.any(ok):
+            kept = {k: np.asarray(v)[ok] for k, v in x.items()}
+            _, log_dz_dx = coords.forward(kept, data)
+            lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
+    except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
+        logger.info("importance sampling around the modes failed: %s", exc)
+        return None
+    return np.where(np.isnan(lw), -np.inf, lw)
+
+
+def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+                 data: Mapping[str, Any] | None, seed: int | None,
+                 masses: list[EvidenceEstimate]) -> NDArray[np.float64] | None:
+    """Batches of :func:`wide_log_weights` until the excess mass they see is known to
+    :data:`WIDE_SE_MAX` or is :data:`WIDE_EXCESS_Z` standard errors above 0."""
+    log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
+    if not np.isfinite(log_z):
+        return None
+    batches: list[NDArray[np.float64]] = []
+    for b in range(WIDE_BATCHES):
+        lw = wide_log_weights(coords, base, evaluator, data,
+                              None if seed is None else seed + 104729 * b)
+        if lw is None:
+            break
+        batches.append(lw)
+        excess, z = unexplained_mass(np.concatenate(batches), log_z, se)
+        if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= WIDE_SE_MAX:
+            break
+    return np.concatenate(batches) if batches else None

@@ -294,7 +294,7 @@ class BasePilot:
         ``num_paths`` paths and :data:`SEARCH_TIME_FACTOR` times the first round's time.
         A later round that fails or times out ends the search.  The draws of all rounds
         are grouped by mode together (each round's paths labelled apart), so a mode
-        found from several starts counts once, with the largest of its paths' masses.
+        found from several starts counts once, with the median of its paths' masses.
         :attr:`search` records how far it went.
 
         Returns

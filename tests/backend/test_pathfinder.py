@@ -12,15 +12,16 @@ def test_mode_aware_pilot_combines_paths() -> None:
     rng = np.random.default_rng(0)
     names = ["lp_approx__", "lp__", "x"]
     blocks = []
-    # paths 1 and 2 in the same mode (estimates log 0.3 and log 0.2), path 3 elsewhere (log 0.5)
-    for centre, log_z in ((-3.0, np.log(0.3)), (-3.0, np.log(0.2)), (3.0, np.log(0.5))):
+    # paths 1-3 in the same mode (estimates 0.3, 0.2 and, from a draw far in one path's
+    # tail, 60), path 4 elsewhere (0.5): a mode counts once, at its paths' median
+    for centre, z in ((-3.0, 0.3), (-3.0, 0.2), (-3.0, 60.0), (3.0, 0.5)):
         x = rng.normal(centre, 0.5, size=200)
         lq = rng.normal(size=200)
-        blocks.append(np.column_stack([lq, lq + log_z, x]))
+        blocks.append(np.column_stack([lq, lq + np.log(z), x]))
     arr = np.vstack(blocks)
-    assert mode_aware_log_z(arr, names, 3) == pytest.approx(np.log(0.3 + 0.5))
+    assert mode_aware_log_z(arr, names, 4) == pytest.approx(np.log(0.3 + 0.5))
     # draws that cannot be split by path: pooled mean
-    assert mode_aware_log_z(arr, names, 7) == pytest.approx(np.log((0.3 + 0.2 + 0.5) / 3))
+    assert mode_aware_log_z(arr, names, 9) == pytest.approx(np.log((0.3 + 0.2 + 60 + 0.5) / 4))
 
 
 def test_group_paths_returns_each_modes_draws_and_skips_thin_paths() -> None:

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pemc_stan.estimators.mixture import mixture_log_z, mixture_mean, mixture_weights
+from pemc_stan.estimators.mixture import (
+    mixture_log_z,
+    mixture_mean,
+    mixture_weights,
+    unexplained_mass,
+)
 
 
 def test_weights_are_the_normalised_masses() -> None:
@@ -56,3 +61,25 @@ def test_mean_error_matches_the_spread_of_simulated_estimates() -> None:
     sims = np.sum(p * m_draws, axis=1)
     assert np.std(sims) == pytest.approx(se, rel=0.03)
     assert np.mean(sims) == pytest.approx(mixture_mean(lz, lz_se, m, s)[0], abs=4 * se / 100)
+
+
+def test_unexplained_mass_sees_a_missing_part_and_not_a_complete_mixture() -> None:
+    """Two unit-mass normals at -3 and 3 (Z = 2) under a N(0, 4^2) proposal: a mixture
+    that holds both parts explains the sampler's mass; one that holds only the first
+    (log Z = 0) misses half of it, tens of standard errors away."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.0, 4.0, 200_000)
+    lw = np.logaddexp(norm.logpdf(x, -3, 1), norm.logpdf(x, 3, 1)) - norm.logpdf(x, 0, 4)
+    excess, z = unexplained_mass(lw, np.log(2.0), 0.01)
+    assert abs(excess) < 0.02 and abs(z) < 4
+    excess, z = unexplained_mass(lw, 0.0, 0.01)
+    assert excess == pytest.approx(1.0, abs=0.02) and z > 20
+    # one heavy weight alone is about one standard error
+    one = np.full(10_000, -np.inf)
+    one[7] = np.log(10_000.0 * 3)
+    # (excess 2, sd(w) / sqrt(n) = sqrt(9e8 / 1e4 - 9) / 100 = 3)
+    assert unexplained_mass(one, 0.0, 0.0)[1] == pytest.approx(2 / 3, rel=1e-3)
+    with pytest.raises(ValueError, match="finite log Z"):
+        unexplained_mass(lw, float("nan"), 0.1)
