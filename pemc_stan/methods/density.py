@@ -12,6 +12,7 @@ standalone ``generate_quantities`` (one process for a whole batch).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import tempfile
@@ -22,15 +23,21 @@ from typing import Any
 import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import logsumexp
 
 from pemc_stan.backend.compile import compile_model
 from pemc_stan.backend.console import is_cmdstan_failure, run_error
+from pemc_stan.errors import PemcStanError
 from pemc_stan.inputs import StanProgram, read_program
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.stan import ast
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
 
-__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "density_program", "generated_column"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["DENSITY_COLUMN", "WIDE_DRAWS", "WIDE_SPREADS", "DensityEvaluator", "density_program",
+           "generated_column", "wide_log_weights"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
@@ -257,3 +264,46 @@ def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:
     if out.size != n:
         raise RuntimeError(f"generate_quantities returned {out.size} rows for {n} draws")
     return out
+
+
+#: Importance sampling around found modes (:func:`wide_log_weights`) draws from their
+#: covering Gaussian, half with its standard deviations as they are (among the modes
+#: found) and half doubled (beyond them) ...
+WIDE_SPREADS = (1.0, 2.0)
+#: ... this many draws at a time (in 2-D, 100,000 densities take about 0.7 s).
+WIDE_DRAWS = 100_000
+
+
+def wide_log_weights(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+                     data: Mapping[str, Any] | None, seed: int | None, n: int = WIDE_DRAWS
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """``(z, log gamma(x(z)) + log|dx/dz| - log q(z))`` of ``n`` draws ``z`` of ``q`` (base
+    coordinates), the equal mixture of the Gaussian ``base`` with its standard deviations
+    times each of :data:`WIDE_SPREADS`; ``-inf`` where the density is not finite.  None
+    when the draws cannot be evaluated (the split is then judged without them).
+
+    Raises
+    ------
+    Nothing.
+    """
+    rng = np.random.default_rng(seed)
+    mean, cov = np.asarray(base.mean, dtype=float), np.asarray(base.cov, dtype=float)
+    parts = [BaseDensity(mean, s**2 * cov, "dense") for s in WIDE_SPREADS]
+    try:
+        z = np.concatenate([rng.multivariate_normal(mean, q.cov, size=m) for q, m in
+                            zip(parts, np.diff(np.linspace(0, n, len(parts) + 1).astype(int)),
+                                strict=True)])
+        log_q = logsumexp([q.log_density_z(z) for q in parts], axis=0) - np.log(len(parts))
+        x = coords.inverse(z, data)
+        ok = np.ones(n, dtype=bool)
+        for v in x.values():
+            ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
+        lw = np.full(n, -np.inf)
+        if np.any(ok):
+            kept = {k: np.asarray(v)[ok] for k, v in x.items()}
+            _, log_dz_dx = coords.forward(kept, data)
+            lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
+    except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
+        logger.info("importance sampling around the modes failed: %s", exc)
+        return None
+    return z, np.where(np.isnan(lw), -np.inf, lw)

@@ -69,7 +69,7 @@ from pemc_stan.methods.base import (
 )
 from pemc_stan.methods.base_density import BaseDensity, coordinate_draws
 from pemc_stan.methods.bridge import bridge_from_draws
-from pemc_stan.methods.density import DensityEvaluator
+from pemc_stan.methods.density import DensityEvaluator, wide_log_weights
 from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason, convergence_stats
 
@@ -97,11 +97,8 @@ OCCUPANCY_SHARE_MIN = 0.05
 #: group's draws.
 OCCUPANCY_FACTOR = 5.0
 #: With several modes found, the split's masses are checked against importance sampling
-#: from the found modes' covering Gaussian, half the draws with its standard deviations
-#: as they are (among the modes found) and half doubled (beyond them) ...
-WIDE_SPREADS = (1.0, 2.0)
-#: ... in batches of this many draws (in 2-D, 100,000 densities take about 0.7 s) ...
-WIDE_DRAWS = 100_000
+#: from around the found modes (:func:`~pemc_stan.methods.density.wide_log_weights`) in
+#: batches (:data:`~pemc_stan.methods.density.WIDE_DRAWS` draws each) ...
 #: ... until the standard error of the mass they see beyond the groups' (a share of the
 #: groups') is at most this, at most :data:`WIDE_BATCHES` batches ...
 WIDE_SE_MAX = 0.02
@@ -365,14 +362,8 @@ class ModeSplitFit(ExtendedFit):
 
     # ------------------------------------------------------------------ the verdict
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
-        """The search's unseen share, every mode's mass, the chains' cells."""
-        search = self.search
-        unseen = float(getattr(search, "unseen", float("nan")))
-        yield "mode_search", None if unseen <= UNSEEN_SHARE_MAX else Reason(
-            "mode_search", f"the search for modes stopped ({search.stopped}) with an estimated "
-            f"{100 * unseen:.0f}% chance that one more path would find a mode not yet seen: "
-            "a mode it missed is missing from these estimates",
-            "run with split_modes='never' (tempering)")
+        """Every mode's mass, the chains' cells (the search's unseen share is a shared
+        check, ``mode_search``)."""
         bad = [g for g, e in enumerate(self.mode_log_z)
                if not (np.isfinite(e.log_z) and np.isfinite(e.std_error)
                        and e.diagnostics.get("converged", True))]
@@ -724,41 +715,6 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
     return SplitOutcome(fit, tried=True)
 
 
-def wide_log_weights(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
-                     data: Mapping[str, Any] | None, seed: int | None,
-                     n: int = WIDE_DRAWS) -> NDArray[np.float64] | None:
-    """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of ``n`` draws ``z`` of ``q`` (base
-    coordinates), the equal mixture of the Gaussian ``base`` with its standard deviations
-    times each of :data:`WIDE_SPREADS`; ``-inf`` where the density is not finite.  None
-    when the draws cannot be evaluated (the split is then judged without them).
-
-    Raises
-    ------
-    Nothing.
-    """
-    rng = np.random.default_rng(None if seed is None else seed + WIDE_SEED_OFFSET)
-    mean, cov = np.asarray(base.mean, dtype=float), np.asarray(base.cov, dtype=float)
-    parts = [BaseDensity(mean, s**2 * cov, "dense") for s in WIDE_SPREADS]
-    try:
-        z = np.concatenate([rng.multivariate_normal(mean, q.cov, size=m) for q, m in
-                            zip(parts, np.diff(np.linspace(0, n, len(parts) + 1).astype(int)),
-                                strict=True)])
-        log_q = logsumexp([q.log_density_z(z) for q in parts], axis=0) - np.log(len(parts))
-        x = coords.inverse(z, data)
-        ok = np.ones(n, dtype=bool)
-        for v in x.values():
-            ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
-        lw = np.full(n, -np.inf)
-        if np.any(ok):
-            kept = {k: np.asarray(v)[ok] for k, v in x.items()}
-            _, log_dz_dx = coords.forward(kept, data)
-            lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
-    except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
-        logger.info("importance sampling around the modes failed: %s", exc)
-        return None
-    return np.where(np.isnan(lw), -np.inf, lw)
-
-
 def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                  data: Mapping[str, Any] | None, seed: int | None,
                  masses: list[EvidenceEstimate]) -> NDArray[np.float64] | None:
@@ -770,10 +726,10 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
     batches: list[NDArray[np.float64]] = []
     for b in range(WIDE_BATCHES):
         lw = wide_log_weights(coords, base, evaluator, data,
-                              None if seed is None else seed + 104729 * b)
+                              None if seed is None else seed + WIDE_SEED_OFFSET + 104729 * b)
         if lw is None:
             break
-        batches.append(lw)
+        batches.append(lw[1])
         excess, z = unexplained_mass(np.concatenate(batches), log_z, se)
         if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= WIDE_SE_MAX:
             break

@@ -154,6 +154,25 @@ def test_a_good_ct_fit_is_ok(cmdstan_installation: Any) -> None:
     assert {"rhat", "beta_round_trips", "base_moments", "log_z_chains"} <= set(verdict.checks)
 
 
+@pytest.mark.parametrize("method", ["ct", "pe"])
+def test_a_tempered_run_after_a_search_that_may_have_missed_modes_is_flagged(
+        method: str, cmdstan_installation: Any) -> None:
+    """A tempered run reaches the modes its base covers, which are the modes the search
+    found: with several found and the search stopped while one more path had a 20%
+    chance of another, the verdict says so (``mode_search``); with 2% it does not."""
+    import dataclasses
+
+    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method=method, split_modes="never",
+                           chains=4, iter_warmup=500, iter_sampling=1000, seed=3, budget=1)
+    assert fit.search is not None and fit.search.major_modes == 2
+    fit.search = dataclasses.replace(fit.search, unseen=0.02)
+    assert "mode_search" not in fit.check().names()
+    fit.search = dataclasses.replace(fit.search, unseen=0.2, stopped="path limit")
+    verdict = fit.check()
+    assert "mode_search" in verdict.names(), verdict
+    assert "20% chance" in str(verdict) and "num_paths" in str(verdict)
+
+
 def test_ct_base_falls_back_when_pathfinder_fails(monkeypatch: pytest.MonkeyPatch,
                                                   cmdstan_installation: Any) -> None:
     """Without Pathfinder the base comes from the next approximation and log zeta from
