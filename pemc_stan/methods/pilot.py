@@ -28,7 +28,6 @@ remedy)``, which the fits show in their diagnostics.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -88,16 +87,6 @@ MIN_SEARCH_SECONDS = 10.0
 #: cost: with all rounds at 1000 draws per path CT's median wall time on posteriordb
 #: went from 2.56 to 3.15 times NUTS's.
 SEARCH_DRAWS_MIN = 50
-#: Paths per round of restarts near the modes found (:meth:`BasePilot._tail_rounds`) ...
-TAIL_PATHS = 16
-#: ... and at most this many such rounds.
-TAIL_ROUNDS = 6
-#: The restarts start from the found modes' covering Gaussian with its standard
-#: deviations multiplied by these in turn: 1 puts starts among the modes found (where a
-#: mode between them has its small basin), 2 beyond them.
-TAIL_SPREADS = (1.0, 2.0)
-#: Offset of the restarts' seed from the search's.
-TAIL_SEED_OFFSET = 2718281
 
 
 def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> float:
@@ -256,21 +245,16 @@ class BasePilot:
         return coordinate_draws(self.coordinates, values, columns, self.owner.data)
 
     def _pathfinder_round(self, seed: int | None, radius: float, num_paths: int,
-                          timeout: float | None, draws: int | None = None,
-                          start: dict[str, Any] | None = None
+                          timeout: float | None, draws: int | None = None
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """One multi-path Pathfinder run from starts within ``radius`` (or from the
-        point ``start``), ``draws`` per path (default ``self.draws``): (draws in base
-        coordinates, or raw parameter columns without coordinates; log weights)."""
+        """One multi-path Pathfinder run from starts within ``radius``, ``draws`` per path
+        (default ``self.draws``): (draws in base coordinates, or raw parameter columns
+        without coordinates; log weights)."""
         owner = self.owner
         kw: dict[str, Any] = {} if radius == SEARCH_RADII[0] else {"inits": radius}
-        if start is not None:
-            kw = {"inits": start}
         model = owner.original_model()
-        # a restart near the modes is one path of a round its caller reports as one stage
-        with (contextlib.nullcontext() if start is not None else
-              stage(f"pilot: mode search, Pathfinder with {num_paths} paths from radius "
-                    f"{radius:g}")):
+        with stage(f"pilot: mode search, Pathfinder with {num_paths} paths from radius "
+                   f"{radius:g}"):
             pf = model.pathfinder(
                 data=owner.data or None, seed=seed, num_paths=num_paths,
                 draws=self.draws if draws is None else draws,
@@ -354,13 +338,9 @@ class BasePilot:
             if (k + 1) % len(SEARCH_RADII) == 0 and unseen <= UNSEEN_SHARE_MAX:
                 stopped = f"unseen share {unseen:.3f} <= {UNSEEN_SHARE_MAX}"
                 break
-        tail = self._tail_rounds(seed, zs, lws, labels, start + budget, paths)
-        paths += tail[0]
-        if tail[2]:
-            stopped += f"; {tail[2]}"
         z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
         groups, log_z = group_paths(z_all, lw_all, lab, min_draws=2)
-        unseen = max(unseen_share(_paths_per_major_mode(groups, lab), paths), tail[1])
+        unseen = unseen_share(_paths_per_major_mode(groups, lab), paths)
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)
         major = shares >= NEW_MODE_SHARE
@@ -375,86 +355,6 @@ class BasePilot:
                                  tuple(float(x) for x in shares[major]), metric, unseen)
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
-
-    def _tail_rounds(self, seed: int | None, zs: list[NDArray[np.float64]],
-                     lws: list[NDArray[np.float64]], labels: list[NDArray[np.intp]],
-                     deadline: float, paths: int) -> tuple[int, float, str]:
-        """Restarts from where the modes are: when the search found several modes,
-        rounds of :data:`TAIL_PATHS` single Pathfinder paths started at draws of the
-        found modes' covering Gaussian, its standard deviations multiplied in turn by
-        :data:`TAIL_SPREADS`, until the
-        restarts' own unseen share (:func:`unseen_share` of the restart paths alone) is
-        at most :data:`UNSEEN_SHARE_MAX` (at most :data:`TAIL_ROUNDS` rounds, within the
-        search's time).  The radius rounds start around the origin: a mode among the others
-        (the interior of a grid of narrow modes) has a basin too small from there for
-        the unseen share to notice, however much mass it holds (the 20-Gaussian
-        mixture on R^2: 7-12 of the 20 modes found, unseen share <= 0.02).
-
-        Appends the rounds' draws to ``zs``, ``lws`` and ``labels``.
-
-        Returns
-        -------
-        (paths run, the restarts' unseen share, what happened)
-        """
-        if not self.coordinates.blocks:
-            return 0, 0.0, ""
-        rng = np.random.default_rng(None if seed is None else seed + TAIL_SEED_OFFSET)
-        ran, share, said = 0, 0.0, ""
-        for r in range(TAIL_ROUNDS):
-            groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws),
-                                    np.concatenate(labels), min_draws=2)
-            found = int(np.sum(_shares(groups) >= NEW_MODE_SHARE))
-            if found < 2 or time.monotonic() >= deadline:
-                break
-            cover = moment_match(np.concatenate(zs), None, groups, self.covariance)
-            spread = np.resize(np.asarray(TAIL_SPREADS), TAIL_PATHS)[:, None]
-            starts = cover.mean + spread * rng.multivariate_normal(
-                np.zeros_like(cover.mean), cover.cov, size=TAIL_PATHS)
-            with stage(f"pilot: mode search, {TAIL_PATHS} Pathfinder restarts near the "
-                       f"{found} modes found"):
-                ran += self._restarts(seed, starts, r, zs, lws, labels, deadline, paths + ran)
-            lab = np.concatenate(labels)
-            groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws), lab, min_draws=2)
-            # the unseen share of the restarts alone: every mode they reach seen twice,
-            # and about 1 / UNSEEN_SHARE_MAX restarts run
-            tail = np.where(lab >= paths, lab, -1)
-            counts = [c - 1 if -1 in tail[idx] else c
-                      for c, (idx, _) in zip([int(np.unique(tail[i]).size) for i, _ in groups],
-                                             groups, strict=True)]
-            major = _shares(groups) >= NEW_MODE_SHARE
-            share = unseen_share([c for c, m in zip(counts, major, strict=True) if m and c > 0],
-                                 ran)
-            said = (f"{ran} restarts near the modes found {int(np.sum(major))} modes, unseen "
-                    f"share {share:.3f}")
-            logger.debug("mode search: %s", said)
-            if share <= UNSEEN_SHARE_MAX:
-                break
-        return ran, share, said
-
-    def _restarts(self, seed: int | None, starts: NDArray[np.float64], r: int,
-                  zs: list[NDArray[np.float64]], lws: list[NDArray[np.float64]],
-                  labels: list[NDArray[np.intp]], deadline: float, first: int) -> int:
-        """One Pathfinder path from each start (base coordinates); their draws appended,
-        labelled ``first``, ``first + 1``, ...; returns the paths that ran."""
-        ran = 0
-        for i, z0 in enumerate(starts):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            init = {k: np.asarray(v)[0].tolist()
-                    for k, v in self.coordinates.inverse(z0[None, :], self.owner.data).items()}
-            try:
-                z, lw = self._pathfinder_round(
-                    None if seed is None else seed + 7 * (r * TAIL_PATHS + i) + 1, 2.0, 1,
-                    remaining, max(SEARCH_DRAWS_MIN, self.draws // 10), start=init)
-            except Exception as exc:  # a start where the model cannot be evaluated
-                logger.debug("a restart near the modes failed: %s", exc)
-                continue
-            zs.append(z)
-            lws.append(lw)
-            labels.append(np.full(z.shape[0], first + ran, dtype=np.intp))
-            ran += 1
-        return ran
 
     def approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:

@@ -148,9 +148,10 @@ model {
 
 @pytest.mark.parametrize("seed", [1, 5])
 def test_modes_among_the_others_are_found_or_the_split_refused(compiled, seed: int) -> None:
-    """Before the search restarted near the modes it found, seeds 1 and 5 found 10 and 7
-    of the 20 modes with an unseen share under 2%, the split was accepted and log Z was
-    -0.50 +- 0.006 and -0.70 +- 0.007, judged ok.  Now the answer is right or suspect."""
+    """The search finds 10 and 7 of the 20 modes on seeds 1 and 5 with an unseen share
+    under 2% (it counts starts, not mass).  Before ``mode_wide_mass``, the split was
+    accepted and log Z was -0.50 +- 0.006 and -0.70 +- 0.007, judged ok.  Now the
+    answer is right or suspect (with the check off, this test fails)."""
     import json
     from pathlib import Path
 

@@ -45,13 +45,15 @@ def test_a_divergent_run_is_carried_to_an_ok_verdict_and_the_right_answer(
         cmdstan_installation: Any) -> None:
     """CT (tempering: no mode split) on square_sign (theta seen only through its square; exact
     answers by quadrature): the first run diverges and is suspect (the narrow modes
-    reached from the wide base: 6 of seeds 1-8 diverged, seed 1 in 7.6% of its
-    transitions); the follow-up raises adapt_delta, continues from where the run ended, and
+    reached from the wide base; at this code 5 of seeds 1-8 diverge, seeds 1, 3 and 4
+    do not, and seed 5 diverges in 6% of its transitions: the first assert checks this
+    premise); the follow-up raises adapt_delta, continues from where the run ended, and
     the final run is ok and right, with the step recorded."""
     truth = json.loads((SQUARE / "truth.json").read_text())
     fit = pemc_stan.sample(SQUARE / "model.stan", str(SQUARE / "data.json"), method="ct",
-                           split_modes="never", seed=1)
+                           split_modes="never", seed=5)
     steps = fit.follow_up.steps
+    assert steps, "the premise: the first run is suspect"
     assert steps[0].change == "adapt_delta 0.8 -> 0.95", fit.follow_up.describe()
     assert steps[0].because.startswith("divergences") and steps[-1].verdict == "ok"
     assert fit.check().ok, fit.check()
