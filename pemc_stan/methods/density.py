@@ -276,8 +276,8 @@ WIDE_DRAWS = 100_000
 
 def wide_log_weights(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                      data: Mapping[str, Any] | None, seed: int | None, n: int = WIDE_DRAWS
-                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
-    """``(z, log gamma(x(z)) + log|dx/dz| - log q(z))`` of ``n`` draws ``z`` of ``q`` (base
+                     ) -> NDArray[np.float64] | None:
+    """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of ``n`` draws ``z`` of ``q`` (base
     coordinates), the equal mixture of the Gaussian ``base`` with its standard deviations
     times each of :data:`WIDE_SPREADS`; ``-inf`` where the density is not finite.  None
     when the draws cannot be evaluated (the split is then judged without them).
@@ -306,4 +306,4 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: DensityEvaluator
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
         logger.info("importance sampling around the modes failed: %s", exc)
         return None
-    return z, np.where(np.isnan(lw), -np.inf, lw)
+    return np.where(np.isnan(lw), -np.inf, lw)

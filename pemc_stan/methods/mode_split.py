@@ -396,10 +396,9 @@ class ModeSplitFit(ExtendedFit):
 
         The search's unseen share counts starting points, not mass: a narrow mode among
         the others (a grid of modes) has a small basin and can hold much mass.  Draws of
-        the found modes' covering Gaussian, its standard deviations doubled, and of that
-        Gaussian itself, weigh the
-        whole target (in few dimensions, where they reach every mode) without the
-        search's bias; when their estimate of ``Z`` exceeds the groups' by more than
+        the found modes' covering Gaussian, as it is and with its standard deviations
+        doubled, weigh the whole target (in few dimensions, where they reach every mode)
+        without the search's bias; when their estimate of ``Z`` exceeds the groups' by more than
         :data:`WIDE_EXCESS_Z` standard errors, a mode is missing.  (In many dimensions
         the weights are too rare to see anything, and this check passes.)
         """
@@ -729,7 +728,7 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                               None if seed is None else seed + WIDE_SEED_OFFSET + 104729 * b)
         if lw is None:
             break
-        batches.append(lw[1])
+        batches.append(lw)
         excess, z = unexplained_mass(np.concatenate(batches), log_z, se)
         if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= WIDE_SE_MAX:
             break
