@@ -37,7 +37,7 @@ from pemc_stan.stan.printer import print_program
 logger = logging.getLogger(__name__)
 
 __all__ = ["DENSITY_COLUMN", "WIDE_DRAWS", "WIDE_SPREADS", "DensityEvaluator", "density_program",
-           "generated_column", "wide_log_weights"]
+           "generated_column", "model_log_density", "wide_log_weights", "write_draws_csv"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
@@ -182,6 +182,85 @@ class DensityEvaluator:
                                 f"{self.name}_model")
 
 
+def write_draws_csv(draws: Mapping[str, NDArray[np.float64]], path: Path,
+                    name: str = "model") -> int:
+    """Write constrained draws as the Stan CSV of a fixed-parameter run; return their number.
+
+    Parameters
+    ----------
+    draws
+        Constrained values per parameter, ``(n, *shape)`` each, in the order of the
+        model's ``parameters`` block.
+    path
+        The file written.
+    name
+        Model name written in the CSV's comments.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written.
+    """
+    names = list(draws)
+    n = int(np.shape(draws[names[0]])[0])
+    cols: list[str] = []
+    values: list[NDArray[np.float64]] = []
+    for nm in names:
+        arr = np.asarray(draws[nm], dtype=float)
+        for col, idx in _column_names(nm, arr.shape[1:]):
+            cols.append(col)
+            key: tuple[Any, ...] = (slice(None), *idx)
+            values.append(arr[key])
+    mat = np.column_stack(values) if values else np.zeros((n, 0))
+    sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
+    lines = [_CSV_HEADER.format(model=name, n=n).rstrip("\n"), ",".join(sampler + cols)]
+    zeros = ",".join(["0"] * len(sampler))
+    lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
+    lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
+                  "#                0 seconds (Sampling)", "#                0 seconds (Total)",
+                  "# "])
+    path.write_text("\n".join(lines) + "\n")
+    return n
+
+
+def model_log_density(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
+                      draws: Mapping[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+    """``log gamma(x)`` up to one additive constant at constrained draws of a compiled model.
+
+    CmdStan's ``log_prob`` method without the Jacobian (it drops the constants of ``~``
+    statements: enough to compare densities of one model; :class:`DensityEvaluator`
+    keeps them), all draws in one run.
+
+    Parameters
+    ----------
+    model
+        The compiled model.
+    data
+        Its data.
+    draws
+        Constrained values per parameter, ``(n, *shape)`` each, in the order of the
+        model's ``parameters`` block.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan fails (for example when the density throws at one of the draws).
+    """
+    with tempfile.TemporaryDirectory(prefix="pemc_log_prob_") as tmp:
+        path = Path(tmp) / "draws.csv"
+        n = write_draws_csv(draws, path)
+        frame = model.log_prob(str(path), data=dict(data) if data else None, jacobian=False,
+                               sig_figs=18)
+    out = np.asarray(frame["lp__"], dtype=float)
+    if out.size != n:
+        raise RuntimeError(f"CmdStan's log_prob returned {out.size} rows for {n} draws")
+    return out
+
+
 def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
                      draws: Mapping[str, NDArray[np.float64]], column: str, run_dir: Path,
                      name: str = "model") -> NDArray[np.float64]:
@@ -216,26 +295,8 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     RuntimeError
         If CmdStan's generate_quantities fails.
     """
-    names = list(draws)
-    n = int(np.shape(draws[names[0]])[0])
-    cols: list[str] = []
-    values: list[NDArray[np.float64]] = []
-    for nm in names:
-        arr = np.asarray(draws[nm], dtype=float)
-        for col, idx in _column_names(nm, arr.shape[1:]):
-            cols.append(col)
-            key: tuple[Any, ...] = (slice(None), *idx)
-            values.append(arr[key])
-    mat = np.column_stack(values) if values else np.zeros((n, 0))
     path = run_dir / "draws.csv"
-    sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
-    lines = [_CSV_HEADER.format(model=name, n=n).rstrip("\n"), ",".join(sampler + cols)]
-    zeros = ",".join(["0"] * len(sampler))
-    lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
-    lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
-                  "#                0 seconds (Sampling)", "#                0 seconds (Total)",
-                  "# "])
-    path.write_text("\n".join(lines) + "\n")
+    n = write_draws_csv(draws, path, name)
     try:
         gq = model.generate_quantities(data=dict(data) if data else None,
                                        previous_fit=[str(path)], seed=1,

@@ -39,10 +39,13 @@ from scipy.special import logsumexp
 
 from pemc_stan.backend.pathfinder import (
     ModeGroup,
+    SameMode,
     group_paths,
     log_importance_weights,
     mode_centres,
     path_labels,
+    segment_points,
+    without_barrier,
 )
 from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base_density import (
@@ -268,6 +271,44 @@ class BasePilot:
             z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
         return np.asarray(z, dtype=float), lw
 
+    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The target's log density in base coordinates at rows of ``z``, up to a constant:
+        ``log gamma(x(z)) - log|dz/dx|`` (the original model's ``log_prob``).
+
+        Raises
+        ------
+        RuntimeError, ValueError
+            If CmdStan cannot evaluate the density at the points.
+        """
+        from pemc_stan.methods.density import model_log_density
+
+        data = self.owner.data
+        x = self.coordinates.inverse(z, data)
+        _, log_dz_dx = self.coordinates.forward(x, data)
+        return model_log_density(self.owner.original_model(), data, x) - log_dz_dx
+
+    def same_mode(self) -> SameMode | None:
+        """The density test of :func:`~pemc_stan.backend.pathfinder.group_paths`: no
+        valley on the segment between two centres (None without base coordinates; when
+        CmdStan cannot evaluate the points, nothing is merged)."""
+        if not self.coordinates.blocks:
+            return None
+
+        def test(centre: NDArray[np.float64], others: NDArray[np.float64]
+                 ) -> NDArray[np.bool_]:
+            inside = segment_points(centre, others)
+            m, n, d = inside.shape
+            try:
+                f = self.log_density_z(np.vstack([centre[None, :], others,
+                                                  inside.reshape(m * n, d)]))
+            except Exception as exc:  # a density that throws between modes: keep them apart
+                logger.info("density between modes not evaluated (%s); modes not merged",
+                            " ".join(str(exc).split())[:160])
+                return np.zeros(m, dtype=bool)
+            return without_barrier(f[0], f[1:m + 1], f[m + 1:].reshape(m, n))
+
+        return test
+
     def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
         """Multi-path Pathfinder on the original model from starts over growing radii.
 
@@ -276,9 +317,12 @@ class BasePilot:
         :func:`unseen_share` of the modes holding :data:`NEW_MODE_SHARE` of the mass is
         at most :data:`UNSEEN_SHARE_MAX`, within :data:`MAX_PATHS_FACTOR` times
         ``num_paths`` paths and :data:`SEARCH_TIME_FACTOR` times the first round's time.
-        A later round that fails or times out ends the search.  The draws of all rounds
+        A later round that times out ends the search; one that fails otherwise is
+        recorded (in ``stopped``) and the search goes on.  The draws of all rounds
         are grouped by mode together (each round's paths labelled apart), so a mode
-        found from several starts counts once, with the median of its paths' masses.
+        found from several starts counts once, with the median of its paths' masses;
+        groups with no valley of the density between their centres are one mode
+        (:meth:`same_mode`).
         :attr:`search` records how far it went.
 
         Returns
@@ -297,16 +341,21 @@ class BasePilot:
         labels: list[NDArray[np.intp]] = []
         radii: list[float] = []
         stopped, start, budget, paths = "path limit", time.monotonic(), float("inf"), 0
+        tried = 0  # paths run, with those of failed rounds (the path limit counts them)
+        same, failed = self.same_mode(), []
+        #: the last grouping by mode: (modes, log Z, rounds grouped)
+        grouped: tuple[list[ModeGroup], float, int] | None = None
         for k in range(10 * len(SEARCH_RADII)):
             cycle = SEARCH_RADII if k < len(SEARCH_RADII) else SEARCH_RADII[::-1]
             radius = cycle[k % len(SEARCH_RADII)]
             n_paths = self.num_paths * 2 ** (k // len(SEARCH_RADII))
-            if paths + n_paths > MAX_PATHS_FACTOR * self.num_paths:
+            if tried + n_paths > MAX_PATHS_FACTOR * self.num_paths:
                 break
             remaining = budget - (time.monotonic() - start)
             if remaining <= 0:
                 stopped = "time limit"
                 break
+            tried += n_paths
             try:
                 z, lw = self._pathfinder_round(
                     None if seed is None else seed + 104729 * k, radius, n_paths,
@@ -315,31 +364,47 @@ class BasePilot:
             except Exception as exc:
                 if k == 0:
                     raise
-                stopped = (f"the round at radius {radius:g} failed "
-                           f"({' '.join(str(exc).split())[:160] or type(exc).__name__})")
-                logger.info("mode search: %s", stopped)
-                break
-            if k == 0:
-                budget = max(MIN_SEARCH_SECONDS, SEARCH_TIME_FACTOR * (time.monotonic() - start))
-            own = path_labels(z.shape[0], n_paths)
-            labels.append(paths + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
-            zs.append(z)
-            lws.append(lw)
-            radii.append(radius)
-            paths += n_paths
-            groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws),
-                                    np.concatenate(labels), min_draws=2)
-            unseen = unseen_share(_paths_per_major_mode(groups, np.concatenate(labels)), paths)
-            logger.debug("mode search at radius %g: %d mode(s) after %d paths; unseen share "
-                        "%.3f", radius, len(groups), paths, unseen)
+                reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+                logger.info("mode search: the round at radius %g failed (%s)", radius, reason)
+                if isinstance(exc, TimeoutError):
+                    stopped = "time limit"
+                    break
+                # one failed round (far starts where the model cannot be evaluated) does
+                # not end the search: square_sign, seed 2, stopped after the round at
+                # radius 32 failed, with modes seen once, and the verdict had to call it
+                failed.append(f"radius {radius:g}: {reason}")
+            else:
+                if k == 0:
+                    budget = max(MIN_SEARCH_SECONDS,
+                                 SEARCH_TIME_FACTOR * (time.monotonic() - start))
+                own = path_labels(z.shape[0], n_paths)
+                labels.append(paths + (np.zeros(z.shape[0], dtype=np.intp) if own is None
+                                       else own))
+                zs.append(z)
+                lws.append(lw)
+                radii.append(radius)
+                paths += n_paths
             # a cycle ends before the search may stop: in high dimensions only the small
             # radius reaches a narrow mode's basin (separated_20d, seed 2: 8 paths from
             # (-2, 2) and 48 from further out found only the wide mode)
-            if (k + 1) % len(SEARCH_RADII) == 0 and unseen <= UNSEEN_SHARE_MAX:
+            if (k + 1) % len(SEARCH_RADII):
+                continue
+            grouped = (*group_paths(np.concatenate(zs), np.concatenate(lws),
+                                    np.concatenate(labels), min_draws=2, same_mode=same),
+                       len(zs))
+            unseen = unseen_share(_paths_per_major_mode(grouped[0], np.concatenate(labels)),
+                                  paths)
+            logger.debug("mode search at radius %g: %d mode(s) after %d paths; unseen share "
+                         "%.3f", radius, len(grouped[0]), paths, unseen)
+            if unseen <= UNSEEN_SHARE_MAX:
                 stopped = f"unseen share {unseen:.3f} <= {UNSEEN_SHARE_MAX}"
                 break
+        if failed:
+            stopped += f"; {len(failed)} round(s) failed (first at {failed[0]})"
         z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
-        groups, log_z = group_paths(z_all, lw_all, lab, min_draws=2)
+        if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
+            grouped = (*group_paths(z_all, lw_all, lab, min_draws=2, same_mode=same), len(zs))
+        groups, log_z = grouped[0], grouped[1]
         unseen = unseen_share(_paths_per_major_mode(groups, lab), paths)
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)

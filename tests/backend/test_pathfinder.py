@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pemc_stan.backend.pathfinder import group_paths, mode_aware_log_z, mode_centres
+from pemc_stan.backend.pathfinder import (
+    BARRIER_DEPTH,
+    SEGMENT_POINTS,
+    group_paths,
+    mode_aware_log_z,
+    mode_centres,
+    segment_points,
+    without_barrier,
+)
 
 
 def test_mode_aware_pilot_combines_paths() -> None:
@@ -99,3 +107,68 @@ def test_pilot_estimate_of_log_z_on_known_answers(cmdstan_installation: object) 
     pilot = estimate_log_scale(compile_model(models / "bimodal_1d" / "bimodal_1d.stan"),
                                bimodal, seed=1, num_paths=8)
     assert pilot.failure is None and abs(pilot.log_z) < 0.1, pilot
+
+
+def test_segment_points_lie_strictly_between_the_ends() -> None:
+    pts = segment_points(np.array([0.0, 0.0]), np.array([[10.0, 0.0], [0.0, -4.0]]), n=4)
+    assert pts.shape == (2, 4, 2)
+    assert pts[0, :, 0] == pytest.approx([2.0, 4.0, 6.0, 8.0]) and np.all(pts[0, :, 1] == 0)
+    assert pts[1, :, 1] == pytest.approx([-0.8, -1.6, -2.4, -3.2])
+
+
+def test_without_barrier_sees_a_valley_and_not_a_slope() -> None:
+    """A log-concave density never dips below the lower end of a segment; two modes of a
+    mixture do, by the barrier between them."""
+    x = np.linspace(0.0, 1.0, SEGMENT_POINTS + 2)
+    ridge = -0.5 * (x - 0.3) ** 2  # one Gaussian: up, then down to the other end
+    slope = -3.0 * x  # a centre uphill of the other
+    valley = np.logaddexp(-0.5 * ((x - 0.0) / 0.1) ** 2, -0.5 * ((x - 1.0) / 0.1) ** 2)
+    shallow = np.logaddexp(-0.5 * ((x - 0.0) / 0.3) ** 2, -0.5 * ((x - 1.0) / 0.3) ** 2)
+    ends = np.array([c[-1] for c in (ridge, slope, valley, shallow)])
+    inside = np.array([c[1:-1] for c in (ridge, slope, valley, shallow)])
+    # each curve shares the centre's value at x = 0 up to a constant: compare per segment
+    starts = np.array([c[0] for c in (ridge, slope, valley, shallow)])
+    got = [bool(without_barrier(starts[i], ends[i:i + 1], inside[i:i + 1])[0])
+           for i in range(4)]
+    assert got == [True, True, False, True]
+    assert float(np.min(shallow) - shallow[0]) > -BARRIER_DEPTH  # the premise of "shallow"
+    # a point where the density is not finite: not merged on evidence that cannot be read
+    holed = inside[:1].copy()
+    holed[0, 3] = np.nan
+    assert not without_barrier(starts[0], ends[:1], holed)[0]
+
+
+def test_groups_on_one_ridge_merge_and_separate_modes_do_not() -> None:
+    """Paths ending at different points of one long ridge look like different modes to the
+    3-sd rule (kilpisjarvi's intercept: 21 "modes"); the density between their centres has
+    no valley, so they are one mode, at the median of the paths' masses.  A mode behind a
+    valley stays apart."""
+    rng = np.random.default_rng(5)
+    ridge = [np.column_stack([rng.normal(c, 0.3, 100), rng.normal(0, 0.1, 100)])
+             for c in (-20.0, 0.0, 15.0)]
+    far = np.column_stack([rng.normal(0, 0.1, 100), rng.normal(8, 0.1, 100)])
+    z = np.vstack([*ridge, far])
+    lw = np.concatenate([np.full(100, np.log(m)) for m in (1.0, 2.0, 3.0, 4.0)])
+
+    def log_density(p: np.ndarray) -> np.ndarray:  # a ridge along x at y = 0; a mode at y = 8
+        ridge_part = -0.5 * (p[:, 0] / 30) ** 2 - 0.5 * (p[:, 1] / 0.1) ** 2
+        mode_part = -0.5 * (p[:, 0] / 0.1) ** 2 - 0.5 * ((p[:, 1] - 8) / 0.1) ** 2
+        return np.logaddexp(ridge_part, mode_part)
+
+    calls: list[int] = []
+
+    def same_mode(centre: np.ndarray, others: np.ndarray) -> np.ndarray:
+        calls.append(len(others))
+        inside = segment_points(centre, others)
+        m, n, d = inside.shape
+        return without_barrier(log_density(centre[None, :])[0], log_density(others),
+                               log_density(inside.reshape(m * n, d)).reshape(m, n))
+
+    plain, _ = group_paths(z, lw, 4)
+    assert len(plain) == 4
+    groups, log_z = group_paths(z, lw, 4, same_mode=same_mode)
+    assert sorted(int(i.size) for i, _ in groups) == [100, 300]
+    ridge_mass = next(m for i, m in groups if i.size == 300)
+    assert ridge_mass == pytest.approx(np.log(2.0))  # the median of 1, 2 and 3
+    assert log_z == pytest.approx(np.log(2.0 + 4.0))
+    assert calls == [3, 2]  # the heaviest (the far mode) against all, then the ridge's head

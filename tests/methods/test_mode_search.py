@@ -67,3 +67,39 @@ def test_ct_with_the_defaults_gets_the_far_mode_and_says_how_it_searched(
     assert attrs["pemc_modes_found"] == 2 and attrs["pemc_search_radius"] == 32.0
     assert json.loads(attrs["pemc_search"])["major_modes_found"] == 2
     assert "steps" in json.loads(attrs["pemc_follow_up"])
+
+
+RIDGE = """data {
+  int N;
+  vector[N] x;
+  vector[N] y;
+}
+parameters {
+  real a;
+  real b;
+  real<lower=0> s;
+}
+model {
+  a ~ normal(0, 100);
+  b ~ normal(0, 100);
+  s ~ normal(0, 10);
+  y ~ normal(a + b * x, s);
+}
+"""
+
+
+def test_a_regression_ridge_is_one_mode(cmdstan_installation: Any) -> None:
+    """Years as the covariate put the posterior of (a, b) on a long, thin ridge
+    (kilpisjarvi); Pathfinder's paths stop at different points of it, and by the 3-sd rule
+    alone the search reported 17-31 modes on seeds 1-3 and ran to its path limit.  The
+    density between their centres has no valley: one mode, and the search stops on its
+    unseen share."""
+    rng = np.random.default_rng(0)
+    x = np.arange(1990.0, 2020.0)
+    data = {"N": x.size, "x": x.tolist(),
+            "y": (0.02 * (x - 1990) + rng.normal(0, 0.5, x.size)).tolist()}
+    pilot = pipeline.method_model(RIDGE, data, method="ct")._pilot()  # type: ignore[attr-defined]
+    pilot.fit(1, want_base=True)
+    search = pilot.search
+    assert search is not None and search.modes == 1, search.describe()
+    assert search.stopped.startswith("unseen share"), search.describe()
