@@ -200,10 +200,14 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         lm = float(logsumexp(lw[idx]) - math.log(idx.size))
         paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0)))
     groups: list[list[Any]] = []
+    # with a density test to merge them later, paths group by the narrower one's spread:
+    # a path that stopped wide between modes would otherwise take in every mode within 3
+    # of its standard deviations
+    spread = np.minimum if same_mode is not None else np.maximum
     for path in paths:
         for g in groups:
             ref = g[0]
-            tol = 3.0 * np.maximum(np.maximum(path[3], ref[3]), 1e-12)
+            tol = 3.0 * np.maximum(spread(path[3], ref[3]), 1e-12)
             if np.all(np.abs(path[2] - ref[2]) <= tol):
                 g.append(path)
                 break
