@@ -520,17 +520,22 @@ class BasePilot:
             # mixture on R^2: 3 of 16 centres 0.5-0.9 from any mode): the split starts its
             # chains and draws its cells from the centres, so each goes to its peak
             centres = np.array([self.peak(c) for c in centres])
-        metric = None
-        if self.coordinates.blocks:
-            try:
-                metric = moment_match(z_all, None, groups, self.covariance)
-            except ValueError:
-                metric = None
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
-                                 tuple(float(x) for x in shares[major]), metric, unseen)
+                                 tuple(float(x) for x in shares[major]),
+                                 self._metric(z_all, groups), unseen)
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
+
+    def _metric(self, z: NDArray[np.float64], groups: list[ModeGroup]) -> BaseDensity | None:
+        """The Gaussian moment-matched to the modes found (None without base coordinates
+        or when it cannot be fitted)."""
+        if not self.coordinates.blocks:
+            return None
+        try:
+            return moment_match(z, None, groups, self.covariance)
+        except ValueError:
+            return None
 
     def _restarts(self, seed: int | None, zs: list[NDArray[np.float64]],
                   lws: list[NDArray[np.float64]], labels: list[NDArray[np.intp]],
