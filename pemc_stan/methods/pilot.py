@@ -328,43 +328,55 @@ class BasePilot:
         one); a curved mode can dip between two of its points (``gp_pois_regr``: dips of
         5.8 and 14 between three groups whose optima are one point).  Where an
         optimisation fails the centre stands for its optimum; where CmdStan cannot
-        evaluate the density on a segment, nothing is merged.
+        evaluate the density on a segment, nothing is merged.  The test is greedy,
+        heaviest first (the order of the centres given): each head is joined to the
+        later centres whose peaks it reaches without a valley, and the rest go on.
+        Optimisations stop at the search's deadline.
         """
         if not self.coordinates.blocks:
             return None
+        # the search groups its paths again after each round: each segment is judged once
+        judged: dict[tuple[bytes, bytes], bool] = {}
 
-        def decide(centre: NDArray[np.float64], others: NDArray[np.float64]
-                   ) -> NDArray[np.bool_]:
-            return self._joined(self.peak(centre), np.array([self.peak(o) for o in others]))
-
-        # the search groups its paths again after each round: decide each pair once
-        decided: dict[tuple[bytes, bytes], bool] = {}
-
-        def test(centre: NDArray[np.float64], others: NDArray[np.float64]
-                 ) -> NDArray[np.bool_]:
-            keys = [(centre.tobytes(), o.tobytes()) for o in others]
-            todo = [i for i, k in enumerate(keys) if k not in decided]
+        def joined(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
+            keys = [(x.tobytes(), y.tobytes()) for x, y in zip(a, b, strict=True)]
+            todo = [i for i, key in enumerate(keys) if key not in judged]
             if todo:
-                for i, j in zip(todo, decide(centre, others[todo]), strict=True):
-                    decided[keys[i]] = bool(j)
-            return np.array([decided[k] for k in keys], dtype=bool)
+                for i, ok in zip(todo, self._joined(a[todo], b[todo]), strict=True):
+                    judged[keys[i]] = bool(ok)
+            return np.array([judged[key] for key in keys], dtype=bool)
+
+        def test(centres: NDArray[np.float64]) -> NDArray[np.bool_]:
+            k = len(centres)
+            out = np.eye(k, dtype=bool)
+            left = list(range(k))
+            while len(left) > 1:
+                head, left = left[0], left[1:]
+                top = self.peak(centres[head])
+                ok = joined(np.repeat(top[None, :], len(left), axis=0),
+                            np.array([self.peak(centres[j]) for j in left]))
+                for j, o in zip(left, ok, strict=True):
+                    out[head, j] = out[j, head] = bool(o)
+                left = [j for j, o in zip(left, ok, strict=True) if not o]
+            return out
 
         return test
 
-    def _joined(self, centre: NDArray[np.float64], others: NDArray[np.float64]
-                ) -> NDArray[np.bool_]:
-        """:func:`~pemc_stan.backend.pathfinder.without_barrier` from ``centre`` to each
-        row of ``others`` (all False when the density cannot be evaluated there)."""
-        inside = segment_points(centre, others)
-        m, n, d = inside.shape
+    def _joined(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """:func:`~pemc_stan.backend.pathfinder.without_barrier` on each segment from a
+        row of ``a`` to the same row of ``b``, all in one evaluation (all False when the
+        density cannot be evaluated there)."""
+        m = a.shape[0]
+        inside = np.concatenate([segment_points(x, y[None, :]) for x, y in zip(a, b,
+                                                                              strict=True)])
+        n, d = inside.shape[1], inside.shape[2]
         try:
-            f = self.log_density_z(np.vstack([centre[None, :], others,
-                                              inside.reshape(m * n, d)]))
+            f = self.log_density_z(np.vstack([a, b, inside.reshape(m * n, d)]))
         except Exception as exc:  # a density that throws between modes: keep them apart
             logger.info("density between modes not evaluated (%s); modes not merged",
                         " ".join(str(exc).split())[:160])
             return np.zeros(m, dtype=bool)
-        return without_barrier(f[0], f[1:m + 1], f[m + 1:].reshape(m, n))
+        return without_barrier(f[:m], f[m:2 * m], f[2 * m:].reshape(m, n))
 
     def peak(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
         """:meth:`optimum` from ``z``, or ``z`` itself when the optimisation fails
@@ -490,7 +502,8 @@ class BasePilot:
             if (k + 1) % len(SEARCH_RADII):
                 continue
             grouped = (*group_paths(np.concatenate(zs), np.concatenate(lws),
-                                    np.concatenate(labels), min_draws=2, same_mode=same),
+                                    np.concatenate(labels), min_draws=2, same_mode=same,
+                                    merge_share=NEW_MODE_SHARE),
                        len(zs))
             unseen = unseen_share(_paths_per_major_mode(grouped[0], np.concatenate(labels)),
                                   paths)
@@ -509,7 +522,8 @@ class BasePilot:
                 stopped += f"; {restarted[2]}"
         z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
         if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
-            grouped = (*group_paths(z_all, lw_all, lab, min_draws=2, same_mode=same), len(zs))
+            grouped = (*group_paths(z_all, lw_all, lab, min_draws=2, same_mode=same,
+                                    merge_share=NEW_MODE_SHARE), len(zs))
         groups, log_z = grouped[0], grouped[1]
         unseen = max(unseen_share(_paths_per_major_mode(groups, lab), paths), restarted[1])
         shares = _shares(groups)
@@ -566,7 +580,7 @@ class BasePilot:
         for r in range(RESTART_ROUNDS + 1):
             lab = np.concatenate(labels)
             groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws), lab, min_draws=2,
-                                    same_mode=same)
+                                    same_mode=same, merge_share=NEW_MODE_SHARE)
             major = _shares(groups) >= NEW_MODE_SHARE
             if r == 0 and int(np.sum(major)) < 2:
                 break
