@@ -51,9 +51,9 @@ __all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstima
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
 ModeGroup = tuple[NDArray[np.intp], float]
 
-#: ``same_mode(centres)``: for centres (K, D), a (K, K) boolean matrix saying which pairs
-#: lie in one mode (:func:`without_barrier` of the density between them).
-SameMode = Callable[[NDArray[np.float64]], NDArray[np.bool_]]
+#: ``same_mode(centre, others)``: for each row of ``others`` (M, D), whether it lies in
+#: the same mode as ``centre`` (D,) (:func:`without_barrier` of the density between them).
+SameMode = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.bool_]]
 
 #: Points inside the segment between two modes' centres where the density is evaluated.
 SEGMENT_POINTS = 9
@@ -79,7 +79,7 @@ def segment_points(centre: NDArray[np.float64], others: NDArray[np.float64],
     return c[None, None, :] + t[None, :, None] * (o[:, None, :] - c[None, None, :])
 
 
-def without_barrier(log_centre: float | NDArray[np.float64], log_others: NDArray[np.float64],
+def without_barrier(log_centre: float, log_others: NDArray[np.float64],
                     log_inside: NDArray[np.float64], depth: float = BARRIER_DEPTH
                     ) -> NDArray[np.bool_]:
     """Whether each segment from a centre to another point crosses no valley.
@@ -87,8 +87,7 @@ def without_barrier(log_centre: float | NDArray[np.float64], log_others: NDArray
     Parameters
     ----------
     log_centre
-        Log density at the centre (any additive constant, the same throughout), or
-        (M,) at one end of each segment.
+        Log density at the centre (any additive constant, the same throughout).
     log_others
         (M,) at the other ends.
     log_inside
@@ -106,7 +105,7 @@ def without_barrier(log_centre: float | NDArray[np.float64], log_others: NDArray
     ------
     Nothing.
     """
-    ends = np.minimum(np.asarray(log_centre, dtype=float), np.asarray(log_others, dtype=float))
+    ends = np.minimum(float(log_centre), np.asarray(log_others, dtype=float))
     inside = np.asarray(log_inside, dtype=float)
     finite = np.isfinite(ends) & np.all(np.isfinite(inside), axis=1)
     with np.errstate(invalid="ignore"):
@@ -152,8 +151,8 @@ def path_labels(n: int, paths: Paths) -> NDArray[np.intp] | None:
 
 
 def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Paths,
-                min_draws: int = 1, same_mode: SameMode | None = None,
-                merge_share: float = 0.0) -> tuple[list[ModeGroup], float]:
+                min_draws: int = 1, same_mode: SameMode | None = None
+                ) -> tuple[list[ModeGroup], float]:
     """Group Pathfinder paths by mode (section 6 of Graham & Storkey, eq 25).
 
     Parameters
@@ -170,11 +169,7 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
     same_mode
         When given, groups are then merged, heaviest first, with every lighter group
         whose centre (its narrowest path's weighted mean) it says is in the same mode
-        as the heaviest's (:func:`without_barrier`); it is called once, on the centres of
-        the groups holding at least ``merge_share`` of the heaviest group's mass (the
-        others stay apart).
-    merge_share
-        See ``same_mode``.
+        as the heaviest's (:func:`without_barrier`).
 
     Returns
     -------
@@ -205,28 +200,17 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         lm = float(logsumexp(lw[idx]) - math.log(idx.size))
         paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0)))
     groups: list[list[Any]] = []
-    # with a density test to merge them later, paths group by the narrower one's spread:
-    # a path that stopped wide between modes would otherwise take in every mode within 3
-    # of its standard deviations (the mixture on R^2: one wide path's group held three)
-    spread = np.minimum if same_mode is not None else np.maximum
     for path in paths:
         for g in groups:
             ref = g[0]
-            tol = 3.0 * np.maximum(spread(path[3], ref[3]), 1e-12)
+            tol = 3.0 * np.maximum(np.maximum(path[3], ref[3]), 1e-12)
             if np.all(np.abs(path[2] - ref[2]) <= tol):
                 g.append(path)
                 break
         else:
             groups.append([path])
-    # again while groups merge: a merge changes the heaviest group's mass, and with it
-    # which groups are heavy enough to be tested (at most 3 passes)
-    for _ in range(3):
-        if same_mode is None:
-            break
-        before = len(groups)
-        groups = _merge_without_barrier(groups, z, lw, same_mode, merge_share)
-        if len(groups) == before:
-            break
+    if same_mode is not None and len(groups) > 1:
+        groups = _merge_without_barrier(groups, z, lw, same_mode)
     out = [(np.concatenate([p[0] for p in g]), _median_mass(g)) for g in groups]
     return out, float(logsumexp([m for _, m in out]))
 
@@ -239,27 +223,19 @@ def _median_mass(paths: list[Any]) -> float:
 
 
 def _merge_without_barrier(groups: list[list[Any]], z: NDArray[np.float64],
-                           lw: NDArray[np.float64], same_mode: SameMode,
-                           merge_share: float) -> list[list[Any]]:
-    """Merge, heaviest first, each group holding ``merge_share`` of the heaviest's mass
-    with the lighter such groups ``same_mode`` joins to it."""
-    order = sorted(groups, key=_median_mass, reverse=True)
-    lm = np.array([_median_mass(g) for g in order])
-    # relative to the heaviest, not to the total: before merging, one mode found as many
-    # groups is counted many times over, and a mode of 0.16% of the mass had 0.03%
-    heavy = [g for g, m in zip(order, lm, strict=True) if np.exp(m - lm[0]) >= merge_share]
-    if len(heavy) < 2:
-        return order
-    light = order[len(heavy):]
-    joined = np.asarray(same_mode(np.array([_centre(z, lw, [p[0] for p in g])
-                                            for g in heavy])), dtype=bool)
+                           lw: NDArray[np.float64], same_mode: SameMode) -> list[list[Any]]:
+    """Merge, heaviest first, each group with the lighter ones ``same_mode`` joins to it."""
+    rest = sorted(groups, key=_median_mass, reverse=True)
     merged: list[list[Any]] = []
-    left = list(range(len(heavy)))
-    while left:
-        head, left = left[0], left[1:]
-        merged.append(heavy[head] + [p for j in left if joined[head, j] for p in heavy[j]])
-        left = [j for j in left if not joined[head, j]]
-    return merged + light
+    while rest:
+        head, rest = rest[0], rest[1:]
+        if rest:
+            centres = [_centre(z, lw, [p[0] for p in g]) for g in [head, *rest]]
+            joined = np.asarray(same_mode(centres[0], np.array(centres[1:])), dtype=bool)
+            head = head + [p for g, j in zip(rest, joined, strict=True) if j for p in g]
+            rest = [g for g, j in zip(rest, joined, strict=True) if not j]
+        merged.append(head)
+    return merged
 
 
 def _centre(z: NDArray[np.float64], lw: NDArray[np.float64],

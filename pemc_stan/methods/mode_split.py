@@ -77,7 +77,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["CHAINS_PER_MODE", "LEFT_SHARE_MAX", "MAX_SPLIT_MODES", "OCCUPANCY_FACTOR",
            "OCCUPANCY_SHARE_MIN", "ModeSplitFit",
-           "SplitOutcome", "cell_groups", "split_modes", "try_split", "wide_resolution"]
+           "SplitOutcome", "cell_groups", "split_modes", "try_split"]
 
 #: Chains started at each mode centre: two, so that R-hat and the chains' agreement
 #: can be judged within every mode.
@@ -100,13 +100,8 @@ OCCUPANCY_FACTOR = 5.0
 #: from around the found modes (:func:`~pemc_stan.methods.density.wide_log_weights`) in
 #: batches (:data:`~pemc_stan.methods.density.WIDE_DRAWS` draws each) ...
 #: ... until the standard error of the mass they see beyond the groups' (a share of the
-#: groups') is at most the lightest group's share over :data:`WIDE_EXCESS_Z` (a mode
-#: as heavy as the lightest found is seen), within these bounds, at most
-#: :data:`WIDE_BATCHES` batches ...  (With a fixed 0.02, one of the 20 modes of the
-#: mixture on R^2, 5% of the mass, went unseen at 2.5 standard errors and a split with
-#: log Z -0.05 +- 0.004 was judged ok.)
+#: groups') is at most this, at most :data:`WIDE_BATCHES` batches ...
 WIDE_SE_MAX = 0.02
-WIDE_SE_MIN = 0.005
 WIDE_BATCHES = 8
 #: ... and the split is refused when that sampler sees more mass than the groups hold
 #: by more than this many standard errors.
@@ -719,32 +714,14 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
     return SplitOutcome(fit, tried=True)
 
 
-def wide_resolution(log_masses: list[float]) -> float:
-    """The standard error the wide sampler's unexplained mass must reach: the lightest
-    group's share of the groups' mass over :data:`WIDE_EXCESS_Z`, within
-    [:data:`WIDE_SE_MIN`, :data:`WIDE_SE_MAX`].
-
-    Raises
-    ------
-    Nothing.
-    """
-    lm = np.asarray(log_masses, dtype=float)
-    lm = lm[np.isfinite(lm)]
-    if lm.size == 0:
-        return WIDE_SE_MAX
-    lightest = float(np.exp(np.min(lm) - logsumexp(lm)))
-    return float(np.clip(lightest / WIDE_EXCESS_Z, WIDE_SE_MIN, WIDE_SE_MAX))
-
-
 def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                  data: Mapping[str, Any] | None, seed: int | None,
                  masses: list[EvidenceEstimate]) -> NDArray[np.float64] | None:
     """Batches of :func:`wide_log_weights` until the excess mass they see is known to
-    :func:`wide_resolution` or is :data:`WIDE_EXCESS_Z` standard errors above 0."""
+    :data:`WIDE_SE_MAX` or is :data:`WIDE_EXCESS_Z` standard errors above 0."""
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
         return None
-    target = wide_resolution([e.log_z for e in masses])
     batches: list[NDArray[np.float64]] = []
     for b in range(WIDE_BATCHES):
         lw = wide_log_weights(coords, base, evaluator, data,
@@ -753,6 +730,6 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
             break
         batches.append(lw)
         excess, z = unexplained_mass(np.concatenate(batches), log_z, se)
-        if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= target:
+        if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= WIDE_SE_MAX:
             break
     return np.concatenate(batches) if batches else None

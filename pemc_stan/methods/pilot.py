@@ -90,25 +90,6 @@ MIN_SEARCH_SECONDS = 10.0
 #: cost: with all rounds at 1000 draws per path CT's median wall time on posteriordb
 #: went from 2.56 to 3.15 times NUTS's.
 SEARCH_DRAWS_MIN = 50
-#: Restarts near the modes found (:meth:`BasePilot._restarts`): paths of the first round,
-#: doubled each round ...
-RESTART_PATHS = 16
-#: ... for at most this many rounds (240 restarts: with 16 modes of 5-10% of the mass
-#: each, 96 restarts still saw one of them once in about 2 searches of 5).
-RESTART_ROUNDS = 4
-#: The restarts start from the found modes' covering Gaussian with its standard
-#: deviations multiplied by these in turn: 1 puts starts among the modes found (where a
-#: mode between them has its small basin), 2 beyond them.
-RESTART_SPREADS = (1.0, 2.0)
-#: Offset of the restarts' seed from the search's.
-RESTART_SEED_OFFSET = 2718281
-#: The restarts' starts are resampled, by their importance weights, from this many draws
-#: of the covering Gaussians (at most :data:`RESTART_VALUES` numbers in all) ...
-RESTART_DRAWS = 20_000
-RESTART_VALUES = 2_000_000
-#: ... when those weights have an effective sample size of at least this many times the
-#: first round's restarts (else the raw draws are the starts).
-RESTART_ESS_FACTOR = 4
 
 
 def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> float:
@@ -259,10 +240,6 @@ class BasePilot:
         self.mode_centres: Any = None
         #: The last search for modes (None before, or when Pathfinder failed).
         self.search: ModeSearch | None = None
-        #: When the running search must end (``time.monotonic()``; its optimisations stop).
-        self._deadline = float("inf")
-        #: The running search's optima (:meth:`peak`), by start.
-        self._peaks: dict[bytes, NDArray[np.float64]] = {}
 
     # ------------------------------------------------------------------ approximations
 
@@ -271,20 +248,16 @@ class BasePilot:
         return coordinate_draws(self.coordinates, values, columns, self.owner.data)
 
     def _pathfinder_round(self, seed: int | None, radius: float, num_paths: int,
-                          timeout: float | None, draws: int | None = None,
-                          starts: list[dict[str, Any]] | None = None
+                          timeout: float | None, draws: int | None = None
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """One multi-path Pathfinder run from starts within ``radius`` (or one path from
-        each of ``starts``, constrained values), ``draws`` per path (default
-        ``self.draws``): (draws in base coordinates, or raw parameter columns without
-        coordinates; log weights)."""
+        """One multi-path Pathfinder run from starts within ``radius``, ``draws`` per path
+        (default ``self.draws``): (draws in base coordinates, or raw parameter columns
+        without coordinates; log weights)."""
         owner = self.owner
         kw: dict[str, Any] = {} if radius == SEARCH_RADII[0] else {"inits": radius}
-        where = f"from radius {radius:g}"
-        if starts is not None:
-            kw, where = {"inits": starts}, "restarted near the modes found"
         model = owner.original_model()
-        with stage(f"pilot: mode search, Pathfinder with {num_paths} paths {where}"):
+        with stage(f"pilot: mode search, Pathfinder with {num_paths} paths from radius "
+                   f"{radius:g}"):
             pf = model.pathfinder(
                 data=owner.data or None, seed=seed, num_paths=num_paths,
                 draws=self.draws if draws is None else draws,
@@ -315,109 +288,26 @@ class BasePilot:
         return model_log_density(self.owner.original_model(), data, x) - log_dz_dx
 
     def same_mode(self) -> SameMode | None:
-        """The density test of :func:`~pemc_stan.backend.pathfinder.group_paths` (None
-        without base coordinates).
-
-        Two groups are one mode when the segment between the optima that L-BFGS
-        (CmdStan's ``optimize``, with the Jacobian: the mode in unconstrained
-        coordinates) reaches from their centres crosses no valley
-        (:func:`~pemc_stan.backend.pathfinder.without_barrier`).  Between the centres
-        themselves the test can be fooled both ways: a path that stopped wide between
-        modes has its centre low between them, and every mode is uphill of it (the
-        20-Gaussian mixture: one such centre took in two modes 0.41 apart and a third
-        one); a curved mode can dip between two of its points (``gp_pois_regr``: dips of
-        5.8 and 14 between three groups whose optima are one point).  Where an
-        optimisation fails the centre stands for its optimum; where CmdStan cannot
-        evaluate the density on a segment, nothing is merged.  The test is greedy,
-        heaviest first (the order of the centres given): each head is joined to the
-        later centres whose peaks it reaches without a valley, and the rest go on.
-        Optimisations stop at the search's deadline.
-        """
+        """The density test of :func:`~pemc_stan.backend.pathfinder.group_paths`: no
+        valley on the segment between two centres (None without base coordinates; when
+        CmdStan cannot evaluate the points, nothing is merged)."""
         if not self.coordinates.blocks:
             return None
-        # the search groups its paths again after each round: each segment is judged once
-        judged: dict[tuple[bytes, bytes], bool] = {}
 
-        def joined(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-            keys = [(x.tobytes(), y.tobytes()) for x, y in zip(a, b, strict=True)]
-            todo = [i for i, key in enumerate(keys) if key not in judged]
-            if todo:
-                for i, ok in zip(todo, self._joined(a[todo], b[todo]), strict=True):
-                    judged[keys[i]] = bool(ok)
-            return np.array([judged[key] for key in keys], dtype=bool)
-
-        def test(centres: NDArray[np.float64]) -> NDArray[np.bool_]:
-            k = len(centres)
-            out = np.eye(k, dtype=bool)
-            left = list(range(k))
-            while len(left) > 1:
-                head, left = left[0], left[1:]
-                top = self.peak(centres[head])
-                ok = joined(np.repeat(top[None, :], len(left), axis=0),
-                            np.array([self.peak(centres[j]) for j in left]))
-                for j, o in zip(left, ok, strict=True):
-                    out[head, j] = out[j, head] = bool(o)
-                left = [j for j, o in zip(left, ok, strict=True) if not o]
-            return out
+        def test(centre: NDArray[np.float64], others: NDArray[np.float64]
+                 ) -> NDArray[np.bool_]:
+            inside = segment_points(centre, others)
+            m, n, d = inside.shape
+            try:
+                f = self.log_density_z(np.vstack([centre[None, :], others,
+                                                  inside.reshape(m * n, d)]))
+            except Exception as exc:  # a density that throws between modes: keep them apart
+                logger.info("density between modes not evaluated (%s); modes not merged",
+                            " ".join(str(exc).split())[:160])
+                return np.zeros(m, dtype=bool)
+            return without_barrier(f[0], f[1:m + 1], f[m + 1:].reshape(m, n))
 
         return test
-
-    def _joined(self, a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """:func:`~pemc_stan.backend.pathfinder.without_barrier` on each segment from a
-        row of ``a`` to the same row of ``b``, all in one evaluation (all False when the
-        density cannot be evaluated there)."""
-        m = a.shape[0]
-        inside = np.concatenate([segment_points(x, y[None, :]) for x, y in zip(a, b,
-                                                                              strict=True)])
-        n, d = inside.shape[1], inside.shape[2]
-        try:
-            f = self.log_density_z(np.vstack([a, b, inside.reshape(m * n, d)]))
-        except Exception as exc:  # a density that throws between modes: keep them apart
-            logger.info("density between modes not evaluated (%s); modes not merged",
-                        " ".join(str(exc).split())[:160])
-            return np.zeros(m, dtype=bool)
-        return without_barrier(f[:m], f[m:2 * m], f[2 * m:].reshape(m, n))
-
-    def peak(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
-        """:meth:`optimum` from ``z``, or ``z`` itself when the optimisation fails
-        (remembered for the running search).
-
-        Raises
-        ------
-        Nothing.
-        """
-        key = np.asarray(z, dtype=float).tobytes()
-        if key not in self._peaks:
-            found = self.optimum(z)
-            self._peaks[key] = np.asarray(z, dtype=float) if found is None else found
-        return self._peaks[key]
-
-    def optimum(self, z: NDArray[np.float64]) -> NDArray[np.float64] | None:
-        """The mode L-BFGS reaches from ``z`` (base coordinates), in base coordinates:
-        CmdStan's ``optimize`` with the Jacobian; None when it fails.
-
-        Raises
-        ------
-        Nothing.
-        """
-        data = self.owner.data
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        try:
-            start = {k: np.asarray(v)[0].tolist()
-                     for k, v in self.coordinates.inverse(np.asarray(z)[None, :], data).items()}
-            fit = self.owner.original_model().optimize(
-                data=data or None, inits=start, jacobian=True, seed=1, sig_figs=12,
-                show_console=False, timeout=None if np.isinf(remaining) else remaining)
-            values = {k: np.asarray(fit.stan_variable(k), dtype=float)[None, ...]
-                      for k in start}
-            out, _ = self.coordinates.forward(values, data)
-        except Exception as exc:  # an optimisation that fails: no evidence either way
-            logger.debug("optimisation from a mode's centre failed: %s", exc)
-            return None
-        opt = np.asarray(out, dtype=float)[0]
-        return opt if np.all(np.isfinite(opt)) else None
 
     def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
         """Multi-path Pathfinder on the original model from starts over growing radii.
@@ -451,7 +341,6 @@ class BasePilot:
         labels: list[NDArray[np.intp]] = []
         radii: list[float] = []
         stopped, start, budget, paths = "path limit", time.monotonic(), float("inf"), 0
-        self._deadline, self._peaks = float("inf"), {}
         tried = 0  # paths run, with those of failed rounds (the path limit counts them)
         same, failed = self.same_mode(), []
         #: the last grouping by mode: (modes, log Z, rounds grouped)
@@ -488,7 +377,6 @@ class BasePilot:
                 if k == 0:
                     budget = max(MIN_SEARCH_SECONDS,
                                  SEARCH_TIME_FACTOR * (time.monotonic() - start))
-                    self._deadline = start + budget
                 own = path_labels(z.shape[0], n_paths)
                 labels.append(paths + (np.zeros(z.shape[0], dtype=np.intp) if own is None
                                        else own))
@@ -502,8 +390,7 @@ class BasePilot:
             if (k + 1) % len(SEARCH_RADII):
                 continue
             grouped = (*group_paths(np.concatenate(zs), np.concatenate(lws),
-                                    np.concatenate(labels), min_draws=2, same_mode=same,
-                                    merge_share=NEW_MODE_SHARE),
+                                    np.concatenate(labels), min_draws=2, same_mode=same),
                        len(zs))
             unseen = unseen_share(_paths_per_major_mode(grouped[0], np.concatenate(labels)),
                                   paths)
@@ -514,148 +401,25 @@ class BasePilot:
                 break
         if failed:
             stopped += f"; {len(failed)} round(s) failed (first at {failed[0]})"
-        restarted = (0, 0.0, "")
-        if stopped != "time limit" and same is not None:
-            restarted = self._restarts(seed, zs, lws, labels, start + budget, paths, same)
-            paths += restarted[0]
-            if restarted[2]:
-                stopped += f"; {restarted[2]}"
         z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
         if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
-            grouped = (*group_paths(z_all, lw_all, lab, min_draws=2, same_mode=same,
-                                    merge_share=NEW_MODE_SHARE), len(zs))
+            grouped = (*group_paths(z_all, lw_all, lab, min_draws=2, same_mode=same), len(zs))
         groups, log_z = grouped[0], grouped[1]
-        unseen = max(unseen_share(_paths_per_major_mode(groups, lab), paths), restarted[1])
+        unseen = unseen_share(_paths_per_major_mode(groups, lab), paths)
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)
         major = shares >= NEW_MODE_SHARE
-        if same is not None and int(np.sum(major)) > 1:
-            # a group whose paths all stopped wide has its centre between modes (the
-            # mixture on R^2: 3 of 16 centres 0.5-0.9 from any mode): the split starts its
-            # chains and draws its cells from the centres, so each goes to its peak
-            centres = np.array([self.peak(c) for c in centres])
+        metric = None
+        if self.coordinates.blocks:
+            try:
+                metric = moment_match(z_all, None, groups, self.covariance)
+            except ValueError:
+                metric = None
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
-                                 tuple(float(x) for x in shares[major]),
-                                 self._metric(z_all, groups), unseen)
+                                 tuple(float(x) for x in shares[major]), metric, unseen)
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
-
-    def _metric(self, z: NDArray[np.float64], groups: list[ModeGroup]) -> BaseDensity | None:
-        """The Gaussian moment-matched to the modes found (None without base coordinates
-        or when it cannot be fitted)."""
-        if not self.coordinates.blocks:
-            return None
-        try:
-            return moment_match(z, None, groups, self.covariance)
-        except ValueError:
-            return None
-
-    def _restarts(self, seed: int | None, zs: list[NDArray[np.float64]],
-                  lws: list[NDArray[np.float64]], labels: list[NDArray[np.intp]],
-                  deadline: float, first: int, same: SameMode) -> tuple[int, float, str]:
-        """Restarts from where the modes are, once the search found several.
-
-        The radius rounds start around the origin: a mode among the others (the interior
-        of a grid of narrow modes) has a basin too small from there for the unseen share
-        to notice, however much mass it holds (the 20-Gaussian mixture on R^2: 7-12 of
-        the 20 modes found with an unseen share <= 0.02).  Each round runs
-        :data:`RESTART_PATHS` Pathfinder paths, doubled each round, one from each of
-        :meth:`_restart_starts`, until the restarts' own unseen share (every mode they
-        reach seen twice, and about ``1 / UNSEEN_SHARE_MAX`` restarts run) is at most
-        :data:`UNSEEN_SHARE_MAX`, for at most :data:`RESTART_ROUNDS` rounds and within the
-        search's time.  The restarts were tried twice before modes were merged by
-        density (:meth:`same_mode`) and reverted both times: their paths, stopped at
-        different points of one correlated mode, multiplied spurious modes.
-
-        Appends the rounds' draws to ``zs``, ``lws`` and ``labels`` (paths labelled from
-        ``first``).
-
-        Returns
-        -------
-        (paths run, the restarts' unseen share, what happened: "" when none ran)
-        """
-        rng = np.random.default_rng(None if seed is None else seed + RESTART_SEED_OFFSET)
-        ran, share, said, data = 0, 0.0, "", self.owner.data
-        for r in range(RESTART_ROUNDS + 1):
-            lab = np.concatenate(labels)
-            groups, _ = group_paths(np.concatenate(zs), np.concatenate(lws), lab, min_draws=2,
-                                    same_mode=same, merge_share=NEW_MODE_SHARE)
-            major = _shares(groups) >= NEW_MODE_SHARE
-            if r == 0 and int(np.sum(major)) < 2:
-                break
-            if r > 0:
-                # the paths of the restarts alone that reached each major mode
-                counts = [int(np.unique(lab[idx][lab[idx] >= first]).size)
-                          for (idx, _), m in zip(groups, major, strict=True) if m]
-                share = unseen_share([c for c in counts if c > 0], ran)
-                said = (f"{ran} restarts near the modes found: {int(np.sum(major))} modes, "
-                        f"unseen share {share:.3f}")
-                logger.debug("mode search: %s", said)
-                if share <= UNSEEN_SHARE_MAX:
-                    break
-            if r == RESTART_ROUNDS:
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                said += "; time limit" if said else ""
-                break
-            cover = moment_match(np.concatenate(zs), None, groups, self.covariance)
-            n = RESTART_PATHS * 2**r
-            z0 = self._restart_starts(cover, rng, n)
-            x0 = self.coordinates.inverse(z0, data)
-            starts = [{k: np.asarray(v)[i].tolist() for k, v in x0.items()} for i in range(n)]
-            try:
-                z, lw = self._pathfinder_round(
-                    None if seed is None else seed + RESTART_SEED_OFFSET + r, SEARCH_RADII[0],
-                    n, remaining, max(SEARCH_DRAWS_MIN, self.draws // 10),
-                    starts=starts)
-            except Exception as exc:  # starts where the model cannot be evaluated
-                logger.info("mode search: restarts near the modes failed (%s)",
-                            " ".join(str(exc).split())[:160])
-                if isinstance(exc, TimeoutError):
-                    said += "; time limit" if said else ""
-                    break
-                continue
-            own = path_labels(z.shape[0], n)
-            labels.append(first + ran + (np.zeros(z.shape[0], dtype=np.intp) if own is None
-                                         else own))
-            zs.append(z)
-            lws.append(lw)
-            ran += n
-        return ran, share, said
-
-    def _restart_starts(self, cover: BaseDensity, rng: np.random.Generator, n: int
-                        ) -> NDArray[np.float64]:
-        """``n`` starts where the mass is: resampled by importance weight
-        from draws of the covering Gaussian with its standard deviations times each of
-        :data:`RESTART_SPREADS` (equal parts), so that a mode gets starts in proportion
-        to its mass and the restarts' unseen share estimates the mass not yet seen.  A
-        start drawn from the covering Gaussian alone lies between narrow modes, and
-        L-BFGS from there reaches some modes far more often than others (the mixture on
-        R^2: 96 such restarts left 1-5 of its 20 modes unseen, with an unseen share of
-        0.01-0.03).  When the weights are too uneven to resample from (many dimensions)
-        or cannot be evaluated, the raw draws are the starts."""
-        d = cover.mean.size
-        m = int(max(n, min(RESTART_DRAWS, RESTART_VALUES // max(d, 1))))
-        parts = [BaseDensity(cover.mean, s**2 * np.asarray(cover.cov), "dense")
-                 for s in RESTART_SPREADS]
-        z = np.concatenate([q.sample_z(k, rng) for q, k in zip(
-            parts, np.diff(np.linspace(0, m, len(parts) + 1).astype(int)), strict=True)])
-        raw = z[rng.permutation(m)[:n]]
-        try:
-            log_q = logsumexp([q.log_density_z(z) for q in parts], axis=0) - np.log(len(parts))
-            lw = self.log_density_z(z) - log_q
-        except Exception as exc:  # the density cannot be evaluated at some draws
-            logger.debug("restart starts not resampled: %s", exc)
-            return raw
-        lw = np.where(np.isfinite(lw), lw, -np.inf)
-        if not np.any(np.isfinite(lw)):
-            return raw
-        w = np.exp(lw - logsumexp(lw))
-        if 1.0 / float(np.sum(w**2)) < RESTART_ESS_FACTOR * RESTART_PATHS:
-            return raw
-        return z[rng.choice(m, size=n, p=w)]
 
     def approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:

@@ -70,21 +70,3 @@ def test_split_modes_option_is_validated_and_on_the_command_line(method: str) ->
     with pytest.raises(OptionsError, match="split_modes") as err:
         spec.build_options(split_modes="sometimes")
     assert "'auto' or 'never'" in str(err.value)
-
-
-def test_the_wide_sampler_resolves_a_mode_as_heavy_as_the_lightest_found() -> None:
-    from pemc_stan.methods.mode_split import (
-        WIDE_EXCESS_Z,
-        WIDE_SE_MAX,
-        WIDE_SE_MIN,
-        wide_resolution,
-    )
-
-    # 16 groups of one mode (5%) or a merged pair (10%): a missed 5% mode must show at
-    # WIDE_EXCESS_Z standard errors
-    twenty = np.log([0.05] * 12 + [0.1] * 4)
-    assert wide_resolution(list(twenty)) == pytest.approx(0.05 / WIDE_EXCESS_Z)
-    assert wide_resolution([0.0, 0.0]) == WIDE_SE_MAX  # two equal modes: 0.5 / 4 > the cap
-    assert wide_resolution([0.0, -20.0]) == WIDE_SE_MIN  # a tiny group: the floor
-    assert wide_resolution([float("-inf"), 0.0, 0.0]) == WIDE_SE_MAX  # an empty group
-    assert wide_resolution([]) == WIDE_SE_MAX
