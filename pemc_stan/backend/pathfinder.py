@@ -225,16 +225,18 @@ def _median_mass(paths: list[Any]) -> float:
 def _merge_without_barrier(groups: list[list[Any]], z: NDArray[np.float64],
                            lw: NDArray[np.float64], same_mode: SameMode) -> list[list[Any]]:
     """Merge, heaviest first, each group with the lighter ones ``same_mode`` joins to it."""
-    rest = sorted(groups, key=_median_mass, reverse=True)
+    order = sorted(groups, key=_median_mass, reverse=True)
+    centres = np.array([_centre(z, lw, [p[0] for p in g]) for g in order])  # once each
     merged: list[list[Any]] = []
+    rest = list(range(len(order)))
     while rest:
         head, rest = rest[0], rest[1:]
+        group = list(order[head])
         if rest:
-            centres = [_centre(z, lw, [p[0] for p in g]) for g in [head, *rest]]
-            joined = np.asarray(same_mode(centres[0], np.array(centres[1:])), dtype=bool)
-            head = head + [p for g, j in zip(rest, joined, strict=True) if j for p in g]
-            rest = [g for g, j in zip(rest, joined, strict=True) if not j]
-        merged.append(head)
+            joined = np.asarray(same_mode(centres[head], centres[rest]), dtype=bool)
+            group += [p for k, j in zip(rest, joined, strict=True) if j for p in order[k]]
+            rest = [k for k, j in zip(rest, joined, strict=True) if not j]
+        merged.append(group)
     return merged
 
 
