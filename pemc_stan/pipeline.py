@@ -606,6 +606,7 @@ def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
         from pemc_stan.backend.chains import DaskChainRunner
 
         method_model.chain_runner = DaskChainRunner(client)
+    method_model.follow_up_budget = sampler.budget
     collapse_cmdstanpy_messages()
     try:
         with ending_children():

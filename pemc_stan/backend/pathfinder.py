@@ -11,12 +11,11 @@ lp_approx__s)`` of the mass its Gaussian covers.
 
 :func:`group_paths` is the one grouping of paths by mode: paths whose draw
 means lie within 3 standard deviations of each other (every coordinate) found
-the same mode; given a test of the density between two points
-(``same_mode``), groups with no valley between their centres are then one mode
-(:func:`without_barrier`: Pathfinder can stop paths at different points of one
-long ridge, and the 3-sd rule alone made 21 "modes" of the unimodal
-``kilpisjarvi`` regression).  A mode contributes the median of its paths'
-``Z_p``; distinct modes add up::
+the same mode; given the target's log density (``log_density``), groups with no
+valley between their centres are then one mode (:func:`without_barrier`:
+Pathfinder can stop paths at different points of one long ridge, and the 3-sd
+rule alone made 21 "modes" of the unimodal ``kilpisjarvi`` regression).  A mode
+contributes the median of its paths' ``Z_p``; distinct modes add up::
 
     log Z^ = log sum_{modes m} median_{p in m} Z_p
 
@@ -44,16 +43,16 @@ from scipy.special import logsumexp
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstimate", "SameMode",
+__all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstimate", "LogDensity",
            "group_paths", "log_importance_weights", "mode_centres", "path_labels",
            "mode_aware_log_z", "estimate_log_scale", "segment_points", "without_barrier"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
 ModeGroup = tuple[NDArray[np.intp], float]
 
-#: ``same_mode(centre, others)``: for each row of ``others`` (M, D), whether it lies in
-#: the same mode as ``centre`` (D,) (:func:`without_barrier` of the density between them).
-SameMode = Callable[[NDArray[np.float64], NDArray[np.float64]], NDArray[np.bool_]]
+#: ``log_density(points)``: the target's log density (up to a constant) at each row of
+#: ``points`` (N, D), -inf or nan where it cannot be evaluated.
+LogDensity = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
 #: Points inside the segment between two modes' centres where the density is evaluated.
 SEGMENT_POINTS = 9
@@ -62,6 +61,10 @@ SEGMENT_POINTS = 9
 #: in exp(2) ~ 7 tries is no separation worth a mode of its own, and a log-concave density
 #: (a regression's ridge) never dips at all.
 BARRIER_DEPTH = 2.0
+#: The merge evaluates the segments of as many heads as fit in this many points at once
+#: (one ``log_prob`` run of CmdStan each; each run costs about 50 ms to start, and the
+#: Boltzmann relaxation's 75 groups took 75 runs per grouping).
+BATCH_POINTS = 20_000
 
 
 def segment_points(centre: NDArray[np.float64], others: NDArray[np.float64],
@@ -151,7 +154,7 @@ def path_labels(n: int, paths: Paths) -> NDArray[np.intp] | None:
 
 
 def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Paths,
-                min_draws: int = 1, same_mode: SameMode | None = None
+                min_draws: int = 1, log_density: LogDensity | None = None
                 ) -> tuple[list[ModeGroup], float]:
     """Group Pathfinder paths by mode (section 6 of Graham & Storkey, eq 25).
 
@@ -166,10 +169,12 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         of ``draws / num_paths``, or a path label per draw.
     min_draws
         Paths with fewer finite draws are left out.
-    same_mode
-        When given, groups are then merged, heaviest first, with every lighter group
-        whose centre (its narrowest path's weighted mean) it says is in the same mode
-        as the heaviest's (:func:`without_barrier`).
+    log_density
+        When given, paths first group by the narrower one's spread, and the groups are
+        then merged where the density between their centres (each its narrowest path's
+        weighted mean) has no valley (:func:`without_barrier`): the group with the
+        highest density at its centre takes in every other it reaches so, then the
+        highest of the rest, and so on.
 
     Returns
     -------
@@ -200,17 +205,21 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         lm = float(logsumexp(lw[idx]) - math.log(idx.size))
         paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0)))
     groups: list[list[Any]] = []
+    # with the density test to merge them later, paths group by the narrower one's spread:
+    # a path that stopped wide between modes would otherwise take in every mode within 3
+    # of its standard deviations (the mixture on R^2: one wide path's group held three)
+    spread = np.maximum if log_density is None else np.minimum
     for path in paths:
         for g in groups:
             ref = g[0]
-            tol = 3.0 * np.maximum(np.maximum(path[3], ref[3]), 1e-12)
+            tol = 3.0 * np.maximum(spread(path[3], ref[3]), 1e-12)
             if np.all(np.abs(path[2] - ref[2]) <= tol):
                 g.append(path)
                 break
         else:
             groups.append([path])
-    if same_mode is not None and len(groups) > 1:
-        groups = _merge_without_barrier(groups, z, lw, same_mode)
+    if log_density is not None and len(groups) > 1:
+        groups = _merge_without_barrier(groups, z, lw, log_density)
     out = [(np.concatenate([p[0] for p in g]), _median_mass(g)) for g in groups]
     return out, float(logsumexp([m for _, m in out]))
 
@@ -223,21 +232,61 @@ def _median_mass(paths: list[Any]) -> float:
 
 
 def _merge_without_barrier(groups: list[list[Any]], z: NDArray[np.float64],
-                           lw: NDArray[np.float64], same_mode: SameMode) -> list[list[Any]]:
-    """Merge, heaviest first, each group with the lighter ones ``same_mode`` joins to it."""
-    order = sorted(groups, key=_median_mass, reverse=True)
-    centres = np.array([_centre(z, lw, [p[0] for p in g]) for g in order])  # once each
+                           lw: NDArray[np.float64], log_density: LogDensity
+                           ) -> list[list[Any]]:
+    """Merge groups whose centres see no valley between them, highest centre first.
+
+    The head is the highest centre left, not the heaviest group: a group whose paths all
+    stopped wide has its centre low between modes, every mode is uphill of it, and as a
+    head it took in three modes of the mixture on R^2.  Taken in by a higher centre, it
+    joins one mode only.  The density is evaluated at the centres, then on the segments
+    of the next heads in batches (:func:`_batch_segments`).
+    """
+    centres = np.array([_centre(z, lw, [p[0] for p in g]) for g in groups])  # once each
+    top = np.asarray(log_density(centres), dtype=float)
+    top = np.where(np.isfinite(top), top, -np.inf)
+    rest = [int(k) for k in np.argsort(-top, kind="stable")]
     merged: list[list[Any]] = []
-    rest = list(range(len(order)))
+    judged: dict[int, dict[int, bool]] = {}
     while rest:
         head, rest = rest[0], rest[1:]
-        group = list(order[head])
-        if rest:
-            joined = np.asarray(same_mode(centres[head], centres[rest]), dtype=bool)
-            group += [p for k, j in zip(rest, joined, strict=True) if j for p in order[k]]
+        group = list(groups[head])
+        if rest and np.isfinite(top[head]):
+            if head not in judged:
+                judged.update(_batch_segments([head, *rest], centres, top, log_density))
+            joined = [judged[head][k] for k in rest]
+            group += [p for k, j in zip(rest, joined, strict=True) if j for p in groups[k]]
             rest = [k for k, j in zip(rest, joined, strict=True) if not j]
         merged.append(group)
     return merged
+
+
+def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray[np.float64],
+                    log_density: LogDensity) -> dict[int, dict[int, bool]]:
+    """For the first heads of ``order`` whose segments to the later entries fit in
+    :data:`BATCH_POINTS` points (at least the first), one evaluation of the density and
+    :func:`without_barrier` on each segment: ``{head: {other: joined}}``."""
+    heads: list[tuple[int, list[int]]] = []
+    points = 0
+    for i, h in enumerate(order[:-1]):
+        size = (len(order) - i - 1) * SEGMENT_POINTS
+        if heads and points + size > BATCH_POINTS:
+            break
+        if np.isfinite(top[h]):
+            heads.append((h, order[i + 1:]))
+            points += size
+    d = centres.shape[1]
+    inside = np.concatenate([segment_points(centres[h], centres[later]).reshape(-1, d)
+                             for h, later in heads])
+    f = np.asarray(log_density(inside), dtype=float)
+    out, at = {}, 0
+    for h, later in heads:
+        m = len(later)
+        seg = f[at:at + m * SEGMENT_POINTS].reshape(m, SEGMENT_POINTS)
+        at += m * SEGMENT_POINTS
+        out[h] = dict(zip(later, (bool(j) for j in without_barrier(top[h], top[later], seg)),
+                          strict=True))
+    return out
 
 
 def _centre(z: NDArray[np.float64], lw: NDArray[np.float64],

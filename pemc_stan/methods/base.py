@@ -229,6 +229,10 @@ class MethodModel:
         self._orig_model: cmdstanpy.CmdStanModel | None = original_model
         #: Runs the chains elsewhere (``pemc_stan.backend.chains.DaskChainRunner``); None: here.
         self.chain_runner: Callable[..., cmdstanpy.CmdStanMCMC] | None = None
+        #: The sampler's follow-up budget (:mod:`pemc_stan.methods.follow_up`), for the
+        #: steps a method takes within its own run (the mode split's longer run); None:
+        #: the default.
+        self.follow_up_budget: float | None = None
 
     @property
     def name(self) -> str:

@@ -188,7 +188,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         If CmdStan fails in a follow-up run.
     """
     first = max(fit.gradients(), 1)
-    record = FollowUp(float(budget), first, first)
+    # steps the method took within its run (the mode split run longer) come first
+    record = FollowUp(float(budget), first, first, list(getattr(fit, "split_steps", [])))
     settings: dict[str, Any] = {
         "adapt_delta": cmdstanpy_kwargs.pop("adapt_delta", None) or ADAPT_DELTA_STEPS[0],
         "iter_sampling": iter_sampling}

@@ -70,6 +70,7 @@ from pemc_stan.methods.base import (
 from pemc_stan.methods.base_density import BaseDensity, coordinate_draws
 from pemc_stan.methods.bridge import bridge_from_draws
 from pemc_stan.methods.density import DensityEvaluator, wide_log_weights
+from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, FollowUpStep
 from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason, convergence_stats
 
@@ -77,7 +78,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["CHAINS_PER_MODE", "LEFT_SHARE_MAX", "MAX_SPLIT_MODES", "OCCUPANCY_FACTOR",
            "OCCUPANCY_SHARE_MIN", "ModeSplitFit",
-           "SplitOutcome", "cell_groups", "split_modes", "try_split"]
+           "SplitOutcome", "cell_groups", "split_modes", "try_split", "wide_resolution"]
 
 #: Chains started at each mode centre: two, so that R-hat and the chains' agreement
 #: can be judged within every mode.
@@ -90,6 +91,10 @@ MAX_SPLIT_MODES = 24
 #: A chain stayed in its cell when at most this share of its draws lie nearer another
 #: cell's centre (draws in a wide mode's tail can be nearer a narrow neighbour's).
 LEFT_SHARE_MAX = 0.01
+#: A split refused only for these reasons (slow mixing within a group of modes) runs once
+#: more, twice as long, from where its chains ended (:func:`_run_longer`), when the
+#: follow-up budget allows.
+SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree")
 #: In a group of connected modes, a mode the search weighed at this share of the group or
 #: more ...
 OCCUPANCY_SHARE_MIN = 0.05
@@ -100,8 +105,13 @@ OCCUPANCY_FACTOR = 5.0
 #: from around the found modes (:func:`~pemc_stan.methods.density.wide_log_weights`) in
 #: batches (:data:`~pemc_stan.methods.density.WIDE_DRAWS` draws each) ...
 #: ... until the standard error of the mass they see beyond the groups' (a share of the
-#: groups') is at most this, at most :data:`WIDE_BATCHES` batches ...
+#: groups') is at most the lightest group's share over :data:`WIDE_EXCESS_Z` (a mode
+#: as heavy as the lightest found is seen), within these bounds, at most
+#: :data:`WIDE_BATCHES` batches ...  (With a fixed 0.02, one of the 20 modes of the
+#: mixture on R^2, 5% of the mass, went unseen at 2.5 standard errors and a split with
+#: log Z -0.05 +- 0.004 was judged ok.)
 WIDE_SE_MAX = 0.02
+WIDE_SE_MIN = 0.005
 WIDE_BATCHES = 8
 #: ... and the split is refused when that sampler sees more mass than the groups hold
 #: by more than this many standard errors.
@@ -227,6 +237,9 @@ class ModeSplitFit(ExtendedFit):
         self.cells = np.asarray(cells, dtype=np.intp)
         self.members = [list(m) for m in members]
         self.outside = np.asarray(outside, dtype=float)
+        #: Steps the split took before it was accepted (its longer run,
+        #: :func:`_run_longer`), shown with the follow-up's.
+        self.split_steps: list[Any] = []
 
     # ------------------------------------------------------------------ the mixture
     def chain_groups(self) -> NDArray[np.intp]:
@@ -504,10 +517,13 @@ class SplitOutcome:
         was used, or when there was no search to split by.
     tried
         Whether the split's chains ran (else ``why`` says why they were not started).
+    names
+        The names of the verdict's reasons when the split was refused for them.
     """
 
-    def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False):
-        self.fit, self.why, self.tried = fit, why, tried
+    def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
+                 names: tuple[str, ...] = ()):
+        self.fit, self.why, self.tried, self.names = fit, why, tried, names
 
     def note(self) -> tuple[str, str, str] | None:
         """``(name, message, remedy)`` for the method's fit, when the split was tried and
@@ -634,13 +650,32 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
     kwargs = {k: v for k, v in cmdstanpy_kwargs.items() if k != "chains"}
     kwargs.setdefault("sig_figs", 12)
     inits = run_inits(model, coords, centres, chains, seed)
-    n_chains = chains if inits is None else len(inits)
-    with stage(f"mode split: {chains} NUTS chains from Stan's usual initial values"
+    run = _run(model, f"mode split: {chains} NUTS chains from Stan's usual initial values"
                + (f" and {CHAINS_PER_MODE} at each of {len(centres)} modes of the search"
-                  if len(centres) > 1 else "")):
+                  if len(centres) > 1 else ""),
+               inits, chains if inits is None else len(inits), iter_warmup, iter_sampling,
+               seed, output_dir, show_progress, kwargs)
+    if isinstance(run, SplitOutcome):
+        return run
+    outcome = _judge(model, coords, search, run, seed)
+    if outcome.fit is not None or not outcome.names \
+            or not set(outcome.names) <= set(SPLIT_LONGER_REASONS) \
+            or not _longer_allowed(model, iter_warmup, iter_sampling):
+        return outcome
+    return _run_longer(model, coords, search, run, outcome, iter_warmup=iter_warmup,
+                       iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
+                       show_progress=show_progress, kwargs=kwargs)
+
+
+def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, chains: int,
+         iter_warmup: int, iter_sampling: int, seed: int | None,
+         output_dir: str | os.PathLike[str] | None, show_progress: bool,
+         kwargs: dict[str, Any]) -> cmdstanpy.CmdStanMCMC | SplitOutcome:
+    """The split's NUTS chains on the user's program (a refusal when CmdStan fails)."""
+    with stage(title):
         try:
-            run = model.original_model().sample(
-                data=model.data or None, chains=n_chains, iter_warmup=iter_warmup,
+            return model.original_model().sample(
+                data=model.data or None, chains=chains, iter_warmup=iter_warmup,
                 iter_sampling=iter_sampling, seed=seed, inits=inits,
                 output_dir=None if output_dir is None else str(output_dir),
                 show_progress=show_progress, **kwargs)
@@ -648,10 +683,55 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return SplitOutcome(why=f"CmdStan failed on the split's chains ({first})",
                                 tried=True)
-    try:
-        return _judge(model, coords, search, run, seed)
-    except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
-        return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+
+
+def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int) -> bool:
+    """Whether the follow-up budget (:attr:`~pemc_stan.methods.base.MethodModel.
+    follow_up_budget`; None: the default) has room for the split's longer run at its
+    predicted cost (:data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times the first
+    run's, scaled by the iterations)."""
+    budget = getattr(model, "follow_up_budget", None)
+    budget = DEFAULT_BUDGET if budget is None else float(budget)
+    scale = (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
+    return 1.0 + PREDICTION_MARGIN * scale <= budget
+
+
+def _last_draws(run: cmdstanpy.CmdStanMCMC, names: list[str]) -> list[Mapping[str, Any]]:
+    """Each chain's last draw (constrained values), as initial values."""
+    last = {}
+    for name in names:
+        v = np.asarray(run.stan_variable(name), dtype=float)
+        last[name] = v.reshape((run.chains, v.shape[0] // run.chains, *v.shape[1:]))[:, -1]
+    return [{k: v[c].tolist() for k, v in last.items()} for c in range(run.chains)]
+
+
+def _run_longer(model: MethodModel, coords: Any, search: ModeSearch,
+                run: cmdstanpy.CmdStanMCMC, first: SplitOutcome, *, iter_warmup: int,
+                iter_sampling: int, seed: int | None,
+                output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                kwargs: dict[str, Any]) -> SplitOutcome:
+    """The split run once more, twice as long, every chain from its last draw, when its
+    verdict names only slow mixing within groups (:data:`SPLIT_LONGER_REASONS`): the
+    20-Gaussian mixture, seed 3, was refused for an R-hat of 1.087 in the group of two
+    modes 0.4 apart between which its chains moved, and the tempered run then left a
+    mode unvisited.  The longer run alone is judged, and the step is recorded
+    (:attr:`ModeSplitFit.split_steps`)."""
+    change = f"iter_sampling {iter_sampling} -> {2 * iter_sampling} (mode split)"
+    logger.info("mode split: run again with %s after %s", change, first.why)
+    again = _run(model, f"mode split: {change}, every chain from its last draw",
+                 _last_draws(run, list(model.program.parameter_names)), run.chains,
+                 iter_warmup, 2 * iter_sampling, None if seed is None else seed + 1,
+                 None if output_dir is None else os.path.join(output_dir, "split_longer"),
+                 show_progress, kwargs)
+    if isinstance(again, SplitOutcome):
+        return SplitOutcome(why=f"{first.why}; {change}: {again.why}", tried=True)
+    second = _judge(model, coords, search, again, None if seed is None else seed + 1)
+    if second.fit is None:
+        return SplitOutcome(why=f"{first.why}; after {change}: {second.why}", tried=True,
+                            names=second.names)
+    second.fit.split_steps = [FollowUpStep(change, first.why, second.fit.run_gradients(),
+                                           "ok")]
+    return second
 
 
 def try_split(model: MethodModel, search: ModeSearch | None,
@@ -673,7 +753,16 @@ def try_split(model: MethodModel, search: ModeSearch | None,
 
 def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
            seed: int | None) -> SplitOutcome:
-    """Cells, masses and the verdict of a split's run."""
+    """Cells, masses and the verdict of a split's run (a refusal that says why)."""
+    try:
+        return _judge_run(model, coords, search, run, seed)
+    except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
+        return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+
+
+def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
+               run: cmdstanpy.CmdStanMCMC, seed: int | None) -> SplitOutcome:
+    """:func:`_judge` without the refusal for draws that cannot be mapped."""
     centres = np.asarray(search.centres, dtype=float)
     z = _base_coordinates(model, coords, run)
     n_chains, n_draws, dim = z.shape
@@ -708,20 +797,39 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
                        wide_log_weights=wide)
     verdict = fit.check()
     if not verdict.ok:
-        return SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True)
+        return SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True,
+                            names=tuple(verdict.names()))
     logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
                 ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
     return SplitOutcome(fit, tried=True)
+
+
+def wide_resolution(log_masses: list[float]) -> float:
+    """The standard error the wide sampler's unexplained mass must reach: the lightest
+    group's share of the groups' mass over :data:`WIDE_EXCESS_Z`, within
+    [:data:`WIDE_SE_MIN`, :data:`WIDE_SE_MAX`].
+
+    Raises
+    ------
+    Nothing.
+    """
+    lm = np.asarray(log_masses, dtype=float)
+    lm = lm[np.isfinite(lm)]
+    if lm.size == 0:
+        return WIDE_SE_MAX
+    lightest = float(np.exp(np.min(lm) - logsumexp(lm)))
+    return float(np.clip(lightest / WIDE_EXCESS_Z, WIDE_SE_MIN, WIDE_SE_MAX))
 
 
 def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                  data: Mapping[str, Any] | None, seed: int | None,
                  masses: list[EvidenceEstimate]) -> NDArray[np.float64] | None:
     """Batches of :func:`wide_log_weights` until the excess mass they see is known to
-    :data:`WIDE_SE_MAX` or is :data:`WIDE_EXCESS_Z` standard errors above 0."""
+    :func:`wide_resolution` or is :data:`WIDE_EXCESS_Z` standard errors above 0."""
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
         return None
+    target = wide_resolution([e.log_z for e in masses])
     batches: list[NDArray[np.float64]] = []
     for b in range(WIDE_BATCHES):
         lw = wide_log_weights(coords, base, evaluator, data,
@@ -730,6 +838,6 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
             break
         batches.append(lw)
         excess, z = unexplained_mass(np.concatenate(batches), log_z, se)
-        if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= WIDE_SE_MAX:
+        if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= target:
             break
     return np.concatenate(batches) if batches else None

@@ -38,14 +38,12 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.backend.pathfinder import (
+    LogDensity,
     ModeGroup,
-    SameMode,
     group_paths,
     log_importance_weights,
     mode_centres,
     path_labels,
-    segment_points,
-    without_barrier,
 )
 from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base_density import (
@@ -90,6 +88,25 @@ MIN_SEARCH_SECONDS = 10.0
 #: cost: with all rounds at 1000 draws per path CT's median wall time on posteriordb
 #: went from 2.56 to 3.15 times NUTS's.
 SEARCH_DRAWS_MIN = 50
+#: Restarts near the modes found (:meth:`BasePilot._restarts`): this many paths in the
+#: first round, doubled each round ...
+RESTART_PATHS = 16
+#: ... for at most this many rounds (240 restarts: with 16 modes of 5-10% of the mass
+#: each, 96 restarts still saw one of them once in about 2 searches of 5).
+RESTART_ROUNDS = 4
+#: The restarts start from the found modes' covering Gaussian with its standard
+#: deviations multiplied by these in turn: 1 puts starts among the modes found (where a
+#: mode between them has its small basin), 2 beyond them.
+RESTART_SPREADS = (1.0, 2.0)
+#: Offset of the restarts' seed from the search's.
+RESTART_SEED_OFFSET = 2718281
+#: The restarts' starts are resampled, by their importance weights, from this many draws
+#: of the covering Gaussians (at most :data:`RESTART_VALUES` numbers in all) ...
+RESTART_DRAWS = 20_000
+RESTART_VALUES = 2_000_000
+#: ... when those weights have an effective sample size of at least this many times the
+#: first round's restarts (else the raw draws are the starts).
+RESTART_ESS_FACTOR = 4
 
 
 def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> float:
@@ -185,6 +202,18 @@ def _shares(groups: list[ModeGroup]) -> NDArray[np.float64]:
     return np.asarray(np.exp(lm - logsumexp(lm)), dtype=float)
 
 
+#: A grouping of the search's rounds by mode: (modes, log Z, the number of rounds grouped).
+Grouping = tuple[list[ModeGroup], float, int]
+
+
+def _group(zs: list[NDArray[np.float64]], lws: list[NDArray[np.float64]],
+           labels: list[NDArray[np.intp]], log_density: LogDensity | None
+           ) -> tuple[list[ModeGroup], float]:
+    """The search's rounds grouped by mode (:func:`group_paths`)."""
+    return group_paths(np.concatenate(zs), np.concatenate(lws), np.concatenate(labels),
+                       min_draws=2, log_density=log_density)
+
+
 def _paths_per_major_mode(groups: list[ModeGroup], labels: NDArray[np.intp]) -> list[int]:
     """How many paths found each mode holding :data:`NEW_MODE_SHARE` of the mass."""
     shares = _shares(groups)
@@ -248,16 +277,20 @@ class BasePilot:
         return coordinate_draws(self.coordinates, values, columns, self.owner.data)
 
     def _pathfinder_round(self, seed: int | None, radius: float, num_paths: int,
-                          timeout: float | None, draws: int | None = None
+                          timeout: float | None, draws: int | None = None,
+                          starts: list[dict[str, Any]] | None = None
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """One multi-path Pathfinder run from starts within ``radius``, ``draws`` per path
-        (default ``self.draws``): (draws in base coordinates, or raw parameter columns
-        without coordinates; log weights)."""
+        """One multi-path Pathfinder run from starts within ``radius`` (or one path from
+        each of ``starts``, constrained values), ``draws`` per path (default
+        ``self.draws``): (draws in base coordinates, or raw parameter columns without
+        coordinates; log weights)."""
         owner = self.owner
         kw: dict[str, Any] = {} if radius == SEARCH_RADII[0] else {"inits": radius}
+        where = f"from radius {radius:g}"
+        if starts is not None:
+            kw, where = {"inits": starts}, "restarted near the modes found"
         model = owner.original_model()
-        with stage(f"pilot: mode search, Pathfinder with {num_paths} paths from radius "
-                   f"{radius:g}"):
+        with stage(f"pilot: mode search, Pathfinder with {num_paths} paths {where}"):
             pf = model.pathfinder(
                 data=owner.data or None, seed=seed, num_paths=num_paths,
                 draws=self.draws if draws is None else draws,
@@ -287,27 +320,23 @@ class BasePilot:
         _, log_dz_dx = self.coordinates.forward(x, data)
         return model_log_density(self.owner.original_model(), data, x) - log_dz_dx
 
-    def same_mode(self) -> SameMode | None:
-        """The density test of :func:`~pemc_stan.backend.pathfinder.group_paths`: no
-        valley on the segment between two centres (None without base coordinates; when
-        CmdStan cannot evaluate the points, nothing is merged)."""
+    def log_density(self) -> LogDensity | None:
+        """:meth:`log_density_z` for the density test of
+        :func:`~pemc_stan.backend.pathfinder.group_paths`, nan everywhere when CmdStan
+        cannot evaluate the points (nothing is then merged); None without base
+        coordinates."""
         if not self.coordinates.blocks:
             return None
 
-        def test(centre: NDArray[np.float64], others: NDArray[np.float64]
-                 ) -> NDArray[np.bool_]:
-            inside = segment_points(centre, others)
-            m, n, d = inside.shape
+        def at(z: NDArray[np.float64]) -> NDArray[np.float64]:
             try:
-                f = self.log_density_z(np.vstack([centre[None, :], others,
-                                                  inside.reshape(m * n, d)]))
+                return self.log_density_z(z)
             except Exception as exc:  # a density that throws between modes: keep them apart
                 logger.info("density between modes not evaluated (%s); modes not merged",
                             " ".join(str(exc).split())[:160])
-                return np.zeros(m, dtype=bool)
-            return without_barrier(f[0], f[1:m + 1], f[m + 1:].reshape(m, n))
+                return np.full(z.shape[0], np.nan)
 
-        return test
+        return at
 
     def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
         """Multi-path Pathfinder on the original model from starts over growing radii.
@@ -322,7 +351,8 @@ class BasePilot:
         are grouped by mode together (each round's paths labelled apart), so a mode
         found from several starts counts once, with the median of its paths' masses;
         groups with no valley of the density between their centres are one mode
-        (:meth:`same_mode`).
+        (:meth:`log_density`).  When the radius rounds found several modes,
+        :meth:`_restarts` look for more among and around them.
         :attr:`search` records how far it went.
 
         Returns
@@ -342,9 +372,8 @@ class BasePilot:
         radii: list[float] = []
         stopped, start, budget, paths = "path limit", time.monotonic(), float("inf"), 0
         tried = 0  # paths run, with those of failed rounds (the path limit counts them)
-        same, failed = self.same_mode(), []
-        #: the last grouping by mode: (modes, log Z, rounds grouped)
-        grouped: tuple[list[ModeGroup], float, int] | None = None
+        same, failed = self.log_density(), []
+        grouped: Grouping | None = None
         for k in range(10 * len(SEARCH_RADII)):
             cycle = SEARCH_RADII if k < len(SEARCH_RADII) else SEARCH_RADII[::-1]
             radius = cycle[k % len(SEARCH_RADII)]
@@ -389,9 +418,7 @@ class BasePilot:
             # (-2, 2) and 48 from further out found only the wide mode)
             if (k + 1) % len(SEARCH_RADII):
                 continue
-            grouped = (*group_paths(np.concatenate(zs), np.concatenate(lws),
-                                    np.concatenate(labels), min_draws=2, same_mode=same),
-                       len(zs))
+            grouped = (*_group(zs, lws, labels, same), len(zs))
             unseen = unseen_share(_paths_per_major_mode(grouped[0], np.concatenate(labels)),
                                   paths)
             logger.debug("mode search at radius %g: %d mode(s) after %d paths; unseen share "
@@ -401,25 +428,148 @@ class BasePilot:
                 break
         if failed:
             stopped += f"; {len(failed)} round(s) failed (first at {failed[0]})"
+        restarted: tuple[int, float, str] = (0, 0.0, "")
+        if stopped != "time limit" and same is not None:
+            ran, share, said, grouped = self._restarts(seed, (zs, lws, labels), grouped,
+                                                       start + budget, paths, same)
+            restarted = (ran, share, said)
+            paths += restarted[0]
+            stopped += f"; {restarted[2]}" if restarted[2] else ""
         z_all, lw_all, lab = np.concatenate(zs), np.concatenate(lws), np.concatenate(labels)
         if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
-            grouped = (*group_paths(z_all, lw_all, lab, min_draws=2, same_mode=same), len(zs))
+            grouped = (*_group(zs, lws, labels, same), len(zs))
         groups, log_z = grouped[0], grouped[1]
-        unseen = unseen_share(_paths_per_major_mode(groups, lab), paths)
+        unseen = max(unseen_share(_paths_per_major_mode(groups, lab), paths), restarted[1])
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)
         major = shares >= NEW_MODE_SHARE
-        metric = None
-        if self.coordinates.blocks:
-            try:
-                metric = moment_match(z_all, None, groups, self.covariance)
-            except ValueError:
-                metric = None
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
-                                 tuple(float(x) for x in shares[major]), metric, unseen)
+                                 tuple(float(x) for x in shares[major]),
+                                 self._metric(z_all, groups), unseen)
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
+
+    def _metric(self, z: NDArray[np.float64], groups: list[ModeGroup]) -> BaseDensity | None:
+        """The Gaussian moment-matched to the modes found (None without base coordinates
+        or when it cannot be fitted)."""
+        if not self.coordinates.blocks:
+            return None
+        try:
+            return moment_match(z, None, groups, self.covariance)
+        except ValueError:
+            return None
+
+    def _restarts(self, seed: int | None, rounds: tuple[list[NDArray[np.float64]],
+                                                        list[NDArray[np.float64]],
+                                                        list[NDArray[np.intp]]],
+                  grouped: Grouping | None, deadline: float, first: int,
+                  log_density: LogDensity) -> tuple[int, float, str, Grouping | None]:
+        """Restarts from where the modes are, once the radius rounds found several.
+
+        The radius rounds start around the origin: a mode among the others (the interior
+        of a grid of narrow modes) has a basin too small from there for the unseen share
+        to notice, however much mass it holds (the 20-Gaussian mixture on R^2: 8-12 of
+        its 20 modes found, the search stopped at its path limit).  Each round runs
+        :data:`RESTART_PATHS` Pathfinder paths, doubled each round, one from each of
+        :meth:`_restart_starts`, until the restarts' own unseen share (every mode they
+        reach seen twice, and about ``1 / UNSEEN_SHARE_MAX`` restarts run) is at most
+        :data:`UNSEEN_SHARE_MAX`, for at most :data:`RESTART_ROUNDS` rounds and within the
+        search's time.  Appends the rounds' draws, log weights and path labels (from
+        ``first``) to ``rounds``; ``grouped`` is the last grouping of them (None: none).
+
+        Returns
+        -------
+        (paths run, the restarts' unseen share, what happened: "" when none ran,
+        the last grouping)
+
+        Raises
+        ------
+        Nothing: a round that fails is skipped (a timeout ends the restarts).
+        """
+        zs, lws, labels = rounds
+        rng = np.random.default_rng(None if seed is None else seed + RESTART_SEED_OFFSET)
+        ran, share, said, data = 0, 0.0, "", self.owner.data
+        for r in range(RESTART_ROUNDS + 1):
+            lab = np.concatenate(labels)
+            if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
+                grouped = (*_group(zs, lws, labels, log_density), len(zs))
+            groups = grouped[0]
+            major = _shares(groups) >= NEW_MODE_SHARE
+            if r == 0 and int(np.sum(major)) < 2:
+                break
+            if r > 0:  # the restarts' own paths that reached each major mode
+                counts = [int(np.unique(lab[idx][lab[idx] >= first]).size)
+                          for (idx, _), m in zip(groups, major, strict=True) if m]
+                share = unseen_share([c for c in counts if c > 0], ran)
+                said = (f"{ran} restarts near the modes found: {int(np.sum(major))} modes, "
+                        f"unseen share {share:.3f}")
+                logger.debug("mode search: %s", said)
+                if share <= UNSEEN_SHARE_MAX or r == RESTART_ROUNDS:
+                    break
+            remaining = deadline - time.monotonic()
+            cover = self._metric(np.concatenate(zs), groups)
+            if remaining <= 0 or cover is None:
+                said += "; time limit" if said and remaining <= 0 else ""
+                break
+            n = RESTART_PATHS * 2**r
+            x0 = self.coordinates.inverse(self._restart_starts(cover, rng, n), data)
+            starts = [{k: np.asarray(v)[i].tolist() for k, v in x0.items()} for i in range(n)]
+            try:
+                z, lw = self._pathfinder_round(
+                    None if seed is None else seed + RESTART_SEED_OFFSET + r, SEARCH_RADII[0],
+                    n, remaining, max(SEARCH_DRAWS_MIN, self.draws // 10), starts=starts)
+            except Exception as exc:  # starts where the model cannot be evaluated
+                logger.info("mode search: restarts near the modes failed (%s)",
+                            " ".join(str(exc).split())[:160])
+                if isinstance(exc, TimeoutError):
+                    said += "; time limit" if said else ""
+                    break
+                continue
+            own = path_labels(z.shape[0], n)
+            labels.append(first + ran + (np.zeros(z.shape[0], dtype=np.intp) if own is None
+                                         else own))
+            zs.append(z)
+            lws.append(lw)
+            ran += n
+        return ran, share, said, grouped
+
+    def _restart_starts(self, cover: BaseDensity, rng: np.random.Generator, n: int
+                        ) -> NDArray[np.float64]:
+        """``n`` starts where the mass is: resampled by importance weight from draws of
+        the covering Gaussian with its standard deviations times each of
+        :data:`RESTART_SPREADS` (equal parts), so that a mode gets starts in proportion
+        to its mass and the restarts' unseen share estimates the mass not yet seen.  A
+        start drawn from the covering Gaussian alone lies between narrow modes, and
+        L-BFGS from there reaches some modes far more often than others (the mixture on
+        R^2: 96 such restarts left 1-5 of its 20 modes unseen, with an unseen share of
+        0.01-0.03).  When the weights are too uneven to resample from (many dimensions)
+        or cannot be evaluated, the raw draws are the starts.
+
+        Raises
+        ------
+        Nothing.
+        """
+        d = cover.mean.size
+        m = int(max(n, min(RESTART_DRAWS, RESTART_VALUES // max(d, 1))))
+        parts = [BaseDensity(cover.mean, s**2 * np.asarray(cover.cov), "dense")
+                 for s in RESTART_SPREADS]
+        z = np.concatenate([q.sample_z(k, rng) for q, k in zip(
+            parts, np.diff(np.linspace(0, m, len(parts) + 1).astype(int)), strict=True)])
+        raw = z[rng.permutation(m)[:n]]
+        try:
+            log_q = logsumexp([q.log_density_z(z) for q in parts], axis=0) - np.log(len(parts))
+            lw = self.log_density_z(z) - log_q
+        except Exception as exc:  # the density cannot be evaluated at some draws
+            logger.debug("restart starts not resampled: %s", exc)
+            return raw
+        lw = np.where(np.isfinite(lw), lw, -np.inf)
+        if not np.any(np.isfinite(lw)):
+            return raw
+        w = np.exp(lw - logsumexp(lw))
+        if 1.0 / float(np.sum(w**2)) < RESTART_ESS_FACTOR * RESTART_PATHS:
+            return raw
+        return z[rng.choice(m, size=n, p=w)]
 
     def approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:

@@ -157,18 +157,39 @@ def test_groups_on_one_ridge_merge_and_separate_modes_do_not() -> None:
 
     calls: list[int] = []
 
-    def same_mode(centre: np.ndarray, others: np.ndarray) -> np.ndarray:
-        calls.append(len(others))
-        inside = segment_points(centre, others)
-        m, n, d = inside.shape
-        return without_barrier(log_density(centre[None, :])[0], log_density(others),
-                               log_density(inside.reshape(m * n, d)).reshape(m, n))
+    def counted(p: np.ndarray) -> np.ndarray:
+        calls.append(len(p))
+        return log_density(p)
 
     plain, _ = group_paths(z, lw, 4)
     assert len(plain) == 4
-    groups, log_z = group_paths(z, lw, 4, same_mode=same_mode)
+    groups, log_z = group_paths(z, lw, 4, log_density=counted)
     assert sorted(int(i.size) for i, _ in groups) == [100, 300]
     ridge_mass = next(m for i, m in groups if i.size == 300)
     assert ridge_mass == pytest.approx(np.log(2.0))  # the median of 1, 2 and 3
     assert log_z == pytest.approx(np.log(2.0 + 4.0))
-    assert calls == [3, 2]  # the heaviest (the far mode) against all, then the ridge's head
+    # the centres, then every head's segments to the centres after it, in one batch
+    assert calls == [4, (3 + 2 + 1) * SEGMENT_POINTS]
+
+
+def test_a_group_centred_low_between_modes_does_not_join_them() -> None:
+    """A path that stopped wide between two narrow modes has its centre in the valley,
+    every mode uphill of it.  As the head of the merge (it is the heaviest) it would take
+    in both; the highest centre leads instead, takes the low group in, and the valley
+    keeps the other mode apart."""
+    rng = np.random.default_rng(3)
+    a = rng.normal([0.0, 0.0], 0.1, (100, 2))
+    b = rng.normal([1.0, 0.0], 0.1, (100, 2))
+    wide = rng.normal([0.5, 0.0], 0.5, (100, 2))
+    z = np.vstack([a, b, wide])
+    lw = np.concatenate([np.full(100, np.log(m)) for m in (1.0, 1.0, 5.0)])
+
+    def log_density(p: np.ndarray) -> np.ndarray:
+        return np.logaddexp(-0.5 * np.sum((p / 0.1) ** 2, axis=1),
+                            -0.5 * np.sum(((p - [1.0, 0.0]) / 0.1) ** 2, axis=1))
+
+    groups, _ = group_paths(z, lw, 3, log_density=log_density)
+    assert sorted(int(i.size) for i, _ in groups) == [100, 200]
+    # the valley's group went to one mode, not to both
+    joined = next(i for i, _ in groups if i.size == 200)
+    assert set(np.unique(joined // 100)) in ({0, 2}, {1, 2})

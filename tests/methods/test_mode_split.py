@@ -70,3 +70,36 @@ def test_split_modes_option_is_validated_and_on_the_command_line(method: str) ->
     with pytest.raises(OptionsError, match="split_modes") as err:
         spec.build_options(split_modes="sometimes")
     assert "'auto' or 'never'" in str(err.value)
+
+
+def test_the_wide_sampler_resolves_a_mode_as_heavy_as_the_lightest_found() -> None:
+    from pemc_stan.methods.mode_split import (
+        WIDE_EXCESS_Z,
+        WIDE_SE_MAX,
+        WIDE_SE_MIN,
+        wide_resolution,
+    )
+
+    # 16 groups of one mode (5%) or a merged pair (10%): a missed 5% mode must show at
+    # WIDE_EXCESS_Z standard errors
+    twenty = np.log([0.05] * 12 + [0.1] * 4)
+    assert wide_resolution(list(twenty)) == pytest.approx(0.05 / WIDE_EXCESS_Z)
+    assert wide_resolution([0.0, 0.0]) == WIDE_SE_MAX  # two equal modes: 0.5 / 4 > the cap
+    assert wide_resolution([0.0, -20.0]) == WIDE_SE_MIN  # a tiny group: the floor
+    assert wide_resolution([float("-inf"), 0.0, 0.0]) == WIDE_SE_MAX  # an empty group
+    assert wide_resolution([]) == WIDE_SE_MAX
+
+
+def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
+    from types import SimpleNamespace
+
+    from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN
+    from pemc_stan.methods.mode_split import _longer_allowed
+
+    # 1000 warm-up + 2000 draws after 1000 + 1000: 1.5 times the cost, with the margin
+    need = 1.0 + PREDICTION_MARGIN * 1.5
+    assert DEFAULT_BUDGET >= need
+    assert _longer_allowed(SimpleNamespace(follow_up_budget=None), 1000, 1000)
+    assert _longer_allowed(SimpleNamespace(follow_up_budget=need), 1000, 1000)
+    assert not _longer_allowed(SimpleNamespace(follow_up_budget=need - 0.01), 1000, 1000)
+    assert not _longer_allowed(SimpleNamespace(follow_up_budget=1.0), 1000, 1000)
