@@ -264,7 +264,8 @@ def _merge_without_barrier(groups: list[list[Any]], z: NDArray[np.float64],
 def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray[np.float64],
                     log_density: LogDensity) -> dict[int, dict[int, bool]]:
     """For the first heads of ``order`` whose segments to the later entries fit in
-    :data:`BATCH_POINTS` points (at least the first), one evaluation of the density and
+    :data:`BATCH_POINTS` points (always the first, however many its segments need:
+    over 2,200 groups), one evaluation of the density and
     :func:`without_barrier` on each segment: ``{head: {other: joined}}``."""
     heads: list[tuple[int, list[int]]] = []
     points = 0

@@ -194,6 +194,24 @@ class TransformResult:
         return dict(user_data or {})
 
 
+def leapfrog_gradients(steps: NDArray[np.float64], config: Mapping[str, Any]) -> int:
+    """Gradient evaluations of a NUTS run from its saved ``n_leapfrog__`` (draws, chains)
+    and its CmdStan config: the sampling iterations' steps (times ``thin``) plus the
+    warm-up iterations at their mean (see :meth:`ExtendedFit.run_gradients`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    steps = np.asarray(steps, dtype=float)
+    if steps.size == 0:
+        return 0
+    warmup = int(config.get("num_warmup", 0) or 0)
+    thin = max(int(config.get("thin", 1) or 1), 1)
+    return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
+                     * steps.shape[1]))
+
+
 class MethodModel:
     """A user's model prepared for one method: transformed program, data, compiled programs.
 
@@ -879,12 +897,8 @@ class ExtendedFit:
         col = self._col.get("n_leapfrog__")
         if col is None:
             return 0
-        steps = self._draws[:, :, col]
-        config = getattr(self.fit.metadata, "cmdstan_config", {})
-        warmup = int(config.get("num_warmup", 0) or 0)
-        thin = max(int(config.get("thin", 1) or 1), 1)
-        return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
-                         * steps.shape[1]))
+        return leapfrog_gradients(self._draws[:, :, col],
+                                  getattr(self.fit.metadata, "cmdstan_config", {}))
 
     def continuation_inits(self) -> list[dict[str, Any]]:
         """Initial values that continue each chain from its last draw (every variable

@@ -66,6 +66,7 @@ from pemc_stan.methods.base import (
     OutputExtras,
     WeightedEstimate,
     emit_warning,
+    leapfrog_gradients,
 )
 from pemc_stan.methods.base_density import BaseDensity, coordinate_draws
 from pemc_stan.methods.bridge import bridge_from_draws
@@ -240,11 +241,24 @@ class ModeSplitFit(ExtendedFit):
         #: Steps the split took before it was accepted (its longer run,
         #: :func:`_run_longer`), shown with the follow-up's.
         self.split_steps: list[Any] = []
+        #: Gradient evaluations of the split's runs before this one (its refused
+        #: first run, when it ran longer).
+        self.earlier_gradients = 0
 
     # ------------------------------------------------------------------ the mixture
     def chain_groups(self) -> NDArray[np.intp]:
         """Each chain's mode group (chains of one group sample one mode)."""
         return self._groups.copy()
+
+    def gradients(self) -> int:
+        """Gradient evaluations of this run and of the split's refused run before it
+        (:func:`_run_longer`).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return self.earlier_gradients + self.run_gradients()
 
     def mode_weights(self) -> NDArray[np.float64]:
         """``p_g = Z_g / sum Z`` of each group.
@@ -731,6 +745,12 @@ def _run_longer(model: MethodModel, coords: Any, search: ModeSearch,
                             names=second.names)
     second.fit.split_steps = [FollowUpStep(change, first.why, second.fit.run_gradients(),
                                            "ok")]
+    steps = np.asarray(run.draws(concat_chains=False), dtype=float)
+    cols = list(run.column_names)
+    if "n_leapfrog__" in cols:
+        second.fit.earlier_gradients = leapfrog_gradients(
+            steps[:, :, cols.index("n_leapfrog__")],
+            getattr(run.metadata, "cmdstan_config", {}))
     return second
 
 

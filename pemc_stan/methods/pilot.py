@@ -88,6 +88,10 @@ MIN_SEARCH_SECONDS = 10.0
 #: cost: with all rounds at 1000 draws per path CT's median wall time on posteriordb
 #: went from 2.56 to 3.15 times NUTS's.
 SEARCH_DRAWS_MIN = 50
+#: A density evaluation that fails (CmdStan's ``log_prob`` fails the whole call for one
+#: bad point) is retried on halves, this many times deep, so that only the points near
+#: the failure are left unevaluated (at most ``2**(DENSITY_SPLITS + 1) - 1`` calls).
+DENSITY_SPLITS = 4
 #: Restarts near the modes found (:meth:`BasePilot._restarts`): this many paths in the
 #: first round, doubled each round ...
 RESTART_PATHS = 16
@@ -322,18 +326,24 @@ class BasePilot:
 
     def log_density(self) -> LogDensity | None:
         """:meth:`log_density_z` for the density test of
-        :func:`~pemc_stan.backend.pathfinder.group_paths`, nan everywhere when CmdStan
-        cannot evaluate the points (nothing is then merged); None without base
-        coordinates."""
+        :func:`~pemc_stan.backend.pathfinder.group_paths`, nan where CmdStan cannot
+        evaluate the points (a failed call is retried on halves,
+        :data:`DENSITY_SPLITS` deep; segments through nan are not merged); None
+        without base coordinates."""
         if not self.coordinates.blocks:
             return None
 
-        def at(z: NDArray[np.float64]) -> NDArray[np.float64]:
+        def at(z: NDArray[np.float64], depth: int = 0) -> NDArray[np.float64]:
             try:
                 return self.log_density_z(z)
             except Exception as exc:  # a density that throws between modes: keep them apart
-                logger.info("density between modes not evaluated (%s); modes not merged",
-                            " ".join(str(exc).split())[:160])
+                if depth == 0:
+                    logger.info("density between modes not evaluated at some points (%s); "
+                                "their segments are not merged",
+                                " ".join(str(exc).split())[:160])
+                if depth < DENSITY_SPLITS and z.shape[0] > 1:  # only where it fails
+                    h = z.shape[0] // 2
+                    return np.concatenate([at(z[:h], depth + 1), at(z[h:], depth + 1)])
                 return np.full(z.shape[0], np.nan)
 
         return at
@@ -429,7 +439,7 @@ class BasePilot:
         if failed:
             stopped += f"; {len(failed)} round(s) failed (first at {failed[0]})"
         restarted: tuple[int, float, str] = (0, 0.0, "")
-        if stopped != "time limit" and same is not None:
+        if not stopped.startswith("time limit") and same is not None:
             ran, share, said, grouped = self._restarts(seed, (zs, lws, labels), grouped,
                                                        start + budget, paths, same)
             restarted = (ran, share, said)
@@ -501,7 +511,8 @@ class BasePilot:
             if r > 0:  # the restarts' own paths that reached each major mode
                 counts = [int(np.unique(lab[idx][lab[idx] >= first]).size)
                           for (idx, _), m in zip(groups, major, strict=True) if m]
-                share = unseen_share([c for c in counts if c > 0], ran)
+                # no restart ran (every round failed): no evidence either way
+                share = unseen_share([c for c in counts if c > 0], ran) if ran else 0.0
                 said = (f"{ran} restarts near the modes found: {int(np.sum(major))} modes, "
                         f"unseen share {share:.3f}")
                 logger.debug("mode search: %s", said)
@@ -567,9 +578,12 @@ class BasePilot:
         if not np.any(np.isfinite(lw)):
             return raw
         w = np.exp(lw - logsumexp(lw))
-        if 1.0 / float(np.sum(w**2)) < RESTART_ESS_FACTOR * RESTART_PATHS:
+        if 1.0 / float(np.sum(w**2)) < RESTART_ESS_FACTOR * RESTART_PATHS \
+                or np.count_nonzero(w) < n:
             return raw
-        return z[rng.choice(m, size=n, p=w)]
+        # without replacement: L-BFGS from two copies of one start reaches one mode twice,
+        # and the unseen share would count it as seen twice
+        return z[rng.choice(m, size=n, replace=False, p=w)]
 
     def approximation(self, how: str, seed: int | None) -> Any:
         """Draws in base coordinates of an approximation of the posterior (``how``:

@@ -222,6 +222,10 @@ def test_a_split_refused_for_slow_mixing_runs_longer_and_says_so(
     assert steps and steps[0].startswith("iter_sampling 1000 -> 2000 (mode split) after "
                                          "rhat: forced -> ok"), steps
     assert fit.diagnostics(warn=False)["follow_up"] == steps
+    # the refused run's gradients count too: the record adds up
+    assert fit.gradients() > fit.run_gradients() > 0
+    assert fit.follow_up.first_gradients == fit.gradients()
+    assert fit.follow_up.steps[0].gradients == fit.run_gradients()
     _within(fit.expectation("x").mean, fit.expectation("x").mcse, EXACT_MEAN)
 
 

@@ -64,3 +64,56 @@ def test_covering_base_has_the_equal_mixtures_moments() -> None:
     assert d.covariance == "diag" and d.cov[0, 1] == 0.0
     with pytest.raises(ValueError, match="dimensions 2 and 1"):
         covering(a, BaseDensity(np.zeros(1), np.eye(1)))
+
+
+def _bare_pilot(log_density_z):  # type: ignore[no-untyped-def]
+    """A pilot with base coordinates whose target density is ``log_density_z``."""
+    from types import SimpleNamespace
+
+    from pemc_stan.methods.pilot import BasePilot
+
+    pilot = BasePilot.__new__(BasePilot)
+    pilot.coordinates = SimpleNamespace(blocks=[object()])
+    pilot.log_density_z = log_density_z
+    return pilot
+
+
+def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> None:
+    """CmdStan's log_prob fails the whole call for one bad point; the retries on halves
+    keep the rest, so one bad segment point does not stop every merge."""
+    from pemc_stan.methods.pilot import DENSITY_SPLITS
+
+    calls: list[int] = []
+
+    def density(z: np.ndarray) -> np.ndarray:
+        calls.append(len(z))
+        if np.any(z[:, 0] > 900):
+            raise RuntimeError("log_prob failed")
+        return -0.5 * np.sum(z**2, axis=1)
+
+    z = np.zeros((320, 2))
+    z[:, 0] = np.arange(320.0)
+    z[200, 0] = 1000.0  # one bad point
+    out = _bare_pilot(density).log_density()(z)
+    bad = ~np.isfinite(out)
+    assert bad[200] and np.sum(bad) == 320 // 2**DENSITY_SPLITS  # its last chunk only
+    assert np.allclose(out[~bad], -0.5 * np.sum(z[~bad] ** 2, axis=1))
+    assert len(calls) == 1 + 2 * DENSITY_SPLITS
+
+
+def test_restart_starts_are_distinct() -> None:
+    """Resampled without replacement: L-BFGS from two copies of one start reaches one mode
+    twice, and the restarts' unseen share would count it as seen twice."""
+    from pemc_stan.methods.pilot import RESTART_PATHS
+
+    def density(z: np.ndarray) -> np.ndarray:  # two narrow modes at -3 and 3
+        return np.logaddexp(-0.5 * np.sum(((z - 3) / 0.3) ** 2, axis=1),
+                            -0.5 * np.sum(((z + 3) / 0.3) ** 2, axis=1))
+
+    cover = BaseDensity(np.zeros(2), 9.0 * np.eye(2), "dense")
+    starts = _bare_pilot(density)._restart_starts(cover, np.random.default_rng(1),
+                                                  8 * RESTART_PATHS)
+    assert starts.shape == (8 * RESTART_PATHS, 2)
+    assert len(np.unique(starts, axis=0)) == len(starts)
+    near = np.minimum(np.linalg.norm(starts - 3, axis=1), np.linalg.norm(starts + 3, axis=1))
+    assert np.median(near) < 1.0  # resampled towards the modes, not raw draws
