@@ -712,10 +712,8 @@ def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int) ->
 
 def _last_draws(run: cmdstanpy.CmdStanMCMC, names: list[str]) -> list[Mapping[str, Any]]:
     """Each chain's last draw (constrained values), as initial values."""
-    last = {}
-    for name in names:
-        v = np.asarray(run.stan_variable(name), dtype=float)
-        last[name] = v.reshape((run.chains, v.shape[0] // run.chains, *v.shape[1:]))[:, -1]
+    last = {k: v[:, -1] for k, v in
+            _group_draws(run, names, np.ones(run.chains, dtype=bool)).items()}
     return [{k: v[c].tolist() for k, v in last.items()} for c in range(run.chains)]
 
 
