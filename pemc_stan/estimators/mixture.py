@@ -17,7 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
-__all__ = ["mixture_log_z", "mixture_mean", "mixture_weights", "unexplained_mass"]
+__all__ = ["importance_error", "mixture_log_z", "mixture_mean", "mixture_weights",
+           "unexplained_mass"]
 
 
 def mixture_weights(log_z: ArrayLike) -> NDArray[np.float64]:
@@ -70,15 +71,11 @@ def mixture_mean(log_z: ArrayLike, log_z_se: ArrayLike, means: ArrayLike,
     return est, float(np.sqrt(var))
 
 
-def unexplained_mass(log_weights: ArrayLike, log_z: float, std_error: float
-                     ) -> tuple[float, float]:
-    """The mass an importance sampler sees beyond a mixture's ``Z``: ``(excess, z)``.
+def importance_error(log_weights: ArrayLike, log_z: float) -> tuple[float, float]:
+    """``(Z_IS / Z, its standard error)`` of importance weights against a given ``log Z``.
 
-    ``log_weights`` are ``log gamma - log q`` of draws from a proposal ``q`` wider than
-    the parts (``-inf`` or NaN: no mass), whose mean estimates the whole ``Z_IS``;
-    ``excess = Z_IS / Z - 1``, and ``z`` is it in standard errors: the sampler's own,
-    ``sd(w / Z) / sqrt(n)``, and the mixture's (``std_error`` of ``log Z``) combined.
-    Missing parts make ``z`` large; one heavy weight alone gives ``z`` near 1.
+    ``Z_IS`` is the mean of ``exp(log_weights)`` (``-inf`` or NaN: no mass) and its
+    standard error ``sd(w / Z) / sqrt(n)`` the sampler's own (it falls as ``1 / sqrt(n)``).
 
     Raises
     ------
@@ -95,6 +92,25 @@ def unexplained_mass(log_weights: ArrayLike, log_z: float, std_error: float
     log_m2 = float(logsumexp(2.0 * r)) - np.log(n)
     m1 = float(np.exp(min(log_m1, 700.0)))
     var = max(float(np.exp(min(log_m2, 700.0))) - m1 * m1, 0.0) * n / (n - 1)
-    se = float(np.hypot(np.sqrt(var / n), std_error))
-    excess = m1 - 1.0
+    return m1, float(np.sqrt(var / n))
+
+
+def unexplained_mass(log_weights: ArrayLike, log_z: float, std_error: float
+                     ) -> tuple[float, float]:
+    """The mass an importance sampler sees beyond a mixture's ``Z``: ``(excess, z)``.
+
+    ``log_weights`` are ``log gamma - log q`` of draws from a proposal ``q`` wider than
+    the parts (``-inf`` or NaN: no mass), whose mean estimates the whole ``Z_IS``;
+    ``excess = Z_IS / Z - 1``, and ``z`` is it in standard errors: the sampler's own
+    (:func:`importance_error`) and the mixture's (``std_error`` of ``log Z``) combined.
+    Missing parts make ``z`` large; one heavy weight alone gives ``z`` near 1.
+
+    Raises
+    ------
+    ValueError
+        If there are fewer than two weights or ``log_z`` is not finite.
+    """
+    ratio, own = importance_error(log_weights, log_z)
+    se = float(np.hypot(own, std_error))
+    excess = ratio - 1.0
     return excess, (excess / se if se > 0 else float(np.inf) * np.sign(excess))

@@ -55,6 +55,7 @@ from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import (
+    importance_error,
     mixture_log_z,
     mixture_mean,
     mixture_weights,
@@ -780,7 +781,10 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
 
 def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
                run: cmdstanpy.CmdStanMCMC, seed: int | None) -> SplitOutcome:
-    """:func:`_judge` without the refusal for draws that cannot be mapped."""
+    """:func:`_judge` without the refusal for draws that cannot be mapped.  The wide
+    importance sampler (:func:`_wide_sample`) runs only for a split every other check
+    passed: it can only refuse it, and on the Boltzmann relaxation it took 4-25 s to
+    draw for a split its chains' R-hat had already refused."""
     centres = np.asarray(search.centres, dtype=float)
     z = _base_coordinates(model, coords, run)
     n_chains, n_draws, dim = z.shape
@@ -805,15 +809,15 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
             except (ValueError, RuntimeError, PemcStanError) as exc:
                 return SplitOutcome(why=f"bridge sampling of the mass of mode group {g + 1} "
                                         f"failed ({exc})", tried=True)
-    wide = None
-    if len(centres) > 1:
-        with stage(f"mode split: importance draws around the {len(centres)} modes"):
-            wide = _wide_sample(coords, search.base, evaluator, model.data, seed, masses)
     fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
                        cells=cells, members=members, outside=outside, data=model.data,
-                       original_model=model.original_model, seed=seed,
-                       wide_log_weights=wide)
+                       original_model=model.original_model, seed=seed)
     verdict = fit.check()
+    if verdict.ok and len(centres) > 1:  # the wide sampler can only refuse it: last
+        with stage(f"mode split: importance draws around the {len(centres)} modes"):
+            fit.wide_log_weights = _wide_sample(coords, search.base, evaluator, model.data,
+                                                seed, masses)
+        verdict = fit.check()
     if not verdict.ok:
         return SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True,
                             names=tuple(verdict.names()))
@@ -842,12 +846,17 @@ def wide_resolution(log_masses: list[float]) -> float:
 def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                  data: Mapping[str, Any] | None, seed: int | None,
                  masses: list[EvidenceEstimate]) -> NDArray[np.float64] | None:
-    """Batches of :func:`wide_log_weights` until the excess mass they see is known to
-    :func:`wide_resolution` or is :data:`WIDE_EXCESS_Z` standard errors above 0."""
+    """Batches of :func:`wide_log_weights` until the excess mass they see is
+    :data:`WIDE_EXCESS_Z` standard errors above 0, or the sampler's own standard error
+    (:func:`~pemc_stan.estimators.mixture.importance_error`) is at most
+    :func:`wide_resolution` or the masses' own (more draws add nothing then), or cannot
+    get there within :data:`WIDE_BATCHES` batches (it falls as one over the square root
+    of the draws: in many dimensions the weights are so uneven that it never does, and
+    the Boltzmann relaxation's 27 dimensions ran all 8 batches, 25 s, for nothing)."""
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
         return None
-    target = wide_resolution([e.log_z for e in masses])
+    goal = max(wide_resolution([e.log_z for e in masses]), se)
     batches: list[NDArray[np.float64]] = []
     for b in range(WIDE_BATCHES):
         lw = wide_log_weights(coords, base, evaluator, data,
@@ -855,7 +864,8 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
         if lw is None:
             break
         batches.append(lw)
-        excess, z = unexplained_mass(np.concatenate(batches), log_z, se)
-        if z > WIDE_EXCESS_Z or (excess / z if z != 0 else 0.0) <= target:
+        _, z = unexplained_mass(np.concatenate(batches), log_z, se)
+        own = importance_error(np.concatenate(batches), log_z)[1]
+        if z > WIDE_EXCESS_Z or own <= goal or own * np.sqrt((b + 1) / WIDE_BATCHES) > goal:
             break
     return np.concatenate(batches) if batches else None

@@ -329,9 +329,21 @@ class BasePilot:
         :func:`~pemc_stan.backend.pathfinder.group_paths`, nan where CmdStan cannot
         evaluate the points (a failed call is retried on halves,
         :data:`DENSITY_SPLITS` deep; segments through nan are not merged); None
-        without base coordinates."""
+        without base coordinates.  It remembers every point it evaluated: the search
+        groups its rounds again after each, and the segments between centres that did
+        not move are the same points (on the Boltzmann relaxation, writing them for
+        CmdStan again was 40% of the search's time)."""
         if not self.coordinates.blocks:
             return None
+        known: dict[bytes, float] = {}
+
+        def remembered(z: NDArray[np.float64]) -> NDArray[np.float64]:
+            z = np.ascontiguousarray(z, dtype=float)
+            keys = [row.tobytes() for row in z]
+            new = [i for i, k in enumerate(keys) if k not in known]
+            if new:
+                known.update(zip([keys[i] for i in new], at(z[new]).tolist(), strict=True))
+            return np.array([known[k] for k in keys], dtype=float).reshape(z.shape[0])
 
         def at(z: NDArray[np.float64], depth: int = 0) -> NDArray[np.float64]:
             try:
@@ -346,7 +358,7 @@ class BasePilot:
                     return np.concatenate([at(z[:h], depth + 1), at(z[h:], depth + 1)])
                 return np.full(z.shape[0], np.nan)
 
-        return at
+        return remembered
 
     def pathfinder(self, seed: int | None) -> tuple[list[ModeGroup], float, Any, Any]:
         """Multi-path Pathfinder on the original model from starts over growing radii.
@@ -481,8 +493,12 @@ class BasePilot:
         of a grid of narrow modes) has a basin too small from there for the unseen share
         to notice, however much mass it holds (the 20-Gaussian mixture on R^2: 8-12 of
         its 20 modes found, the search stopped at its path limit).  Each round runs
-        :data:`RESTART_PATHS` Pathfinder paths, doubled each round, one from each of
-        :meth:`_restart_starts`, until the restarts' own unseen share (every mode they
+        :data:`RESTART_PATHS` Pathfinder paths, doubled each round, from the next of the
+        starts :meth:`_restart_starts` draws once for all rounds around the modes the
+        radius rounds found (drawing them again each round, around the modes found so
+        far, cost 0.7 s a round on the Boltzmann relaxation; the starts resampled by
+        importance weight already go to the modes not yet found in proportion to their
+        mass), until the restarts' own unseen share (every mode they
         reach seen twice, and about ``1 / UNSEEN_SHARE_MAX`` restarts run) is at most
         :data:`UNSEEN_SHARE_MAX`, for at most :data:`RESTART_ROUNDS` rounds and within the
         search's time.  Appends the rounds' draws, log weights and path labels (from
@@ -500,6 +516,7 @@ class BasePilot:
         zs, lws, labels = rounds
         rng = np.random.default_rng(None if seed is None else seed + RESTART_SEED_OFFSET)
         ran, share, said, data = 0, 0.0, "", self.owner.data
+        pool: NDArray[np.float64] | None = None
         for r in range(RESTART_ROUNDS + 1):
             lab = np.concatenate(labels)
             if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
@@ -519,12 +536,15 @@ class BasePilot:
                 if share <= UNSEEN_SHARE_MAX or r == RESTART_ROUNDS:
                     break
             remaining = deadline - time.monotonic()
-            cover = self._metric(np.concatenate(zs), groups)
-            if remaining <= 0 or cover is None:
+            if pool is None:  # every round's starts, drawn once
+                cover = self._metric(np.concatenate(zs), groups)
+                pool = None if cover is None else self._restart_starts(
+                    cover, rng, RESTART_PATHS * (2**RESTART_ROUNDS - 1))
+            if remaining <= 0 or pool is None:
                 said += "; time limit" if said and remaining <= 0 else ""
                 break
             n = RESTART_PATHS * 2**r
-            x0 = self.coordinates.inverse(self._restart_starts(cover, rng, n), data)
+            x0 = self.coordinates.inverse(pool[RESTART_PATHS * (2**r - 1):][:n], data)
             starts = [{k: np.asarray(v)[i].tolist() for k, v in x0.items()} for i in range(n)]
             try:
                 z, lw = self._pathfinder_round(
@@ -547,7 +567,8 @@ class BasePilot:
 
     def _restart_starts(self, cover: BaseDensity, rng: np.random.Generator, n: int
                         ) -> NDArray[np.float64]:
-        """``n`` starts where the mass is: resampled by importance weight from draws of
+        """``n`` starts where the mass is, in the order drawn (each restart round takes
+        the next): resampled by importance weight from draws of
         the covering Gaussian with its standard deviations times each of
         :data:`RESTART_SPREADS` (equal parts), so that a mode gets starts in proportion
         to its mass and the restarts' unseen share estimates the mass not yet seen.  A

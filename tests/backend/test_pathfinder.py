@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from scipy import stats
 
 from pemc_stan.backend.pathfinder import (
     BARRIER_DEPTH,
@@ -141,8 +144,9 @@ def test_without_barrier_sees_a_valley_and_not_a_slope() -> None:
 def test_groups_on_one_ridge_merge_and_separate_modes_do_not() -> None:
     """Paths ending at different points of one long ridge look like different modes to the
     3-sd rule (kilpisjarvi's intercept: 21 "modes"); the density between their centres has
-    no valley, so they are one mode, at the median of the paths' masses.  A mode behind a
-    valley stays apart."""
+    no valley, so they are one mode.  Its parts cover stretches of the ridge far apart
+    (each path's weights say how much its stretch holds), so its mass is their sum.  A
+    mode behind a valley stays apart."""
     rng = np.random.default_rng(5)
     ridge = [np.column_stack([rng.normal(c, 0.3, 100), rng.normal(0, 0.1, 100)])
              for c in (-20.0, 0.0, 15.0)]
@@ -166,10 +170,79 @@ def test_groups_on_one_ridge_merge_and_separate_modes_do_not() -> None:
     groups, log_z = group_paths(z, lw, 4, log_density=counted)
     assert sorted(int(i.size) for i, _ in groups) == [100, 300]
     ridge_mass = next(m for i, m in groups if i.size == 300)
-    assert ridge_mass == pytest.approx(np.log(2.0))  # the median of 1, 2 and 3
-    assert log_z == pytest.approx(np.log(2.0 + 4.0))
-    # the centres, then every head's segments to the centres after it, in one batch
-    assert calls == [4, (3 + 2 + 1) * SEGMENT_POINTS]
+    assert ridge_mass == pytest.approx(np.log(1.0 + 2.0 + 3.0))
+    assert log_z == pytest.approx(np.log(6.0 + 4.0))
+    # the centres, then the midpoints of every head's segments to the centres after it,
+    # in one batch, then all points of the three segments along the ridge (no valley at
+    # their midpoints); the far mode's valley is seen at the midpoint
+    assert calls == [4, 3 + 2 + 1, 3 * SEGMENT_POINTS]
+
+
+def _gaussian_paths(rng: np.random.Generator, log_gamma: Any, means: list[float],
+                    sd: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Paths drawing ``n`` points each from N((m, 0), diag(sd^2, 0.1^2)), with their exact
+    log importance weights against ``log_gamma``."""
+    z, lw = [], []
+    for m in means:
+        q = np.column_stack([rng.normal(m, sd, n), rng.normal(0.0, 0.1, n)])
+        log_q = stats.norm.logpdf(q[:, 0], m, sd) + stats.norm.logpdf(q[:, 1], 0.0, 0.1)
+        z.append(q)
+        lw.append(log_gamma(q) - log_q)
+    return np.vstack(z), np.concatenate(lw)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4])
+def test_a_mode_merged_from_parts_that_each_cover_a_stretch_has_the_whole_mass(
+        seed: int) -> None:
+    """Three paths along one wide Gaussian (sd 3), each approximation narrower (sd 1.5)
+    and 6 apart, so the 3-sd rule keeps them apart and the density test merges them.  The
+    merged mode's mass is the target's (log 5 to 0.05: the partition of unity over the
+    parts), where the median of the three paths' estimates was 0.1 to 1.2 too low on
+    these seeds and their sum counts the overlap twice."""
+    rng = np.random.default_rng(seed)
+    log_mass = np.log(5.0)
+
+    def log_gamma(p: np.ndarray) -> np.ndarray:
+        return log_mass + stats.norm.logpdf(p[:, 0], 0, 3) + stats.norm.logpdf(p[:, 1], 0, 0.1)
+
+    z, lw = _gaussian_paths(rng, log_gamma, [-6.0, 0.0, 6.0], 1.5, 1000)
+    assert len(group_paths(z, lw, 3)[0]) == 3
+    groups, log_z = group_paths(z, lw, 3, log_density=log_gamma)
+    assert len(groups) == 1
+    assert log_z == pytest.approx(log_mass, abs=0.05)
+
+
+def test_a_mode_merged_from_two_bumps_has_both_masses() -> None:
+    """Two bumps 2 apart (sd 0.5, masses 1 and 3) with a valley shallower than
+    :data:`BARRIER_DEPTH` between them: one mode, and its mass is the sum of both (the
+    median of the two paths' estimates was one bump's)."""
+    rng = np.random.default_rng(11)
+
+    def log_gamma(p: np.ndarray) -> np.ndarray:
+        y = stats.norm.logpdf(p[:, 1], 0, 0.1)
+        return y + np.logaddexp(stats.norm.logpdf(p[:, 0], -1, 0.5),
+                                np.log(3.0) + stats.norm.logpdf(p[:, 0], 1, 0.5))
+
+    z, lw = _gaussian_paths(rng, log_gamma, [-1.0, 1.0], 0.5, 2000)
+    groups, log_z = group_paths(z, lw, 2, log_density=log_gamma)
+    assert len(groups) == 1
+    assert log_z == pytest.approx(np.log(4.0), abs=0.03)
+
+
+def test_a_valley_away_from_the_midpoint_keeps_two_modes_apart() -> None:
+    """Modes at -2 and 2 with a third bump at 0 that no path found: the midpoint of their
+    segment is high, the valleys at -1 and 1 keep them apart (the points beyond the
+    midpoint are evaluated whenever it shows no valley)."""
+    rng = np.random.default_rng(2)
+    z = np.vstack([rng.normal([-2.0, 0.0], 0.1, (100, 2)), rng.normal([2.0, 0.0], 0.1, (100, 2))])
+    lw = np.zeros(200)
+
+    def log_density(p: np.ndarray) -> np.ndarray:
+        bumps = [-0.5 * np.sum(((p - [c, 0.0]) / 0.1) ** 2, axis=1) for c in (-2.0, 0.0, 2.0)]
+        return np.logaddexp.reduce(bumps, axis=0)
+
+    groups, _ = group_paths(z, lw, 2, log_density=log_density)
+    assert len(groups) == 2
 
 
 def test_a_group_centred_low_between_modes_does_not_join_them() -> None:

@@ -90,6 +90,58 @@ def test_the_wide_sampler_resolves_a_mode_as_heavy_as_the_lightest_found() -> No
     assert wide_resolution([]) == WIDE_SE_MAX
 
 
+def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: float) -> int:
+    """How many batches the wide sampler draws when each batch's log weights are
+    ``weights`` (against two equal groups of log mass 0 with standard error ``se``)."""
+    from types import SimpleNamespace
+
+    from pemc_stan.methods import mode_split
+
+    drawn: list[int] = []
+
+    def fake(*args: object, **kwargs: object) -> np.ndarray:
+        drawn.append(1)
+        return weights
+
+    monkeypatch.setattr(mode_split, "wide_log_weights", fake)
+    masses = [SimpleNamespace(log_z=0.0, std_error=se) for _ in range(2)]
+    out = mode_split._wide_sample(None, None, None, None, 1, masses)  # type: ignore[arg-type]
+    assert out is not None and out.size == len(drawn) * weights.size
+    return len(drawn)
+
+
+def test_the_wide_sampler_stops_when_more_batches_cannot_resolve_anything(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights that match the groups' mass (log 2) and vary: the sampler draws until its
+    own standard error reaches the goal, stops at once when it is already there or when
+    the groups' own error is the larger, and stops after one batch when all
+    :data:`WIDE_BATCHES` could not bring it down enough (uneven weights in many
+    dimensions: the Boltzmann relaxation drew 8 batches, 25 s, for nothing)."""
+    from pemc_stan.methods.mode_split import WIDE_BATCHES, WIDE_SE_MAX
+
+    rng = np.random.default_rng(4)
+    n = 200
+    # sd(w / Z) = 0.5: the sampler's error is 0.5 / sqrt(draws), the goal WIDE_SE_MAX
+    steady = np.log(2.0) + np.log(rng.uniform(1 - 0.5 * np.sqrt(3), 1 + 0.5 * np.sqrt(3), n))
+    sd = float(np.std(np.exp(steady) / 2.0, ddof=1))
+    needed = int(np.ceil((sd / WIDE_SE_MAX) ** 2 / n))  # batches to reach the goal
+    assert 1 < needed <= WIDE_BATCHES
+    assert _wide_batches(monkeypatch, steady, 0.0) in (needed, needed + 1)
+    assert _wide_batches(monkeypatch, steady, 0.5) == 1  # the groups' error is larger
+    rare = np.full(n, -np.inf)
+    rare[3] = np.log(2.0 * n)  # one weight holds all the mass: sd(w / Z) ~ sqrt(n)
+    assert _wide_batches(monkeypatch, rare, 0.0) == 1
+
+
+def test_importance_error_is_the_weights_relative_standard_error() -> None:
+    from pemc_stan.estimators.mixture import importance_error
+
+    w = np.array([1.0, 3.0, 2.0, 2.0])  # mean 2, sample sd sqrt(2/3)
+    ratio, se = importance_error(np.log(w), np.log(2.0))
+    assert ratio == pytest.approx(1.0)
+    assert se == pytest.approx(np.sqrt(2.0 / 3.0) / 2.0 / 2.0)
+
+
 def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
     from types import SimpleNamespace
 
