@@ -536,7 +536,7 @@ class BasePilot:
                 if share <= UNSEEN_SHARE_MAX or r == RESTART_ROUNDS:
                     break
             remaining = deadline - time.monotonic()
-            if pool is None:  # every round's starts, drawn once
+            if pool is None and remaining > 0:  # every round's starts, drawn once
                 cover = self._metric(np.concatenate(zs), groups)
                 pool = None if cover is None else self._restart_starts(
                     cover, rng, RESTART_PATHS * (2**RESTART_ROUNDS - 1))

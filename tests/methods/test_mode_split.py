@@ -75,24 +75,26 @@ def test_split_modes_option_is_validated_and_on_the_command_line(method: str) ->
 def test_the_wide_sampler_resolves_a_mode_as_heavy_as_the_lightest_found() -> None:
     from pemc_stan.methods.mode_split import (
         WIDE_EXCESS_Z,
+        WIDE_POWER_Z,
         WIDE_SE_MAX,
         WIDE_SE_MIN,
         wide_resolution,
     )
 
-    # 16 groups of one mode (5%) or a merged pair (10%): a missed 5% mode must show at
-    # WIDE_EXCESS_Z standard errors
+    # 16 groups of one mode (5%) or a merged pair (10%): a missed 5% mode must show
+    # WIDE_POWER_Z standard errors above the WIDE_EXCESS_Z that refuses the split
     twenty = np.log([0.05] * 12 + [0.1] * 4)
-    assert wide_resolution(list(twenty)) == pytest.approx(0.05 / WIDE_EXCESS_Z)
+    assert wide_resolution(list(twenty)) == pytest.approx(0.05 / (WIDE_EXCESS_Z + WIDE_POWER_Z))
     assert wide_resolution([0.0, 0.0]) == WIDE_SE_MAX  # two equal modes: 0.5 / 4 > the cap
     assert wide_resolution([0.0, -20.0]) == WIDE_SE_MIN  # a tiny group: the floor
     assert wide_resolution([float("-inf"), 0.0, 0.0]) == WIDE_SE_MAX  # an empty group
     assert wide_resolution([]) == WIDE_SE_MAX
 
 
-def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: float) -> int:
+def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: float,
+                  log_masses: tuple[float, float] = (0.0, 0.0)) -> int:
     """How many batches the wide sampler draws when each batch's log weights are
-    ``weights`` (against two equal groups of log mass 0 with standard error ``se``)."""
+    ``weights`` (against two groups of ``log_masses`` with standard error ``se``)."""
     from types import SimpleNamespace
 
     from pemc_stan.methods import mode_split
@@ -104,7 +106,7 @@ def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: floa
         return weights
 
     monkeypatch.setattr(mode_split, "wide_log_weights", fake)
-    masses = [SimpleNamespace(log_z=0.0, std_error=se) for _ in range(2)]
+    masses = [SimpleNamespace(log_z=m, std_error=se) for m in log_masses]
     out = mode_split._wide_sample(None, None, None, None, 1, masses)  # type: ignore[arg-type]
     assert out is not None and out.size == len(drawn) * weights.size
     return len(drawn)
@@ -115,8 +117,9 @@ def test_the_wide_sampler_stops_when_more_batches_cannot_resolve_anything(
     """Weights that match the groups' mass (log 2) and vary: the sampler draws until its
     own standard error reaches the goal, stops at once when it is already there or when
     the groups' own error is the larger, and stops after one batch when all
-    :data:`WIDE_BATCHES` could not bring it down enough (uneven weights in many
-    dimensions: the Boltzmann relaxation drew 8 batches, 25 s, for nothing)."""
+    :data:`WIDE_BATCHES` could not bring it under the lightest group's share (uneven
+    weights in many dimensions: the Boltzmann relaxation drew 8 batches, 25 s, for
+    nothing); with a heavier lightest group the same weights are drawn on."""
     from pemc_stan.methods.mode_split import WIDE_BATCHES, WIDE_SE_MAX
 
     rng = np.random.default_rng(4)
@@ -128,9 +131,13 @@ def test_the_wide_sampler_stops_when_more_batches_cannot_resolve_anything(
     assert 1 < needed <= WIDE_BATCHES
     assert _wide_batches(monkeypatch, steady, 0.0) in (needed, needed + 1)
     assert _wide_batches(monkeypatch, steady, 0.5) == 1  # the groups' error is larger
+    # one weight holds all the mass: sd(w / Z) ~ sqrt(n), the sampler's error ~ 1, and
+    # after 8 batches ~ 0.35: blind to a lightest group of 5%, not to one of 50%
+    light = (np.log(0.95), np.log(0.05))
     rare = np.full(n, -np.inf)
-    rare[3] = np.log(2.0 * n)  # one weight holds all the mass: sd(w / Z) ~ sqrt(n)
-    assert _wide_batches(monkeypatch, rare, 0.0) == 1
+    rare[3] = np.log(n)
+    assert _wide_batches(monkeypatch, rare, 0.0, light) == 1
+    assert _wide_batches(monkeypatch, rare, 0.0) == WIDE_BATCHES
 
 
 def test_importance_error_is_the_weights_relative_standard_error() -> None:
