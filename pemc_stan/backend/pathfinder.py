@@ -249,8 +249,9 @@ def _merged_mass(parts: list[list[Any]], z: NDArray[np.float64],
     the sum of the parts' medians counts a ridge once per part.  A partition of unity
     does neither: with ``a_s(u) = n_s g_s(u) / sum_t n_t g_t(u)`` (``g_s`` the Gaussian
     with the mean and standard deviations of part ``s``'s ``n_s`` draws), every path
-    ``p`` of part ``s`` estimates ``int gamma a_s`` without bias by
-    ``mean_i a_s(u_i) gamma(u_i) / q_p(u_i)`` whatever the ``g_s``, and the mode's mass
+    ``p`` of part ``s`` estimates ``int gamma a_s`` by
+    ``mean_i a_s(u_i) gamma(u_i) / q_p(u_i)``, without bias for any fixed ``g_s`` (here
+    fitted to the same draws: a bias of order one over their number), and the mode's mass
     is the sum over parts of the median of their paths' estimates (one part: its
     median, as before).  The parts are weighed by their draws, not by their masses: a
     lone path's outlying estimate (6 above the others) then claimed the other parts'
@@ -328,7 +329,7 @@ def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray
     lower = np.concatenate([np.minimum(top[h], top[later]) for h, later in heads])
     middle = np.asarray(log_density(inside[:, SEGMENT_POINTS // 2]), dtype=float)
     with np.errstate(invalid="ignore"):
-        open_ = np.isfinite(middle) & (middle >= lower - BARRIER_DEPTH)
+        open_ = np.isfinite(middle) & np.isfinite(lower) & (middle >= lower - BARRIER_DEPTH)
     f = np.full(inside.shape[:2], -np.inf)
     if np.any(open_):
         f[open_] = np.asarray(log_density(inside[open_].reshape(-1, d)),

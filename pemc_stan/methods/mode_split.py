@@ -841,17 +841,12 @@ def wide_resolution(log_masses: list[float]) -> float:
     ------
     Nothing.
     """
-    lightest = _lightest_share(log_masses)
-    if lightest is None:
-        return WIDE_SE_MAX
-    return float(np.clip(lightest / (WIDE_EXCESS_Z + WIDE_POWER_Z), WIDE_SE_MIN, WIDE_SE_MAX))
-
-
-def _lightest_share(log_masses: list[float]) -> float | None:
-    """The lightest group's share of the groups' mass (None: no finite mass)."""
     lm = np.asarray(log_masses, dtype=float)
     lm = lm[np.isfinite(lm)]
-    return float(np.exp(np.min(lm) - logsumexp(lm))) if lm.size else None
+    if lm.size == 0:
+        return WIDE_SE_MAX
+    lightest = float(np.exp(np.min(lm) - logsumexp(lm)))
+    return float(np.clip(lightest / (WIDE_EXCESS_Z + WIDE_POWER_Z), WIDE_SE_MIN, WIDE_SE_MAX))
 
 
 def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
@@ -861,17 +856,16 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
     :data:`WIDE_EXCESS_Z` standard errors above 0, or the sampler's own standard error
     (:func:`~pemc_stan.estimators.mixture.importance_error`) is at most
     :func:`wide_resolution` or the masses' own (more draws add nothing then), or could
-    not see even a missing mode as heavy as the lightest found at one standard error
-    after :data:`WIDE_BATCHES` batches (the error falls as one over the square root of
-    the draws: in many dimensions the weights are so uneven that it never gets
-    anywhere, and the Boltzmann relaxation's 27 dimensions ran all 8 batches, 25 s,
-    for nothing)."""
+    not see the missing mass it is meant to see (``WIDE_EXCESS_Z + WIDE_POWER_Z`` times
+    its resolution) at even one standard error after :data:`WIDE_BATCHES` batches (the
+    error falls as one over the square root of the draws: in many dimensions the
+    weights are so uneven that it never gets anywhere, and the Boltzmann relaxation's
+    27 dimensions ran all 8 batches, 25 s, for nothing)."""
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
         return None
-    lm = [e.log_z for e in masses]
-    lightest = _lightest_share(lm) or 1.0
-    goal = max(wide_resolution(lm), se)
+    resolution = wide_resolution([e.log_z for e in masses])
+    goal = max(resolution, se)
     batches: list[NDArray[np.float64]] = []
     for b in range(WIDE_BATCHES):
         lw = wide_log_weights(coords, base, evaluator, data,
@@ -879,9 +873,11 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
         if lw is None:
             break
         batches.append(lw)
-        _, z = unexplained_mass(np.concatenate(batches), log_z, se)
-        own = importance_error(np.concatenate(batches), log_z)[1]
-        blind = own * np.sqrt((b + 1) / WIDE_BATCHES) > lightest
+        drawn = np.concatenate(batches)
+        _, z = unexplained_mass(drawn, log_z, se)
+        own = importance_error(drawn, log_z)[1]
+        blind = (own * np.sqrt((b + 1) / WIDE_BATCHES)
+                 > (WIDE_EXCESS_Z + WIDE_POWER_Z) * resolution)
         if z > WIDE_EXCESS_Z or own <= goal or blind:
             break
     return np.concatenate(batches) if batches else None

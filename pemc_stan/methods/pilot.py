@@ -568,7 +568,9 @@ class BasePilot:
     def _restart_starts(self, cover: BaseDensity, rng: np.random.Generator, n: int
                         ) -> NDArray[np.float64]:
         """``n`` starts where the mass is, in the order drawn (each restart round takes
-        the next): resampled by importance weight from draws of
+        the next; drawn without replacement, the first follow the weights and the later
+        ones, once the heavy draws are taken, come from what is left): resampled by
+        importance weight from draws of
         the covering Gaussian with its standard deviations times each of
         :data:`RESTART_SPREADS` (equal parts), so that a mode gets starts in proportion
         to its mass and the restarts' unseen share estimates the mass not yet seen.  A

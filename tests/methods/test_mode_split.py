@@ -132,12 +132,18 @@ def test_the_wide_sampler_stops_when_more_batches_cannot_resolve_anything(
     assert _wide_batches(monkeypatch, steady, 0.0) in (needed, needed + 1)
     assert _wide_batches(monkeypatch, steady, 0.5) == 1  # the groups' error is larger
     # one weight holds all the mass: sd(w / Z) ~ sqrt(n), the sampler's error ~ 1, and
-    # after 8 batches ~ 0.35: blind to a lightest group of 5%, not to one of 50%
-    light = (np.log(0.95), np.log(0.05))
+    # after 8 batches ~ 0.35: blind to the 3% (a lightest group of 0.1%: its resolution
+    # is floored at 0.5%) or 12% (equal groups: capped at 2%) it must see at 6 standard
+    # errors
     rare = np.full(n, -np.inf)
     rare[3] = np.log(n)
-    assert _wide_batches(monkeypatch, rare, 0.0, light) == 1
-    assert _wide_batches(monkeypatch, rare, 0.0) == WIDE_BATCHES
+    assert _wide_batches(monkeypatch, rare, 0.0, (np.log(0.999), np.log(0.001))) == 1
+    assert _wide_batches(monkeypatch, rare, 0.0) == 1
+    # weights with sd(w / Z) = 0.5, a lightest group of 0.1%: the sampler can reach the
+    # 0.5% floor's error within its batches, so it draws on (stopping after one batch
+    # whenever the lightest share alone was out of reach lost the check's power)
+    tiny = np.log(rng.uniform(1 - 0.5 * np.sqrt(3), 1 + 0.5 * np.sqrt(3), n))
+    assert _wide_batches(monkeypatch, tiny, 0.0, (np.log(0.999), np.log(0.001))) > 1
 
 
 def test_importance_error_is_the_weights_relative_standard_error() -> None:

@@ -101,6 +101,24 @@ def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> N
     assert len(calls) == 1 + 2 * DENSITY_SPLITS
 
 
+def test_the_density_test_evaluates_each_point_once() -> None:
+    """The search groups its rounds again after each: segments between centres that did
+    not move are the same points, and are not written for CmdStan again."""
+    evaluated: list[int] = []
+
+    def density(z: np.ndarray) -> np.ndarray:
+        evaluated.append(len(z))
+        return -0.5 * np.sum(z**2, axis=1)
+
+    at = _bare_pilot(density).log_density()
+    z = np.arange(20.0).reshape(10, 2)
+    first = at(z)
+    again = at(np.vstack([z[::-1], [[7.5, 8.5]]]))  # the same points, and one new
+    assert evaluated == [10, 1]
+    assert np.array_equal(again[:10], first[::-1])
+    assert again[10] == -0.5 * (7.5**2 + 8.5**2)
+
+
 def test_restart_starts_are_distinct() -> None:
     """Resampled without replacement: L-BFGS from two copies of one start reaches one mode
     twice, and the restarts' unseen share would count it as seen twice."""
