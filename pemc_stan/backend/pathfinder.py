@@ -15,20 +15,22 @@ the same mode; given the target's log density (``log_density``), groups with no
 valley between their centres are then one mode (:func:`without_barrier`:
 Pathfinder can stop paths at different points of one long ridge, and the 3-sd
 rule alone made 21 "modes" of the unimodal ``kilpisjarvi`` regression).  A mode
-contributes the median of its paths' ``Z_p``, a mode merged from several groups the sum
-over them of the median of their paths' shares by a partition of unity
-(:func:`_merged_mass`); distinct modes add up::
+contributes the median of its converged paths' ``Z_p`` (:data:`CONVERGED_SHARE`), a
+mode merged from several groups the sum over them of the median of their paths'
+shares by a partition of unity (:func:`_merged_mass`); distinct modes add up::
 
     log Z^ = log sum_{modes m} median_{p in m} Z_p
 
 It is only an offset: modes no path found make it too low (by the log of the
 missed mass).
 
-:func:`mode_centres` places each mode at its narrowest path's importance-weighted
-mean: a path whose approximation stopped wide, between modes, can join a mode's
-group, and its draws would pull a centre computed from the whole group towards
-the other modes (``bimodal_1d``, seed 4: one of 8 paths had mean 2.85 and sd
-2.58 between modes at -3 and 3 of sd 0.5; the mode at -3 was placed at -0.92).
+:func:`mode_centres` places each mode at the importance-weighted mean of its
+best-converged path (the largest effective sample share of its weights): a path whose
+approximation stopped wide, between modes, can join a mode's group, and its draws would
+pull a centre computed from the whole group towards the other modes (``bimodal_1d``,
+seed 4: one of 8 paths had mean 2.85 and sd 2.58 between modes at -3 and 3 of sd 0.5;
+the mode at -3 was placed at -0.92).  Only the converged paths weigh a mode
+(:data:`CONVERGED_SHARE`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,13 @@ BARRIER_DEPTH = 2.0
 #: (one ``log_prob`` run of CmdStan each; each run costs about 50 ms to start, and the
 #: Boltzmann relaxation's 75 groups took 75 runs per grouping).
 BATCH_POINTS = 20_000
+#: A path counts towards its mode's mass only when the effective sample size of its
+#: importance weights, as a share of its draws, is at least this share of the best
+#: path's in the mode.  A path whose approximation stopped wide or degenerate (one
+#: standard deviation near 0, another spanning several modes) estimates the mass of
+#: everything it covers: on the mixture on R^2, seed 7, six such paths joined the one
+#: path that converged on a mode of 5% and their median gave it 13%.
+CONVERGED_SHARE = 0.25
 
 
 def segment_points(centre: NDArray[np.float64], others: NDArray[np.float64],
@@ -173,7 +182,7 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         Paths with fewer finite draws are left out.
     log_density
         When given, paths first group by the narrower one's spread, and the groups are
-        then merged where the density between their centres (each its narrowest path's
+        then merged where the density between their centres (each its best-converged path's
         weighted mean) has no valley (:func:`without_barrier`): the group with the
         highest density at its centre takes in every other it reaches so, then the
         highest of the rest, and so on.
@@ -181,8 +190,8 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
     Returns
     -------
     (list of (indices, log mass), log Z)
-        One entry per mode, its mass the median of its paths' importance-sampling
-        estimates (merged by the density test: :func:`_merged_mass`), with
+        One entry per mode, its mass the median of its converged paths'
+        importance-sampling estimates (merged by the density test: :func:`_merged_mass`), with
         ``log Z = log sum_modes mass``.  When the
         draws cannot be split by path (or have no coordinates), one group of
         all finite draws with the pooled estimate.
@@ -206,7 +215,10 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         if idx.size < max(min_draws, 1):
             continue
         lm = float(logsumexp(lw[idx]) - math.log(idx.size))
-        paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0)))
+        paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0), _ess_share(lw[idx])))
+    # the best-converged paths first: a group is judged by its first path's spread, and a
+    # degenerate first path (sd 0.01 across, 1 along) took in three modes of the mixture
+    paths.sort(key=lambda p: -p[4])
     groups: list[list[Any]] = []
     # with the density test to merge them later, paths group by the narrower one's spread:
     # a path that stopped wide between modes would otherwise take in every mode within 3
@@ -231,11 +243,24 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
     return out, float(logsumexp([m for _, m in out]))
 
 
+def _ess_share(lw: NDArray[np.float64]) -> float:
+    """The effective sample size of importance weights ``exp(lw)`` over their number."""
+    w = np.exp(lw - logsumexp(lw))
+    return float(1.0 / (np.sum(w**2) * lw.size))
+
+
+def _converged(paths: list[Any]) -> list[Any]:
+    """The paths whose weights' effective sample share is at least
+    :data:`CONVERGED_SHARE` times the best one's."""
+    best = max(p[4] for p in paths)
+    return [p for p in paths if p[4] >= CONVERGED_SHARE * best]
+
+
 def _median_mass(paths: list[Any]) -> float:
-    """A mode's log mass: the median of its paths' estimates.  One path's importance weights
-    can have a draw far in its approximation's tail: the largest of 32 paths' masses of one
-    mode of periodic_phase was 270 times their median."""
-    return float(np.median([p[1] for p in paths]))
+    """A mode's log mass: the median of its converged paths' estimates (:func:`_converged`).
+    One path's importance weights can have a draw far in its approximation's tail: the
+    largest of 32 paths' masses of one mode of periodic_phase was 270 times their median."""
+    return float(np.median([p[1] for p in _converged(paths)]))
 
 
 def _merged_mass(parts: list[list[Any]], z: NDArray[np.float64],
@@ -259,6 +284,7 @@ def _merged_mass(parts: list[list[Any]], z: NDArray[np.float64],
     """
     if len(parts) == 1:
         return _median_mass(parts[0])
+    parts = [_converged(part) for part in parts]
     idx = [np.concatenate([p[0] for p in part]) for part in parts]
     mean = np.array([z[i].mean(axis=0) for i in idx])
     sd = np.array([np.maximum(z[i].std(axis=0), 1e-9) for i in idx])
@@ -346,19 +372,20 @@ def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray
 
 def _centre(z: NDArray[np.float64], lw: NDArray[np.float64],
             paths: list[NDArray[np.intp]]) -> NDArray[np.float64]:
-    """The importance-weighted mean of the narrowest of ``paths`` (draw indices each) among
-    those with at least half as many draws as the fullest (few draws can look narrow by
-    chance); the narrowest has the least sum of the log standard deviations."""
+    """The importance-weighted mean of the best-converged of ``paths`` (draw indices each:
+    the largest effective sample share of its weights, :func:`_ess_share`) among those
+    with at least half as many draws as the fullest.  The narrowest (least sum of the
+    log standard deviations) was fooled by degenerate paths: one with standard
+    deviations 0.01 and 1.2 put a centre of the mixture on R^2 between two modes."""
     most = max(i.size for i in paths)
     paths = [i for i in paths if 2 * i.size >= most]
-    spread = [float(np.sum(np.log(np.maximum(z[i].std(axis=0), 1e-300)))) for i in paths]
-    best = paths[int(np.argmin(spread))]
+    best = paths[int(np.argmax([_ess_share(lw[i]) for i in paths]))]
     return np.asarray(np.exp(lw[best] - logsumexp(lw[best])) @ z[best], dtype=float)
 
 
 def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[ModeGroup],
                  num_paths: Paths) -> NDArray[np.float64]:
-    """Each mode's centre: the importance-weighted mean of its narrowest path's draws.
+    """Each mode's centre: the importance-weighted mean of its best-converged path's draws.
 
     Parameters
     ----------
@@ -370,9 +397,9 @@ def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[M
     Returns
     -------
     ndarray
-        (modes, dims).  The narrowest path has the least log-volume (sum of the log
-        standard deviations) of its draws among the group's paths with at least half
-        as many finite draws as its fullest; when the draws cannot be split by path,
+        (modes, dims).  The best-converged path has the largest effective sample
+        share of its weights among the group's paths with at least half as many
+        finite draws as its fullest; when the draws cannot be split by path,
         the mean of the whole group.
 
     Raises

@@ -266,3 +266,34 @@ def test_a_group_centred_low_between_modes_does_not_join_them() -> None:
     # the valley's group went to one mode, not to both
     joined = next(i for i, _ in groups if i.size == 200)
     assert set(np.unique(joined // 100)) in ({0, 2}, {1, 2})
+
+
+def test_a_degenerate_path_neither_places_nor_weighs_the_mode_it_joins() -> None:
+    """Two modes of mass 1 at (0, 0) and (0, 1.2) (sd 0.1), one path converged on each,
+    and first a degenerate path (sd 0.005 across, 1 along the line through both) whose
+    mean lies within 3 of the first mode's standard deviations, as Pathfinder returned on
+    the mixture on R^2 (seed 7).  By spread it was the narrowest, so the first mode's
+    centre was its weighted mean, in the valley, and the density test merged both modes;
+    by the effective sample share of its weights it is the worst, and neither places the
+    mode nor counts in its mass."""
+    rng = np.random.default_rng(5)
+    centres = np.array([[0.0, 0.0], [0.0, 1.2]])
+
+    def log_gamma(p: np.ndarray) -> np.ndarray:
+        return np.logaddexp.reduce([stats.norm.logpdf(p[:, 0], c[0], 0.1)
+                                    + stats.norm.logpdf(p[:, 1], c[1], 0.1) for c in centres],
+                                   axis=0)
+
+    paths = [((0.0, 0.25), (0.005, 1.0)), ((0.0, 0.0), (0.1, 0.1)), ((0.0, 1.2), (0.1, 0.1))]
+    z, lw = [], []
+    for mean, sd in paths:
+        q = rng.normal(mean, sd, (1000, 2))
+        z.append(q)
+        lw.append(log_gamma(q) - np.sum(stats.norm.logpdf(q, mean, sd), axis=1))
+    z_all, lw_all = np.vstack(z), np.concatenate(lw)
+    groups, log_z = group_paths(z_all, lw_all, 3, log_density=log_gamma)
+    assert len(groups) == 2
+    assert sorted(g[0].size for g in groups) == [1000, 2000]  # the degenerate path joined
+    assert log_z == pytest.approx(np.log(2.0), abs=0.02)
+    placed = mode_centres(z_all, lw_all, groups, 3)
+    assert np.sort(placed[:, 1]) == pytest.approx([0.0, 1.2], abs=0.02)
