@@ -33,12 +33,15 @@ holds:
   group of connected modes no mode visited far less than the search weighed it (a spike
   in a slab).
 
-Otherwise the method runs as it would have (tempering), and the reason is kept in
-its diagnostics.
+A split refused only for mass no group holds (the wide importance sampler's excess)
+searches again from where that mass is, and runs once more with the modes found
+there (:func:`_split_extended`), within the follow-up budget.  Otherwise the method
+runs as it would have (tempering), and the reason is kept in its diagnostics.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -71,9 +74,14 @@ from pemc_stan.methods.base import (
 )
 from pemc_stan.methods.base_density import BaseDensity, coordinate_draws
 from pemc_stan.methods.bridge import bridge_from_draws
-from pemc_stan.methods.density import DensityEvaluator, wide_log_weights
+from pemc_stan.methods.density import (
+    DensityEvaluator,
+    ModeGaussians,
+    unexplained_starts,
+    wide_log_weights,
+)
 from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, FollowUpStep
-from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX, ModeSearch
+from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason, convergence_stats
 
 logger = logging.getLogger(__name__)
@@ -432,9 +440,12 @@ class ModeSplitFit(ExtendedFit):
         the others (a grid of modes) has a small basin and can hold much mass.  Draws of
         the found modes' covering Gaussian, as it is and with its standard deviations
         doubled, weigh the whole target (in few dimensions, where they reach every mode)
-        without the search's bias; when their estimate of ``Z`` exceeds the groups' by more than
-        :data:`WIDE_EXCESS_Z` standard errors, a mode is missing.  (In many dimensions
-        the weights are too rare to see anything, and this check passes.)
+        without the search's bias, and draws of the modes' own Gaussians keep the
+        weights even where the groups hold the mass
+        (:func:`~pemc_stan.methods.density.wide_log_weights`); when their estimate of
+        ``Z`` exceeds the groups' by more than :data:`WIDE_EXCESS_Z` standard errors, a
+        mode is missing.  (In many dimensions the weights are too rare to see anything,
+        and this check passes.)
         """
         wide = self.wide_mass()
         if wide is None or not wide[1] > WIDE_EXCESS_Z:
@@ -540,11 +551,18 @@ class SplitOutcome:
         Whether the split's chains ran (else ``why`` says why they were not started).
     names
         The names of the verdict's reasons when the split was refused for them.
+    unexplained
+        Refused for mass no group holds (``mode_wide_mass``): starts where that mass is,
+        in base coordinates (:func:`unexplained_starts`); else None.
+    modes
+        With ``unexplained``: the Gaussians of the modes' draws (:func:`_mode_gaussians`).
     """
 
     def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
                  names: tuple[str, ...] = ()):
         self.fit, self.why, self.tried, self.names = fit, why, tried, names
+        self.unexplained: NDArray[np.float64] | None = None
+        self.modes: ModeGaussians = []
 
     def note(self) -> tuple[str, str, str] | None:
         """``(name, message, remedy)`` for the method's fit, when the split was tried and
@@ -625,7 +643,7 @@ def _base_coordinates(model: MethodModel, coords: Any, fit: cmdstanpy.CmdStanMCM
 def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, iter_warmup: int,
                 iter_sampling: int, seed: int | None,
                 output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                **cmdstanpy_kwargs: Any) -> SplitOutcome:
+                extend: bool = True, **cmdstanpy_kwargs: Any) -> SplitOutcome:
     """Try the mode split (see the module docstring) after the pilot's ``search``.
 
     Parameters
@@ -641,6 +659,9 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
         as the user would run it).
     iter_warmup, iter_sampling, seed, output_dir, show_progress
         As ``CmdStanModel.sample`` (the draws' CSV files go to ``output_dir``).
+    extend
+        Whether a split refused for mass no group holds searches again from that mass
+        and runs once more with the modes it finds (:func:`_split_extended`).
     **cmdstanpy_kwargs
         Further NUTS arguments (``adapt_delta``, ...).  With ``inits`` given nothing is
         tried: the user chose where the chains start.
@@ -679,9 +700,15 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
     if isinstance(run, SplitOutcome):
         return run
     outcome = _judge(model, coords, search, run, seed)
+    if outcome.unexplained is not None and outcome.unexplained.size and extend \
+            and _budget_allows(model, 1.0):
+        return _split_extended(model, search, run, outcome, chains=chains,
+                               iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                               output_dir=output_dir, show_progress=show_progress,
+                               kwargs=cmdstanpy_kwargs)
     if outcome.fit is not None or not outcome.names \
             or not set(outcome.names) <= set(SPLIT_LONGER_REASONS) \
-            or not _longer_allowed(model, iter_warmup, iter_sampling):
+            or not _longer_allowed(model, iter_warmup, iter_sampling, spent=0.0 if extend else 1.0):
         return outcome
     return _run_longer(model, coords, search, run, outcome, iter_warmup=iter_warmup,
                        iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
@@ -706,15 +733,21 @@ def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, 
                                 tried=True)
 
 
-def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int) -> bool:
+def _budget_allows(model: MethodModel, scale: float, spent: float = 0.0) -> bool:
     """Whether the follow-up budget (:attr:`~pemc_stan.methods.base.MethodModel.
-    follow_up_budget`; None: the default) has room for the split's longer run at its
-    predicted cost (:data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times the first
-    run's, scaled by the iterations)."""
+    follow_up_budget`; None: the default) has room, after the first run and ``spent``
+    more of its cost, for one more run of ``scale`` times its cost, predicted at
+    :data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times that."""
     budget = getattr(model, "follow_up_budget", None)
     budget = DEFAULT_BUDGET if budget is None else float(budget)
+    return 1.0 + spent + PREDICTION_MARGIN * scale <= budget
+
+
+def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int,
+                    spent: float = 0.0) -> bool:
+    """:func:`_budget_allows` the split's longer run (twice the draws)."""
     scale = (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
-    return 1.0 + PREDICTION_MARGIN * scale <= budget
+    return _budget_allows(model, scale, spent)
 
 
 def _last_draws(run: cmdstanpy.CmdStanMCMC, names: list[str]) -> list[Mapping[str, Any]]:
@@ -750,13 +783,103 @@ def _run_longer(model: MethodModel, coords: Any, search: ModeSearch,
                             names=second.names)
     second.fit.split_steps = [FollowUpStep(change, first.why, second.fit.run_gradients(),
                                            "ok")]
+    second.fit.earlier_gradients = _earlier_gradients(run)
+    return second
+
+
+def _earlier_gradients(run: cmdstanpy.CmdStanMCMC) -> int:
+    """Gradient evaluations of a refused run of the split (0 without its step sizes)."""
     steps = np.asarray(run.draws(concat_chains=False), dtype=float)
     cols = list(run.column_names)
-    if "n_leapfrog__" in cols:
-        second.fit.earlier_gradients = leapfrog_gradients(
-            steps[:, :, cols.index("n_leapfrog__")],
-            getattr(run.metadata, "cmdstan_config", {}))
-    return second
+    if "n_leapfrog__" not in cols:
+        return 0
+    return int(leapfrog_gradients(steps[:, :, cols.index("n_leapfrog__")],
+                                  getattr(run.metadata, "cmdstan_config", {})))
+
+
+def _extend_search(model: MethodModel, search: ModeSearch, refused: SplitOutcome,
+                   seed: int | None) -> ModeSearch | None:
+    """The search with the modes that Pathfinder paths from the refused split's
+    unexplained mass (:attr:`SplitOutcome.unexplained`) reach and that no found mode's
+    Gaussian holds (Mahalanobis distance beyond its 99.9% radius); their shares are their
+    paths' masses against the groups'.  None when the model has no pilot, Pathfinder
+    fails or nothing new is found."""
+    make = getattr(model, "_pilot", None)
+    if make is None or refused.unexplained is None or not refused.modes:
+        return None
+    try:
+        groups, centres = make().modes_from(refused.unexplained, seed)
+    except Exception as exc:  # Pathfinder or the density failing there: keep the refusal
+        logger.info("mode split: the search from the unexplained mass failed (%s)",
+                    " ".join(str(exc).split())[:160])
+        return None
+    log_found = float(logsumexp([m[0] for m in refused.modes]))
+    shares = np.exp(np.array([lm for _, lm in groups]) - log_found)
+    new = (shares >= NEW_MODE_SHARE) & ~_held(centres, refused.modes)
+    if not np.any(new):
+        return None
+    scale = 1.0 + float(np.sum(shares[new]))
+    said = (f"{len(refused.unexplained)} restarts from the mass the split's importance "
+            f"sampler saw beyond the modes: {int(np.sum(new))} new mode(s)")
+    return dataclasses.replace(
+        search, modes=search.modes + int(np.sum(new)),
+        major_modes=search.major_modes + int(np.sum(new)),
+        paths=search.paths + len(refused.unexplained), stopped=f"{search.stopped}; {said}",
+        mode_shares=tuple(float(x) for x in np.concatenate(
+            [np.asarray(search.mode_shares, dtype=float), shares[new]]) / scale),
+        centres=np.vstack([np.asarray(search.centres, dtype=float), centres[new]]),
+        major_shares=tuple(float(x) for x in np.concatenate(
+            [np.asarray(search.major_shares, dtype=float), shares[new]]) / scale))
+
+
+#: A centre lies in a found mode when its squared Mahalanobis distance under the mode's
+#: Gaussian is within this quantile of the chi-squared distribution.
+HELD_QUANTILE = 0.999
+
+
+def _held(centres: NDArray[np.float64], modes: ModeGaussians) -> NDArray[np.bool_]:
+    """Whether each centre lies within :data:`HELD_QUANTILE` of some mode's Gaussian."""
+    from scipy.stats import chi2
+
+    c = np.atleast_2d(np.asarray(centres, dtype=float))
+    radius = float(chi2.ppf(HELD_QUANTILE, c.shape[1]))
+    held = np.zeros(c.shape[0], dtype=bool)
+    for _, mean, cov in modes:
+        try:
+            r = np.linalg.solve(np.linalg.cholesky(cov), (c - mean).T)
+        except np.linalg.LinAlgError:
+            continue
+        held |= np.sum(r * r, axis=0) <= radius
+    return held
+
+
+def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
+                    refused: SplitOutcome, *, chains: int, iter_warmup: int,
+                    iter_sampling: int, seed: int | None,
+                    output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                    kwargs: dict[str, Any]) -> SplitOutcome:
+    """A split refused for mass no group holds, tried once more with the modes a search
+    from that mass finds (:func:`_extend_search`): the wide sampler saw them, so the
+    run can sample them instead of tempering (the mixture on R^2 with one round of
+    restarts, seeds 1 and 2: 10 and 13 of its modes found, 36% and 16% of the mass
+    seen beyond them).  The new split alone is judged; the step is recorded."""
+    wider = _extend_search(model, search, refused, None if seed is None else seed + 2)
+    if wider is None:
+        return refused
+    change = f"modes {len(search.centres)} -> {len(wider.centres)} (mode split)"
+    logger.info("mode split: run again with %s after %s", change, refused.why)
+    again = split_modes(model, wider, chains=chains, iter_warmup=iter_warmup,
+                        iter_sampling=iter_sampling, seed=None if seed is None else seed + 2,
+                        output_dir=None if output_dir is None
+                        else os.path.join(output_dir, "split_extended"),
+                        show_progress=show_progress, extend=False, **kwargs)
+    if again.fit is None:
+        return SplitOutcome(why=f"{refused.why}; {change}: {again.why}", tried=True,
+                            names=again.names)
+    again.fit.split_steps.insert(0, FollowUpStep(change, refused.why,
+                                                 again.fit.run_gradients(), "ok"))
+    again.fit.earlier_gradients += _earlier_gradients(run)
+    return again
 
 
 def try_split(model: MethodModel, search: ModeSearch | None,
@@ -819,14 +942,22 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
                        cells=cells, members=members, outside=outside, data=model.data,
                        original_model=model.original_model, seed=seed)
     verdict = fit.check()
+    wide, modes = None, _mode_gaussians(z, cells, groups, members, masses)
     if verdict.ok and len(centres) > 1:  # the wide sampler can only refuse it: last
         with stage(f"mode split: importance draws around the {len(centres)} modes"):
-            fit.wide_log_weights = _wide_sample(coords, search.base, evaluator, model.data,
-                                                seed, masses)
+            wide = _wide_sample(coords, search.base, evaluator, model.data, seed, masses,
+                                modes)
+        fit.wide_log_weights = None if wide is None else wide[0]
         verdict = fit.check()
     if not verdict.ok:
-        return SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True,
-                            names=tuple(verdict.names()))
+        outcome = SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True,
+                               names=tuple(verdict.names()))
+        if wide is not None and "mode_wide_mass" in outcome.names:
+            outcome.unexplained = unexplained_starts(
+                wide[1], wide[0], fit.mode_split_log_z().log_z, search.base, modes,
+                np.random.default_rng(None if seed is None else seed + WIDE_SEED_OFFSET))
+            outcome.modes = modes
+        return outcome
     logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
                 ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
     return SplitOutcome(fit, tried=True)
@@ -849,9 +980,30 @@ def wide_resolution(log_masses: list[float]) -> float:
     return float(np.clip(lightest / (WIDE_EXCESS_Z + WIDE_POWER_Z), WIDE_SE_MIN, WIDE_SE_MAX))
 
 
+def _mode_gaussians(z: NDArray[np.float64], cells: NDArray[np.intp], groups: NDArray[np.intp],
+                    members: list[list[int]], masses: list[EvidenceEstimate]) -> ModeGaussians:
+    """The Gaussian of each cell's draws (its group's chains' draws in it) in base
+    coordinates, weighted by its group's mass times the cell's share of the group's
+    draws; cells with too few draws for a covariance, or in a group of no finite mass,
+    are left out."""
+    dim = z.shape[2]
+    out: ModeGaussians = []
+    for g, cells_g in enumerate(members):
+        zg, cg = z[groups == g].reshape(-1, dim), cells[groups == g].reshape(-1)
+        if not np.isfinite(masses[g].log_z) or zg.shape[0] == 0:
+            continue
+        for k in cells_g:
+            zk = zg[cg == k]
+            if zk.shape[0] > 2 * (dim + 1):
+                out.append((masses[g].log_z + float(np.log(zk.shape[0] / zg.shape[0])),
+                            zk.mean(axis=0), np.atleast_2d(np.cov(zk, rowvar=False))))
+    return out
+
+
 def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                  data: Mapping[str, Any] | None, seed: int | None,
-                 masses: list[EvidenceEstimate]) -> NDArray[np.float64] | None:
+                 masses: list[EvidenceEstimate], modes: ModeGaussians | None = None
+                 ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """Batches of :func:`wide_log_weights` until the excess mass they see is
     :data:`WIDE_EXCESS_Z` standard errors above 0, or the sampler's own standard error
     (:func:`~pemc_stan.estimators.mixture.importance_error`) is at most
@@ -860,19 +1012,23 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
     its resolution) at even one standard error after :data:`WIDE_BATCHES` batches (the
     error falls as one over the square root of the draws: in many dimensions the
     weights are so uneven that it never gets anywhere, and the Boltzmann relaxation's
-    27 dimensions ran all 8 batches, 25 s, for nothing)."""
+    27 dimensions ran all 8 batches, 25 s, for nothing).  Returns the log weights and
+    their draws (base coordinates)."""
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
         return None
     resolution = wide_resolution([e.log_z for e in masses])
     goal = max(resolution, se)
     batches: list[NDArray[np.float64]] = []
+    points: list[NDArray[np.float64]] = []
     for b in range(WIDE_BATCHES):
-        lw = wide_log_weights(coords, base, evaluator, data,
-                              None if seed is None else seed + WIDE_SEED_OFFSET + 104729 * b)
-        if lw is None:
+        drawn_b = wide_log_weights(coords, base, evaluator, data,
+                                   None if seed is None else seed + WIDE_SEED_OFFSET + 104729 * b,
+                                   modes=modes)
+        if drawn_b is None:
             break
-        batches.append(lw)
+        batches.append(drawn_b[0])
+        points.append(drawn_b[1])
         drawn = np.concatenate(batches)
         _, z = unexplained_mass(drawn, log_z, se)
         own = importance_error(drawn, log_z)[1]
@@ -880,4 +1036,4 @@ def _wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                  > (WIDE_EXCESS_Z + WIDE_POWER_Z) * resolution)
         if z > WIDE_EXCESS_Z or own <= goal or blind:
             break
-    return np.concatenate(batches) if batches else None
+    return (np.concatenate(batches), np.concatenate(points)) if batches else None

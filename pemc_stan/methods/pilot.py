@@ -472,6 +472,25 @@ class BasePilot:
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
 
+    def modes_from(self, starts: NDArray[np.float64], seed: int | None
+                   ) -> tuple[list[ModeGroup], NDArray[np.float64]]:
+        """One Pathfinder path from each of ``starts`` (base coordinates), as the
+        restarts' (:data:`SEARCH_DRAWS_MIN` or a tenth of ``draws`` per path), grouped by
+        mode with the density test: (modes, their centres in base coordinates).
+
+        Raises
+        ------
+        Exception
+            Whatever Pathfinder or the density raise.
+        """
+        x0 = self.coordinates.inverse(np.asarray(starts, dtype=float), self.owner.data)
+        n = int(np.asarray(starts).shape[0])
+        inits = [{k: np.asarray(v)[i].tolist() for k, v in x0.items()} for i in range(n)]
+        z, lw = self._pathfinder_round(seed, SEARCH_RADII[0], n, None,
+                                       max(SEARCH_DRAWS_MIN, self.draws // 10), starts=inits)
+        groups, _ = group_paths(z, lw, n, log_density=self.log_density())
+        return groups, mode_centres(z, lw, groups, n)
+
     def _metric(self, z: NDArray[np.float64], groups: list[ModeGroup]) -> BaseDensity | None:
         """The Gaussian moment-matched to the modes found (None without base coordinates
         or when it cannot be fitted)."""

@@ -103,12 +103,12 @@ def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: floa
 
     def fake(*args: object, **kwargs: object) -> np.ndarray:
         drawn.append(1)
-        return weights
+        return weights, np.zeros((weights.size, 1))
 
     monkeypatch.setattr(mode_split, "wide_log_weights", fake)
     masses = [SimpleNamespace(log_z=m, std_error=se) for m in log_masses]
     out = mode_split._wide_sample(None, None, None, None, 1, masses)  # type: ignore[arg-type]
-    assert out is not None and out.size == len(drawn) * weights.size
+    assert out is not None and out[0].size == len(drawn) * weights.size
     return len(drawn)
 
 
@@ -168,3 +168,37 @@ def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
     assert _longer_allowed(SimpleNamespace(follow_up_budget=need), 1000, 1000)
     assert not _longer_allowed(SimpleNamespace(follow_up_budget=need - 0.01), 1000, 1000)
     assert not _longer_allowed(SimpleNamespace(follow_up_budget=1.0), 1000, 1000)
+
+
+def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() -> None:
+    """The refused split's starts lead Pathfinder to a mode already found (inside its
+    Gaussian's 99.9% ellipse) and to a new one of half the found mass: only the new one
+    joins the search, and the shares are renormalised over all."""
+    from types import SimpleNamespace
+
+    from pemc_stan.methods.mode_split import _extend_search, _held
+    from pemc_stan.methods.pilot import ModeSearch
+
+    modes = [(np.log(0.5), np.zeros(2), 0.01 * np.eye(2)),
+             (np.log(0.5), np.array([3.0, 0.0]), 0.01 * np.eye(2))]
+    assert _held(np.array([[0.3, 0.0], [0.4, 0.0], [3.0, 3.0]]), modes).tolist() == \
+        [True, False, False]  # 3 sd is inside (chi2 99.9%, 2 dof: 3.72 sd), 4 sd is not
+    reached = ([(np.arange(5), np.log(0.5)), (np.arange(5, 10), np.log(0.45))],
+               np.array([[3.02, 0.01], [0.0, 3.0]]))
+    pilot = SimpleNamespace(modes_from=lambda starts, seed: reached)
+    model = SimpleNamespace(_pilot=lambda: pilot)
+    search = ModeSearch((2.0,), 2, 2, 8, "path limit", (0.5, 0.5), np.array([[0.0, 0.0],
+                                                                            [3.0, 0.0]]),
+                        (0.5, 0.5), None)
+    refused = SplitOutcome(why="mode_wide_mass: 45% more", tried=True, names=("mode_wide_mass",))
+    refused.unexplained, refused.modes = np.zeros((16, 2)), modes
+    wider = _extend_search(model, search, refused, 1)  # type: ignore[arg-type]
+    assert wider is not None
+    assert wider.centres.tolist() == [[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]]
+    assert wider.major_shares == pytest.approx([0.5 / 1.45, 0.5 / 1.45, 0.45 / 1.45])
+    assert (wider.modes, wider.major_modes, wider.paths) == (3, 3, 24)
+    assert wider.stopped.endswith("16 restarts from the mass the split's importance sampler "
+                                  "saw beyond the modes: 1 new mode(s)")
+    # nothing new: no extension
+    pilot.modes_from = lambda starts, seed: (reached[0][:1], reached[1][:1])
+    assert _extend_search(model, search, refused, 1) is None  # type: ignore[arg-type]
