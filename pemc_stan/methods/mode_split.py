@@ -82,13 +82,19 @@ from pemc_stan.methods.density import (
 )
 from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, FollowUpStep
 from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
-from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason, convergence_stats
+from pemc_stan.output.diagnostics import (
+    RHAT_MAX,
+    UNVISITED_SHARE_MIN,
+    Reason,
+    convergence_stats,
+)
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CHAINS_PER_MODE", "LEFT_SHARE_MAX", "MAX_SPLIT_MODES", "OCCUPANCY_FACTOR",
            "OCCUPANCY_SHARE_MIN", "ModeSplitFit",
-           "SplitOutcome", "cell_groups", "split_modes", "try_split", "wide_resolution"]
+           "SplitOutcome", "cell_groups", "longer_can_fix", "split_modes", "try_split",
+           "wide_resolution"]
 
 #: Chains started at each mode centre: two, so that R-hat and the chains' agreement
 #: can be judged within every mode.
@@ -556,6 +562,8 @@ class SplitOutcome:
         in base coordinates (:func:`unexplained_starts`); else None.
     modes
         With ``unexplained``: the Gaussians of the modes' draws (:func:`_mode_gaussians`).
+    rhat
+        Refused for R-hat within a group: the largest (else NaN).
     """
 
     def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
@@ -563,6 +571,7 @@ class SplitOutcome:
         self.fit, self.why, self.tried, self.names = fit, why, tried, names
         self.unexplained: NDArray[np.float64] | None = None
         self.modes: ModeGaussians = []
+        self.rhat = float("nan")
 
     def note(self) -> tuple[str, str, str] | None:
         """``(name, message, remedy)`` for the method's fit, when the split was tried and
@@ -708,6 +717,7 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
                                kwargs=cmdstanpy_kwargs)
     if outcome.fit is not None or not outcome.names \
             or not set(outcome.names) <= set(SPLIT_LONGER_REASONS) \
+            or not longer_can_fix(outcome.rhat, _budget(model)) \
             or not _longer_allowed(model, iter_warmup, iter_sampling, spent=0.0 if extend else 1.0):
         return outcome
     return _run_longer(model, coords, search, run, outcome, iter_warmup=iter_warmup,
@@ -733,14 +743,36 @@ def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, 
                                 tried=True)
 
 
-def _budget_allows(model: MethodModel, scale: float, spent: float = 0.0) -> bool:
-    """Whether the follow-up budget (:attr:`~pemc_stan.methods.base.MethodModel.
-    follow_up_budget`; None: the default) has room, after the first run and ``spent``
-    more of its cost, for one more run of ``scale`` times its cost, predicted at
-    :data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times that."""
+def longer_can_fix(rhat: float, factor: float) -> bool:
+    """Whether ``factor`` times the draws can bring an R-hat under
+    :data:`~pemc_stan.output.diagnostics.RHAT_MAX`: for chains that mix, ``R-hat^2 - 1``
+    (the chain means' spread against the draws') falls as one over the draws.  The split
+    runs longer when the follow-up budget's draws (4 times the first run's by default:
+    R-hat up to 1.19) could fix it by that law: R-hat is noisy with two chains a mode, and
+    the mixture on R^2 came out right after twice the draws from 1.087 (seed 3) and
+    1.12 (seed 1).  Chains that sit in different modes (the Boltzmann relaxation's split:
+    3.1-3.2) do not move for more draws, and the longer run cost 2.5 s and its bridge
+    sampling 5 s for nothing.  True for a NaN R-hat (refused for other reasons).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return not rhat**2 - 1.0 > factor * (RHAT_MAX**2 - 1.0)
+
+
+def _budget(model: MethodModel) -> float:
+    """The follow-up budget (:attr:`~pemc_stan.methods.base.MethodModel.follow_up_budget`;
+    None: the default)."""
     budget = getattr(model, "follow_up_budget", None)
-    budget = DEFAULT_BUDGET if budget is None else float(budget)
-    return 1.0 + spent + PREDICTION_MARGIN * scale <= budget
+    return DEFAULT_BUDGET if budget is None else float(budget)
+
+
+def _budget_allows(model: MethodModel, scale: float, spent: float = 0.0) -> bool:
+    """Whether the follow-up budget (:func:`_budget`) has room, after the first run and
+    ``spent`` more of its cost, for one more run of ``scale`` times its cost, predicted at
+    :data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times that."""
+    return 1.0 + spent + PREDICTION_MARGIN * scale <= _budget(model)
 
 
 def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int,
@@ -921,6 +953,11 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
     groups, outside, members = cell_groups(cells, len(centres))
     program = model.program
     names = list(program.parameter_names)
+    slow = _unmixed_group(run, names, groups, len(members))
+    if slow is not None:
+        refused = SplitOutcome(why=slow[0], tried=True, names=("rhat",))
+        refused.rhat = slow[1]
+        return refused
     evaluator = DensityEvaluator(program, model.data, program.name)  # its CSVs: temporary
     masses = []
     with stage(f"mode split: bridge sampling of {len(members)} mode mass(es)"):
@@ -961,6 +998,31 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
     logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
                 ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
     return SplitOutcome(fit, tried=True)
+
+
+def _unmixed_group(run: cmdstanpy.CmdStanMCMC, names: list[str], groups: NDArray[np.intp],
+                   n_groups: int) -> tuple[str, float] | None:
+    """The verdict's R-hat check (:meth:`ModeSplitFit.convergence`: the largest of the
+    groups' R-hat of each parameter) before the masses are estimated: a split it refuses
+    is refused without bridge sampling (on the Boltzmann relaxation, 3-5 s a run for
+    chains whose R-hat within their one group was 3.2).  Why and the R-hat, or None
+    when it passes.
+
+    Raises
+    ------
+    Nothing beyond cmdstanpy's errors reading the draws.
+    """
+    for name in names:
+        per_group = [_group_draws(run, [name], groups == g)[name] for g in range(n_groups)]
+        for j in range(int(np.prod(per_group[0].shape[2:], dtype=int)) if per_group else 0):
+            r = np.array([convergence_stats(_two_halves(
+                v.reshape(v.shape[0], v.shape[1], -1)[:, :, j]))[0] for v in per_group])
+            worst = float(np.max(r[np.isfinite(r)])) if np.any(np.isfinite(r)) else np.nan
+            if worst > RHAT_MAX:
+                return (f"rhat: R-hat of {name} (element {j + 1}) within a group of modes is "
+                        f"{worst:.3g} (> {RHAT_MAX}): its chains disagree (their masses were "
+                        "not estimated)", worst)
+    return None
 
 
 def wide_resolution(log_masses: list[float]) -> float:
