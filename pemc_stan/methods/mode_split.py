@@ -201,6 +201,21 @@ def cell_groups(cells: NDArray[np.intp], n_cells: int
     return groups, outside, members
 
 
+def _group_stats(values: NDArray[np.float64], groups: NDArray[np.intp], n_groups: int
+                 ) -> NDArray[np.float64]:
+    """:func:`~pemc_stan.output.diagnostics.convergence_stats` of each group's chains of
+    one column (``values`` shaped (chains, draws)): (groups, 3)."""
+    return np.array([convergence_stats(_two_halves(values[groups == g]))
+                     for g in range(n_groups)], dtype=float).reshape(n_groups, 3)
+
+
+def _worst_rhat(stats: NDArray[np.float64]) -> float:
+    """The largest finite R-hat of :func:`_group_stats` (NaN when none is finite): a group
+    whose draws are constant (NaN) must not hide another group's failure."""
+    finite = np.isfinite(stats[:, 0])
+    return float(np.max(stats[finite, 0])) if finite.any() else float("nan")
+
+
 def _two_halves(draws: NDArray[np.float64]) -> NDArray[np.float64]:
     """A group's draws (chains, draws), one chain cut into two halves (split R-hat's own
     cut, so that the diagnostics, which want two chains, can run)."""
@@ -345,12 +360,8 @@ class ModeSplitFit(ExtendedFit):
             rows = []
             for c in self.parameter_columns():
                 values = self.particles(c)[..., 0]  # equal weights within a chain
-                stats = np.array([convergence_stats(_two_halves(values[self._groups == g]))
-                                  for g in range(len(p))], dtype=float)
-                # a group whose draws are constant (NaN) must not hide another group's
-                # failure: the finite groups decide, and all-NaN stays NaN
-                finite = np.isfinite(stats[:, 0])
-                rows.append((float(np.max(stats[finite, 0])) if finite.any() else np.nan,
+                stats = _group_stats(values, self._groups, len(p))
+                rows.append((_worst_rhat(stats),
                              float(1.0 / np.nansum(p**2 / stats[:, 1])),
                              float(1.0 / np.nansum(p**2 / stats[:, 2]))))
             cached = pd.DataFrame(rows, index=pd.Index(self.parameter_columns(), name="name"),
@@ -1012,12 +1023,12 @@ def _unmixed_group(run: cmdstanpy.CmdStanMCMC, names: list[str], groups: NDArray
     ------
     Nothing beyond cmdstanpy's errors reading the draws.
     """
+    every = np.ones(run.chains, dtype=bool)
     for name in names:
-        per_group = [_group_draws(run, [name], groups == g)[name] for g in range(n_groups)]
-        for j in range(int(np.prod(per_group[0].shape[2:], dtype=int)) if per_group else 0):
-            r = np.array([convergence_stats(_two_halves(
-                v.reshape(v.shape[0], v.shape[1], -1)[:, :, j]))[0] for v in per_group])
-            worst = float(np.max(r[np.isfinite(r)])) if np.any(np.isfinite(r)) else np.nan
+        v = _group_draws(run, [name], every)[name]
+        v = v.reshape(v.shape[0], v.shape[1], -1)
+        for j in range(v.shape[2]):
+            worst = _worst_rhat(_group_stats(v[:, :, j], groups, n_groups))
             if worst > RHAT_MAX:
                 return (f"rhat: R-hat of {name} (element {j + 1}) within a group of modes is "
                         f"{worst:.3g} (> {RHAT_MAX}): its chains disagree (their masses were "

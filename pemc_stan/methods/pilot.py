@@ -472,6 +472,12 @@ class BasePilot:
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
 
+    def _inits(self, z: NDArray[np.float64]) -> list[dict[str, Any]]:
+        """Constrained initial values, one dict per row of base coordinates ``z``."""
+        x0 = self.coordinates.inverse(np.asarray(z, dtype=float), self.owner.data)
+        return [{k: np.asarray(v)[i].tolist() for k, v in x0.items()}
+                for i in range(np.asarray(z).shape[0])]
+
     def modes_from(self, starts: NDArray[np.float64], seed: int | None
                    ) -> tuple[list[ModeGroup], NDArray[np.float64]]:
         """One Pathfinder path from each of ``starts`` (base coordinates), as the
@@ -483,11 +489,10 @@ class BasePilot:
         Exception
             Whatever Pathfinder or the density raise.
         """
-        x0 = self.coordinates.inverse(np.asarray(starts, dtype=float), self.owner.data)
         n = int(np.asarray(starts).shape[0])
-        inits = [{k: np.asarray(v)[i].tolist() for k, v in x0.items()} for i in range(n)]
         z, lw = self._pathfinder_round(seed, SEARCH_RADII[0], n, None,
-                                       max(SEARCH_DRAWS_MIN, self.draws // 10), starts=inits)
+                                       max(SEARCH_DRAWS_MIN, self.draws // 10),
+                                       starts=self._inits(starts))
         groups, _ = group_paths(z, lw, n, log_density=self.log_density())
         return groups, mode_centres(z, lw, groups, n)
 
@@ -534,7 +539,7 @@ class BasePilot:
         """
         zs, lws, labels = rounds
         rng = np.random.default_rng(None if seed is None else seed + RESTART_SEED_OFFSET)
-        ran, share, said, data = 0, 0.0, "", self.owner.data
+        ran, share, said = 0, 0.0, ""
         pool: NDArray[np.float64] | None = None
         for r in range(RESTART_ROUNDS + 1):
             lab = np.concatenate(labels)
@@ -563,8 +568,7 @@ class BasePilot:
                 said += "; time limit" if said and remaining <= 0 else ""
                 break
             n = RESTART_PATHS * 2**r
-            x0 = self.coordinates.inverse(pool[RESTART_PATHS * (2**r - 1):][:n], data)
-            starts = [{k: np.asarray(v)[i].tolist() for k, v in x0.items()} for i in range(n)]
+            starts = self._inits(pool[RESTART_PATHS * (2**r - 1):][:n])
             try:
                 z, lw = self._pathfinder_round(
                     None if seed is None else seed + RESTART_SEED_OFFSET + r, SEARCH_RADII[0],
