@@ -1004,6 +1004,18 @@ class ExtendedFit:
             self._convergence = cached
         return cached.copy()
 
+    def worst_rhat(self) -> float:
+        """The largest finite R-hat of :meth:`convergence` (the verdict's ``rhat`` check),
+        NaN when no column has one.
+
+        Raises
+        ------
+        Nothing beyond the fit's own errors.
+        """
+        rhat = self.convergence()["r_hat"].to_numpy(dtype=float)
+        finite = rhat[np.isfinite(rhat)]
+        return float(finite.max()) if finite.size else float("nan")
+
     def log_z_undefined(self) -> ImproperPriorError | None:
         """Why ``log Z`` of this fit's model is undefined, or None when it is defined.
 

@@ -80,7 +80,12 @@ from pemc_stan.methods.density import (
     unexplained_starts,
     wide_log_weights,
 )
-from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, FollowUpStep
+from pemc_stan.methods.follow_up import (
+    DEFAULT_BUDGET,
+    PREDICTION_MARGIN,
+    FollowUpStep,
+    longer_can_fix,
+)
 from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.output.diagnostics import (
     RHAT_MAX,
@@ -752,24 +757,6 @@ def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, 
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return SplitOutcome(why=f"CmdStan failed on the split's chains ({first})",
                                 tried=True)
-
-
-def longer_can_fix(rhat: float, factor: float) -> bool:
-    """Whether ``factor`` times the draws can bring an R-hat under
-    :data:`~pemc_stan.output.diagnostics.RHAT_MAX`: for chains that mix, ``R-hat^2 - 1``
-    (the chain means' spread against the draws') falls as one over the draws.  The split
-    runs longer when the follow-up budget's draws (4 times the first run's by default:
-    R-hat up to 1.19) could fix it by that law: R-hat is noisy with two chains a mode, and
-    the mixture on R^2 came out right after twice the draws from 1.087 (seed 3) and
-    1.12 (seed 1).  Chains that sit in different modes (the Boltzmann relaxation's split:
-    3.1-3.2) do not move for more draws, and the longer run cost 2.5 s and its bridge
-    sampling 5 s for nothing.  True for a NaN R-hat (refused for other reasons).
-
-    Raises
-    ------
-    Nothing.
-    """
-    return not rhat**2 - 1.0 > factor * (RHAT_MAX**2 - 1.0)
 
 
 def _budget(model: MethodModel) -> float:

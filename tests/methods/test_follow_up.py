@@ -6,6 +6,7 @@ compiled runs are in ``test_verdicts.py``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +17,10 @@ from pemc_stan.methods.follow_up import (
     LONGER_REASONS,
     FollowUp,
     follow_up,
+    longer_can_fix,
     plan_step,
 )
-from pemc_stan.output.diagnostics import Reason, Verdict
+from pemc_stan.output.diagnostics import RHAT_MAX, Reason, Verdict
 
 DIVERGED = Reason("divergences", "138 of 1000 transitions (13.8%) diverged", "increase")
 STUCK = Reason("beta_round_trips", "round trips per chain: [0, 1, 17, 0]", "run longer")
@@ -33,6 +35,7 @@ class FakeFit:
     iter_sampling: int
     per_draw: int = 10
     follow_up: Any = None
+    rhat: float = float("nan")
 
     def check(self) -> Verdict:
         return Verdict(self.reasons, ("divergences", "rhat", "beta_round_trips"))
@@ -42,6 +45,9 @@ class FakeFit:
 
     def gradients(self) -> int:
         return self.run_gradients()
+
+    def worst_rhat(self) -> float:
+        return self.rhat
 
 
 @dataclass
@@ -148,3 +154,49 @@ def test_sample_refuses_a_budget_below_one(budget: float) -> None:
     with pytest.raises(OptionsError, match="budget"):
         pemc_stan.sample("parameters { real x; } model { x ~ normal(0, 1); }",
                          method="ct", budget=budget)
+
+
+def test_a_longer_run_can_fix_an_r_hat_only_by_the_law_of_its_draws() -> None:
+    """``R-hat^2 - 1`` falls as one over the draws for chains that mix: twice the draws
+    bring 1.087 under 1.05, not 1.11; the default budget's four times, 1.12 (the mixture
+    on R^2, seed 1), not 3.2 (chains in different modes of the Boltzmann relaxation)."""
+    assert longer_can_fix(1.087, 2.0) and longer_can_fix(1.0, 2.0)
+    assert not longer_can_fix(1.11, 2.0) and not longer_can_fix(3.2, 2.0)
+    assert longer_can_fix(1.12, 4.0) and not longer_can_fix(3.2, 4.0)
+    assert longer_can_fix(float("nan"), 2.0)  # refused for something else
+    edge = math.sqrt(1 + 2 * (RHAT_MAX**2 - 1))
+    assert longer_can_fix(edge - 1e-9, 2.0) and not longer_can_fix(edge + 1e-9, 2.0)
+
+
+def _disagree(rhat: float) -> Reason:
+    return Reason("rhat", f"R-hat of the resampled draws of x is {rhat:.3f} (> 1.05)", "run")
+
+
+def test_an_r_hat_beyond_what_the_budget_can_fix_runs_nothing_more() -> None:
+    """The tempered Boltzmann relaxation (continuous tempering, seed 1): R-hat 1.445 after
+    the first run, and twice the draws left 1.307. Four times the draws, by the law, leave
+    1.128 at best: no step is run, and the record says why."""
+    first = FakeFit((_disagree(1.445), STUCK), 1000, rhat=1.445)
+    fit, model = _run(first, [FakeFit((_disagree(1.307),), 2000, rhat=1.307)], 4.0)
+    assert fit is first and model.calls == []
+    (step,) = fit.follow_up.steps
+    assert step.change == "iter_sampling 1000 -> 2000" and step.gradients == 0
+    assert step.verdict.startswith("not run: more draws cannot fix an R-hat of 1.445")
+    assert "1.128 at best" in step.verdict
+    assert fit.follow_up.spent == first.gradients()
+
+
+def test_an_r_hat_the_budget_can_fix_gets_its_longer_run() -> None:
+    first = FakeFit((_disagree(1.12),), 1000, rhat=1.12)
+    fixed = FakeFit((), 2000, rhat=1.03)
+    fit, model = _run(first, [fixed], 4.0)
+    assert fit is fixed and [c["iter_sampling"] for c in model.calls] == [2000]
+    assert fit.follow_up.steps[0].verdict == "ok"
+
+
+def test_divergences_are_remedied_whatever_the_r_hat() -> None:
+    """A biased sampler's R-hat says nothing of what more draws can do: the target
+    acceptance is raised first."""
+    first = FakeFit((DIVERGED, _disagree(2.5)), 1000, rhat=2.5)
+    fit, model = _run(first, [FakeFit((), 1000)], 4.0)
+    assert [c["adapt_delta"] for c in model.calls] == [0.95] and fit.check().ok
