@@ -77,11 +77,17 @@ NEW_MODE_SHARE = 1e-3
 UNSEEN_SHARE_MAX = 0.02
 #: ... or once it has run this many times ``num_paths`` paths,
 MAX_PATHS_FACTOR = 16
-#: ... or has taken this many times its first round's wall time (at least
-#: :data:`MIN_SEARCH_SECONDS`): starts far out can put an ODE solver or a long L-BFGS
-#: path where the model is slow to evaluate.
-SEARCH_TIME_FACTOR = 8.0
-MIN_SEARCH_SECONDS = 10.0
+#: ... or once a round's paths each take more than this many times the first round's
+#: wall time per path (a round is given at least :data:`MIN_ROUND_SECONDS`): starts
+#: far out can put an ODE solver or a long L-BFGS path where the model is slow to
+#: evaluate.  The limit is on each round's time per path, never on the search's total
+#: time: a total of 10 s (or 8 times the first round's) ended the search on the
+#: Boltzmann relaxation after 48 of its 240 restarts on a machine 2-4 times slower
+#: than another, so the modes found (and CT's error: pooled RMSE of the means 1.05,
+#: 3.08, 0.38 on seeds 1-3, against 0.48, 0.37, 0.33 with the restarts run) depended on
+#: the machine and its load.  The path limits bound the search's length.
+ROUND_TIME_FACTOR = 8.0
+MIN_ROUND_SECONDS = 5.0
 #: Draws per path of the search's later rounds (a tenth of the first round's, at least
 #: this): they only place and weigh modes, while the first round's draws (``draws`` per
 #: path) also shape the base.  Evaluating every draw's density was most of the search's
@@ -111,6 +117,18 @@ RESTART_VALUES = 2_000_000
 #: ... when those weights have an effective sample size of at least this many times the
 #: first round's restarts (else the raw draws are the starts).
 RESTART_ESS_FACTOR = 4
+
+
+def _round_timeout(per_path: float, n_paths: int) -> float:
+    """Seconds a later round of ``n_paths`` paths may take: :data:`ROUND_TIME_FACTOR`
+    times the first round's time per path ``per_path`` for each of its paths, at least
+    :data:`MIN_ROUND_SECONDS`.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return max(MIN_ROUND_SECONDS, ROUND_TIME_FACTOR * per_path * n_paths)
 
 
 def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> float:
@@ -367,7 +385,8 @@ class BasePilot:
         (widest first) with twice the paths each cycle, until at the end of a cycle
         :func:`unseen_share` of the modes holding :data:`NEW_MODE_SHARE` of the mass is
         at most :data:`UNSEEN_SHARE_MAX`, within :data:`MAX_PATHS_FACTOR` times
-        ``num_paths`` paths and :data:`SEARCH_TIME_FACTOR` times the first round's time.
+        ``num_paths`` paths, each later round within :data:`ROUND_TIME_FACTOR` times the
+        first round's time per path (:func:`_round_timeout`).
         A later round that times out ends the search; one that fails otherwise is
         recorded (in ``stopped``) and the search goes on.  The draws of all rounds
         are grouped by mode together (each round's paths labelled apart), so a mode
@@ -392,7 +411,7 @@ class BasePilot:
         lws: list[NDArray[np.float64]] = []
         labels: list[NDArray[np.intp]] = []
         radii: list[float] = []
-        stopped, start, budget, paths = "path limit", time.monotonic(), float("inf"), 0
+        stopped, per_path, paths = "path limit", 0.0, 0
         tried = 0  # paths run, with those of failed rounds (the path limit counts them)
         same, failed = self.log_density(), []
         grouped: Grouping | None = None
@@ -402,15 +421,12 @@ class BasePilot:
             n_paths = self.num_paths * 2 ** (k // len(SEARCH_RADII))
             if tried + n_paths > MAX_PATHS_FACTOR * self.num_paths:
                 break
-            remaining = budget - (time.monotonic() - start)
-            if remaining <= 0:
-                stopped = "time limit"
-                break
             tried += n_paths
+            began = time.monotonic()
             try:
                 z, lw = self._pathfinder_round(
                     None if seed is None else seed + 104729 * k, radius, n_paths,
-                    None if k == 0 else remaining,
+                    None if k == 0 else _round_timeout(per_path, n_paths),
                     None if k == 0 else max(SEARCH_DRAWS_MIN, self.draws // 10))
             except Exception as exc:
                 if k == 0:
@@ -426,8 +442,7 @@ class BasePilot:
                 failed.append(f"radius {radius:g}: {reason}")
             else:
                 if k == 0:
-                    budget = max(MIN_SEARCH_SECONDS,
-                                 SEARCH_TIME_FACTOR * (time.monotonic() - start))
+                    per_path = (time.monotonic() - began) / n_paths
                 own = path_labels(z.shape[0], n_paths)
                 labels.append(paths + (np.zeros(z.shape[0], dtype=np.intp) if own is None
                                        else own))
@@ -453,7 +468,7 @@ class BasePilot:
         restarted: tuple[int, float, str] = (0, 0.0, "")
         if not stopped.startswith("time limit") and same is not None:
             ran, share, said, grouped = self._restarts(seed, (zs, lws, labels), grouped,
-                                                       start + budget, paths, same)
+                                                       per_path, paths, same)
             restarted = (ran, share, said)
             paths += restarted[0]
             stopped += f"; {restarted[2]}" if restarted[2] else ""
@@ -509,7 +524,7 @@ class BasePilot:
     def _restarts(self, seed: int | None, rounds: tuple[list[NDArray[np.float64]],
                                                         list[NDArray[np.float64]],
                                                         list[NDArray[np.intp]]],
-                  grouped: Grouping | None, deadline: float, first: int,
+                  grouped: Grouping | None, per_path: float, first: int,
                   log_density: LogDensity) -> tuple[int, float, str, Grouping | None]:
         """Restarts from where the modes are, once the radius rounds found several.
 
@@ -524,9 +539,10 @@ class BasePilot:
         importance weight already go to the modes not yet found in proportion to their
         mass), until the restarts' own unseen share (every mode they
         reach seen twice, and about ``1 / UNSEEN_SHARE_MAX`` restarts run) is at most
-        :data:`UNSEEN_SHARE_MAX`, for at most :data:`RESTART_ROUNDS` rounds and within the
-        search's time.  Appends the rounds' draws, log weights and path labels (from
-        ``first``) to ``rounds``; ``grouped`` is the last grouping of them (None: none).
+        :data:`UNSEEN_SHARE_MAX`, for at most :data:`RESTART_ROUNDS` rounds, each within
+        :func:`_round_timeout` of the first radius round's time ``per_path``.
+        Appends the rounds' draws, log weights and path labels (from ``first``) to
+        ``rounds``; ``grouped`` is the last grouping of them (None: none).
 
         Returns
         -------
@@ -559,20 +575,19 @@ class BasePilot:
                 logger.debug("mode search: %s", said)
                 if share <= UNSEEN_SHARE_MAX or r == RESTART_ROUNDS:
                     break
-            remaining = deadline - time.monotonic()
-            if pool is None and remaining > 0:  # every round's starts, drawn once
+            if pool is None:  # every round's starts, drawn once
                 cover = self._metric(np.concatenate(zs), groups)
                 pool = None if cover is None else self._restart_starts(
                     cover, rng, RESTART_PATHS * (2**RESTART_ROUNDS - 1))
-            if remaining <= 0 or pool is None:
-                said += "; time limit" if said and remaining <= 0 else ""
+            if pool is None:
                 break
             n = RESTART_PATHS * 2**r
             starts = self._inits(pool[RESTART_PATHS * (2**r - 1):][:n])
             try:
                 z, lw = self._pathfinder_round(
                     None if seed is None else seed + RESTART_SEED_OFFSET + r, SEARCH_RADII[0],
-                    n, remaining, max(SEARCH_DRAWS_MIN, self.draws // 10), starts=starts)
+                    n, _round_timeout(per_path, n), max(SEARCH_DRAWS_MIN, self.draws // 10),
+                    starts=starts)
             except Exception as exc:  # starts where the model cannot be evaluated
                 logger.info("mode search: restarts near the modes failed (%s)",
                             " ".join(str(exc).split())[:160])

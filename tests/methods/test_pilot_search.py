@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from pemc_stan.methods.base_density import BaseDensity, covering
 from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
@@ -135,3 +136,54 @@ def test_restart_starts_are_distinct() -> None:
     assert len(np.unique(starts, axis=0)) == len(starts)
     near = np.minimum(np.linalg.norm(starts - 3, axis=1), np.linalg.norm(starts + 3, axis=1))
     assert np.median(near) < 1.0  # resampled towards the modes, not raw draws
+
+
+def test_the_search_is_limited_per_round_not_by_its_total_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each later round may take ROUND_TIME_FACTOR times the first round's time per path,
+    however long the search has run: a total time limit ended the Boltzmann relaxation's
+    restarts after 48 of 240 on a slower machine, so the modes found depended on it."""
+    from types import SimpleNamespace
+
+    from pemc_stan.methods import pilot as pilot_module
+    from pemc_stan.methods.pilot import _round_timeout
+
+    centres = 10.0 * np.array([[np.cos(a), np.sin(a)]
+                               for a in np.linspace(0, 2 * np.pi, 12, endpoint=False)])
+
+    def density(z: np.ndarray) -> np.ndarray:  # 12 equal modes of sd 0.3 on a circle
+        d2 = np.sum((z[:, None, :] - centres[None]) ** 2, axis=2)
+        return np.asarray(logsumexp(-0.5 * d2 / 0.09, axis=1))
+
+    clock = [0.0]
+    monkeypatch.setattr(pilot_module.time, "monotonic", lambda: clock[0])
+    timeouts: list[tuple[int, float | None]] = []
+    rng = np.random.default_rng(7)
+
+    def round_(seed: int | None, radius: float, n: int, timeout: float | None,
+               draws: int | None = None, starts: list[dict] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        clock[0] += 1.0 * n  # one second per path, every round
+        timeouts.append((n, timeout))
+        x0 = (np.array([s["z"] for s in starts]) if starts is not None
+              else rng.uniform(-radius, radius, size=(n, 2)))
+        near = centres[np.argmin(np.sum((x0[:, None] - centres[None]) ** 2, axis=2), axis=1)]
+        k = 20 if draws is None else draws
+        z = np.repeat(near, k, axis=0) + 0.3 * rng.standard_normal((n * k, 2))
+        log_q = -0.5 * np.sum((z - np.repeat(near, k, axis=0)) ** 2, axis=1) / 0.09
+        return z, density(z) - log_q
+
+    pilot = _bare_pilot(density)
+    pilot.num_paths, pilot.draws, pilot.covariance = 8, 20, "dense"
+    pilot.coordinates = SimpleNamespace(
+        blocks=[object()], inverse=lambda z, data: {"z": np.asarray(z)})
+    pilot.owner = SimpleNamespace(data=None)
+    pilot._pathfinder_round = round_  # type: ignore[method-assign]
+    pilot.pathfinder(seed=3)
+
+    assert pilot.search is not None and "time limit" not in pilot.search.stopped
+    assert timeouts[0] == (8, None)
+    assert all(t == _round_timeout(1.0, n) for n, t in timeouts[1:])
+    assert "restarts near the modes found" in pilot.search.stopped
+    # the search ran past the old total limit (8 times the first round: 64 s)
+    assert clock[0] > 64.0
