@@ -7,8 +7,10 @@ directory), so a model is compiled once per machine, not once per test.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,22 @@ from pemc_stan.backend import runtime
 from pemc_stan.backend.compile import compile_model
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _cli_logging_undone() -> Iterator[None]:
+    """Undo what a test's ``pemc-stan`` command line set up for its process (the
+    ``pemc_stan`` loggers' handlers and propagation, ``warnings.showwarning``): a later
+    test in the same worker must see the library's records through ``caplog``."""
+    names = ("pemc_stan", "pemc_stan.backend.progress")
+    saved = [(logging.getLogger(n), list(logging.getLogger(n).handlers),
+              logging.getLogger(n).level, logging.getLogger(n).propagate) for n in names]
+    show = warnings.showwarning
+    yield
+    warnings.showwarning = show
+    for log, handlers, level, propagate in saved:
+        log.handlers[:], log.propagate = handlers, propagate
+        log.setLevel(level)
 
 
 @pytest.fixture(scope="session")

@@ -87,6 +87,33 @@ def split_modes_option() -> Any:
                   choices=SPLIT_MODES_CHOICES)
 
 
+#: ``beta_marginal``: how a bootstrap round shapes the next round's beta-marginal
+#: (:func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias`), or not at all.
+BETA_MARGINALS = ("length", "flat")
+
+
+def beta_marginal_option(help: str) -> Any:
+    """The ``beta_marginal`` field both methods share, with the method's own ``help``.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return option("length", help, choices=BETA_MARGINALS)
+
+
+def first_round_size(asked: int, divisor: int, least: int) -> int:
+    """Iterations of a short first round that only shapes the next one: ``asked // divisor``,
+    at least ``least`` and at most ``asked`` (continuous tempering's bootstrap round 0,
+    pseudo-extended's round that fits the bias of ``g``).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return min(asked, max(least, asked // divisor))
+
+
 def field_names(options_cls: type) -> tuple[str, ...]:
     """The option names of an options dataclass, in declaration order.
 

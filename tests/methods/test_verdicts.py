@@ -215,7 +215,8 @@ def test_ct_base_falls_back_when_pathfinder_fails(monkeypatch: pytest.MonkeyPatc
 
 def test_a_failed_pe_pilot_falls_back_and_is_in_the_verdict_when_all_fail(
         monkeypatch: pytest.MonkeyPatch, cmdstan_installation: Any) -> None:
-    """Without Pathfinder the offset log_scale comes from importance sampling with a
+    """Under likelihood tempering (whose offset is the only thing the pilot gives) without
+    Pathfinder the offset log_scale comes from importance sampling with a
     Gaussian fitted to ADVI's draws (within 0.1 of the exact log Z here, where 0 would be
     5 nats off); when every approximation fails, 0 is used and the verdict names it."""
     def broken(*_a: object, **_k: object) -> None:
@@ -223,7 +224,7 @@ def test_a_failed_pe_pilot_falls_back_and_is_in_the_verdict_when_all_fail(
 
     monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", broken)
     fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", split_modes="never",
-                           chains=2, iter_warmup=300,
+                           temper="likelihood", chains=2, iter_warmup=300,
                            iter_sampling=300, seed=5)
     assert fit.result.temper == "likelihood"
     assert abs(_normal_log_z()) > 5 and abs(fit.log_scale - _normal_log_z()) < 0.1
@@ -235,7 +236,7 @@ def test_a_failed_pe_pilot_falls_back_and_is_in_the_verdict_when_all_fail(
 
     monkeypatch.setattr(BasePilot, "fit", nothing)
     fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method="pe", split_modes="never",
-                           chains=2, iter_warmup=300,
+                           temper="likelihood", chains=2, iter_warmup=300,
                            iter_sampling=300, seed=5)
     assert fit.log_scale == 0.0
     verdict = fit.check()

@@ -8,12 +8,15 @@ from typing import Any
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.options import (
+    BETA_MARGINALS,
     REPARAMETERIZE_CHOICES,
     SPLIT_MODES_CHOICES,
     MethodOptions,
+    beta_marginal_option,
     check_choice,
     check_int,
     check_number,
+    first_round_size,
     option,
     reparameterize_option,
     split_modes_option,
@@ -26,9 +29,6 @@ __all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "BETA_MARGINALS", "COVA
 TEMPER_CHOICES = ("posterior", "likelihood")
 #: Covariance forms of the Gaussian base ("auto": dense, or a given base's own form).
 COVARIANCES = ("auto", "dense", "diag")
-
-#: How the bootstrap shapes the beta-marginal of the next round.
-BETA_MARGINALS = ("length", "flat")
 
 #: Ways of fitting the initial base density and log zeta (section 6).
 BASE_METHODS = ("pathfinder", "advi", "laplace")
@@ -168,9 +168,9 @@ class ContinuousTemperingOptions(MethodOptions):
                             "for modes)", metavar="P")
     base_draws: int = option(1000, "draws per path (Pathfinder) or in total (ADVI, Laplace) "
                              "of the base fit", metavar="D")
-    beta_marginal: str = option("length", "how bootstrap rounds spread time over temperatures "
-                                "(length: evenly along the bridge's thermodynamic length and "
-                                "in beta; flat: the paper's joint)", choices=BETA_MARGINALS)
+    beta_marginal: str = beta_marginal_option(
+        "how bootstrap rounds spread time over temperatures (length: evenly along the "
+        "bridge's thermodynamic length and in beta; flat: the paper's joint)")
     reparameterize: str = reparameterize_option()
     split_modes: str = split_modes_option()
 
@@ -254,7 +254,7 @@ class ContinuousTemperingOptions(MethodOptions):
             return asked
         if given is not None:
             return int(given)
-        return min(asked, max(least, asked // divisor))
+        return first_round_size(asked, divisor, least)
 
     @property
     def covariance_form(self) -> str:

@@ -32,6 +32,7 @@ from scipy import stats
 from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.methods.base import ExtendedFit, OutputExtras, WeightedEstimate
+from pemc_stan.methods.continuous_tempering.tempering import FLAT, BetaBias, length_bias
 from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
@@ -76,10 +77,18 @@ class PseudoExtendedFit(ExtendedFit):
         were replaced by the next one.
     pilot_notes
         ``(name, message, remedy)`` of the pilots that failed.
+    bias
+        The bias ``h`` of ``g(beta) ∝ exp(-h(beta))`` when the program is shaped
+        (``result.shaped``; None: ``h = 0``).
+    first_round
+        What the round that fitted ``bias`` was (``iter_warmup``, ``iter_sampling``,
+        the share of its copies' temperatures in each tenth of (0, 1)); None when
+        there was none.
 
     Attributes
     ----------
-    fit, result, log_scale, n_pseudo, g_shape, base, base_notes, pilot_notes
+    fit, result, log_scale, n_pseudo, g_shape, base, base_notes, pilot_notes, bias,
+    first_round
     """
 
     particle_dim: ClassVar[str | None] = "pseudo"
@@ -90,8 +99,12 @@ class PseudoExtendedFit(ExtendedFit):
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None, g_shape: float | None = None,
                  base: Any = None, base_notes: Sequence[tuple[str, str, str]] = (),
-                 pilot_notes: Sequence[tuple[str, str, str]] = ()) -> None:
+                 pilot_notes: Sequence[tuple[str, str, str]] = (),
+                 bias: BetaBias | None = None, first_round: dict[str, Any] | None = None
+                 ) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
+        self.bias = bias or FLAT
+        self.first_round = first_round
         self.log_scale = float(log_scale)
         self.g_shape = g_shape
         self.n_pseudo = result.options.n_pseudo
@@ -186,6 +199,31 @@ class PseudoExtendedFit(ExtendedFit):
         # a pseudo-sample whose density could not be evaluated (an ODE or algebraic solver
         # failing far out in a hot copy) gets no weight; check() reports how many
         return np.where(np.isnan(lw), -np.inf, lw)
+
+    def next_bias(self) -> BetaBias:
+        """The bias ``h`` for a further round, fitted to this one's copies (``beta_marginal``).
+
+        Given the draw, the copy that carries the weight is copy ``i`` with probability
+        ``W_i`` (Theorem 2.1), and the other copies are then draws of the instrumental
+        ``q(x, beta) ∝ b(x) exp(-beta Delta(x) - h(beta))`` with ``Delta = -log``
+        of the tempered factor (``log Z^ - log L`` or ``log Z^ + log b - log gamma``):
+        continuous tempering's joint with bias ``h``, whose x-marginal is ``b(x) N(x)``
+        (:meth:`BetaBias.log_normaliser`).  So every copy enters with importance log
+        weight ``log(1 - W_i) - log N(x_i)`` and
+        :func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias` gives the
+        next bias (the flat one when these draws cannot judge the next bridge).
+
+        Raises
+        ------
+        Nothing.
+        """
+        delta = (self.log_scale - self._gq("pemc_log_lik")).reshape(-1)
+        with np.errstate(divide="ignore"):
+            not_carrier = np.log1p(-self.normalised_weights()).reshape(-1)
+        ok = np.isfinite(delta) & np.isfinite(not_carrier)
+        if not np.any(ok):
+            return FLAT
+        return length_bias(delta[ok], not_carrier[ok] - self.bias.log_normaliser(delta[ok]))
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """The pseudo-samples' log weights (:meth:`log_weights`)."""
@@ -374,6 +412,10 @@ class PseudoExtendedFit(ExtendedFit):
         }
         if self.base is not None:
             info["base"] = str(self.base.info.get("method", "given"))
+        if self.first_round is not None:
+            info["first_round"] = dict(self.first_round)
+            info["beta_bias"] = {"knots": self.bias.knots.tolist(),
+                                 "values": self.bias.values.tolist()}
         msgs: list[str] = [f"{message} ({remedy})" for _, message, remedy in self.base_notes]
         n = self.n_pseudo
         if n > 1 and info["max_weight_share"] > 0.9:

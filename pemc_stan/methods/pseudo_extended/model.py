@@ -17,16 +17,21 @@ importance-sampling estimate from the base.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pemc_stan.backend.pathfinder import estimate_log_scale
+from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.mode_split import ModeSplitFit, try_split
+from pemc_stan.methods.options import first_round_size
 from pemc_stan.methods.pilot import BasePilot, ModeSearch
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
@@ -259,23 +264,74 @@ class PseudoExtendedModel(MethodModel):
             if split is not None:
                 return split
         g_shape = self.g_shape()
-        if base is not None and "inits" not in cmdstanpy_kwargs:
+        inits_given = "inits" in cmdstanpy_kwargs
+        if base is not None and not inits_given:
             inits = self.inits_from_base(base, chains, seed)
             if inits is not None:
                 cmdstanpy_kwargs["inits"] = inits
-        run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
-                                             base=base),
-                            chains, iter_warmup, iter_sampling, seed, output_dir, show_progress,
-                            self._base_metric(base), **cmdstanpy_kwargs)
         pilot_notes: list[tuple[str, str, str]] = [] if self.pilot_failure is None else [(
             "pilot", f"the Pathfinder pilot of log_scale failed ({self.pilot_failure}), "
             "so log_scale = 0 was used: the temperatures may be badly scaled",
             "pass log_scale= (an estimate of log Z)")]
+        bias: BetaBias | None = None
+        first_round: dict[str, Any] | None = None
+        if self.result.shaped:
+            first = self._first_round(base, scale, g_shape, chains, iter_warmup, iter_sampling,
+                                      seed, output_dir, show_progress, pilot_notes,
+                                      **cmdstanpy_kwargs)
+            bias = first.next_bias()
+            beta = first.beta().reshape(-1)
+            first_round = {
+                "iter_warmup": first_round_size(iter_warmup, 2, 150),
+                "iter_sampling": first_round_size(iter_sampling, 4, 250),
+                "beta_tenths": (np.histogram(beta, bins=10, range=(0.0, 1.0))[0]
+                                / max(beta.size, 1)).round(4).tolist()}
+            logger.info("PE: bias of g from the first round: h from %.3g to %.3g, h(1) = %.3g",
+                        float(np.min(bias.values)), float(np.max(bias.values)),
+                        float(bias.values[-1]))
+            if not inits_given:  # the user's inits start both rounds
+                cmdstanpy_kwargs["inits"] = first.continuation_inits()
+        with (stage("PE round 2 of 2", bar="PE round 2/2", announce=False) if bias is not None
+              else contextlib.nullcontext()):
+            run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
+                                                 base=base, bias=bias),
+                                chains, iter_warmup, iter_sampling, seed, output_dir,
+                                show_progress, self._base_metric(base), **cmdstanpy_kwargs)
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
                                 original_model=self.original_model, seed=seed, g_shape=g_shape,
-                                base=base, base_notes=self.base_notes, pilot_notes=pilot_notes)
+                                base=base, base_notes=self.base_notes, pilot_notes=pilot_notes,
+                                bias=bias, first_round=first_round)
         fit.search = self.search
         return fit
+
+    def _first_round(self, base: BaseDensity | None, scale: float, g_shape: float | None,
+                     chains: int, iter_warmup: int, iter_sampling: int, seed: int | None,
+                     output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                     pilot_notes: list[tuple[str, str, str]], **cmdstanpy_kwargs: Any
+                     ) -> PseudoExtendedFit:
+        """The short round with the uniform ``g`` whose copies fit the bias of the next
+        (``beta_marginal="length"``): half the warm-up (at least 150) and a quarter of the
+        draws (at least 250), as continuous tempering's bootstrap round 0; its CSVs go to
+        ``output_dir/round_0``.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan fails.
+        """
+        round_dir = None if output_dir is None else Path(output_dir) / "round_0"
+        first_seed = None if seed is None else seed + 1
+        with stage("PE round 1 of 2 (fits the temperatures' bias)", bar="PE round 1/2",
+                   announce=False):
+            run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
+                                                 base=base),
+                                chains, first_round_size(iter_warmup, 2, 150),
+                                first_round_size(iter_sampling, 4, 250), first_seed, round_dir,
+                                show_progress, self._base_metric(base), **cmdstanpy_kwargs)
+        return PseudoExtendedFit(run, self.result, scale, data=self.data,
+                                 original_model=self.original_model, seed=first_seed,
+                                 g_shape=g_shape, base=base, base_notes=self.base_notes,
+                                 pilot_notes=pilot_notes)
 
     def continue_from(self, fit: PseudoExtendedFit, iter_warmup: int,  # type: ignore[override]
                       iter_sampling: int, seed: int | None,
@@ -292,12 +348,14 @@ class PseudoExtendedModel(MethodModel):
         """
         cmdstanpy_kwargs.setdefault("inits", fit.continuation_inits())
         run = self.run_nuts(self.result.data(self.data, log_scale=fit.log_scale,
-                                             g_shape=fit.g_shape, base=fit.base),
+                                             g_shape=fit.g_shape, base=fit.base,
+                                             bias=fit.bias),
                             fit.fit.chains, iter_warmup, iter_sampling, seed, output_dir,
                             show_progress, self._base_metric(fit.base), **cmdstanpy_kwargs)
         new = PseudoExtendedFit(run, self.result, fit.log_scale, data=self.data,
                                 original_model=self.original_model, seed=seed,
                                 g_shape=fit.g_shape, base=fit.base,
-                                base_notes=fit.base_notes, pilot_notes=fit.pilot_notes)
+                                base_notes=fit.base_notes, pilot_notes=fit.pilot_notes,
+                                bias=fit.bias, first_round=fit.first_round)
         new.search = fit.search
         return new

@@ -113,6 +113,7 @@ from pemc_stan.methods.base_density import (
     stan_coordinate_code,
     stan_dim_expr,
 )
+from pemc_stan.methods.continuous_tempering.tempering import FLAT, BetaBias
 from pemc_stan.methods.pseudo_extended.options import (
     AUTO_BETA_MIN,
     BetaDensity,
@@ -205,6 +206,12 @@ class PseudoExtendedResult(TransformResult):
     coordinates
         The base coordinate map of the parameters (empty when a parameter has
         none; then ``temper`` is not ``"base"``).
+    shaped
+        True when ``g(beta) ∝ exp(-h(beta))`` with ``h`` piecewise linear, given as data
+        (``pemc_n_knots``, ``pemc_knots``, ``pemc_bias``; ``h = 0`` is the uniform ``g``):
+        ``beta_marginal="length"`` with sampled temperatures, ``pi = g``, a uniform
+        ``g`` and likelihood or base tempering.  ``pi = g``, so ``h`` leaves the
+        weights unchanged.
     """
 
     options: PseudoExtendedOptions
@@ -215,14 +222,16 @@ class PseudoExtendedResult(TransformResult):
     g_shape_from_data: bool = False
     pi_equals_g: bool = False
     coordinates: BaseCoordinates = BaseCoordinates(())
+    shaped: bool = False
 
     #: The base's covariance form under ``temper="base"``.
     BASE_COVARIANCE = "dense"
 
     def data(self, user_data: Mapping[str, Any] | None, log_scale: float | None = None,
-             g_shape: float | None = None, base: BaseDensity | None = None, **values: Any
-             ) -> dict[str, Any]:
-        """The PE program's data: ``user_data`` plus :attr:`data_additions` (and the base).
+             g_shape: float | None = None, base: BaseDensity | None = None,
+             bias: BetaBias | None = None, **values: Any) -> dict[str, Any]:
+        """The PE program's data: ``user_data`` plus :attr:`data_additions` (and the base,
+        and when :attr:`shaped` the bias ``h``: ``bias``, or none when it is None).
 
         Raises
         ------
@@ -253,6 +262,8 @@ class PseudoExtendedResult(TransformResult):
                                  f"{base.covariance!r}; the program needs {d} and "
                                  f"{self.BASE_COVARIANCE!r}")
             extra.update(base.stan_data())
+        if self.shaped:
+            extra.update((bias or FLAT).stan_data())
         out.update(values)
         out.update(extra)
         return out
@@ -434,6 +445,9 @@ class Tempering:
         The lower bound of the sampled ``beta`` (0: none).
     fixed_ladder
         The inverse temperatures when they are data, else None.
+    shaped
+        True when ``g`` carries a piecewise-linear bias ``exp(-h(beta))`` given as data
+        (``beta_marginal="length"``; see :attr:`PseudoExtendedResult.shaped`).
     """
 
     temper: str
@@ -444,6 +458,7 @@ class Tempering:
     pi_equals_g: bool
     beta_min: float
     fixed_ladder: tuple[float, ...] | None
+    shaped: bool = False
 
 
 def _parameter_copies(param_decls: Sequence[tuple[ast.Type, str]], table: SymbolTable
@@ -589,9 +604,10 @@ def _choose_temper(options: PseudoExtendedOptions, prepared: StanProgram,
         if no_base is not None:
             if not is_auto(options.temper):
                 raise no_base
-            logger.info("%s: no base density for temper='base' (%s); tempering the whole "
-                        "posterior", prepared.name, no_base)
-            temper = "posterior"
+            temper = "likelihood" if _has_likelihood(prepared) else "posterior"
+            logger.info("%s: no base density for temper='base' (%s); tempering the %s",
+                        prepared.name, no_base, "likelihood" if temper == "likelihood"
+                        else "whole posterior")
     return temper, coords
 
 
@@ -610,11 +626,17 @@ def _tempering(options: PseudoExtendedOptions, temper: str, coords: BaseCoordina
     pi_equals_g = is_auto(options.beta_prior)
     beta_min = (options.beta_min if options.beta_min is not None
                 else AUTO_BETA_MIN if temper == "posterior" and ladder is None else 0.0)
+    g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
+    # the bias is fitted as continuous tempering's: beta uniform on (0, 1) in the round
+    # it is fitted from, and pi = g so that it leaves the weights unchanged
+    shaped = (options.beta_marginal == "length" and ladder is None and pi_equals_g
+              and g.is_uniform and not g_from_data and beta_min == 0.0
+              and temper in ("likelihood", "base"))
     return Tempering(
         temper=temper, coordinates=coords, g=g,
         pi=g if pi_equals_g else as_beta(options.beta_prior, "beta_prior"),
-        g_from_data=ladder is None and is_auto(options.instrumental) and temper == "posterior",
-        pi_equals_g=pi_equals_g, beta_min=beta_min, fixed_ladder=ladder)
+        g_from_data=g_from_data, pi_equals_g=pi_equals_g, beta_min=beta_min,
+        fixed_ladder=ladder, shaped=shaped)
 
 
 def _pseudo_sample(k: str | int, copies: Mapping[str, ParameterCopies],
@@ -674,6 +696,7 @@ def _template_context(prepared: StanProgram, options: PseudoExtendedOptions,
         model_name=prepared.name, n_pseudo=n, temper=t.temper, n_in_data=n_in_data,
         fixed_ladder=t.fixed_ladder is not None, g=t.g, pi=t.pi, g_from_data=t.g_from_data,
         pi_equals_g=t.pi_equals_g, beta_min=stan_number(t.beta_min) if t.beta_min > 0 else "0",
+        shaped=t.shaped,
         functions=functions_text(tree, functions.functions), data=block_text(tree.data),
         transformed_data=block_text(tree.transformed_data), parameters=parameters, raw=raw,
         scale_power=stan_number(-options.noncentring / 2),
@@ -706,17 +729,20 @@ def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False
         return temper
     from pemc_stan.estimators.normalisation import prior_report
 
-    if prior_report(program).flat:
+    if prior_report(program).flat or _has_likelihood(program):
         return "base"
-    try:
-        has_likelihood = bool(program.analysis.likelihood_contributions())
-    except Exception:  # analysis failures are reported by the log-density rewrite
-        return "posterior"
-    if has_likelihood:
-        return "likelihood"
     if hierarchical or heavy_tailed_priors(program.tree, program.analysis):
         return "base"
     return "posterior"
+
+
+def _has_likelihood(program: StanProgram) -> bool:
+    """True when the program's analysis finds likelihood terms (False when it fails: its
+    failures are reported by the log-density rewrite)."""
+    try:
+        return bool(program.analysis.likelihood_contributions())
+    except Exception:
+        return False
 
 
 def _probably_multidimensional(param_decls: Sequence[tuple[ast.Type, str]]) -> bool:
@@ -864,4 +890,5 @@ def transform_pseudo_extended(program: StanProgram, options: PseudoExtendedOptio
         parameters=tuple(copies.values()), data_additions=additions, n_in_data=n_in_data,
         temper=tempering.temper, g_shape_from_data=tempering.g_from_data,
         pi_equals_g=tempering.pi_equals_g, coordinates=tempering.coordinates,
+        shaped=tempering.shaped,
         warnings=tuple(issued), noncentred=declarations.noncentred, line_map=line_map)

@@ -36,6 +36,18 @@ functions {
     real pemc_lp = 0;
     return pemc_lp;
   }
+  // h(beta): the bias of g(beta) ∝ exp(-h(beta)), linear between the knots (fitted by
+  // pemc-stan from a first round; 0 in that round)
+  real pemc_beta_bias(real beta, vector knots, vector values) {
+    int n = rows(knots);
+    for (j in 2:n) {
+      if (beta <= knots[j]) {
+        real t = (beta - knots[j - 1]) / (knots[j] - knots[j - 1]);
+        return (1 - t) * values[j - 1] + t * values[j];
+      }
+    }
+    return values[n];
+  }
   // base coordinates z(x) of each constraint type, and log |det dz/dx|
   vector pemc_base_lower(vector x, real lb) {
     return log(x - lb);
@@ -81,6 +93,9 @@ data {
   real<lower=min(lo), upper=max(hi)> mid;
   // pemc-stan: pseudo-extended settings
   real pemc_log_scale;  // log Z offset: gamma~ = gamma / exp(pemc_log_scale)
+  int<lower=2> pemc_n_knots;  // knots of the bias h(beta) of g
+  vector[pemc_n_knots] pemc_knots;  // from 0 to 1
+  vector[pemc_n_knots] pemc_bias;  // h at the knots
   int<lower=1> pemc_D;  // number of base coordinates
   vector[pemc_D] pemc_base_mean;  // base mean in base coordinates
   cholesky_factor_cov[pemc_D] pemc_base_chol;  // Cholesky factor of the base covariance
@@ -242,6 +257,9 @@ model {
   pemc_log_weight[2] = (1 - pemc_beta[2]) * pemc_log_tempered[2];
   target += log_sum_exp(pemc_log_weight);
   target += sum(pemc_log_prior_x) + dot_product(to_vector(pemc_beta), pemc_log_tempered);
+  for (pemc_k in 1:pemc_N) {
+    target += -pemc_beta_bias(pemc_beta[pemc_k], pemc_knots, pemc_bias);  // log g(beta_j)
+  }
 }
 generated quantities {
   vector[pemc_N] pemc_log_weight;  // log w_i (unnormalised; normalise within each draw)

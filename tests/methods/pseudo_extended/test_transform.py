@@ -142,7 +142,10 @@ def test_structure_and_metadata() -> None:
     assert "target += log_sum_exp(pemc_log_weight);" in code
     assert res.n_in_data and res.data_additions["pemc_N"] == 4
     assert [p.name for p in res.parameters] == ["mu", "sigma"]
-    assert res.data({"n": 1, "y": [0.0]}, log_scale=-1.0)["pemc_log_scale"] == -1.0
+    base = BaseDensity(np.zeros(2), np.eye(2), "dense")  # the default tempers towards it
+    assert res.data({"n": 1, "y": [0.0]}, log_scale=-1.0, base=base)["pemc_log_scale"] == -1.0
+    with pytest.raises(ValueError, match="base=None"):
+        res.data({"n": 1, "y": [0.0]}, log_scale=-1.0)
     parse(code)  # the output is in the language pemc-stan parses
 
 
@@ -173,8 +176,8 @@ def test_heavy_tailed_prior_warns_and_suggests_likelihood_tempering() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", PseudoExtendedWarning)
         transform(code, method="pe", n_pseudo=2, temper="likelihood")
-        # the default: every parameter has a proper prior, so the likelihood is tempered
-        assert "tempering of the likelihood" in transform(code, method="pe", n_pseudo=2)
+        # the default tempers towards the pilot's base (proper for every beta), no warning
+        assert "towards a base density b" in transform(code, method="pe", n_pseudo=2)
 
 
 def test_uniform_g_in_several_dimensions_warns_improper() -> None:
@@ -340,8 +343,9 @@ model { y ~ normal(a + b * x, sigma); }
 
 def test_auto_tempers_towards_a_base_when_a_prior_is_flat() -> None:
     """Flat priors: gamma^beta of a regression is not integrable for beta < (d + 1)/n, so
-    the default tempers towards the base (proper for every beta); proper priors keep the
-    likelihood tempering; explicit 'posterior' is kept."""
+    the default tempers towards the base (proper for every beta); so do proper priors with
+    a likelihood (the prior is a long bridge from a posterior the data dominate); explicit
+    'posterior' and 'likelihood' are kept."""
     res = transform_result(FLAT_REGRESSION, method="pe", n_pseudo=2)
     assert res.temper == "base"
     assert [b.name for b in res.coordinates.blocks] == ["a", "b", "sigma"]
@@ -355,7 +359,8 @@ def test_auto_tempers_towards_a_base_when_a_prior_is_flat() -> None:
     check_with_stanc(code)
     proper = FLAT_REGRESSION.replace("model {", "model { a ~ normal(0, 5); b ~ normal(0, 5); "
                                      "sigma ~ exponential(1);")
-    assert transform_result(proper, method="pe").temper == "likelihood"
+    assert transform_result(proper, method="pe").temper == "base"
+    assert transform_result(proper, method="pe", temper="likelihood").temper == "likelihood"
     assert transform_result(FLAT_REGRESSION, method="pe", temper="posterior").temper == \
         "posterior"
 
