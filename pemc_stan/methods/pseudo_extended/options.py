@@ -246,8 +246,8 @@ class PseudoExtendedOptions(MethodOptions):
         without it, so check the divergences.  ``1`` was worse than ``0``.
     beta_marginal
         ``"length"`` (the default): when the inverse temperatures are sampled from
-        a uniform ``g`` with ``pi = g`` under likelihood or base tempering, a short
-        first round is run, and from its pseudo-samples that do not carry the
+        a uniform ``g`` with ``pi = g`` under likelihood or base tempering and
+        ``N > 1``, a short first round is run, and from its pseudo-samples that do not carry the
         weight -- draws of the instrumental ``q(x, beta)`` -- a bias ``h(beta)``
         (:func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias`, as
         continuous tempering's) that spreads their time evenly along the bridge's

@@ -629,7 +629,9 @@ def _tempering(options: PseudoExtendedOptions, temper: str, coords: BaseCoordina
     g_from_data = ladder is None and is_auto(options.instrumental) and temper == "posterior"
     # the bias is fitted as continuous tempering's: beta uniform on (0, 1) in the round
     # it is fitted from, and pi = g so that it leaves the weights unchanged
-    shaped = (options.beta_marginal == "length" and ladder is None and pi_equals_g
+    # (with one copy, it always carries the weight: no copy samples q)
+    shaped = (options.beta_marginal == "length" and options.n_pseudo > 1
+              and ladder is None and pi_equals_g
               and g.is_uniform and not g_from_data and beta_min == 0.0
               and temper in ("likelihood", "base"))
     return Tempering(

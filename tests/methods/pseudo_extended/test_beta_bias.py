@@ -100,10 +100,11 @@ def test_the_bias_from_the_copies_matches_the_exact_bridge() -> None:
 
 @pytest.mark.parametrize("option", [{"beta_marginal": "flat"}, {"beta": [0.2, 0.6, 1.0]},
                                     {"instrumental": (0.5, 1.0)}, {"temper": "posterior"},
-                                    {"beta_prior": (2.0, 1.0)}])
+                                    {"beta_prior": (2.0, 1.0)}, {"n_pseudo": 1}])
 def test_the_bias_is_used_only_where_it_leaves_the_weights_unchanged(option: object) -> None:
     """The shaped g needs sampled temperatures, pi = g, a uniform g and no beta_min
-    (likelihood or base tempering): any other setting keeps the program unshaped."""
+    (likelihood or base tempering), and copies that do not carry the weight (N > 1): any
+    other setting keeps the program unshaped."""
     program = ("data { int n; vector[n] y; } parameters { real mu; } "
                "model { mu ~ normal(0, 1); y ~ normal(mu, 1); }")
     shaped = transform_result(program, method="pe")
