@@ -847,7 +847,7 @@ def _extend_search(model: MethodModel, search: ModeSearch, refused: SplitOutcome
     if make is None or refused.unexplained is None or not refused.modes:
         return None
     try:
-        groups, centres = make().modes_from(refused.unexplained, seed)
+        groups, centres = make().modes_from(refused.unexplained, seed, search.seconds_per_path)
     except Exception as exc:  # Pathfinder or the density failing there: keep the refusal
         logger.info("mode split: the search from the unexplained mass failed (%s)",
                     " ".join(str(exc).split())[:160])

@@ -29,6 +29,7 @@ remedy)``, which the fits show in their diagnostics.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,6 +186,9 @@ class ModeSearch:
     unseen
         The estimated chance that one more path would have found a mode not yet seen
         (:func:`unseen_share`) when the search stopped.
+    seconds_per_path
+        The first round's wall time per path, which bounds later rounds' time
+        (:func:`_round_timeout`; NaN when unknown).
     """
 
     radii: tuple[float, ...]
@@ -197,6 +201,7 @@ class ModeSearch:
     major_shares: tuple[float, ...] = ()
     base: Any = field(default=None, compare=False, repr=False)
     unseen: float = float("nan")
+    seconds_per_path: float = field(default=float("nan"), compare=False)
 
     @property
     def radius(self) -> float:
@@ -483,7 +488,7 @@ class BasePilot:
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
                                  tuple(float(x) for x in shares[major]),
-                                 self._metric(z_all, groups), unseen)
+                                 self._metric(z_all, groups), unseen, per_path)
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
 
@@ -493,19 +498,28 @@ class BasePilot:
         return [{k: np.asarray(v)[i].tolist() for k, v in x0.items()}
                 for i in range(np.asarray(z).shape[0])]
 
-    def modes_from(self, starts: NDArray[np.float64], seed: int | None
+    def modes_from(self, starts: NDArray[np.float64], seed: int | None,
+                   seconds_per_path: float = float("nan")
                    ) -> tuple[list[ModeGroup], NDArray[np.float64]]:
         """One Pathfinder path from each of ``starts`` (base coordinates), as the
         restarts' (:data:`SEARCH_DRAWS_MIN` or a tenth of ``draws`` per path), grouped by
         mode with the density test: (modes, their centres in base coordinates).
 
+        ``seconds_per_path`` is the search's first round's time per path
+        (:attr:`ModeSearch.seconds_per_path`): the paths then get the time of a later
+        round of the search (:func:`_round_timeout`); NaN runs them without a limit.
+
         Raises
         ------
+        TimeoutError
+            When the paths take longer than that.
         Exception
             Whatever Pathfinder or the density raise.
         """
         n = int(np.asarray(starts).shape[0])
-        z, lw = self._pathfinder_round(seed, SEARCH_RADII[0], n, None,
+        timeout = (_round_timeout(seconds_per_path, n) if math.isfinite(seconds_per_path)
+                   else None)
+        z, lw = self._pathfinder_round(seed, SEARCH_RADII[0], n, timeout,
                                        max(SEARCH_DRAWS_MIN, self.draws // 10),
                                        starts=self._inits(starts))
         groups, _ = group_paths(z, lw, n, log_density=self.log_density())

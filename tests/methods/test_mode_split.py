@@ -185,11 +185,17 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
         [True, False, False]  # 3 sd is inside (chi2 99.9%, 2 dof: 3.72 sd), 4 sd is not
     reached = ([(np.arange(5), np.log(0.5)), (np.arange(5, 10), np.log(0.45))],
                np.array([[3.02, 0.01], [0.0, 3.0]]))
-    pilot = SimpleNamespace(modes_from=lambda starts, seed: reached)
+    limits: list[float] = []
+
+    def modes_from(starts: np.ndarray, seed: int, seconds_per_path: float) -> tuple:
+        limits.append(seconds_per_path)
+        return reached
+
+    pilot = SimpleNamespace(modes_from=modes_from)
     model = SimpleNamespace(_pilot=lambda: pilot)
     search = ModeSearch((2.0,), 2, 2, 8, "path limit", (0.5, 0.5), np.array([[0.0, 0.0],
                                                                             [3.0, 0.0]]),
-                        (0.5, 0.5), None)
+                        (0.5, 0.5), None, seconds_per_path=0.25)
     refused = SplitOutcome(why="mode_wide_mass: 45% more", tried=True, names=("mode_wide_mass",))
     refused.unexplained, refused.modes = np.zeros((16, 2)), modes
     wider = _extend_search(model, search, refused, 1)  # type: ignore[arg-type]
@@ -197,8 +203,9 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
     assert wider.centres.tolist() == [[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]]
     assert wider.major_shares == pytest.approx([0.5 / 1.45, 0.5 / 1.45, 0.45 / 1.45])
     assert (wider.modes, wider.major_modes, wider.paths) == (3, 3, 24)
+    assert limits == [0.25]  # the search's time per path bounds the new paths
     assert wider.stopped.endswith("16 restarts from the mass the split's importance sampler "
                                   "saw beyond the modes: 1 new mode(s)")
     # nothing new: no extension
-    pilot.modes_from = lambda starts, seed: (reached[0][:1], reached[1][:1])
+    pilot.modes_from = lambda starts, seed, per_path: (reached[0][:1], reached[1][:1])
     assert _extend_search(model, search, refused, 1) is None  # type: ignore[arg-type]

@@ -142,7 +142,9 @@ def test_the_search_is_limited_per_round_not_by_its_total_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Each later round may take ROUND_TIME_FACTOR times the first round's time per path,
     however long the search has run: a total time limit ended the Boltzmann relaxation's
-    restarts after 48 of 240 on a slower machine, so the modes found depended on it."""
+    restarts after 48 of 240 on a slower machine, so the modes found depended on it.
+    The search records its time per path, and the mode split's later search from
+    unexplained mass (:meth:`Pilot.modes_from`, on a fresh pilot) is limited by it."""
     from types import SimpleNamespace
 
     from pemc_stan.methods import pilot as pilot_module
@@ -187,3 +189,9 @@ def test_the_search_is_limited_per_round_not_by_its_total_time(
     assert "restarts near the modes found" in pilot.search.stopped
     # the search ran past the old total limit (8 times the first round: 64 s)
     assert clock[0] > 64.0
+    assert pilot.search.seconds_per_path == 1.0
+    starts = np.array(centres[:6])
+    pilot.modes_from(starts, 5, pilot.search.seconds_per_path)
+    assert timeouts[-1] == (6, _round_timeout(1.0, 6))
+    pilot.modes_from(starts, 5)  # no search to measure against: no limit
+    assert timeouts[-1] == (6, None)
