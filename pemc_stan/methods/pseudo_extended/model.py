@@ -276,14 +276,15 @@ class PseudoExtendedModel(MethodModel):
         bias: BetaBias | None = None
         first_round: dict[str, Any] | None = None
         if self.result.shaped:
-            first = self._first_round(base, scale, g_shape, chains, iter_warmup, iter_sampling,
-                                      seed, output_dir, show_progress, pilot_notes,
-                                      **cmdstanpy_kwargs)
+            short = {"iter_warmup": first_round_size(iter_warmup, 2, 150),
+                     "iter_sampling": first_round_size(iter_sampling, 4, 250)}
+            first = self._first_round(base, scale, g_shape, chains, short["iter_warmup"],
+                                      short["iter_sampling"], seed, output_dir, show_progress,
+                                      pilot_notes, **cmdstanpy_kwargs)
             bias = first.next_bias()
             beta = first.beta().reshape(-1)
             first_round = {
-                "iter_warmup": first_round_size(iter_warmup, 2, 150),
-                "iter_sampling": first_round_size(iter_sampling, 4, 250),
+                **short,
                 "beta_tenths": (np.histogram(beta, bins=10, range=(0.0, 1.0))[0]
                                 / max(beta.size, 1)).round(4).tolist()}
             logger.info("PE: bias of g from the first round: h from %.3g to %.3g, h(1) = %.3g",
@@ -310,8 +311,9 @@ class PseudoExtendedModel(MethodModel):
                      pilot_notes: list[tuple[str, str, str]], **cmdstanpy_kwargs: Any
                      ) -> PseudoExtendedFit:
         """The short round with the uniform ``g`` whose copies fit the bias of the next
-        (``beta_marginal="length"``): half the warm-up (at least 150) and a quarter of the
-        draws (at least 250), as continuous tempering's bootstrap round 0; its CSVs go to
+        (``beta_marginal="length"``), of ``iter_warmup`` and ``iter_sampling`` as given
+        (:meth:`sample` asks for half the warm-up, at least 150, and a quarter of the
+        draws, at least 250, as continuous tempering's bootstrap round 0); its CSVs go to
         ``output_dir/round_0``.
 
         Raises
@@ -325,8 +327,7 @@ class PseudoExtendedModel(MethodModel):
                    announce=False):
             run = self.run_nuts(self.result.data(self.data, log_scale=scale, g_shape=g_shape,
                                                  base=base),
-                                chains, first_round_size(iter_warmup, 2, 150),
-                                first_round_size(iter_sampling, 4, 250), first_seed, round_dir,
+                                chains, iter_warmup, iter_sampling, first_seed, round_dir,
                                 show_progress, self._base_metric(base), **cmdstanpy_kwargs)
         return PseudoExtendedFit(run, self.result, scale, data=self.data,
                                  original_model=self.original_model, seed=first_seed,
