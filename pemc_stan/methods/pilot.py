@@ -355,7 +355,8 @@ class BasePilot:
         without base coordinates.  It remembers every point it evaluated: the search
         groups its rounds again after each, and the segments between centres that did
         not move are the same points (on the Boltzmann relaxation, writing them for
-        CmdStan again was 40% of the search's time)."""
+        CmdStan again was 40% of the search's time); a point left nan with others of a
+        failed chunk is not remembered, so a later call evaluates it again."""
         if not self.coordinates.blocks:
             return None
         known: dict[bytes, float] = {}
@@ -364,13 +365,19 @@ class BasePilot:
             z = np.ascontiguousarray(z, dtype=float)
             keys = [row.tobytes() for row in z]
             new = [i for i, k in enumerate(keys) if k not in known]
+            out = dict(known)
             if new:
-                known.update(zip([keys[i] for i in new], at(z[new]).tolist(), strict=True))
-            return np.array([known[k] for k in keys], dtype=float).reshape(z.shape[0])
+                values, settled = at(z[new])
+                for i, v, ok in zip(new, values.tolist(), settled.tolist(), strict=True):
+                    out[keys[i]] = v
+                    if ok:  # not a point left nan only by a bad neighbour in its chunk
+                        known[keys[i]] = v
+            return np.array([out[k] for k in keys], dtype=float).reshape(z.shape[0])
 
-        def at(z: NDArray[np.float64], depth: int = 0) -> NDArray[np.float64]:
+        def at(z: NDArray[np.float64], depth: int = 0
+               ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
             try:
-                return self.log_density_z(z)
+                return self.log_density_z(z), np.ones(z.shape[0], dtype=bool)
             except Exception as exc:  # a density that throws between modes: keep them apart
                 if depth == 0:
                     logger.info("density between modes not evaluated at some points (%s); "
@@ -378,8 +385,9 @@ class BasePilot:
                                 " ".join(str(exc).split())[:160])
                 if depth < DENSITY_SPLITS and z.shape[0] > 1:  # only where it fails
                     h = z.shape[0] // 2
-                    return np.concatenate([at(z[:h], depth + 1), at(z[h:], depth + 1)])
-                return np.full(z.shape[0], np.nan)
+                    (a, sa), (b, sb) = at(z[:h], depth + 1), at(z[h:], depth + 1)
+                    return np.concatenate([a, b]), np.concatenate([sa, sb])
+                return np.full(z.shape[0], np.nan), np.full(z.shape[0], z.shape[0] == 1)
 
         return remembered
 

@@ -102,6 +102,35 @@ def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> N
     assert len(calls) == 1 + 2 * DENSITY_SPLITS
 
 
+def test_points_left_unevaluated_by_a_bad_neighbour_are_evaluated_again() -> None:
+    """The points that shared a failed chunk with the bad one are not remembered as nan:
+    the next grouping asks for them again, and gets them, and the bad point alone stays
+    nan (remembered once evaluated alone)."""
+    from pemc_stan.methods.pilot import DENSITY_SPLITS
+
+    calls: list[int] = []
+
+    def density(z: np.ndarray) -> np.ndarray:
+        calls.append(len(z))
+        if np.any(z[:, 0] > 900):
+            raise RuntimeError("log_prob failed")
+        return -0.5 * np.sum(z**2, axis=1)
+
+    z = np.zeros((320, 2))
+    z[:, 0] = np.arange(320.0)
+    z[200, 0] = 1000.0
+    at = _bare_pilot(density).log_density()
+    at(z)
+    calls.clear()
+    again = at(z)
+    assert calls[0] == 320 // 2**DENSITY_SPLITS  # only the failed chunk is asked again
+    bad = ~np.isfinite(again)
+    assert bad.tolist() == [i == 200 for i in range(320)]
+    calls.clear()
+    at(z)
+    assert calls == []  # every point now known, the bad one as nan
+
+
 def test_the_density_test_evaluates_each_point_once() -> None:
     """The search groups its rounds again after each: segments between centres that did
     not move are the same points, and are not written for CmdStan again."""
