@@ -6,6 +6,7 @@ Fast; the search on compiled models is in ``test_mode_search.py``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -79,35 +80,10 @@ def _bare_pilot(log_density_z):  # type: ignore[no-untyped-def]
     return pilot
 
 
-def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> None:
-    """CmdStan's log_prob fails the whole call for one bad point; the retries on halves
-    keep the rest, so one bad segment point does not stop every merge."""
-    from pemc_stan.methods.pilot import DENSITY_SPLITS
-
-    calls: list[int] = []
-
-    def density(z: np.ndarray) -> np.ndarray:
-        calls.append(len(z))
-        if np.any(z[:, 0] > 900):
-            raise RuntimeError("log_prob failed")
-        return -0.5 * np.sum(z**2, axis=1)
-
-    z = np.zeros((320, 2))
-    z[:, 0] = np.arange(320.0)
-    z[200, 0] = 1000.0  # one bad point
-    out = _bare_pilot(density).log_density()(z)
-    bad = ~np.isfinite(out)
-    assert bad[200] and np.sum(bad) == 320 // 2**DENSITY_SPLITS  # its last chunk only
-    assert np.allclose(out[~bad], -0.5 * np.sum(z[~bad] ** 2, axis=1))
-    assert len(calls) == 1 + 2 * DENSITY_SPLITS
-
-
-def test_points_left_unevaluated_by_a_bad_neighbour_are_evaluated_again() -> None:
-    """The points that shared a failed chunk with the bad one are not remembered as nan:
-    the next grouping asks for them again, and gets them, and the bad point alone stays
-    nan (remembered once evaluated alone)."""
-    from pemc_stan.methods.pilot import DENSITY_SPLITS
-
+def _one_bad_point() -> tuple[list[int], Callable[[np.ndarray], np.ndarray], np.ndarray]:
+    """320 points on a line, one (row 200) where the density throws, as CmdStan's
+    log_prob fails the whole call: (the sizes of the calls, the pilot's density test,
+    the points)."""
     calls: list[int] = []
 
     def density(z: np.ndarray) -> np.ndarray:
@@ -120,6 +96,30 @@ def test_points_left_unevaluated_by_a_bad_neighbour_are_evaluated_again() -> Non
     z[:, 0] = np.arange(320.0)
     z[200, 0] = 1000.0
     at = _bare_pilot(density).log_density()
+    assert at is not None
+    return calls, at, z
+
+
+def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> None:
+    """CmdStan's log_prob fails the whole call for one bad point; the retries on halves
+    keep the rest, so one bad segment point does not stop every merge."""
+    from pemc_stan.methods.pilot import DENSITY_SPLITS
+
+    calls, at, z = _one_bad_point()
+    out = at(z)
+    bad = ~np.isfinite(out)
+    assert bad[200] and np.sum(bad) == 320 // 2**DENSITY_SPLITS  # its last chunk only
+    assert np.allclose(out[~bad], -0.5 * np.sum(z[~bad] ** 2, axis=1))
+    assert len(calls) == 1 + 2 * DENSITY_SPLITS
+
+
+def test_points_left_unevaluated_by_a_bad_neighbour_are_evaluated_again() -> None:
+    """The points that shared a failed chunk with the bad one are not remembered as nan:
+    the next grouping asks for them again, and gets them, and the bad point alone stays
+    nan (remembered once evaluated alone)."""
+    from pemc_stan.methods.pilot import DENSITY_SPLITS
+
+    calls, at, z = _one_bad_point()
     at(z)
     calls.clear()
     again = at(z)
