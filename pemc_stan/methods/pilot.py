@@ -365,14 +365,15 @@ class BasePilot:
             z = np.ascontiguousarray(z, dtype=float)
             keys = [row.tobytes() for row in z]
             new = [i for i, k in enumerate(keys) if k not in known]
-            out = dict(known)
+            fresh: dict[bytes, float] = {}
             if new:
                 values, settled = at(z[new])
                 for i, v, ok in zip(new, values.tolist(), settled.tolist(), strict=True):
-                    out[keys[i]] = v
+                    fresh[keys[i]] = v
                     if ok:  # not a point left nan only by a bad neighbour in its chunk
                         known[keys[i]] = v
-            return np.array([out[k] for k in keys], dtype=float).reshape(z.shape[0])
+            return np.array([known[k] if k in known else fresh[k] for k in keys],
+                            dtype=float).reshape(z.shape[0])
 
         def at(z: NDArray[np.float64], depth: int = 0
                ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
