@@ -127,9 +127,11 @@ def test_an_interrupted_compile_ends_make_and_the_compiler(
         cmdstan_installation: object, tmp_path: Path, sig: signal.Signals) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    stan = tmp_path / "fresh.stan"  # a program never compiled before: its hash is new
-    stan.write_text(f"// {uuid.uuid4()}\nparameters {{ real x; }}\n"
-                    "model { x ~ normal(0, 1); }\n")
+    # a program never compiled before: the cache key ignores comments, so the new number
+    # is in the code
+    stan = tmp_path / "fresh.stan"
+    stan.write_text(f"parameters {{ real x; }}\n"
+                    f"model {{ x ~ normal({uuid.uuid4().int % 10**9}e-12, 1); }}\n")
     proc = _start(["sample", str(stan), "--method", "pe", "--output-dir",
                    str(tmp_path / "out")], tmp)
     _interrupt(proc, sig, tmp, lambda cmd: any(w in cmd for w in ("cc1plus", "g++", "clang")))

