@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["StanProgram", "read_program", "load_data", "check_data", "read_data",
+__all__ = ["StanProgram", "read_program", "load_data", "check_data", "read_data", "CheckedData",
            "ProgramSource"]
 
 #: What a program may be given as.
@@ -436,6 +436,16 @@ def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],
             _check_values(stmt, name, declared, data, data_name)
 
 
+class CheckedData(dict[str, Any]):
+    """Data already read and checked against :attr:`program` (by :func:`read_data`): read
+    again for the same program, it is returned as it is, so each value is checked, and
+    warned about, once."""
+
+    def __init__(self, values: Mapping[str, Any], program: StanProgram) -> None:
+        super().__init__(values)
+        self.program = program
+
+
 def read_data(program: StanProgram, data: Mapping[str, Any] | str | os.PathLike[str] | None
               ) -> dict[str, Any]:
     """:func:`load_data`, then :func:`check_data` against ``program``: the one data reader
@@ -448,7 +458,9 @@ def read_data(program: StanProgram, data: Mapping[str, Any] | str | os.PathLike[
     OSError
         If a data file cannot be read.
     """
+    if isinstance(data, CheckedData) and data.program is program:
+        return data
     loaded = load_data(data)
     name = Path(data).name if isinstance(data, (str, os.PathLike)) else "the data"
     check_data(program, loaded, name)
-    return loaded
+    return CheckedData(loaded, program)

@@ -34,7 +34,7 @@ import cmdstanpy
 from pemc_stan.backend.console import collapse_cmdstanpy_messages, is_cmdstan_failure, run_error
 from pemc_stan.backend.processes import ending_children
 from pemc_stan.errors import OptionsError
-from pemc_stan.inputs import ProgramSource, StanProgram, read_program
+from pemc_stan.inputs import ProgramSource, StanProgram, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
 from pemc_stan.methods.follow_up import DEFAULT_BUDGET, follow_up
@@ -44,7 +44,8 @@ from pemc_stan.output.folder import check_output_folder
 logger = logging.getLogger(__name__)
 
 __all__ = ["transform", "transform_result", "method_model", "sample", "run", "split_options",
-           "SamplerArgs", "METRICS", "draw_seed", "parse_inits", "nuts_fields", "check_inits"]
+           "SamplerArgs", "METRICS", "draw_seed", "parse_inits", "nuts_fields", "check_inits",
+           "RunInputs", "settle"]
 
 
 #: Seeds are drawn from [0, 2^31 - 1): the seeds derived from a run's seed (bootstrap
@@ -555,23 +556,56 @@ def sample(
     _check_inputs(model, data)
     given = model if isinstance(model, cmdstanpy.CmdStanModel) else None
     result = spec.transform_program(read_program(model), opts)  # program errors first
-    return run(result, data, sampler, output_dir=output_dir, client=client, original_model=given)
+    return run(settle(result, data, sampler), output_dir=output_dir, client=client,
+               original_model=given)
 
 
-def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
-        output_dir: str | os.PathLike[str] | None = None, client: Any = None,
-        original_model: cmdstanpy.CmdStanModel | None = None) -> ExtendedFit:
-    """Run a transformed program whose method, options, program and sampler arguments
-    are settled (:func:`sample` settles them; so does the command line).
+@dataclass(frozen=True)
+class RunInputs:
+    """A run's inputs, settled once at the front door (:func:`settle`) and carried down.
+
+    Attributes
+    ----------
+    result
+        The method's transformation of the program.
+    data
+        The user's data, read and checked against the data block.
+    sampler
+        Validated NUTS arguments with the run's seed (drawn when none was given).
+    """
+
+    result: TransformResult
+    data: dict[str, Any]
+    sampler: SamplerArgs
+
+
+def settle(result: TransformResult, data: Any, sampler: SamplerArgs) -> RunInputs:
+    """Read the data, draw the seed and check the inits against the method's program:
+    once per run, before anything is compiled.
+
+    Raises
+    ------
+    DataError
+        For data that do not match the data block.
+    OptionsError
+        For inits that do not fit the method's program.
+    """
+    values = read_data(result.program, data)
+    sampler = sampler.seeded()
+    check_inits(result, values, sampler.inits)
+    return RunInputs(result, values, sampler)
+
+
+def run(inputs: RunInputs, *, output_dir: str | os.PathLike[str] | None = None,
+        client: Any = None, original_model: cmdstanpy.CmdStanModel | None = None
+        ) -> ExtendedFit:
+    """Run a transformed program whose method, options, program, data and sampler
+    arguments are settled (:func:`settle`; :func:`sample` and the command line call it).
 
     Parameters
     ----------
-    result
-        A result of :meth:`~pemc_stan.methods.registry.Method.transform_program`.
-    data
-        The user's data (dict or JSON path), checked against the data block here.
-    sampler
-        Validated NUTS arguments.
+    inputs
+        The settled inputs.
     output_dir, client
         As :func:`sample`.
     original_model
@@ -580,25 +614,20 @@ def run(result: TransformResult, data: Any, sampler: SamplerArgs, *,
     Returns
     -------
     ExtendedFit
-        With ``run_seed`` set: the sampler's seed, or the one drawn when it has none.
+        With ``run_seed`` set: the seed of ``inputs.sampler``.
 
     Raises
     ------
-    DataError
-        For data that do not match the data block (before compiling).
-    OptionsError
-        For inits that do not fit the method's program (before compiling).
     OutputPathError
         If ``output_dir`` is a file, or cannot be created or written (before anything
-        is read or compiled).
+        is compiled).
     CmdStanRunError, KeyboardInterrupt, ImportError
         As :func:`sample`.
     """
-    sampler = sampler.seeded()
+    result, sampler = inputs.result, inputs.sampler
     if output_dir is not None:  # a file given as the folder: named before any pilot/compile
         check_output_folder(output_dir)
-    method_model = result.require_method().model(result, data, original_model)
-    check_inits(result, method_model.data, sampler.inits)
+    method_model = result.require_method().model(result, inputs.data, original_model)
     kwargs = sampler.cmdstan_kwargs()
     # the user's inits start the first run; a follow-up continues from where it ended
     later = {k: v for k, v in kwargs.items() if k != "inits"}

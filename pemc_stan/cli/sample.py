@@ -23,7 +23,7 @@ from pemc_stan.methods import registry
 from pemc_stan.methods.follow_up import DEFAULT_BUDGET
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
-from pemc_stan.pipeline import SamplerArgs, check_inits
+from pemc_stan.pipeline import SamplerArgs, settle
 from pemc_stan.pipeline import run as run_method
 
 __all__ = ["add_parser", "run", "EPILOG"]
@@ -158,17 +158,17 @@ def run(args: argparse.Namespace) -> ExitCode:
     given = sampler_options(args)
     if isinstance(given.get("inits"), str):
         existing_file(given["inits"], "inits file")
-    sampler = SamplerArgs(show_progress=show_progress, budget=args.budget,
-                          **given).validate().seeded()  # one seed for everything
+    sampler = SamplerArgs(show_progress=show_progress, budget=args.budget, **given).validate()
     program = read_model(model)  # syntax errors before anything else
     data = read_data(program, model, data_path)
     result = spec.transform_program(program, options)
-    check_inits(result, data, sampler.inits)
+    inputs = settle(result, data, sampler)  # one seed for everything; inits checked once
+    sampler = inputs.sampler
     out = (Path(args.output_dir) if args.output_dir
            else Path.cwd() / f"{model.stem}_{spec.short}_output")
     with RunFolder(out, overwrite=args.overwrite) as run:  # checked and locked before compiling
         try:
-            fit = run_method(result, data, sampler, output_dir=str(run.staging / "cmdstan"))
+            fit = run_method(inputs, output_dir=str(run.staging / "cmdstan"))
             saved = save_fit(fit, run.staging, name=model.stem, model_label=str(model),
                              data_label=str(data_path) if data_path is not None else None,
                              sampler=sampler.record())

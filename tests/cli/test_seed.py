@@ -145,3 +145,50 @@ def test_a_run_without_seed_records_the_seed_it_drew(cmdstan_installation: objec
     assert f"seed: {seed}\n" in capsys.readouterr().out
     repeated = json.loads((again / "estimates.json").read_text())
     assert repeated["expectations"] == estimates["expectations"]
+
+
+def _count_settling(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
+    """Count how often a seed is settled (``SamplerArgs.seeded``) and the method's program
+    is parsed to check the inits (the generated program, read by ``check_inits``)."""
+    import pemc_stan.pipeline as pipeline
+
+    seeded, parsed = [], []
+    real_seeded, real_read = SamplerArgs.seeded, pipeline.read_program
+
+    def counted_seeded(self: SamplerArgs) -> SamplerArgs:
+        seeded.append(1)
+        return real_seeded(self)
+
+    def counted_read(source: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(source, str) and "pemc_" in source:
+            parsed.append(1)
+        return real_read(source, *args, **kwargs)
+
+    monkeypatch.setattr(SamplerArgs, "seeded", counted_seeded)
+    monkeypatch.setattr(pipeline, "read_program", counted_read)
+    return seeded, parsed
+
+
+def test_the_seed_and_the_inits_check_are_decided_once_per_run(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """From Python and from the command line, the seed is settled and the inits are checked
+    against the method's program once (the command line settles them before its output
+    folder is made, and the run carries them down)."""
+    seeds = _capture_runs(monkeypatch)
+    seeded, parsed = _count_settling(monkeypatch)
+    pemc_stan.sample(MODEL, method="ct", inits={"mu": 0.5})
+    assert (len(seeded), len(parsed), len(seeds)) == (1, 1, 2)
+
+    def save_fit(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("stopped where the command line saves the fit")
+
+    monkeypatch.setattr("pemc_stan.cli.sample.save_fit", save_fit)
+    seeded.clear(), parsed.clear(), seeds.clear()
+    stan = tmp_path / "m.stan"
+    stan.write_text(MODEL)
+    inits = tmp_path / "inits.json"
+    inits.write_text(json.dumps({"mu": 0.5}))
+    code = main(["sample", str(stan), "--method", "ct", "--inits", str(inits),
+                 "--output-dir", str(tmp_path / "out")])
+    assert code != ExitCode.OK  # the saving was stopped, as planned
+    assert (len(seeded), len(parsed), len(seeds)) == (1, 1, 2)
