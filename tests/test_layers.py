@@ -29,7 +29,16 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
     ("estimators: pure functions of draws and log weights", frozenset({"estimators"})),
     ("output: verdicts, InferenceData, run folders (fits through their hooks)",
      frozenset({"output"})),
-    ("methods: transform -> model -> fit", frozenset({"methods"})),
+    ("the mode search's rules and record (imports nothing of the package)",
+     frozenset({"modes.search"})),
+    ("methods' core: the shared model and fit, base densities, templates, options, "
+     "registry, follow-ups, density programs, bridge sampling",
+     frozenset({"methods.base", "methods.base_density", "methods.templates",
+                "methods.options", "methods.registry", "methods.follow_up",
+                "methods.warm_start", "methods.density", "methods.bridge"})),
+    ("modes: the pilot's search for modes", frozenset({"modes"})),
+    ("methods: CT and PE, the mode split, and the package that registers the methods",
+     frozenset({"methods"})),
     ("front doors: sample, transform, evidence", frozenset({"pipeline", "evidence"})),
     ("many fits on a cluster", frozenset({"batch"})),
     ("the command line and the public API", frozenset({"cli", "__main__", ""})),
@@ -37,8 +46,8 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
 
 #: Modules that start processes or run CmdStan; the estimators import none of them.
 PROCESS_MODULES = ("subprocess", "multiprocessing", "concurrent", "cmdstanpy", "httpstan",
-                   "pemc_stan.backend", "pemc_stan.methods", "pemc_stan.pipeline",
-                   "pemc_stan.evidence")
+                   "pemc_stan.backend", "pemc_stan.methods", "pemc_stan.modes",
+                   "pemc_stan.pipeline", "pemc_stan.evidence")
 
 
 def _stage_of(module: str) -> int:

@@ -1,6 +1,6 @@
 """The mode split: separated modes sampled one by one, weighted by their masses.
 
-When the pilot's search (:class:`~pemc_stan.methods.pilot.ModeSearch`) has found
+When the pilot's search (:class:`~pemc_stan.modes.search.ModeSearch`) has found
 the modes and NUTS cannot move between them, the posterior is the mixture of its
 restrictions to the modes' cells,
 
@@ -25,7 +25,7 @@ together), and the split is accepted only when the evidence says the decompositi
 holds:
 
 - the search stopped because it saw no sign of modes it missed
-  (:data:`~pemc_stan.methods.pilot.UNSEEN_SHARE_MAX`);
+  (:data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX`);
 - the fit's own verdict (:meth:`ModeSplitFit.check`) is ok: divergences, R-hat and
   ESS within each group's chains, the chains of a group agreeing, no mode the search
   found left unvisited or outside every group, every group's mass estimated (bridge
@@ -87,7 +87,7 @@ from pemc_stan.methods.follow_up import (
     FollowUpStep,
     longer_can_fix,
 )
-from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
+from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.output.diagnostics import (
     RHAT_MAX,
     UNVISITED_SHARE_MIN,

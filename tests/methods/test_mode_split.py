@@ -177,7 +177,7 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
     from types import SimpleNamespace
 
     from pemc_stan.methods.mode_split import _extend_search, _held
-    from pemc_stan.methods.pilot import ModeSearch
+    from pemc_stan.modes.search import ModeSearch
 
     modes = [(np.log(0.5), np.zeros(2), 0.01 * np.eye(2)),
              (np.log(0.5), np.array([3.0, 0.0]), 0.01 * np.eye(2))]

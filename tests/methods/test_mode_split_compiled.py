@@ -177,7 +177,8 @@ def test_modes_among_the_others_are_found(compiled, seed: int) -> None:
 def _search_one_restart_round(monkeypatch: pytest.MonkeyPatch) -> None:
     """A search that misses modes: one round of restarts, and the gate on the search's
     unseen share opened."""
-    from pemc_stan.methods import base, mode_split, pilot
+    from pemc_stan.methods import base, mode_split
+    from pemc_stan.modes import pilot
 
     monkeypatch.setattr(pilot, "RESTART_ROUNDS", 1)
     monkeypatch.setattr(mode_split, "UNSEEN_SHARE_MAX", 1.0)

@@ -116,7 +116,7 @@ class ContinuousTemperingOptions(MethodOptions):
         ``bimodal_1d``) and 0.8% with 8 (1 of 100).  This is the number of
         paths of the search's first round; its later rounds start at wider
         radii and run up to 16 times as many in all
-        (:meth:`~pemc_stan.methods.pilot.BasePilot.pathfinder`).
+        (:meth:`~pemc_stan.modes.pilot.BasePilot.pathfinder`).
     base_draws
         Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
     beta_marginal
