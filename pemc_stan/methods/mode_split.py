@@ -8,7 +8,7 @@ restrictions to the modes' cells,
 
 so NUTS chains that each stay in one cell sample the ``p_k``, bridge sampling on
 each cell's chains gives ``log Z_k``
-(:func:`~pemc_stan.methods.bridge.bridge_from_draws`), and every expectation and
+(:func:`~pemc_stan.modes.bridge.bridge_from_draws`), and every expectation and
 ``log Z`` follow without any chain crossing between modes.  This is what a
 tempered chain cannot do when a mode is narrow: the geometric path
 ``gamma^beta b^(1 - beta)`` has an entropy barrier inside a narrow mode's cell (the
@@ -74,20 +74,16 @@ from pemc_stan.methods.base import (
     leapfrog_gradients,
 )
 from pemc_stan.methods.base_density import BaseDensity, coordinate_draws
-from pemc_stan.methods.bridge import bridge_from_draws
-from pemc_stan.methods.density import (
-    DensityEvaluator,
-    ModeGaussians,
-    unexplained_starts,
-    wide_log_weights,
-)
 from pemc_stan.methods.follow_up import (
     DEFAULT_BUDGET,
     PREDICTION_MARGIN,
     FollowUpStep,
     longer_can_fix,
 )
+from pemc_stan.modes.bridge import bridge_from_draws
+from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
+from pemc_stan.modes.wide import ModeGaussians, unexplained_starts, wide_log_weights
 from pemc_stan.output.diagnostics import (
     RHAT_MAX,
     UNVISITED_SHARE_MIN,
@@ -130,8 +126,8 @@ OCCUPANCY_SHARE_MIN = 0.05
 #: group's draws.
 OCCUPANCY_FACTOR = 5.0
 #: With several modes found, the split's masses are checked against importance sampling
-#: from around the found modes (:func:`~pemc_stan.methods.density.wide_log_weights`) in
-#: batches (:data:`~pemc_stan.methods.density.WIDE_DRAWS` draws each) ...
+#: from around the found modes (:func:`~pemc_stan.modes.wide.wide_log_weights`) in
+#: batches (:data:`~pemc_stan.modes.wide.WIDE_DRAWS` draws each) ...
 #: ... until the standard error of the mass they see beyond the groups' (a share of the
 #: groups') is at most the lightest group's share over ``WIDE_EXCESS_Z + WIDE_POWER_Z``
 #: (a missing mode as heavy as the lightest found is seen), within these bounds, at most
@@ -471,7 +467,7 @@ class ModeSplitFit(ExtendedFit):
         doubled, weigh the whole target (in few dimensions, where they reach every mode)
         without the search's bias, and draws of the modes' own Gaussians keep the
         weights even where the groups hold the mass
-        (:func:`~pemc_stan.methods.density.wide_log_weights`); when their estimate of
+        (:func:`~pemc_stan.modes.wide.wide_log_weights`); when their estimate of
         ``Z`` exceeds the groups' by more than :data:`WIDE_EXCESS_Z` standard errors, a
         mode is missing.  (In many dimensions the weights are too rare to see anything,
         and this check passes.)

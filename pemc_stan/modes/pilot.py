@@ -210,7 +210,7 @@ class BasePilot:
         RuntimeError, ValueError
             If CmdStan cannot evaluate the density at the points.
         """
-        from pemc_stan.methods.density import model_log_density
+        from pemc_stan.modes.density import model_log_density
 
         data = self.owner.data
         x = self.coordinates.inverse(z, data)
@@ -569,7 +569,7 @@ class BasePilot:
     def importance_log_z(self, base: BaseDensity, seed: int | None, n: int = 2000) -> float:
         """``log Z`` by importance sampling from the base, ``log gamma`` evaluated with every
         constant by the density program."""
-        from pemc_stan.methods.density import DensityEvaluator
+        from pemc_stan.modes.density import DensityEvaluator
 
         coords, data = self.coordinates, self.owner.data
         z = base.sample_z(n, np.random.default_rng(seed))

@@ -36,8 +36,8 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     pooled_log_ratio,
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
-from pemc_stan.methods.density import generated_column
 from pemc_stan.methods.mode_split import ModeSplitFit, try_split
+from pemc_stan.modes.density import generated_column
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.modes.search import ModeSearch
 
