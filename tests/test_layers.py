@@ -36,10 +36,9 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
      frozenset({"methods.base", "methods.base_density", "methods.templates",
                 "methods.options", "methods.registry", "methods.follow_up",
                 "methods.warm_start"})),
-    ("modes: the pilot's search for modes, density programs, bridge sampling",
-     frozenset({"modes"})),
-    ("methods: CT and PE, the mode split, and the package that registers the methods",
-     frozenset({"methods"})),
+    ("modes: the pilot's search, the mode split and its checks, density programs, "
+     "bridge sampling", frozenset({"modes"})),
+    ("methods: CT and PE, and the package that registers them", frozenset({"methods"})),
     ("front doors: sample, transform, evidence", frozenset({"pipeline", "evidence"})),
     ("many fits on a cluster", frozenset({"batch"})),
     ("the command line and the public API", frozenset({"cli", "__main__", ""})),

@@ -2,7 +2,7 @@
 
 :func:`bridge_from_draws` is the estimate behind ``pemc_stan.evidence(...,
 estimator="bridge")`` and behind the mode split's masses of the modes
-(:mod:`pemc_stan.methods.mode_split`); the estimator itself is the pure function
+(:mod:`pemc_stan.modes.split`); the estimator itself is the pure function
 :func:`~pemc_stan.estimators.log_z.bridge_sampling`, the densities come from
 :class:`~pemc_stan.modes.density.DensityEvaluator`.
 """

@@ -36,10 +36,11 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     pooled_log_ratio,
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
-from pemc_stan.methods.mode_split import ModeSplitFit, try_split
 from pemc_stan.modes.density import generated_column
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.modes.search import ModeSearch
+from pemc_stan.modes.split import try_split
+from pemc_stan.modes.split_fit import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 
@@ -315,8 +316,8 @@ class ContinuousTemperingModel(MethodModel):
 
         When the pilot found the modes and they are separated
         (``options.split_modes``), the modes are sampled one by one instead and the
-        fit is a :class:`~pemc_stan.methods.mode_split.ModeSplitFit`
-        (:func:`~pemc_stan.methods.mode_split.split_modes`); when that is tried and
+        fit is a :class:`~pemc_stan.modes.split_fit.ModeSplitFit`
+        (:func:`~pemc_stan.modes.split.split_modes`); when that is tried and
         rejected, the reason is among the fit's pilot notes.
 
         After each run the base is moment-matched to the eq-21 weighted draws

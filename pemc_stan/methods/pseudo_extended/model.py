@@ -30,7 +30,6 @@ from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
-from pemc_stan.methods.mode_split import ModeSplitFit, try_split
 from pemc_stan.methods.options import first_round_size
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
@@ -38,6 +37,8 @@ from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.warm_start import WarmStart, base_metric
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.modes.search import ModeSearch
+from pemc_stan.modes.split import try_split
+from pemc_stan.modes.split_fit import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,7 @@ class PseudoExtendedModel(MethodModel):
 
         When the pilot found the modes and they are separated
         (``options.split_modes``), the modes are sampled one by one instead
-        (:func:`~pemc_stan.methods.mode_split.split_modes`).
+        (:func:`~pemc_stan.modes.split.split_modes`).
 
         Parameters
         ----------
