@@ -160,6 +160,10 @@ def test_estimators_are_pure() -> None:
     ("from pemc_stan import batch\n", "pemc_stan.pipeline"),
     ("from pemc_stan import __version__\n", "pemc_stan.output.fake"),
     ("from . import registry\n", "pemc_stan.methods.fake"),
+    # by module: methods' core before the modes, the modes before the method folders
+    ("from pemc_stan.modes.split import try_split\n", "pemc_stan.methods.base"),
+    ("from pemc_stan.methods.pseudo_extended import METHOD\n", "pemc_stan.modes.fake"),
+    ("from pemc_stan.modes.pilot import BasePilot\n", "pemc_stan.modes.search"),
 ])
 def test_the_scan_sees_a_back_arrow(tmp_path: Path, snippet: str, module: str) -> None:
     """The scans above fail on code like what they forbid."""
