@@ -257,7 +257,7 @@ def run_nuts(case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
 def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> dict[str, Any]:
     import pemc_stan
     from pemc_stan.inputs import read_program
-    from pemc_stan.methods.density import DensityEvaluator
+    from pemc_stan.modes.density import DensityEvaluator
     from pemc_stan.pipeline import method_model
 
     folder = case["folder"]

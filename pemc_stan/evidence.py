@@ -35,7 +35,7 @@ The estimator is named by ``estimator=`` (``method=`` is its deprecated
 spelling: in :func:`pemc_stan.sample` a method is a sampling method).
 
 ``gamma`` is evaluated at arbitrary points by a density program
-(:mod:`pemc_stan.methods.density`).
+(:mod:`pemc_stan.modes.density`).
 
 :func:`compare_methods` compares estimates of the same model (by several
 estimators) and warns when two disagree by more than their standard errors
@@ -78,9 +78,9 @@ from pemc_stan.estimators.normalisation import PriorReport, improper_prior, prio
 from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, emit_warning
-from pemc_stan.methods.bridge import bridge_from_draws, log_target_fn, posterior_setup
-from pemc_stan.methods.density import DENSITY_COLUMN, DensityEvaluator, density_program
-from pemc_stan.methods.mode_split import ModeSplitFit
+from pemc_stan.modes.bridge import bridge_from_draws, log_target_fn, posterior_setup
+from pemc_stan.modes.density import DENSITY_COLUMN, DensityEvaluator, density_program
+from pemc_stan.modes.split_fit import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 

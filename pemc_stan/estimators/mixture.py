@@ -1,7 +1,7 @@
 """Estimates of a mixture from its components: ``p = sum_k (Z_k / Z) p_k``.
 
 When a target is split into parts sampled apart (the modes of
-:mod:`pemc_stan.methods.mode_split`), each part ``k`` gives its mass ``log Z_k``
+:mod:`pemc_stan.modes.split`), each part ``k`` gives its mass ``log Z_k``
 with a standard error and its own estimate ``m_k`` of ``E_k[f]`` with a
 Monte-Carlo standard error.  The mixture's ``log Z = logsumexp(log Z_k)`` and
 ``E[f] = sum_k p_k m_k`` (``p_k = Z_k / Z``), with standard errors by the delta

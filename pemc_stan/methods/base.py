@@ -49,8 +49,8 @@ from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
 from pemc_stan.inputs import StanProgram, read_data
 from pemc_stan.methods.base_density import coordinate_draws
-from pemc_stan.methods.pilot import UNSEEN_SHARE_MAX
 from pemc_stan.methods.warm_start import WarmStart
+from pemc_stan.modes.search import UNSEEN_SHARE_MAX
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     DIVERGENT_SHARE_MAX,
@@ -538,7 +538,7 @@ class ExtendedFit:
     #: :func:`pemc_stan.pipeline.run`).  ``seed`` is this run's own: a bootstrap
     #: round's or follow-up's seed is derived from it.
     run_seed: int | None = None
-    #: How widely the pilot searched for modes (:class:`~pemc_stan.methods.pilot.ModeSearch`;
+    #: How widely the pilot searched for modes (:class:`~pemc_stan.modes.search.ModeSearch`;
     #: set per fit by methods with a search, None otherwise).
     search: Any = None
     #: The suspect verdict :meth:`summary` warned about (set per fit; it warns once).
@@ -1130,7 +1130,7 @@ class ExtendedFit:
 
     def _search_incomplete(self) -> Reason | None:
         """The search found several modes and stopped while one more path had more than
-        :data:`~pemc_stan.methods.pilot.UNSEEN_SHARE_MAX` chance of finding another.
+        :data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX` chance of finding another.
 
         Modes split or tempered, the run reaches what the search found: the split samples
         the found modes, and tempering's base covers them.  A mode out of both is missing

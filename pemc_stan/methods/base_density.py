@@ -3,7 +3,7 @@
 Three users: continuous tempering's base density ``b(x) = exp(-psi(x))``
 (Graham & Storkey 2017, sections 5-6), pseudo-extended tempering towards a
 base (``temper="base"``, :mod:`pemc_stan.methods.pseudo_extended.transform`)
-and the pilot (:mod:`pemc_stan.methods.pilot`), which fits the base and uses
+and the pilot (:mod:`pemc_stan.modes.pilot`), which fits the base and uses
 it for importance sampling.  Messages therefore name the method only when the
 caller passes it (``base_coordinates(..., method=...)``).
 

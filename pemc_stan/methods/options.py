@@ -75,7 +75,7 @@ SPLIT_MODES_CHOICES = ("auto", "never")
 
 
 def split_modes_option() -> Any:
-    """The ``split_modes`` field both methods share (see :mod:`pemc_stan.methods.mode_split`).
+    """The ``split_modes`` field both methods share (see :mod:`pemc_stan.modes.split`).
 
     Raises
     ------

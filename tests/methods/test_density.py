@@ -1,4 +1,4 @@
-"""Density programs (:mod:`pemc_stan.methods.density`): what is built (nothing compiles)."""
+"""Density programs (:mod:`pemc_stan.modes.density`): what is built (nothing compiles)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pemc_stan.evidence import parameter_names
-from pemc_stan.methods.density import _column_names, density_program
+from pemc_stan.modes.density import _column_names, density_program
 
 PROGRAM = """
 data { int N; vector[N] y; }
@@ -41,7 +41,7 @@ def _wide_draws(n: int, seed: int, found: int = 2
     from scipy import stats
 
     from pemc_stan.methods.base_density import BaseDensity
-    from pemc_stan.methods.density import _proposal
+    from pemc_stan.modes.wide import _proposal
 
     rng = np.random.default_rng(seed)
     centres = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]])
@@ -61,7 +61,7 @@ def test_the_wide_proposal_is_half_the_found_modes_and_unbiased() -> None:
     """The defensive mixture: the covering Gaussians weigh one half, the modes' fitted
     Gaussians the other; its importance estimate of Z is the whole target's (3, with the
     mode the search missed), with weights bounded where the found modes hold the mass."""
-    from pemc_stan.methods.density import WIDE_SPREADS, _proposal
+    from pemc_stan.modes.wide import WIDE_SPREADS, _proposal
 
     base, modes, z, lw, _ = _wide_draws(200_000, 1)
     parts, log_w = _proposal(base, modes)
@@ -76,7 +76,7 @@ def test_the_wide_proposal_is_half_the_found_modes_and_unbiased() -> None:
 
 
 def test_unexplained_starts_lie_in_the_mode_the_search_missed() -> None:
-    from pemc_stan.methods.density import UNEXPLAINED_STARTS, unexplained_starts
+    from pemc_stan.modes.wide import UNEXPLAINED_STARTS, unexplained_starts
 
     base, modes, z, lw, log_z = _wide_draws(100_000, 2)
     starts = unexplained_starts(z, lw, log_z, base, modes, np.random.default_rng(0))

@@ -3,7 +3,7 @@
 ``tests/stan/test_logdensity_numeric.py`` compares the rewrite with Stan's ``log_prob``,
 which drops constants, so it checks most programs only up to an additive constant: a
 wrong truncation constant with constant bounds would pass there.  Here the density
-program that the evidence estimators use (:class:`pemc_stan.methods.density.DensityEvaluator`)
+program that the evidence estimators use (:class:`pemc_stan.modes.density.DensityEvaluator`)
 is evaluated at fixed points of one program with truncated (constant, data and parameter
 bounds; lower, upper and both; continuous and discrete) and bounded priors, and compared
 term by term with scipy's densities and CDFs.  Compiled (one program).
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pemc_stan.methods.density import DensityEvaluator
+from pemc_stan.modes.density import DensityEvaluator
 
 pytestmark = pytest.mark.compiled
 

@@ -7,7 +7,8 @@ import pytest
 
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods import registry
-from pemc_stan.methods.mode_split import LEFT_SHARE_MAX, SplitOutcome, cell_groups
+from pemc_stan.modes.grouping import LEFT_SHARE_MAX, cell_groups
+from pemc_stan.modes.split import SplitOutcome
 
 
 def _chain(counts: dict[int, int]) -> list[int]:
@@ -73,7 +74,7 @@ def test_split_modes_option_is_validated_and_on_the_command_line(method: str) ->
 
 
 def test_the_wide_sampler_resolves_a_mode_as_heavy_as_the_lightest_found() -> None:
-    from pemc_stan.methods.mode_split import (
+    from pemc_stan.modes.wide import (
         WIDE_EXCESS_Z,
         WIDE_POWER_Z,
         WIDE_SE_MAX,
@@ -97,7 +98,7 @@ def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: floa
     ``weights`` (against two groups of ``log_masses`` with standard error ``se``)."""
     from types import SimpleNamespace
 
-    from pemc_stan.methods import mode_split
+    from pemc_stan.modes import wide
 
     drawn: list[int] = []
 
@@ -105,9 +106,9 @@ def _wide_batches(monkeypatch: pytest.MonkeyPatch, weights: np.ndarray, se: floa
         drawn.append(1)
         return weights, np.zeros((weights.size, 1))
 
-    monkeypatch.setattr(mode_split, "wide_log_weights", fake)
+    monkeypatch.setattr(wide, "wide_log_weights", fake)
     masses = [SimpleNamespace(log_z=m, std_error=se) for m in log_masses]
-    out = mode_split._wide_sample(None, None, None, None, 1, masses)  # type: ignore[arg-type]
+    out = wide.wide_sample(None, None, None, None, 1, masses)  # type: ignore[arg-type]
     assert out is not None and out[0].size == len(drawn) * weights.size
     return len(drawn)
 
@@ -120,7 +121,7 @@ def test_the_wide_sampler_stops_when_more_batches_cannot_resolve_anything(
     :data:`WIDE_BATCHES` could not bring it under the lightest group's share (uneven
     weights in many dimensions: the Boltzmann relaxation drew 8 batches, 25 s, for
     nothing); with a heavier lightest group the same weights are drawn on."""
-    from pemc_stan.methods.mode_split import WIDE_BATCHES, WIDE_SE_MAX
+    from pemc_stan.modes.wide import WIDE_BATCHES, WIDE_SE_MAX
 
     rng = np.random.default_rng(4)
     n = 200
@@ -159,7 +160,7 @@ def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
     from types import SimpleNamespace
 
     from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN
-    from pemc_stan.methods.mode_split import _longer_allowed
+    from pemc_stan.modes.split import _longer_allowed
 
     # 1000 warm-up + 2000 draws after 1000 + 1000: 1.5 times the cost, with the margin
     need = 1.0 + PREDICTION_MARGIN * 1.5
@@ -176,8 +177,8 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
     joins the search, and the shares are renormalised over all."""
     from types import SimpleNamespace
 
-    from pemc_stan.methods.mode_split import _extend_search, _held
-    from pemc_stan.methods.pilot import ModeSearch
+    from pemc_stan.modes.search import ModeSearch
+    from pemc_stan.modes.split import _extend_search, _held
 
     modes = [(np.log(0.5), np.zeros(2), 0.01 * np.eye(2)),
              (np.log(0.5), np.array([3.0, 0.0]), 0.01 * np.eye(2))]

@@ -18,7 +18,7 @@ import pytest
 
 import pemc_stan
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
-from pemc_stan.methods.mode_split import ModeSplitFit
+from pemc_stan.modes.split_fit import ModeSplitFit
 
 pytestmark = pytest.mark.compiled
 
@@ -177,10 +177,11 @@ def test_modes_among_the_others_are_found(compiled, seed: int) -> None:
 def _search_one_restart_round(monkeypatch: pytest.MonkeyPatch) -> None:
     """A search that misses modes: one round of restarts, and the gate on the search's
     unseen share opened."""
-    from pemc_stan.methods import base, mode_split, pilot
+    from pemc_stan.methods import base
+    from pemc_stan.modes import pilot, split
 
     monkeypatch.setattr(pilot, "RESTART_ROUNDS", 1)
-    monkeypatch.setattr(mode_split, "UNSEEN_SHARE_MAX", 1.0)
+    monkeypatch.setattr(split, "UNSEEN_SHARE_MAX", 1.0)
     monkeypatch.setattr(base, "UNSEEN_SHARE_MAX", 1.0)
 
 
@@ -235,18 +236,18 @@ def _refuse_first_judgement(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Make the split's first verdict a refusal for R-hat alone (as the mixture's, seed 3,
     at 1000 draws: 1.087 in a group of two close modes); later verdicts are the real
     ones.  Returns the list the judged runs' draw counts are appended to."""
-    from pemc_stan.methods import mode_split
+    from pemc_stan.modes import split
 
-    real = mode_split._judge
+    real = split._judge
     seen: list[str] = []
 
     def judge(model, coords, search, run, seed):  # type: ignore[no-untyped-def]
         seen.append(str(run.num_draws_sampling))
         if len(seen) == 1:
-            return mode_split.SplitOutcome(why="rhat: forced", tried=True, names=("rhat",))
+            return split.SplitOutcome(why="rhat: forced", tried=True, names=("rhat",))
         return real(model, coords, search, run, seed)
 
-    monkeypatch.setattr(mode_split, "_judge", judge)
+    monkeypatch.setattr(split, "_judge", judge)
     return seen
 
 

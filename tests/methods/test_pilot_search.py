@@ -13,7 +13,7 @@ import pytest
 from scipy.special import logsumexp
 
 from pemc_stan.methods.base_density import BaseDensity, covering
-from pemc_stan.methods.pilot import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
+from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
 
 
 def test_unseen_share_is_good_turing_with_one_more_singleton() -> None:
@@ -72,7 +72,7 @@ def _bare_pilot(log_density_z):  # type: ignore[no-untyped-def]
     """A pilot with base coordinates whose target density is ``log_density_z``."""
     from types import SimpleNamespace
 
-    from pemc_stan.methods.pilot import BasePilot
+    from pemc_stan.modes.pilot import BasePilot
 
     pilot = BasePilot.__new__(BasePilot)
     pilot.coordinates = SimpleNamespace(blocks=[object()])
@@ -103,7 +103,7 @@ def _one_bad_point() -> tuple[list[int], Callable[[np.ndarray], np.ndarray], np.
 def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> None:
     """CmdStan's log_prob fails the whole call for one bad point; the retries on halves
     keep the rest, so one bad segment point does not stop every merge."""
-    from pemc_stan.methods.pilot import DENSITY_SPLITS
+    from pemc_stan.modes.search import DENSITY_SPLITS
 
     calls, at, z = _one_bad_point()
     out = at(z)
@@ -117,7 +117,7 @@ def test_points_left_unevaluated_by_a_bad_neighbour_are_evaluated_again() -> Non
     """The points that shared a failed chunk with the bad one are not remembered as nan:
     the next grouping asks for them again, and gets them, and the bad point alone stays
     nan (remembered once evaluated alone)."""
-    from pemc_stan.methods.pilot import DENSITY_SPLITS
+    from pemc_stan.modes.search import DENSITY_SPLITS
 
     calls, at, z = _one_bad_point()
     at(z)
@@ -152,7 +152,7 @@ def test_the_density_test_evaluates_each_point_once() -> None:
 def test_restart_starts_are_distinct() -> None:
     """Resampled without replacement: L-BFGS from two copies of one start reaches one mode
     twice, and the restarts' unseen share would count it as seen twice."""
-    from pemc_stan.methods.pilot import RESTART_PATHS
+    from pemc_stan.modes.search import RESTART_PATHS
 
     def density(z: np.ndarray) -> np.ndarray:  # two narrow modes at -3 and 3
         return np.logaddexp(-0.5 * np.sum(((z - 3) / 0.3) ** 2, axis=1),
@@ -176,8 +176,8 @@ def test_the_search_is_limited_per_round_not_by_its_total_time(
     unexplained mass (:meth:`Pilot.modes_from`, on a fresh pilot) is limited by it."""
     from types import SimpleNamespace
 
-    from pemc_stan.methods import pilot as pilot_module
-    from pemc_stan.methods.pilot import _round_timeout
+    from pemc_stan.modes import pilot as pilot_module
+    from pemc_stan.modes.pilot import _round_timeout
 
     centres = 10.0 * np.array([[np.cos(a), np.sin(a)]
                                for a in np.linspace(0, 2 * np.pi, 12, endpoint=False)])

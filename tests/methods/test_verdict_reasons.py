@@ -100,7 +100,7 @@ METRIC = BaseDensity(np.array([5.0]), np.array([[16.0]]))
 def _ct_with_a_far_pilot_mode(share: float) -> Any:
     """Exact draws of N(1, 0.7), with a pilot that also found a mode at 9 holding ``share``
     of the mass it found: no draw goes near it."""
-    from pemc_stan.methods.pilot import ModeSearch
+    from pemc_stan.modes.search import ModeSearch
 
     search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "unseen share", (1 - share, share),
                         np.array([[1.0], [9.0]]), (1 - share, share), METRIC)
@@ -110,7 +110,7 @@ def _ct_with_a_far_pilot_mode(share: float) -> Any:
 def _pe_with_a_far_pilot_mode(share: float) -> Any:
     """A PE fit (pseudo-samples near 0 in base coordinates) whose pilot also found a mode at
     (10, 10, 10, 10) holding ``share`` of the mass it found."""
-    from pemc_stan.methods.pilot import ModeSearch
+    from pemc_stan.modes.search import ModeSearch
 
     fit = fake_pe_fit(beta_high_share=0.5)
     fit.search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "", (1 - share, share),
@@ -248,7 +248,7 @@ def test_the_statistics_sit_between_the_threshold_and_twice_it() -> None:
 def test_a_pilot_mode_the_chains_visit_is_not_flagged() -> None:
     """The same search with the second mode where the draws are (at 0, a cell that the
     draws near beta = 1 reach) passes, and the check needs two modes and a base."""
-    from pemc_stan.methods.pilot import ModeSearch
+    from pemc_stan.modes.search import ModeSearch
 
     near = ModeSearch((2.0,), 2, 2, 8, "", (0.5, 0.5), np.array([[1.0], [0.0]]), (0.5, 0.5),
                       METRIC)

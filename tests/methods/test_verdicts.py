@@ -16,7 +16,7 @@ import pytest
 
 import pemc_stan
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.pilot import BasePilot
+from pemc_stan.modes.pilot import BasePilot
 
 pytestmark = pytest.mark.compiled
 
@@ -288,7 +288,7 @@ def test_a_scout_in_a_mode_the_search_missed_refuses_the_split(
     """Forced: the search sees only the right mode and one scout starts in the left one;
     its draws disagree with the right mode's chains, so the split is refused (named in
     the diagnostics) and the run tempers."""
-    from pemc_stan.methods import mode_split
+    from pemc_stan.modes import split, split_fit
 
     original = cmdstanpy.CmdStanModel.pathfinder
 
@@ -297,13 +297,13 @@ def test_a_scout_in_a_mode_the_search_missed_refuses_the_split(
 
     def one_scout_left(model: Any, coords: Any, centres: Any, chains: int,
                        seed: int | None) -> list[Any]:
-        inits = mode_split.scout_inits(model, coords, chains, seed)
+        inits = split.scout_inits(model, coords, chains, seed)
         return [{"x": BIMODAL_DATA["mu1"]}, *inits[1:]]
 
     monkeypatch.setattr(cmdstanpy.CmdStanModel, "pathfinder", one_mode)
-    monkeypatch.setattr(mode_split, "run_inits", one_scout_left)
+    monkeypatch.setattr(split, "run_inits", one_scout_left)
     fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, chains=4, iter_sampling=500, seed=5,
                            budget=1)
-    assert not isinstance(fit, mode_split.ModeSplitFit)
+    assert not isinstance(fit, split_fit.ModeSplitFit)
     notes = [m for m in fit.diagnostics(warn=False)["messages"] if "modes were not split" in m]
     assert notes and ("chains_agree" in notes[0] or "rhat" in notes[0]), notes

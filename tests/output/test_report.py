@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from report_runs import ct_run, pe_run
 
-from pemc_stan.methods.pilot import ModeSearch
+from pemc_stan.modes.search import ModeSearch
 from pemc_stan.output import report
 from pemc_stan.output.figures import PLOTS_DIR
 from pemc_stan.pipeline import transform_result

@@ -113,7 +113,7 @@ class ContinuousTemperingFit(ExtendedFit):
         ``(name, message, remedy)`` of the pilots that failed or fell back.
     search
         How widely the pilot searched for modes and what it found
-        (:class:`~pemc_stan.methods.pilot.ModeSearch`): the ``unvisited_modes`` check
+        (:class:`~pemc_stan.modes.search.ModeSearch`): the ``unvisited_modes`` check
         compares its modes with where the chains went.
     round_settings
         This run's ``iter_warmup`` and ``iter_sampling``, for its :meth:`round_record`.
@@ -149,7 +149,7 @@ class ContinuousTemperingFit(ExtendedFit):
         self.pilot_notes: tuple[tuple[str, str, str], ...] = tuple(pilot_notes)
         self.round_settings = dict(round_settings or {})
         #: How widely the pilot searched for modes
-        #: (:class:`~pemc_stan.methods.pilot.ModeSearch`, or None).
+        #: (:class:`~pemc_stan.modes.search.ModeSearch`, or None).
         self.search = search
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]

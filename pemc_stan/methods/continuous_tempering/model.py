@@ -36,9 +36,11 @@ from pemc_stan.methods.continuous_tempering.tempering import (
     pooled_log_ratio,
 )
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
-from pemc_stan.methods.density import generated_column
-from pemc_stan.methods.mode_split import ModeSplitFit, try_split
-from pemc_stan.methods.pilot import BasePilot, ModeSearch
+from pemc_stan.modes.density import generated_column
+from pemc_stan.modes.pilot import BasePilot
+from pemc_stan.modes.search import ModeSearch
+from pemc_stan.modes.split import try_split
+from pemc_stan.modes.split_fit import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +109,7 @@ class ContinuousTemperingModel(MethodModel):
         from the Pathfinder importance-sampling estimate.  A fixed
         ``BaseDensity`` is used as is.  ``options.log_zeta`` overrides the
         estimate.  When an approximation fails, the next one is tried
-        (:class:`~pemc_stan.methods.pilot.BasePilot`); each failure is
+        (:class:`~pemc_stan.modes.pilot.BasePilot`); each failure is
         recorded in :attr:`pilot_notes` and shown by the fit's diagnostics.
 
         Returns
@@ -208,7 +210,7 @@ class ContinuousTemperingModel(MethodModel):
         at beta = 1 and its eq-20 value was 320 nats high, so the last round stayed
         at beta = 0).  The round's draws are then draws of the target, the next base
         is fitted to them, and ``log Z`` is estimated by importance sampling from that
-        base (:meth:`~pemc_stan.methods.pilot.BasePilot.importance_log_z`); the eq-20
+        base (:meth:`~pemc_stan.modes.pilot.BasePilot.importance_log_z`); the eq-20
         value is kept when that fails.  (A round that stayed near beta = 0 sampled
         the base: a base re-fitted to those draws is no better, and importance
         sampling from a poor base underestimates ``log Z``, so eq 20 is kept.)
@@ -314,8 +316,8 @@ class ContinuousTemperingModel(MethodModel):
 
         When the pilot found the modes and they are separated
         (``options.split_modes``), the modes are sampled one by one instead and the
-        fit is a :class:`~pemc_stan.methods.mode_split.ModeSplitFit`
-        (:func:`~pemc_stan.methods.mode_split.split_modes`); when that is tried and
+        fit is a :class:`~pemc_stan.modes.split_fit.ModeSplitFit`
+        (:func:`~pemc_stan.modes.split.split_modes`); when that is tried and
         rejected, the reason is among the fit's pilot notes.
 
         After each run the base is moment-matched to the eq-21 weighted draws

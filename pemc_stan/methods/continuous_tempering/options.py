@@ -116,7 +116,7 @@ class ContinuousTemperingOptions(MethodOptions):
         ``bimodal_1d``) and 0.8% with 8 (1 of 100).  This is the number of
         paths of the search's first round; its later rounds start at wider
         radii and run up to 16 times as many in all
-        (:meth:`~pemc_stan.methods.pilot.BasePilot.pathfinder`).
+        (:meth:`~pemc_stan.modes.pilot.BasePilot.pathfinder`).
     base_draws
         Draws per path (Pathfinder) or in total (ADVI, Laplace) for the fit.
     beta_marginal
@@ -140,8 +140,8 @@ class ContinuousTemperingOptions(MethodOptions):
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by
         those chains and weighted by bridge-sampled masses, and the method's own
-        sampler is not run (:mod:`pemc_stan.methods.mode_split`; the fit is a
-        :class:`~pemc_stan.methods.mode_split.ModeSplitFit`); ``"never"``: always run
+        sampler is not run (:mod:`pemc_stan.modes.split`; the fit is a
+        :class:`~pemc_stan.modes.split_fit.ModeSplitFit`); ``"never"``: always run
         the method.
     """
 

@@ -2,14 +2,14 @@
 
 ``gamma~ = gamma / Z^`` needs an offset ``log Z^``; by default (``log_scale=None``)
 it is the Pathfinder importance-sampling estimate of the evidence of the pilot's
-search for modes (:meth:`pemc_stan.methods.pilot.BasePilot.pathfinder`, whose record
+search for modes (:meth:`pemc_stan.modes.pilot.BasePilot.pathfinder`, whose record
 the fit's ``unvisited_modes`` check compares with where the pseudo-samples went).  It is only an
 offset: modes no path found make it too low, which tilts ``q(beta)`` towards
 ``beta = 1`` (less tempering); when the normalising constant is known (e.g. 0
 for a normalised density), pass ``log_scale``.  When Pathfinder fails, 0 is
 used and a warning is logged.
 
-Under ``temper="base"`` the pilot (:class:`pemc_stan.methods.pilot.BasePilot`)
+Under ``temper="base"`` the pilot (:class:`pemc_stan.modes.pilot.BasePilot`)
 fits the base density as well: multi-path Pathfinder, else ADVI, Laplace or a
 short NUTS run, and the offset is Pathfinder's estimate or, without one, an
 importance-sampling estimate from the base.
@@ -30,13 +30,15 @@ from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
-from pemc_stan.methods.mode_split import ModeSplitFit, try_split
 from pemc_stan.methods.options import first_round_size
-from pemc_stan.methods.pilot import BasePilot, ModeSearch
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.warm_start import WarmStart, base_metric
+from pemc_stan.modes.pilot import BasePilot
+from pemc_stan.modes.search import ModeSearch
+from pemc_stan.modes.split import try_split
+from pemc_stan.modes.split_fit import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ class PseudoExtendedModel(MethodModel):
     def log_scale(self, seed: int | None = None) -> float:
         """``options.log_scale``, or the Pathfinder pilot estimate; when Pathfinder fails,
         an importance-sampling estimate from a Gaussian fitted to ADVI, Laplace or a short
-        NUTS run (:class:`~pemc_stan.methods.pilot.BasePilot`); 0 when they all fail (or
+        NUTS run (:class:`~pemc_stan.modes.pilot.BasePilot`); 0 when they all fail (or
         the parameters have no base density), which :attr:`pilot_failure` records."""
         options: PseudoExtendedOptions = self.result.options
         if options.log_scale is not None:
@@ -230,7 +232,7 @@ class PseudoExtendedModel(MethodModel):
 
         When the pilot found the modes and they are separated
         (``options.split_modes``), the modes are sampled one by one instead
-        (:func:`~pemc_stan.methods.mode_split.split_modes`).
+        (:func:`~pemc_stan.modes.split.split_modes`).
 
         Parameters
         ----------

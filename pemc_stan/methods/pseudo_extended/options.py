@@ -268,8 +268,8 @@ class PseudoExtendedOptions(MethodOptions):
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by
         those chains and weighted by bridge-sampled masses, and the method's own
-        sampler is not run (:mod:`pemc_stan.methods.mode_split`; the fit is a
-        :class:`~pemc_stan.methods.mode_split.ModeSplitFit`); ``"never"``: always run
+        sampler is not run (:mod:`pemc_stan.modes.split`; the fit is a
+        :class:`~pemc_stan.modes.split_fit.ModeSplitFit`); ``"never"``: always run
         the method.
     """
 

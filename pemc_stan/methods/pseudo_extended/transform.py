@@ -39,7 +39,7 @@ Likelihood-only tempering (``temper="likelihood"``)
 Tempering towards a base density (``temper="base"``)
     With ``b`` a normalised Gaussian density in the base coordinates of the
     parameters (:mod:`pemc_stan.methods.base_density`, fitted by the pilot of
-    :mod:`pemc_stan.methods.pilot`), the instrumental is
+    :mod:`pemc_stan.modes.pilot`), the instrumental is
     ``q(x, beta) ∝ b(x)^(1 - beta) gamma~(x)^beta g(beta)``: likelihood-only
     tempering with ``b`` as the "prior" and ``gamma~ / b`` as the "likelihood",
     so the formulas above hold with ``p = b`` and ``L~ = gamma~ / b``.  By

@@ -6,11 +6,12 @@ base needs the same two things (its offset ``log Z^``).  :class:`BasePilot`
 fits them with fallbacks, so that a pilot never stops a model NUTS can run:
 
 1. multi-path Pathfinder (no PSIS resampling), run from initial points spread over
-   growing radii (:data:`SEARCH_RADII`: CmdStan draws each path's start uniformly
-   in ``(-R, R)`` on the unconstrained scale, ``R = 2`` by default, and a path finds
-   only a mode whose basin reaches its start) until the share of starts that would
-   find a mode not yet seen is small (:func:`unseen_share`; :class:`ModeSearch`
-   records how far it went); paths are
+   growing radii (:data:`~pemc_stan.modes.search.SEARCH_RADII`: CmdStan draws each
+   path's start uniformly in ``(-R, R)`` on the unconstrained scale, ``R = 2`` by
+   default, and a path finds only a mode whose basin reaches its start) until the share
+   of starts that would find a mode not yet seen is small
+   (:func:`~pemc_stan.modes.search.unseen_share`;
+   :class:`~pemc_stan.modes.search.ModeSearch` records how far it went); paths are
    grouped by mode
    (:func:`pemc_stan.backend.pathfinder.group_paths`), each mode's draws
    moment-matched and the modes combined as the moment-matched mixture of
@@ -31,7 +32,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,71 +53,32 @@ from pemc_stan.methods.base_density import (
     coordinate_draws,
     moment_match,
 )
+from pemc_stan.modes.search import (
+    DENSITY_SPLITS,
+    MAX_PATHS_FACTOR,
+    MIN_ROUND_SECONDS,
+    NEW_MODE_SHARE,
+    RESTART_DRAWS,
+    RESTART_ESS_FACTOR,
+    RESTART_PATHS,
+    RESTART_ROUNDS,
+    RESTART_SEED_OFFSET,
+    RESTART_SPREADS,
+    RESTART_VALUES,
+    ROUND_TIME_FACTOR,
+    SEARCH_DRAWS_MIN,
+    SEARCH_RADII,
+    UNSEEN_SHARE_MAX,
+    ModeSearch,
+    unseen_share,
+)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["APPROXIMATIONS", "BasePilot", "ModeSearch", "SEARCH_RADII",
-           "log_z_from_importance_weights"]
+__all__ = ["APPROXIMATIONS", "BasePilot", "log_z_from_importance_weights"]
 
 #: The approximations tried, in order, after Pathfinder.
 APPROXIMATIONS = ("advi", "laplace", "nuts")
-
-#: Radii of the pilot's search for modes, in turn: each round starts its Pathfinder
-#: paths uniformly in ``(-R, R)`` on the unconstrained scale (CmdStan's ``init=R``;
-#: 2 is where Stan starts its chains).  Each radius multiplies the last by 4, so
-#: the rounds' starting boxes differ in scale and not only in luck.  After one round
-#: at each radius the cycle repeats, widest first, with twice the paths per round while
-#: the search may still be missing modes (:func:`unseen_share`).
-SEARCH_RADII = (2.0, 8.0, 32.0)
-#: A mode counts in the search (for its stopping rule and the verdict) when it holds at
-#: least this share of the mass found: the far local optima of a light-tailed density,
-#: with mass exp(-50) next to the modes, do not keep the search going.
-NEW_MODE_SHARE = 1e-3
-#: The search stops once the estimated share of starts that would lead to a mode not yet
-#: seen (:func:`unseen_share`) is at most this.
-UNSEEN_SHARE_MAX = 0.02
-#: ... or once it has run this many times ``num_paths`` paths,
-MAX_PATHS_FACTOR = 16
-#: ... or once a round's paths each take more than this many times the first round's
-#: wall time per path (a round is given at least :data:`MIN_ROUND_SECONDS`): starts
-#: far out can put an ODE solver or a long L-BFGS path where the model is slow to
-#: evaluate.  The limit is on each round's time per path, never on the search's total
-#: time: a total of 10 s (or 8 times the first round's) ended the search on the
-#: Boltzmann relaxation after 48 of its 240 restarts on a machine 2-4 times slower
-#: than another, so the modes found (and CT's error: pooled RMSE of the means 1.05,
-#: 3.08, 0.38 on seeds 1-3, against 0.48, 0.37, 0.33 with the restarts run) depended on
-#: the machine and its load.  The path limits bound the search's length.
-ROUND_TIME_FACTOR = 8.0
-MIN_ROUND_SECONDS = 5.0
-#: Draws per path of the search's later rounds (a tenth of the first round's, at least
-#: this): they only place and weigh modes, while the first round's draws (``draws`` per
-#: path) also shape the base.  Evaluating every draw's density was most of the search's
-#: cost: with all rounds at 1000 draws per path CT's median wall time on posteriordb
-#: went from 2.56 to 3.15 times NUTS's.
-SEARCH_DRAWS_MIN = 50
-#: A density evaluation that fails (CmdStan's ``log_prob`` fails the whole call for one
-#: bad point) is retried on halves, this many times deep, so that only the points near
-#: the failure are left unevaluated (at most ``2**(DENSITY_SPLITS + 1) - 1`` calls).
-DENSITY_SPLITS = 4
-#: Restarts near the modes found (:meth:`BasePilot._restarts`): this many paths in the
-#: first round, doubled each round ...
-RESTART_PATHS = 16
-#: ... for at most this many rounds (240 restarts: with 16 modes of 5-10% of the mass
-#: each, 96 restarts still saw one of them once in about 2 searches of 5).
-RESTART_ROUNDS = 4
-#: The restarts start from the found modes' covering Gaussian with its standard
-#: deviations multiplied by these in turn: 1 puts starts among the modes found (where a
-#: mode between them has its small basin), 2 beyond them.
-RESTART_SPREADS = (1.0, 2.0)
-#: Offset of the restarts' seed from the search's.
-RESTART_SEED_OFFSET = 2718281
-#: The restarts' starts are resampled, by their importance weights, from this many draws
-#: of the covering Gaussians (at most :data:`RESTART_VALUES` numbers in all) ...
-RESTART_DRAWS = 20_000
-RESTART_VALUES = 2_000_000
-#: ... when those weights have an effective sample size of at least this many times the
-#: first round's restarts (else the raw draws are the starts).
-RESTART_ESS_FACTOR = 4
 
 
 def _round_timeout(per_path: float, n_paths: int) -> float:
@@ -130,97 +91,6 @@ def _round_timeout(per_path: float, n_paths: int) -> float:
     Nothing.
     """
     return max(MIN_ROUND_SECONDS, ROUND_TIME_FACTOR * per_path * n_paths)
-
-
-def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> float:
-    """Estimated chance that one more path would find a mode not yet seen.
-
-    The Good-Turing estimate ``f1 / n`` (``f1``: modes found by exactly one of the
-    ``n`` paths; a basin of start-space share ``q`` is hit by a path with probability
-    ``q``), with one more singleton counted: a search must see every mode at least
-    twice *and* have run about ``1 / UNSEEN_SHARE_MAX`` paths before it stops (72: two
-    cycles of radii).  (With
-    f1 alone, 24 paths that all ended at one mode stopped the search of a model whose
-    second mode, at 14, has a basin of 35% of the starts within radius 32: L-BFGS from
-    far out overshoots into the wide mode's basin.)
-
-    Raises
-    ------
-    Nothing.
-    """
-    counts = np.asarray(paths_per_mode, dtype=int)
-    if paths <= 0:
-        return 1.0
-    return min(1.0, (int(np.sum(counts == 1)) + 1) / paths)
-
-
-@dataclass(frozen=True)
-class ModeSearch:
-    """How widely the pilot searched for modes, and what it found.
-
-    Attributes
-    ----------
-    radii
-        The radii whose rounds ran (each round's paths start uniformly in ``(-R, R)``
-        on the unconstrained scale).
-    modes
-        Distinct modes found (paths merged within 3 standard deviations).
-    major_modes
-        Modes holding at least :data:`NEW_MODE_SHARE` of the mass found.
-    paths
-        Pathfinder paths run, over all rounds.
-    stopped
-        Why the search stopped: the unseen share reached, the path or time limit,
-        or the failure of a round.
-    mode_shares
-        Each mode's share of the mass found (the importance-sampling masses).
-    centres
-        (K, D) centres in base coordinates of the modes holding at least
-        :data:`NEW_MODE_SHARE` of the mass (raw parameter columns without base
-        coordinates), in the order of ``major_shares``.
-    major_shares
-        Those modes' shares of the mass found.
-    base
-        The Gaussian moment-matched to the modes found (eq 25), whose metric decides
-        which found mode a point is nearest (None without base coordinates).
-    unseen
-        The estimated chance that one more path would have found a mode not yet seen
-        (:func:`unseen_share`) when the search stopped.
-    seconds_per_path
-        The first round's wall time per path, which bounds later rounds' time
-        (:func:`_round_timeout`; NaN when unknown).
-    """
-
-    radii: tuple[float, ...]
-    modes: int
-    major_modes: int
-    paths: int
-    stopped: str
-    mode_shares: tuple[float, ...] = ()
-    centres: Any = field(default=None, compare=False, repr=False)
-    major_shares: tuple[float, ...] = ()
-    base: Any = field(default=None, compare=False, repr=False)
-    unseen: float = float("nan")
-    seconds_per_path: float = field(default=float("nan"), compare=False)
-
-    @property
-    def radius(self) -> float:
-        """The largest radius searched."""
-        return max(self.radii) if self.radii else float("nan")
-
-    def describe(self) -> str:
-        """One line for a summary: the modes found and how widely the pilot searched."""
-        return (f"{self.modes} mode(s) found ({self.major_modes} with >= "
-                f"{100 * NEW_MODE_SHARE:g}% of the mass) by {self.paths} Pathfinder paths "
-                f"started within radius {self.radius:g} of the origin (unconstrained); "
-                f"search stopped: {self.stopped}")
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (for diagnostics, ``estimates.json`` and InferenceData)."""
-        return {"search_radius": self.radius, "search_radii": list(self.radii),
-                "modes_found": self.modes, "major_modes_found": self.major_modes,
-                "search_paths": self.paths, "search_stopped": self.stopped,
-                "mode_shares": list(self.mode_shares), "search_unseen_share": self.unseen}
 
 
 def _shares(groups: list[ModeGroup]) -> NDArray[np.float64]:
@@ -340,7 +210,7 @@ class BasePilot:
         RuntimeError, ValueError
             If CmdStan cannot evaluate the density at the points.
         """
-        from pemc_stan.methods.density import model_log_density
+        from pemc_stan.modes.density import model_log_density
 
         data = self.owner.data
         x = self.coordinates.inverse(z, data)
@@ -699,7 +569,7 @@ class BasePilot:
     def importance_log_z(self, base: BaseDensity, seed: int | None, n: int = 2000) -> float:
         """``log Z`` by importance sampling from the base, ``log gamma`` evaluated with every
         constant by the density program."""
-        from pemc_stan.methods.density import DensityEvaluator
+        from pemc_stan.modes.density import DensityEvaluator
 
         coords, data = self.coordinates, self.owner.data
         z = base.sample_z(n, np.random.default_rng(seed))

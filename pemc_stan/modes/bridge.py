@@ -2,9 +2,9 @@
 
 :func:`bridge_from_draws` is the estimate behind ``pemc_stan.evidence(...,
 estimator="bridge")`` and behind the mode split's masses of the modes
-(:mod:`pemc_stan.methods.mode_split`); the estimator itself is the pure function
+(:mod:`pemc_stan.modes.split`); the estimator itself is the pure function
 :func:`~pemc_stan.estimators.log_z.bridge_sampling`, the densities come from
-:class:`~pemc_stan.methods.density.DensityEvaluator`.
+:class:`~pemc_stan.modes.density.DensityEvaluator`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from pemc_stan.estimators.log_z import EvidenceEstimate, bridge_sampling
 from pemc_stan.inputs import StanProgram, read_program
-from pemc_stan.methods.density import DensityEvaluator
+from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
 
 __all__ = ["bridge_from_draws", "log_target_fn", "posterior_setup"]

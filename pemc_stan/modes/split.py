@@ -1,0 +1,573 @@
+"""The mode split: separated modes sampled one by one, weighted by their masses.
+
+When the pilot's search (:class:`~pemc_stan.modes.search.ModeSearch`) has found
+the modes and NUTS cannot move between them, the posterior is the mixture of its
+restrictions to the modes' cells,
+
+    p(x) = sum_k (Z_k / Z) p_k(x),    Z = sum_k Z_k,
+
+so NUTS chains that each stay in one cell sample the ``p_k``, bridge sampling on
+each cell's chains gives ``log Z_k``
+(:func:`~pemc_stan.modes.bridge.bridge_from_draws`), and every expectation and
+``log Z`` follow without any chain crossing between modes.  This is what a
+tempered chain cannot do when a mode is narrow: the geometric path
+``gamma^beta b^(1 - beta)`` has an entropy barrier inside a narrow mode's cell (the
+volume ratio of the base's scale to the mode's), which no beta bias fitted to all
+modes together lifts (docs/validation.md, "Experiment: one NUTS chain per mode").
+
+:func:`split_modes` runs the chains the user asked for from where CmdStan would start
+them (scouts: a mode the search missed can catch one, whose draws then disagree with
+their group's) and, when the search found several modes, :data:`CHAINS_PER_MODE` more
+from each mode centre, all of the user's unchanged program with the user's ``iter_warmup`` and
+``iter_sampling``.  Modes between which chains move are
+merged into one group (:func:`~pemc_stan.modes.grouping.cell_groups`: they are
+connected for NUTS and sampled
+together), and the split is accepted only when the evidence says the decomposition
+holds:
+
+- the search stopped because it saw no sign of modes it missed
+  (:data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX`);
+- the fit's own verdict (:meth:`~pemc_stan.modes.split_fit.ModeSplitFit.check`) is ok:
+  divergences, R-hat and ESS within each group's chains, the chains of a group
+  agreeing, no mode the search found left unvisited or outside every group, every
+  group's mass estimated (bridge sampling restricted to the group's cells, so no mass is
+  counted twice), and within a group of connected modes no mode visited far less than
+  the search weighed it (a spike in a slab).
+
+A split refused only for mass no group holds (the wide importance sampler's excess)
+searches again from where that mass is, and runs once more with the modes found
+there (:func:`_split_extended`), up to :data:`MAX_EXTENSIONS` times within the
+follow-up budget.  Otherwise the method
+runs as it would have (tempering), and the reason is kept in its diagnostics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import cmdstanpy
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import logsumexp
+
+from pemc_stan.backend.progress import stage
+from pemc_stan.errors import PemcStanError
+from pemc_stan.methods.base import MethodModel, leapfrog_gradients
+from pemc_stan.methods.base_density import coordinate_draws
+from pemc_stan.methods.follow_up import (
+    DEFAULT_BUDGET,
+    PREDICTION_MARGIN,
+    FollowUpStep,
+    longer_can_fix,
+)
+from pemc_stan.modes.bridge import bridge_from_draws
+from pemc_stan.modes.density import DensityEvaluator
+from pemc_stan.modes.grouping import cell_groups, group_stats, worst_rhat
+from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
+from pemc_stan.modes.split_fit import ModeSplitFit
+from pemc_stan.modes.wide import (
+    WIDE_SEED_OFFSET,
+    ModeGaussians,
+    mode_gaussians,
+    unexplained_starts,
+    wide_sample,
+)
+from pemc_stan.output.diagnostics import RHAT_MAX
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CHAINS_PER_MODE", "MAX_SPLIT_MODES", "SplitOutcome", "run_inits", "scout_inits",
+           "split_modes", "try_split"]
+
+#: Chains started at each mode centre: two, so that R-hat and the chains' agreement
+#: can be judged within every mode.
+CHAINS_PER_MODE = 2
+#: Offset of the scouts' seed from the run's.
+SCOUT_SEED_OFFSET = 15485863
+#: The split is tried for at most this many modes (beyond, the modes are rarely all
+#: separated, and the chains would cost more than tempering).
+MAX_SPLIT_MODES = 24
+#: A split refused for mass no group holds searches again from that mass at most this
+#: many times (each within the follow-up budget).  Once was not always enough: on the
+#: mixture on R^2 with one round of restarts (seed 1) the first search from the missed
+#: mass found 4 of the 6 groups missing on one machine and all of them on another, and
+#: the second split was refused for the rest.
+MAX_EXTENSIONS = 2
+#: A split refused only for these reasons (slow mixing within a group of modes) runs once
+#: more, twice as long, from where its chains ended (:func:`_run_longer`), when the
+#: follow-up budget allows.
+SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree")
+
+
+class SplitOutcome:
+    """What :func:`split_modes` decided: the fit, or why the method must temper.
+
+    Attributes
+    ----------
+    fit
+        The accepted :class:`ModeSplitFit`, or None.
+    why
+        Why the split was not used: refused after its run, or not started (too many
+        modes, a search that may have missed modes, initial values given); empty when it
+        was used, or when there was no search to split by.
+    tried
+        Whether the split's chains ran (else ``why`` says why they were not started).
+    names
+        The names of the verdict's reasons when the split was refused for them.
+    unexplained
+        Refused for mass no group holds (``mode_wide_mass``): starts where that mass is,
+        in base coordinates (:func:`~pemc_stan.modes.wide.unexplained_starts`); else None.
+    modes
+        With ``unexplained``: the Gaussians of the modes' draws
+        (:func:`~pemc_stan.modes.wide.mode_gaussians`).
+    rhat
+        Refused for R-hat within a group: the largest (else NaN).
+    """
+
+    def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
+                 names: tuple[str, ...] = ()):
+        self.fit, self.why, self.tried, self.names = fit, why, tried, names
+        self.unexplained: NDArray[np.float64] | None = None
+        self.modes: ModeGaussians = []
+        self.rhat = float("nan")
+
+    def note(self) -> tuple[str, str, str] | None:
+        """``(name, message, remedy)`` for the method's fit, when the split was tried and
+        rejected."""
+        if self.fit is not None or not self.why:
+            return None
+        if not self.tried:
+            return ("mode_split", f"the modes were not split: {self.why}", "nothing to do")
+        return ("mode_split", f"the modes were not split, so the run tempered: {self.why}",
+                "nothing to do; split_modes='never' skips the attempt")
+
+
+def _inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], per_mode: int
+           ) -> list[Mapping[str, Any]]:
+    """Initial values of ``per_mode`` chains at each centre (base coordinates)."""
+    out: list[Mapping[str, Any]] = []
+    for centre in centres:
+        values = coords.inverse(np.asarray(centre, dtype=float)[None, :], model.data)
+        out.extend([{name: np.asarray(v)[0].tolist() for name, v in values.items()}] * per_mode)
+    return out
+
+
+def scout_inits(model: MethodModel, coords: Any, n: int, seed: int | None
+                ) -> list[Mapping[str, Any]]:
+    """Initial values of ``n`` scout chains: uniform on ``(-2, 2)`` in every base
+    coordinate, as CmdStan starts its chains on the unconstrained scale.
+
+    Raises
+    ------
+    ValueError
+        If the base coordinates cannot be evaluated from the data.
+    """
+    rng = np.random.default_rng(None if seed is None else seed + SCOUT_SEED_OFFSET)
+    z = rng.uniform(-2.0, 2.0, size=(n, coords.dim(model.data)))
+    values = coords.inverse(z, model.data)
+    return [{name: np.asarray(v)[i].tolist() for name, v in values.items()} for i in range(n)]
+
+
+def run_inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], chains: int,
+              seed: int | None) -> list[Mapping[str, Any]] | None:
+    """Where the split's chains start: ``chains`` scouts (:func:`scout_inits`), then
+    :data:`CHAINS_PER_MODE` at each centre; with a single centre, None: the scouts alone,
+    started by CmdStan itself (plain NUTS as the user would run it, CmdStan retrying an
+    initial value where the density fails), and a mode the search found that none of
+    them reaches is unvisited, and flagged.
+
+    Raises
+    ------
+    ValueError
+        If the base coordinates cannot be evaluated from the data.
+    """
+    if len(centres) < 2:
+        return None
+    return [*scout_inits(model, coords, chains, seed),
+            *_inits(model, coords, centres, CHAINS_PER_MODE)]
+
+
+def _group_draws(fit: cmdstanpy.CmdStanMCMC, names: list[str], chains: NDArray[np.bool_]
+                 ) -> dict[str, NDArray[np.float64]]:
+    out = {}
+    for name in names:
+        v = np.asarray(fit.stan_variable(name), dtype=float)
+        v = v.reshape((fit.chains, v.shape[0] // fit.chains, *v.shape[1:]))
+        out[name] = v[chains]
+    return out
+
+
+def _base_coordinates(model: MethodModel, coords: Any, fit: cmdstanpy.CmdStanMCMC
+                      ) -> NDArray[np.float64]:
+    draws = np.asarray(fit.draws(concat_chains=False), dtype=float)  # (iter, chains, cols)
+    n_iter, n_chains, _ = draws.shape
+    flat = np.transpose(draws, (1, 0, 2)).reshape(n_chains * n_iter, -1)
+    z, _ = coords.forward(coordinate_draws(coords, flat, list(fit.column_names), model.data),
+                          model.data)
+    return np.asarray(z, dtype=float).reshape(n_chains, n_iter, -1)
+
+
+def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, iter_warmup: int,
+                iter_sampling: int, seed: int | None,
+                output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                extend: int = MAX_EXTENSIONS, **cmdstanpy_kwargs: Any) -> SplitOutcome:
+    """Try the mode split (see the module docstring) after the pilot's ``search``.
+
+    Parameters
+    ----------
+    model
+        The method's model (its original program, data and base coordinates).
+    search
+        The pilot's search (None: nothing is tried).
+    chains
+        The chains the user asked for: they start where CmdStan would start them
+        (:func:`scout_inits`), and when the search found several modes,
+        :data:`CHAINS_PER_MODE` more start at each (with one mode, the run is plain NUTS
+        as the user would run it).
+    iter_warmup, iter_sampling, seed, output_dir, show_progress
+        As ``CmdStanModel.sample`` (the draws' CSV files go to ``output_dir``).
+    extend
+        How many more times a split refused for mass no group holds may search again
+        from that mass and run once more with the modes it finds
+        (:func:`_split_extended`; 0: not).
+    **cmdstanpy_kwargs
+        Further NUTS arguments (``adapt_delta``, ...).  With ``inits`` given nothing is
+        tried: the user chose where the chains start.
+
+    Returns
+    -------
+    SplitOutcome
+        The accepted fit, or why the method should run as usual.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan fails on the user's program.
+    """
+    coords = getattr(model.result, "coordinates", None)
+    if search is None or search.centres is None or search.base is None or coords is None \
+            or not coords.blocks:
+        return SplitOutcome()
+    centres = np.asarray(search.centres, dtype=float)
+    if len(centres) > MAX_SPLIT_MODES:
+        return SplitOutcome(why=f"{len(centres)} modes found (> {MAX_SPLIT_MODES})")
+    if not search.unseen <= UNSEEN_SHARE_MAX:
+        return SplitOutcome(why=f"the search may have missed modes (unseen share "
+                                f"{search.unseen:.3f} > {UNSEEN_SHARE_MAX})")
+    if cmdstanpy_kwargs.get("inits") is not None:
+        return SplitOutcome(why="initial values were given, and the split starts its chains "
+                                "at the modes")
+    kwargs = {k: v for k, v in cmdstanpy_kwargs.items() if k != "chains"}
+    kwargs.setdefault("sig_figs", 12)
+    inits = run_inits(model, coords, centres, chains, seed)
+    run = _run(model, f"mode split: {chains} NUTS chains from Stan's usual initial values"
+               + (f" and {CHAINS_PER_MODE} at each of {len(centres)} modes of the search"
+                  if len(centres) > 1 else ""),
+               inits, chains if inits is None else len(inits), iter_warmup, iter_sampling,
+               seed, output_dir, show_progress, kwargs)
+    if isinstance(run, SplitOutcome):
+        return run
+    outcome = _judge(model, coords, search, run, seed)
+    spent = float(MAX_EXTENSIONS - extend)  # earlier splits' runs, in first runs
+    if outcome.unexplained is not None and outcome.unexplained.size and extend > 0 \
+            and _budget_allows(model, 1.0, spent=spent):
+        return _split_extended(model, search, run, outcome, chains=chains,
+                               iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                               output_dir=output_dir, show_progress=show_progress,
+                               kwargs=cmdstanpy_kwargs, extend=extend - 1)
+    if outcome.fit is not None or not outcome.names \
+            or not set(outcome.names) <= set(SPLIT_LONGER_REASONS) \
+            or not longer_can_fix(outcome.rhat, _budget(model)) \
+            or not _longer_allowed(model, iter_warmup, iter_sampling, spent=spent):
+        return outcome
+    return _run_longer(model, coords, search, run, outcome, iter_warmup=iter_warmup,
+                       iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
+                       show_progress=show_progress, kwargs=kwargs)
+
+
+def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, chains: int,
+         iter_warmup: int, iter_sampling: int, seed: int | None,
+         output_dir: str | os.PathLike[str] | None, show_progress: bool,
+         kwargs: dict[str, Any]) -> cmdstanpy.CmdStanMCMC | SplitOutcome:
+    """The split's NUTS chains on the user's program (a refusal when CmdStan fails)."""
+    with stage(title):
+        try:
+            return model.original_model().sample(
+                data=model.data or None, chains=chains, iter_warmup=iter_warmup,
+                iter_sampling=iter_sampling, seed=seed, inits=inits,
+                output_dir=None if output_dir is None else str(output_dir),
+                show_progress=show_progress, **kwargs)
+        except RuntimeError as exc:  # e.g. an ODE that fails where a scout started
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return SplitOutcome(why=f"CmdStan failed on the split's chains ({first})",
+                                tried=True)
+
+
+def _budget(model: MethodModel) -> float:
+    """The follow-up budget (:attr:`~pemc_stan.methods.base.MethodModel.follow_up_budget`;
+    None: the default)."""
+    budget = getattr(model, "follow_up_budget", None)
+    return DEFAULT_BUDGET if budget is None else float(budget)
+
+
+def _budget_allows(model: MethodModel, scale: float, spent: float = 0.0) -> bool:
+    """Whether the follow-up budget (:func:`_budget`) has room, after the first run and
+    ``spent`` more of its cost, for one more run of ``scale`` times its cost, predicted at
+    :data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times that."""
+    return 1.0 + spent + PREDICTION_MARGIN * scale <= _budget(model)
+
+
+def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int,
+                    spent: float = 0.0) -> bool:
+    """:func:`_budget_allows` the split's longer run (twice the draws)."""
+    scale = (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
+    return _budget_allows(model, scale, spent)
+
+
+def _last_draws(run: cmdstanpy.CmdStanMCMC, names: list[str]) -> list[Mapping[str, Any]]:
+    """Each chain's last draw (constrained values), as initial values."""
+    last = {k: v[:, -1] for k, v in
+            _group_draws(run, names, np.ones(run.chains, dtype=bool)).items()}
+    return [{k: v[c].tolist() for k, v in last.items()} for c in range(run.chains)]
+
+
+def _run_longer(model: MethodModel, coords: Any, search: ModeSearch,
+                run: cmdstanpy.CmdStanMCMC, first: SplitOutcome, *, iter_warmup: int,
+                iter_sampling: int, seed: int | None,
+                output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                kwargs: dict[str, Any]) -> SplitOutcome:
+    """The split run once more, twice as long, every chain from its last draw, when its
+    verdict names only slow mixing within groups (:data:`SPLIT_LONGER_REASONS`): the
+    20-Gaussian mixture, seed 3, was refused for an R-hat of 1.087 in the group of two
+    modes 0.4 apart between which its chains moved, and the tempered run then left a
+    mode unvisited.  The longer run alone is judged, and the step is recorded
+    (:attr:`ModeSplitFit.split_steps`)."""
+    change = f"iter_sampling {iter_sampling} -> {2 * iter_sampling} (mode split)"
+    logger.info("mode split: run again with %s after %s", change, first.why)
+    again = _run(model, f"mode split: {change}, every chain from its last draw",
+                 _last_draws(run, list(model.program.parameter_names)), run.chains,
+                 iter_warmup, 2 * iter_sampling, None if seed is None else seed + 1,
+                 None if output_dir is None else os.path.join(output_dir, "split_longer"),
+                 show_progress, kwargs)
+    if isinstance(again, SplitOutcome):
+        return SplitOutcome(why=f"{first.why}; {change}: {again.why}", tried=True)
+    second = _judge(model, coords, search, again, None if seed is None else seed + 1)
+    if second.fit is None:
+        return SplitOutcome(why=f"{first.why}; after {change}: {second.why}", tried=True,
+                            names=second.names)
+    second.fit.split_steps = [FollowUpStep(change, first.why, second.fit.run_gradients(),
+                                           "ok")]
+    second.fit.earlier_gradients = _earlier_gradients(run)
+    return second
+
+
+def _earlier_gradients(run: cmdstanpy.CmdStanMCMC) -> int:
+    """Gradient evaluations of a refused run of the split (0 without its step sizes)."""
+    steps = np.asarray(run.draws(concat_chains=False), dtype=float)
+    cols = list(run.column_names)
+    if "n_leapfrog__" not in cols:
+        return 0
+    return int(leapfrog_gradients(steps[:, :, cols.index("n_leapfrog__")],
+                                  getattr(run.metadata, "cmdstan_config", {})))
+
+
+def _extend_search(model: MethodModel, search: ModeSearch, refused: SplitOutcome,
+                   seed: int | None) -> ModeSearch | None:
+    """The search with the modes that Pathfinder paths from the refused split's
+    unexplained mass (:attr:`SplitOutcome.unexplained`) reach and that no found mode's
+    Gaussian holds (Mahalanobis distance beyond its 99.9% radius); their shares are their
+    paths' masses against the groups'.  None when the model has no pilot, Pathfinder
+    fails or nothing new is found."""
+    make = getattr(model, "_pilot", None)
+    if make is None or refused.unexplained is None or not refused.modes:
+        return None
+    try:
+        groups, centres = make().modes_from(refused.unexplained, seed, search.seconds_per_path)
+    except Exception as exc:  # Pathfinder or the density failing there: keep the refusal
+        logger.info("mode split: the search from the unexplained mass failed (%s)",
+                    " ".join(str(exc).split())[:160])
+        return None
+    log_found = float(logsumexp([m[0] for m in refused.modes]))
+    shares = np.exp(np.array([lm for _, lm in groups]) - log_found)
+    new = (shares >= NEW_MODE_SHARE) & ~_held(centres, refused.modes)
+    if not np.any(new):
+        return None
+    scale = 1.0 + float(np.sum(shares[new]))
+    said = (f"{len(refused.unexplained)} restarts from the mass the split's importance "
+            f"sampler saw beyond the modes: {int(np.sum(new))} new mode(s)")
+    return dataclasses.replace(
+        search, modes=search.modes + int(np.sum(new)),
+        major_modes=search.major_modes + int(np.sum(new)),
+        paths=search.paths + len(refused.unexplained), stopped=f"{search.stopped}; {said}",
+        mode_shares=tuple(float(x) for x in np.concatenate(
+            [np.asarray(search.mode_shares, dtype=float), shares[new]]) / scale),
+        centres=np.vstack([np.asarray(search.centres, dtype=float), centres[new]]),
+        major_shares=tuple(float(x) for x in np.concatenate(
+            [np.asarray(search.major_shares, dtype=float), shares[new]]) / scale))
+
+
+#: A centre lies in a found mode when its squared Mahalanobis distance under the mode's
+#: Gaussian is within this quantile of the chi-squared distribution.
+HELD_QUANTILE = 0.999
+
+
+def _held(centres: NDArray[np.float64], modes: ModeGaussians) -> NDArray[np.bool_]:
+    """Whether each centre lies within :data:`HELD_QUANTILE` of some mode's Gaussian."""
+    from scipy.stats import chi2
+
+    c = np.atleast_2d(np.asarray(centres, dtype=float))
+    radius = float(chi2.ppf(HELD_QUANTILE, c.shape[1]))
+    held = np.zeros(c.shape[0], dtype=bool)
+    for _, mean, cov in modes:
+        try:
+            r = np.linalg.solve(np.linalg.cholesky(cov), (c - mean).T)
+        except np.linalg.LinAlgError:
+            continue
+        held |= np.sum(r * r, axis=0) <= radius
+    return held
+
+
+def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
+                    refused: SplitOutcome, *, chains: int, iter_warmup: int,
+                    iter_sampling: int, seed: int | None,
+                    output_dir: str | os.PathLike[str] | None, show_progress: bool,
+                    kwargs: dict[str, Any], extend: int = 0) -> SplitOutcome:
+    """A split refused for mass no group holds, tried once more with the modes a search
+    from that mass finds (:func:`_extend_search`): the wide sampler saw them, so the
+    run can sample them instead of tempering (the mixture on R^2 with one round of
+    restarts, seeds 1 and 2: 10 and 13 of its modes found, 36% and 16% of the mass
+    seen beyond them).  The new split alone is judged, and may extend ``extend`` more
+    times; the step is recorded."""
+    wider = _extend_search(model, search, refused, None if seed is None else seed + 2)
+    if wider is None:
+        return refused
+    change = f"modes {len(search.centres)} -> {len(wider.centres)} (mode split)"
+    logger.info("mode split: run again with %s after %s", change, refused.why)
+    again = split_modes(model, wider, chains=chains, iter_warmup=iter_warmup,
+                        iter_sampling=iter_sampling, seed=None if seed is None else seed + 2,
+                        output_dir=None if output_dir is None
+                        else os.path.join(output_dir, "split_extended"),
+                        show_progress=show_progress, extend=extend, **kwargs)
+    if again.fit is None:
+        return SplitOutcome(why=f"{refused.why}; {change}: {again.why}", tried=True,
+                            names=again.names)
+    again.fit.split_steps.insert(0, FollowUpStep(change, refused.why,
+                                                 again.fit.run_gradients(), "ok"))
+    again.fit.earlier_gradients += _earlier_gradients(run)
+    return again
+
+
+def try_split(model: MethodModel, search: ModeSearch | None,
+              notes: list[tuple[str, str, str]], **run: Any) -> ModeSplitFit | None:
+    """:func:`split_modes`, for a method's ``sample``: the accepted fit, or None after
+    appending why not (when there is a why) to the method's ``notes``.
+
+    Raises
+    ------
+    RuntimeError
+        As :func:`split_modes`.
+    """
+    outcome = split_modes(model, search, **run)
+    note = outcome.note()
+    if outcome.fit is None and note is not None:
+        notes.append(note)
+    return outcome.fit
+
+
+def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
+           seed: int | None) -> SplitOutcome:
+    """Cells, masses and the verdict of a split's run (a refusal that says why)."""
+    try:
+        return _judge_run(model, coords, search, run, seed)
+    except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
+        return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+
+
+def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
+               run: cmdstanpy.CmdStanMCMC, seed: int | None) -> SplitOutcome:
+    """:func:`_judge` without the refusal for draws that cannot be mapped.  The wide
+    importance sampler (:func:`~pemc_stan.modes.wide.wide_sample`) runs only for a split
+    every other check
+    passed: it can only refuse it, and on the Boltzmann relaxation it took 4-25 s to
+    draw for a split its chains' R-hat had already refused."""
+    centres = np.asarray(search.centres, dtype=float)
+    z = _base_coordinates(model, coords, run)
+    n_chains, n_draws, dim = z.shape
+    cells = search.base.nearest_centre(z.reshape(-1, dim), centres).reshape(n_chains, n_draws)
+    groups, outside, members = cell_groups(cells, len(centres))
+    program = model.program
+    names = list(program.parameter_names)
+    slow = _unmixed_group(run, names, groups, len(members))
+    if slow is not None:
+        refused = SplitOutcome(why=slow[0], tried=True, names=("rhat",))
+        refused.rhat = slow[1]
+        return refused
+    evaluator = DensityEvaluator(program, model.data, program.name)  # its CSVs: temporary
+    masses = []
+    with stage(f"mode split: bridge sampling of {len(members)} mode mass(es)"):
+        for g, cells_g in enumerate(members):
+            def region(values: Mapping[str, NDArray[np.float64]],
+                       cells_g: list[int] = cells_g) -> NDArray[np.bool_]:
+                zg, _ = coords.forward(values, model.data)
+                return np.isin(search.base.nearest_centre(zg, centres), cells_g)
+
+            try:
+                masses.append(bridge_from_draws(
+                    program, model.data, _group_draws(run, names, groups == g),
+                    name=program.name, seed=None if seed is None else seed + 7919 * g,
+                    evaluator=evaluator, region=region))
+            except (ValueError, RuntimeError, PemcStanError) as exc:
+                return SplitOutcome(why=f"bridge sampling of the mass of mode group {g + 1} "
+                                        f"failed ({exc})", tried=True)
+    fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
+                       cells=cells, members=members, outside=outside, data=model.data,
+                       original_model=model.original_model, seed=seed)
+    verdict = fit.check()
+    wide, modes = None, mode_gaussians(z, cells, groups, members, masses)
+    if verdict.ok and len(centres) > 1:  # the wide sampler can only refuse it: last
+        with stage(f"mode split: importance draws around the {len(centres)} modes"):
+            wide = wide_sample(coords, search.base, evaluator, model.data, seed, masses,
+                               modes)
+        fit.wide_log_weights = None if wide is None else wide[0]
+        verdict = fit.check()
+    if not verdict.ok:
+        outcome = SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True,
+                               names=tuple(verdict.names()))
+        if wide is not None and "mode_wide_mass" in outcome.names:
+            outcome.unexplained = unexplained_starts(
+                wide[1], wide[0], fit.mode_split_log_z().log_z, search.base, modes,
+                np.random.default_rng(None if seed is None else seed + WIDE_SEED_OFFSET))
+            outcome.modes = modes
+        return outcome
+    logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
+                ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
+    return SplitOutcome(fit, tried=True)
+
+
+def _unmixed_group(run: cmdstanpy.CmdStanMCMC, names: list[str], groups: NDArray[np.intp],
+                   n_groups: int) -> tuple[str, float] | None:
+    """The verdict's R-hat check (:meth:`ModeSplitFit.convergence`: the largest of the
+    groups' R-hat of each parameter) before the masses are estimated: a split it refuses
+    is refused without bridge sampling (on the Boltzmann relaxation, 3-5 s a run for
+    chains whose R-hat within their one group was 3.2).  Why and the R-hat, or None
+    when it passes.
+
+    Raises
+    ------
+    Nothing beyond cmdstanpy's errors reading the draws.
+    """
+    every = np.ones(run.chains, dtype=bool)
+    for name in names:
+        v = _group_draws(run, [name], every)[name]
+        v = v.reshape(v.shape[0], v.shape[1], -1)
+        for j in range(v.shape[2]):
+            worst = worst_rhat(group_stats(v[:, :, j], groups, n_groups))
+            if worst > RHAT_MAX:
+                return (f"rhat: R-hat of {name} (element {j + 1}) within a group of modes is "
+                        f"{worst:.3g} (> {RHAT_MAX}): its chains disagree (their masses were "
+                        "not estimated)", worst)
+    return None
