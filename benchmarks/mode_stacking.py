@@ -92,7 +92,7 @@ def run_case(folder: Path, seed: int) -> dict[str, Any]:
     data = load_data(str(data_file))
     start = time.perf_counter()
     result = transform_result(str(program), method="ct")
-    pilot = result.require_method().model(result, data, None)._pilot()
+    pilot = result.require_method().model(result, data, None).pilot()
     pilot.pathfinder(seed)
     search = pilot.search
     centres = np.asarray(search.centres, dtype=float)

@@ -37,9 +37,10 @@ from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import ProgramSource, StanProgram, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
-from pemc_stan.methods.follow_up import DEFAULT_BUDGET, follow_up
+from pemc_stan.methods.follow_up import DEFAULT_BUDGET, Budget
 from pemc_stan.methods.options import check_int, check_number, field_names, option
 from pemc_stan.output.folder import check_output_folder
+from pemc_stan.plan import run_plan
 
 logger = logging.getLogger(__name__)
 
@@ -628,25 +629,18 @@ def run(inputs: RunInputs, *, output_dir: str | os.PathLike[str] | None = None,
     if output_dir is not None:  # a file given as the folder: named before any pilot/compile
         check_output_folder(output_dir)
     method_model = result.require_method().model(result, inputs.data, original_model)
-    kwargs = sampler.cmdstan_kwargs()
-    # the user's inits start the first run; a follow-up continues from where it ended
-    later = {k: v for k, v in kwargs.items() if k != "inits"}
     if client is not None:
         from pemc_stan.backend.chains import DaskChainRunner
 
         method_model.chain_runner = DaskChainRunner(client)
-    method_model.follow_up_budget = sampler.budget
     collapse_cmdstanpy_messages()
     try:
         with ending_children():
-            fit: ExtendedFit = method_model.sample(
-                chains=sampler.chains, iter_warmup=sampler.iter_warmup,
-                iter_sampling=sampler.iter_sampling, seed=sampler.seed, output_dir=output_dir,
-                show_progress=sampler.show_progress, **kwargs)
-            fit = follow_up(method_model, fit, iter_warmup=sampler.iter_warmup,
-                            iter_sampling=sampler.iter_sampling, seed=sampler.seed,
-                            budget=sampler.budget, output_dir=output_dir,
-                            show_progress=sampler.show_progress, **later)
+            fit = run_plan(method_model, chains=sampler.chains,
+                           iter_warmup=sampler.iter_warmup,
+                           iter_sampling=sampler.iter_sampling, seed=sampler.seed,
+                           output_dir=output_dir, show_progress=sampler.show_progress,
+                           budget=Budget(float(sampler.budget)), **sampler.cmdstan_kwargs())
     except RuntimeError as exc:
         if not is_cmdstan_failure(exc):
             raise

@@ -39,6 +39,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
     ("modes: the pilot's search, the mode split and its checks, density programs, "
      "bridge sampling", frozenset({"modes"})),
     ("methods: CT and PE, and the package that registers them", frozenset({"methods"})),
+    ("the run's plan: search, split or the method's run, follow-ups", frozenset({"plan"})),
     ("front doors: sample, transform, evidence", frozenset({"pipeline", "evidence"})),
     ("many fits on a cluster", frozenset({"batch"})),
     ("the command line and the public API", frozenset({"cli", "__main__", ""})),
@@ -47,7 +48,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
 #: Modules that start processes or run CmdStan; the estimators import none of them.
 PROCESS_MODULES = ("subprocess", "multiprocessing", "concurrent", "cmdstanpy", "httpstan",
                    "pemc_stan.backend", "pemc_stan.methods", "pemc_stan.modes",
-                   "pemc_stan.pipeline", "pemc_stan.evidence")
+                   "pemc_stan.plan", "pemc_stan.pipeline", "pemc_stan.evidence")
 
 
 def _stage_of(module: str) -> int:
@@ -161,7 +162,7 @@ def test_estimators_are_pure() -> None:
     ("from pemc_stan import __version__\n", "pemc_stan.output.fake"),
     ("from . import registry\n", "pemc_stan.methods.fake"),
     # by module: methods' core before the modes, the modes before the method folders
-    ("from pemc_stan.modes.split import try_split\n", "pemc_stan.methods.base"),
+    ("from pemc_stan.modes.split import split_modes\n", "pemc_stan.methods.base"),
     ("from pemc_stan.methods.pseudo_extended import METHOD\n", "pemc_stan.modes.fake"),
     ("from pemc_stan.modes.pilot import BasePilot\n", "pemc_stan.modes.search"),
 ])

@@ -25,7 +25,7 @@ import re
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -57,6 +57,7 @@ from pemc_stan.output.diagnostics import (
     ESS_MIN,
     RHAT_MAX,
     UNVISITED_SHARE_MIN,
+    Note,
     Reason,
     TransitionCounts,
     Verdict,
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["TransformResult", "MethodModel", "ExtendedFit", "FitHooks", "WeightedEstimate",
-           "emit_warning"]
+           "emit_warning", "Found"]
 
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
@@ -97,6 +98,41 @@ def emit_warning(message: str, category: type[Warning], stacklevel: int = 2) -> 
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
     logger.debug("warned: %s", message)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a method's pilot found, handed to the mode split and to the method's run.
+
+    Attributes
+    ----------
+    base
+        The base density in base coordinates (None: none, or the prior under likelihood
+        tempering).
+    log_scale
+        The pilot's estimate of ``log Z`` that scales the method's bridge (continuous
+        tempering's ``log zeta``, the pseudo-extended offset).
+    search
+        The search for modes (:class:`~pemc_stan.modes.search.ModeSearch`; None when it
+        did not search or failed).
+    notes
+        What the pilot and the split want the user told.
+    mode_centres
+        The distinct modes as (K, D) means in base coordinates (None for fewer than two).
+    failure
+        Why the pilot failed when the run goes on without its estimate (None: it did not).
+    """
+
+    base: Any = None
+    log_scale: float = 0.0
+    search: Any = None
+    notes: tuple[Note, ...] = ()
+    mode_centres: Any = None
+    failure: str | None = None
+
+    def noted(self, note: Note | None) -> Found:
+        """This with one more note (itself for None)."""
+        return self if note is None else dataclasses.replace(self, notes=(*self.notes, note))
 
 
 class WeightedEstimate(dict[str, float]):
@@ -247,10 +283,6 @@ class MethodModel:
         self._orig_model: cmdstanpy.CmdStanModel | None = original_model
         #: Runs the chains elsewhere (``pemc_stan.backend.chains.DaskChainRunner``); None: here.
         self.chain_runner: Callable[..., cmdstanpy.CmdStanMCMC] | None = None
-        #: The sampler's follow-up budget (:mod:`pemc_stan.methods.follow_up`), for the
-        #: steps a method takes within its own run (the mode split's longer run); None:
-        #: the default.
-        self.follow_up_budget: float | None = None
 
     @property
     def name(self) -> str:
@@ -397,13 +429,45 @@ class MethodModel:
         """
         return rewriting_messages(self._message_rewrite())
 
+    def pilot(self) -> Any:
+        """A fresh pilot with this method's settings
+        (:class:`~pemc_stan.modes.pilot.BasePilot`; None: the method has none); the mode
+        split searches again with it.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return None
+
+    def search_modes(self, seed: int | None) -> Found:
+        """The method's pilot: its base, scale and search for modes (none by default).
+
+        Raises
+        ------
+        RuntimeError
+            If every approximation of the pilot fails (methods with pilots).
+        """
+        return Found()
+
+    def wants_split(self) -> bool:
+        """Whether a run tries the mode split before the method's own run (not by default).
+
+        Raises
+        ------
+        Nothing.
+        """
+        return False
+
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
-               show_progress: bool = False, **cmdstanpy_kwargs: Any) -> ExtendedFit:
+               show_progress: bool = False, found: Found | None = None,
+               **cmdstanpy_kwargs: Any) -> ExtendedFit:
         """Run NUTS on the transformed program and wrap the draws in the method's fit.
 
         The default runs the program once with the user's data plus
-        ``result.data(...)``; methods with pilots override it.
+        ``result.data(...)``; methods with pilots override it, starting from ``found``
+        (:meth:`search_modes` runs when it is None).
 
         Raises
         ------
@@ -534,6 +598,10 @@ class ExtendedFit:
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "within_draw"
     #: The follow-up record (set per fit by ``sample``; None when it made none).
     follow_up: Any = None
+    #: Steps the run took before its follow-ups (the mode split's longer run or second
+    #: search, :class:`~pemc_stan.methods.follow_up.FollowUpStep`); the record lists them
+    #: first.
+    split_steps: Sequence[Any] = ()
     #: The seed of the whole call that made the fit (given or drawn; set by
     #: :func:`pemc_stan.pipeline.run`).  ``seed`` is this run's own: a bootstrap
     #: round's or follow-up's seed is derived from it.

@@ -44,7 +44,8 @@ from pemc_stan.output.diagnostics import RHAT_MAX, Reason
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ADAPT_DELTA_STEPS", "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep",
+__all__ = ["ADAPT_DELTA_STEPS", "Budget", "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp",
+           "FollowUpStep",
            "follow_up", "longer_can_fix", "plan_step"]
 
 #: The default budget: all runs together take at most this many times the first run's
@@ -61,6 +62,30 @@ PREDICTION_MARGIN = 1.5
 LONGER_REASONS = ("rhat", "ess", "chains_agree", "beta_round_trips", "beta_ends",
                   "log_z_chains", "log_z_rounds", "weight_ess", "base_moments",
                   "unvisited_modes")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's budget: all its runs together take at most ``factor`` times the first run's
+    gradient evaluations.  The mode split's longer run and the follow-ups draw from it.
+
+    Attributes
+    ----------
+    factor
+        The budget, in multiples of the first run's gradient evaluations (1: nothing more).
+    """
+
+    factor: float = DEFAULT_BUDGET
+
+    def allows(self, scale: float, spent: float = 0.0) -> bool:
+        """Whether, after the first run and ``spent`` more of its cost, one more run of
+        ``scale`` times its cost fits, predicted at :data:`PREDICTION_MARGIN` times that.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return 1.0 + spent + PREDICTION_MARGIN * scale <= self.factor
 
 
 @dataclass(frozen=True)
@@ -181,7 +206,7 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
 
 
 def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sampling: int,
-              seed: int | None, budget: float = DEFAULT_BUDGET,
+              seed: int | None, budget: Budget,
               output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
               **cmdstanpy_kwargs: Any) -> ExtendedFit:
     """Apply the verdict's mechanical remedies to ``fit`` within ``budget`` (module docstring).
@@ -196,8 +221,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         The first run's settings (follow-up ``k`` writes to ``output_dir/follow_up_k``
         and uses ``seed + 1000 k``).
     budget
-        All runs' gradient evaluations together, in multiples of the first run's
-        (1: no follow-up).
+        The run's budget: all runs' gradient evaluations together, in multiples of the
+        first run's (a factor of 1: no follow-up).
 
     Returns
     -------
@@ -211,14 +236,15 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         If CmdStan fails in a follow-up run.
     """
     first = max(fit.gradients(), 1)
+    factor = budget.factor
     # steps the method took within its run (the mode split run longer) come first
-    record = FollowUp(float(budget), first, first, list(getattr(fit, "split_steps", [])))
+    record = FollowUp(factor, first, first, list(fit.split_steps))
     settings: dict[str, Any] = {
         "adapt_delta": cmdstanpy_kwargs.pop("adapt_delta", None) or ADAPT_DELTA_STEPS[0],
         "iter_sampling": iter_sampling}
     last_cost = first
     k = 0
-    while budget > 1:
+    while factor > 1:
         verdict = fit.check()
         if verdict.ok:
             break
@@ -230,20 +256,20 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         new, change, because = plan
         rhat = fit.worst_rhat() if "rhat" in verdict.names() else float("nan")
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(rhat,
-                                                                                    budget):
+                                                                                    factor):
             record.steps.append(FollowUpStep(change, because, 0, (
                 f"not run: more draws cannot fix an R-hat of {rhat:.3f} (within the budget's "
-                f"{budget:g} times the draws it could fall to "
-                f"{math.sqrt(1 + (rhat**2 - 1) / budget):.3f} at best)")))
+                f"{factor:g} times the draws it could fall to "
+                f"{math.sqrt(1 + (rhat**2 - 1) / factor):.3f} at best)")))
             logger.info("follow-up %s not run: R-hat %.3f is beyond what %g times the draws "
-                        "can fix", change, rhat, budget)
+                        "can fix", change, rhat, factor)
             break
         scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
         predicted = int(PREDICTION_MARGIN * last_cost * scale)
-        if record.spent + predicted > budget * first:
+        if record.spent + predicted > factor * first:
             record.steps.append(FollowUpStep(change, because, 0, "over budget: not run"))
             logger.info("follow-up %s not run: it would take the run past its budget "
-                        "(%g times the first run's gradient evaluations)", change, budget)
+                        "(%g times the first run's gradient evaluations)", change, factor)
             break
         k += 1
         logger.info("follow-up %d: %s after %s", k, change, because)

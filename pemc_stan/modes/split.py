@@ -58,12 +58,7 @@ from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
 from pemc_stan.methods.base import MethodModel, leapfrog_gradients
 from pemc_stan.methods.base_density import coordinate_draws
-from pemc_stan.methods.follow_up import (
-    DEFAULT_BUDGET,
-    PREDICTION_MARGIN,
-    FollowUpStep,
-    longer_can_fix,
-)
+from pemc_stan.methods.follow_up import Budget, FollowUpStep, longer_can_fix
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, group_stats, worst_rhat
@@ -76,12 +71,12 @@ from pemc_stan.modes.wide import (
     unexplained_starts,
     wide_sample,
 )
-from pemc_stan.output.diagnostics import RHAT_MAX
+from pemc_stan.output.diagnostics import RHAT_MAX, Note
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["CHAINS_PER_MODE", "MAX_SPLIT_MODES", "SplitOutcome", "run_inits", "scout_inits",
-           "split_modes", "try_split"]
+           "split_modes"]
 
 #: Chains started at each mode centre: two, so that R-hat and the chains' agreement
 #: can be judged within every mode.
@@ -135,15 +130,15 @@ class SplitOutcome:
         self.modes: ModeGaussians = []
         self.rhat = float("nan")
 
-    def note(self) -> tuple[str, str, str] | None:
-        """``(name, message, remedy)`` for the method's fit, when the split was tried and
-        rejected."""
+    def note(self) -> Note | None:
+        """What the method's fit tells of a split that was refused (None: accepted, or
+        nothing to tell)."""
         if self.fit is not None or not self.why:
             return None
         if not self.tried:
-            return ("mode_split", f"the modes were not split: {self.why}", "nothing to do")
-        return ("mode_split", f"the modes were not split, so the run tempered: {self.why}",
-                "nothing to do; split_modes='never' skips the attempt")
+            return Note("mode_split", f"the modes were not split: {self.why}", "nothing to do")
+        return Note("mode_split", f"the modes were not split, so the run tempered: {self.why}",
+                    "nothing to do; split_modes='never' skips the attempt")
 
 
 def _inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], per_mode: int
@@ -214,7 +209,8 @@ def _base_coordinates(model: MethodModel, coords: Any, fit: cmdstanpy.CmdStanMCM
 def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, iter_warmup: int,
                 iter_sampling: int, seed: int | None,
                 output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                extend: int = MAX_EXTENSIONS, **cmdstanpy_kwargs: Any) -> SplitOutcome:
+                budget: Budget, extend: int = MAX_EXTENSIONS,
+                **cmdstanpy_kwargs: Any) -> SplitOutcome:
     """Try the mode split (see the module docstring) after the pilot's ``search``.
 
     Parameters
@@ -230,6 +226,8 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
         as the user would run it).
     iter_warmup, iter_sampling, seed, output_dir, show_progress
         As ``CmdStanModel.sample`` (the draws' CSV files go to ``output_dir``).
+    budget
+        The run's budget: the split runs longer, or searches again, only within it.
     extend
         How many more times a split refused for mass no group holds may search again
         from that mass and run once more with the modes it finds
@@ -274,15 +272,15 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
     outcome = _judge(model, coords, search, run, seed)
     spent = float(MAX_EXTENSIONS - extend)  # earlier splits' runs, in first runs
     if outcome.unexplained is not None and outcome.unexplained.size and extend > 0 \
-            and _budget_allows(model, 1.0, spent=spent):
+            and budget.allows(1.0, spent=spent):
         return _split_extended(model, search, run, outcome, chains=chains,
                                iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
                                output_dir=output_dir, show_progress=show_progress,
-                               kwargs=cmdstanpy_kwargs, extend=extend - 1)
+                               budget=budget, kwargs=cmdstanpy_kwargs, extend=extend - 1)
     if outcome.fit is not None or not outcome.names \
             or not set(outcome.names) <= set(SPLIT_LONGER_REASONS) \
-            or not longer_can_fix(outcome.rhat, _budget(model)) \
-            or not _longer_allowed(model, iter_warmup, iter_sampling, spent=spent):
+            or not longer_can_fix(outcome.rhat, budget.factor) \
+            or not _longer_allowed(budget, iter_warmup, iter_sampling, spent=spent):
         return outcome
     return _run_longer(model, coords, search, run, outcome, iter_warmup=iter_warmup,
                        iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
@@ -307,25 +305,11 @@ def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, 
                                 tried=True)
 
 
-def _budget(model: MethodModel) -> float:
-    """The follow-up budget (:attr:`~pemc_stan.methods.base.MethodModel.follow_up_budget`;
-    None: the default)."""
-    budget = getattr(model, "follow_up_budget", None)
-    return DEFAULT_BUDGET if budget is None else float(budget)
-
-
-def _budget_allows(model: MethodModel, scale: float, spent: float = 0.0) -> bool:
-    """Whether the follow-up budget (:func:`_budget`) has room, after the first run and
-    ``spent`` more of its cost, for one more run of ``scale`` times its cost, predicted at
-    :data:`~pemc_stan.methods.follow_up.PREDICTION_MARGIN` times that."""
-    return 1.0 + spent + PREDICTION_MARGIN * scale <= _budget(model)
-
-
-def _longer_allowed(model: MethodModel, iter_warmup: int, iter_sampling: int,
+def _longer_allowed(budget: Budget, iter_warmup: int, iter_sampling: int,
                     spent: float = 0.0) -> bool:
-    """:func:`_budget_allows` the split's longer run (twice the draws)."""
+    """Whether the budget allows the split's longer run (twice the draws)."""
     scale = (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
-    return _budget_allows(model, scale, spent)
+    return budget.allows(scale, spent)
 
 
 def _last_draws(run: cmdstanpy.CmdStanMCMC, names: list[str]) -> list[Mapping[str, Any]]:
@@ -382,11 +366,11 @@ def _extend_search(model: MethodModel, search: ModeSearch, refused: SplitOutcome
     Gaussian holds (Mahalanobis distance beyond its 99.9% radius); their shares are their
     paths' masses against the groups'.  None when the model has no pilot, Pathfinder
     fails or nothing new is found."""
-    make = getattr(model, "_pilot", None)
-    if make is None or refused.unexplained is None or not refused.modes:
+    pilot = model.pilot()
+    if pilot is None or refused.unexplained is None or not refused.modes:
         return None
     try:
-        groups, centres = make().modes_from(refused.unexplained, seed, search.seconds_per_path)
+        groups, centres = pilot.modes_from(refused.unexplained, seed, search.seconds_per_path)
     except Exception as exc:  # Pathfinder or the density failing there: keep the refusal
         logger.info("mode split: the search from the unexplained mass failed (%s)",
                     " ".join(str(exc).split())[:160])
@@ -435,7 +419,7 @@ def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdSt
                     refused: SplitOutcome, *, chains: int, iter_warmup: int,
                     iter_sampling: int, seed: int | None,
                     output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                    kwargs: dict[str, Any], extend: int = 0) -> SplitOutcome:
+                    budget: Budget, kwargs: dict[str, Any], extend: int = 0) -> SplitOutcome:
     """A split refused for mass no group holds, tried once more with the modes a search
     from that mass finds (:func:`_extend_search`): the wide sampler saw them, so the
     run can sample them instead of tempering (the mixture on R^2 with one round of
@@ -451,7 +435,7 @@ def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdSt
                         iter_sampling=iter_sampling, seed=None if seed is None else seed + 2,
                         output_dir=None if output_dir is None
                         else os.path.join(output_dir, "split_extended"),
-                        show_progress=show_progress, extend=extend, **kwargs)
+                        show_progress=show_progress, budget=budget, extend=extend, **kwargs)
     if again.fit is None:
         return SplitOutcome(why=f"{refused.why}; {change}: {again.why}", tried=True,
                             names=again.names)
@@ -459,23 +443,6 @@ def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdSt
                                                  again.fit.run_gradients(), "ok"))
     again.fit.earlier_gradients += _earlier_gradients(run)
     return again
-
-
-def try_split(model: MethodModel, search: ModeSearch | None,
-              notes: list[tuple[str, str, str]], **run: Any) -> ModeSplitFit | None:
-    """:func:`split_modes`, for a method's ``sample``: the accepted fit, or None after
-    appending why not (when there is a why) to the method's ``notes``.
-
-    Raises
-    ------
-    RuntimeError
-        As :func:`split_modes`.
-    """
-    outcome = split_modes(model, search, **run)
-    note = outcome.note()
-    if outcome.fit is None and note is not None:
-        notes.append(note)
-    return outcome.fit
 
 
 def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
-           "UNVISITED_SHARE_MIN"]
+           "UNVISITED_SHARE_MIN", "Note"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -40,6 +40,15 @@ CHAIN_Z_MAX = 5.0
 #: A mode the pilot found with at least this share of the mass it found must be visited by
 #: some draw of the target (``unvisited_modes``).
 UNVISITED_SHARE_MIN = 0.01
+
+
+class Note(NamedTuple):
+    """Something a run's pilot or search wants the user told (a fallback taken, a split
+    refused): shown in the fit's diagnostics; the methods say which names are faults."""
+
+    name: str
+    message: str
+    remedy: str
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from pemc_stan.cli import ExitCode, build_parser, main
 from pemc_stan.cli.options import add_sampler_options, flag_of, sampler_options
 from pemc_stan.errors import OptionsError
 from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.methods.base import Found
 from pemc_stan.methods.options import cli_fields
 from pemc_stan.pipeline import SamplerArgs, check_inits, nuts_fields, parse_inits, transform_result
 
@@ -209,8 +210,9 @@ def test_user_inits_start_the_first_run_and_follow_ups_continue(
         return fit
 
     spec = pemc_stan.methods.registry.get("ct")
+    monkeypatch.setattr(spec.model, "search_modes", lambda self, seed: Found())
     monkeypatch.setattr(spec.model, "sample", fake_sample)
-    monkeypatch.setattr("pemc_stan.pipeline.follow_up", fake_follow_up)
+    monkeypatch.setattr("pemc_stan.plan.follow_up", fake_follow_up)
     fit = pemc_stan.sample(MODEL, method="ct", chains=2, seed=3, inits={"mu": 0.5}, thin=2,
                            metric="dense_e", max_treedepth=6, refresh=10, parallel_chains=1,
                            adapt_delta=0.9, step_size=0.5)
@@ -218,7 +220,7 @@ def test_user_inits_start_the_first_run_and_follow_ups_continue(
             "parallel_chains": 1, "adapt_delta": 0.9, "step_size": 0.5}
     assert calls["sample"] == {"chains": 2, "iter_warmup": 1000, "iter_sampling": 1000,
                                "seed": 3, "output_dir": None, "show_progress": False,
-                               "inits": {"mu": 0.5}, **nuts}
+                               "inits": {"mu": 0.5}, "found": Found(), **nuts}
     follow = calls["follow_up"]
     assert "inits" not in follow and {k: follow[k] for k in nuts} == nuts
     assert fit.run_seed == 3

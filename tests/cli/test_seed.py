@@ -15,6 +15,7 @@ import pemc_stan
 from pemc_stan.cli import ExitCode, main
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.methods import registry
+from pemc_stan.methods.base import Found
 from pemc_stan.output.writers import fit_seed
 from pemc_stan.pipeline import SEED_DRAW_BOUND, SamplerArgs, draw_seed
 
@@ -52,8 +53,9 @@ def _capture_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None
         seeds.append(("follow_up", kwargs["seed"]))
         return fit
 
+    monkeypatch.setattr(registry.get("ct").model, "search_modes", lambda self, seed: Found())
     monkeypatch.setattr(registry.get("ct").model, "sample", fake_sample)
-    monkeypatch.setattr("pemc_stan.pipeline.follow_up", fake_follow_up)
+    monkeypatch.setattr("pemc_stan.plan.follow_up", fake_follow_up)
     return seeds
 
 

@@ -15,6 +15,7 @@ import pytest
 from pemc_stan.methods.follow_up import (
     ADAPT_DELTA_STEPS,
     LONGER_REASONS,
+    Budget,
     FollowUp,
     follow_up,
     longer_can_fix,
@@ -36,6 +37,7 @@ class FakeFit:
     per_draw: int = 10
     follow_up: Any = None
     rhat: float = float("nan")
+    split_steps: tuple[Any, ...] = ()
 
     def check(self) -> Verdict:
         return Verdict(self.reasons, ("divergences", "rhat", "beta_round_trips"))
@@ -69,7 +71,7 @@ def _run(first: FakeFit, queue: list[FakeFit], budget: float, **kw: Any
          ) -> tuple[FakeFit, FakeModel]:
     model = FakeModel(queue)
     fit = follow_up(model, first, iter_warmup=1000, iter_sampling=first.iter_sampling,  # type: ignore[arg-type]
-                    seed=5, budget=budget, **kw)
+                    seed=5, budget=Budget(budget), **kw)
     return fit, model  # type: ignore[return-value]
 
 

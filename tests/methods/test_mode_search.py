@@ -33,7 +33,7 @@ FAR_SHARE = 0.4
 
 def test_the_pilot_finds_a_mode_far_outside_where_stan_starts(cmdstan_installation: Any
                                                               ) -> None:
-    pilot = pipeline.method_model(FAR, None, method="ct")._pilot()  # type: ignore[attr-defined]
+    pilot = pipeline.method_model(FAR, None, method="ct").pilot()
     z, _ = pilot._pathfinder_round(11, 2.0, 16, None)  # CmdStan's own start box, 16 paths
     assert np.all(np.abs(z) < 6), "a path from (-2, 2) reached the far mode"
     base, log_z = pilot.fit(11, want_base=True)
@@ -98,7 +98,7 @@ def test_a_regression_ridge_is_one_mode(cmdstan_installation: Any) -> None:
     x = np.arange(1990.0, 2020.0)
     data = {"N": x.size, "x": x.tolist(),
             "y": (0.02 * (x - 1990) + rng.normal(0, 0.5, x.size)).tolist()}
-    pilot = pipeline.method_model(RIDGE, data, method="ct")._pilot()  # type: ignore[attr-defined]
+    pilot = pipeline.method_model(RIDGE, data, method="ct").pilot()
     pilot.fit(1, want_base=True)
     search = pilot.search
     assert search is not None and search.modes == 1, search.describe()

@@ -157,18 +157,16 @@ def test_importance_error_is_the_weights_relative_standard_error() -> None:
 
 
 def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
-    from types import SimpleNamespace
-
-    from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN
+    from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, Budget
     from pemc_stan.modes.split import _longer_allowed
 
     # 1000 warm-up + 2000 draws after 1000 + 1000: 1.5 times the cost, with the margin
     need = 1.0 + PREDICTION_MARGIN * 1.5
     assert DEFAULT_BUDGET >= need
-    assert _longer_allowed(SimpleNamespace(follow_up_budget=None), 1000, 1000)
-    assert _longer_allowed(SimpleNamespace(follow_up_budget=need), 1000, 1000)
-    assert not _longer_allowed(SimpleNamespace(follow_up_budget=need - 0.01), 1000, 1000)
-    assert not _longer_allowed(SimpleNamespace(follow_up_budget=1.0), 1000, 1000)
+    assert _longer_allowed(Budget(), 1000, 1000)
+    assert _longer_allowed(Budget(need), 1000, 1000)
+    assert not _longer_allowed(Budget(need - 0.01), 1000, 1000)
+    assert not _longer_allowed(Budget(1.0), 1000, 1000)
 
 
 def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() -> None:
@@ -193,7 +191,7 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
         return reached
 
     pilot = SimpleNamespace(modes_from=modes_from)
-    model = SimpleNamespace(_pilot=lambda: pilot)
+    model = SimpleNamespace(pilot=lambda: pilot)
     search = ModeSearch((2.0,), 2, 2, 8, "path limit", (0.5, 0.5), np.array([[0.0, 0.0],
                                                                             [3.0, 0.0]]),
                         (0.5, 0.5), None, seconds_per_path=0.25)

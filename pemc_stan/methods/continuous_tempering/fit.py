@@ -36,13 +36,14 @@ from scipy.special import logsumexp
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate, compare
-from pemc_stan.methods.base import ExtendedFit, OutputExtras, WeightedEstimate
+from pemc_stan.methods.base import ExtendedFit, Found, OutputExtras, WeightedEstimate
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     ESS_MIN,
+    Note,
     Reason,
     Verdict,
     chains_disagree,
@@ -117,6 +118,9 @@ class ContinuousTemperingFit(ExtendedFit):
         compares its modes with where the chains went.
     round_settings
         This run's ``iter_warmup`` and ``iter_sampling``, for its :meth:`round_record`.
+    found
+        What the pilot found (:class:`~pemc_stan.methods.base.Found`): a follow-up's
+        bootstrap step keeps covering its base (default: from the arguments above).
 
     Attributes
     ----------
@@ -137,7 +141,7 @@ class ContinuousTemperingFit(ExtendedFit):
                  round: int | None = None,
                  pilot_notes: Sequence[tuple[str, str, str]] = (),
                  round_settings: Mapping[str, Any] | None = None,
-                 search: Any = None) -> None:
+                 search: Any = None, found: Found | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.log_zeta = float(log_zeta)
         self.base = base
@@ -151,6 +155,9 @@ class ContinuousTemperingFit(ExtendedFit):
         #: How widely the pilot searched for modes
         #: (:class:`~pemc_stan.modes.search.ModeSearch`, or None).
         self.search = search
+        self.found = found if found is not None else Found(
+            base=base, log_scale=log_zeta, search=search,
+            notes=tuple(Note(*n) for n in pilot_notes), mode_centres=mode_centres)
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
         self.mode_centres = None if mode_centres is None else np.atleast_2d(

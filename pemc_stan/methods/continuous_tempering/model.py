@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base import MethodModel
+from pemc_stan.methods.base import Found, MethodModel
 from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
@@ -38,9 +38,7 @@ from pemc_stan.methods.continuous_tempering.tempering import (
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.modes.density import generated_column
 from pemc_stan.modes.pilot import BasePilot
-from pemc_stan.modes.search import ModeSearch
-from pemc_stan.modes.split import try_split
-from pemc_stan.modes.split_fit import ModeSplitFit
+from pemc_stan.output.diagnostics import Note
 
 logger = logging.getLogger(__name__)
 
@@ -69,17 +67,6 @@ class ContinuousTemperingModel(MethodModel):
     """
 
     result: ContinuousTemperingResult
-    #: ``(name, message, remedy)`` of the base fits that failed in the last ``fit_base``.
-    pilot_notes: list[tuple[str, str, str]] = []
-    #: The distinct modes the Pathfinder pilot found, as (K, D) means in base coordinates
-    #: (None for fewer than two): the fits post-stratify their estimates by these modes'
-    #: cells (:class:`~pemc_stan.methods.continuous_tempering.tempering.Strata`).
-    mode_centres: Any = None
-    #: How widely the pilot searched for modes (None when Pathfinder failed or was not
-    #: asked for).
-    search: ModeSearch | None = None
-    #: The pilot's base when it found several modes: the bootstrap keeps covering them.
-    pilot_base: BaseDensity | None = None
 
     def __init__(self, result: ContinuousTemperingResult, data: Any = None,
                  original_model: cmdstanpy.CmdStanModel | None = None) -> None:
@@ -91,14 +78,34 @@ class ContinuousTemperingModel(MethodModel):
         """The compiled CT program (cached by content hash)."""
         return self.method_model()
 
-    def _pilot(self) -> BasePilot:
-        """The pilot of the base and ``log zeta``, with this model's options."""
+    def pilot(self) -> BasePilot:
+        """A fresh pilot of the base and ``log zeta``, with this model's options."""
         opts: ContinuousTemperingOptions = self.result.options
         return BasePilot(self, self.result.coordinates, num_paths=opts.num_paths,
                          draws=opts.base_draws, covariance=opts.covariance_form)
 
+    def wants_split(self) -> bool:
+        """The split is tried under posterior tempering with a base the pilot fits."""
+        opts: ContinuousTemperingOptions = self.result.options
+        return (opts.split_modes == "auto" and opts.temper == "posterior"
+                and not isinstance(opts.base, BaseDensity))
+
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity | None, float]:
-        """Initial base density and ``log zeta`` (section 6), with fallbacks.
+        """Initial base density and ``log zeta`` (:meth:`search_modes`).
+
+        Raises
+        ------
+        RuntimeError
+            If every approximation fails.
+        """
+        found = self.search_modes(seed)
+        return found.base, found.log_scale
+
+    def search_modes(self, seed: int | None) -> Found:
+        """Initial base density and ``log zeta`` (section 6), with fallbacks, and the
+        search for modes that made them (the distinct modes' centres post-stratify the
+        fits' estimates, :class:`~pemc_stan.methods.continuous_tempering.tempering.Strata`;
+        the bootstrap keeps covering the pilot's base when it found several).
 
         ``base="pathfinder"``: multi-path Pathfinder (no PSIS resampling) on
         the original model; paths are grouped by mode, each mode's draws
@@ -110,12 +117,13 @@ class ContinuousTemperingModel(MethodModel):
         ``BaseDensity`` is used as is.  ``options.log_zeta`` overrides the
         estimate.  When an approximation fails, the next one is tried
         (:class:`~pemc_stan.modes.pilot.BasePilot`); each failure is
-        recorded in :attr:`pilot_notes` and shown by the fit's diagnostics.
+        recorded in the notes and shown by the fit's diagnostics.
 
         Returns
         -------
-        (BaseDensity or None, float)
-            None under likelihood tempering (the base is the prior).
+        Found
+            Its base is None under likelihood tempering (the base is the prior); its
+            ``log_scale`` is ``log zeta``.
 
         Raises
         ------
@@ -123,23 +131,22 @@ class ContinuousTemperingModel(MethodModel):
             If every approximation fails (then NUTS itself cannot run the model).
         """
         opts: ContinuousTemperingOptions = self.result.options
-        pilot = self._pilot()
+        pilot = self.pilot()
         given = opts.base if isinstance(opts.base, BaseDensity) else None
         base, log_zeta = pilot.fit(
             seed, want_base=opts.temper == "posterior" and given is None,
             first=opts.base if isinstance(opts.base, str) else "pathfinder", base=given,
             log_z=opts.log_zeta)
-        self.pilot_notes = list(pilot.notes)
-        self.mode_centres = pilot.mode_centres
-        self.search = pilot.search
-        self.pilot_base = base if self.mode_centres is not None else None
+        notes = [Note(*n) for n in pilot.notes]
         if log_zeta is None:  # likelihood tempering without a Pathfinder estimate
             log_zeta = 0.0
-            self.pilot_notes.append(("pilot", "no estimate of log zeta (Pathfinder failed), "
-                                     "so the first round started at log zeta = 0",
-                                     "pass log_zeta= or run more bootstrap rounds"))
+            notes.append(Note("pilot", "no estimate of log zeta (Pathfinder failed), "
+                              "so the first round started at log zeta = 0",
+                              "pass log_zeta= or run more bootstrap rounds"))
         logger.debug("initial log zeta = %.6g (base %s)", log_zeta,
                     "prior" if base is None else base.info.get("method", "given"))
+        return Found(base=base, log_scale=log_zeta, search=pilot.search, notes=tuple(notes),
+                     mode_centres=pilot.mode_centres)
         return base, float(log_zeta)
 
     def _next_bias(self, fit: ContinuousTemperingFit, base: BaseDensity | None,
@@ -215,7 +222,7 @@ class ContinuousTemperingModel(MethodModel):
         the base: a base re-fitted to those draws is no better, and importance
         sampling from a poor base underestimates ``log Z``, so eq 20 is kept.)
         """
-        pilot = self._pilot()
+        pilot = self.pilot()
         try:
             estimate = pilot.importance_log_z(base, seed)
         except Exception as exc:
@@ -230,7 +237,7 @@ class ContinuousTemperingModel(MethodModel):
                     fit.round, estimate, eq20)
         return float(estimate)
 
-    def _next_state(self, fit: ContinuousTemperingFit, base: BaseDensity | None,
+    def _next_state(self, found: Found, fit: ContinuousTemperingFit, base: BaseDensity | None,
                     log_zeta: float, seed: int | None, history: list[dict[str, Any]]
                     ) -> tuple[BaseDensity | None, float, BetaBias | None]:
         """The next round's base, ``log zeta`` and beta bias, from this round's draws (the
@@ -258,8 +265,8 @@ class ContinuousTemperingModel(MethodModel):
             try:
                 new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
                                    None, opts.covariance_form)
-                if self.pilot_base is not None:
-                    new = covering(new, self.pilot_base)
+                if found.mode_centres is not None and found.base is not None:
+                    new = covering(new, found.base)  # the pilot's base
                 new.info.update({"method": "bootstrap", "round": fit.round + 1})
             except ValueError as exc:
                 logger.warning("bootstrap re-fit of the base failed (%s); keeping the "
@@ -289,14 +296,16 @@ class ContinuousTemperingModel(MethodModel):
             If CmdStan fails.
         """
         history = fit.history
-        base, log_zeta, bias = self._next_state(fit, fit.base, fit.log_zeta, seed, history)
+        base, log_zeta, bias = self._next_state(fit.found, fit, fit.base, fit.log_zeta, seed,
+                                                history)
         cmdstanpy_kwargs.setdefault("inits", fit.continuation_inits())
-        return self._run(base, log_zeta, fit.fit.chains, iter_warmup, iter_sampling, seed,
-                         output_dir, show_progress, history, bias, **cmdstanpy_kwargs)
+        return self._run(fit.found, base, log_zeta, fit.fit.chains, iter_warmup, iter_sampling,
+                         seed, output_dir, show_progress, history, bias, **cmdstanpy_kwargs)
 
-    def _run(self, base: BaseDensity | None, log_zeta: float, chains: int, iter_warmup: int,
-             iter_sampling: int, seed: int | None, output_dir: str | os.PathLike[str] | None,
-             show_progress: bool, history: list[dict[str, Any]], bias: BetaBias | None = None,
+    def _run(self, found: Found, base: BaseDensity | None, log_zeta: float, chains: int,
+             iter_warmup: int, iter_sampling: int, seed: int | None,
+             output_dir: str | os.PathLike[str] | None, show_progress: bool,
+             history: list[dict[str, Any]], bias: BetaBias | None = None,
              **kw: Any) -> ContinuousTemperingFit:
         data = self.result.data(self.data, log_zeta=log_zeta, base=base, bias=bias)
         fit = self.run_nuts(data, chains, iter_warmup, iter_sampling, seed, output_dir,
@@ -304,21 +313,16 @@ class ContinuousTemperingModel(MethodModel):
         return ContinuousTemperingFit(
             fit, self.result, log_zeta, base=base, data=self.data,
             original_model=self.original_model, seed=seed, history=history,
-            mode_centres=self.mode_centres, bias=bias, round=len(history),
-            pilot_notes=self.pilot_notes, search=self.search,
+            mode_centres=found.mode_centres, bias=bias, round=len(history),
+            pilot_notes=found.notes, search=found.search, found=found,
             round_settings={"iter_warmup": iter_warmup, "iter_sampling": iter_sampling})
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
-               show_progress: bool = False, **cmdstanpy_kwargs: Any
-               ) -> ContinuousTemperingFit | ModeSplitFit:
-        """Fit the base and log zeta, run NUTS on the CT program, bootstrap (section 6).
-
-        When the pilot found the modes and they are separated
-        (``options.split_modes``), the modes are sampled one by one instead and the
-        fit is a :class:`~pemc_stan.modes.split_fit.ModeSplitFit`
-        (:func:`~pemc_stan.modes.split.split_modes`); when that is tried and
-        rejected, the reason is among the fit's pilot notes.
+               show_progress: bool = False, found: Found | None = None,
+               **cmdstanpy_kwargs: Any) -> ContinuousTemperingFit:
+        """Run NUTS on the CT program from the pilot's base and log zeta (``found``, or
+        :meth:`search_modes` when None), and bootstrap (section 6).
 
         After each run the base is moment-matched to the eq-21 weighted draws
         in base coordinates (diagonal or dense, as configured) and ``log zeta``
@@ -341,7 +345,7 @@ class ContinuousTemperingModel(MethodModel):
 
         Returns
         -------
-        ContinuousTemperingFit or ModeSplitFit
+        ContinuousTemperingFit
             The last round's fit; ``fit.history`` lists every round.
 
         Raises
@@ -350,15 +354,8 @@ class ContinuousTemperingModel(MethodModel):
             If CmdStan or the base fit fails.
         """
         opts: ContinuousTemperingOptions = self.result.options
-        base, log_zeta = self.fit_base(seed)
-        if opts.split_modes == "auto" and opts.temper == "posterior" \
-                and not isinstance(opts.base, BaseDensity):
-            split = try_split(self, self.search, self.pilot_notes, chains=chains,
-                              iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
-                              output_dir=output_dir, show_progress=show_progress,
-                              **cmdstanpy_kwargs)
-            if split is not None:
-                return split
+        found = self.search_modes(seed) if found is None else found
+        base, log_zeta = found.base, found.log_scale
         bias: BetaBias | None = None
         history: list[dict[str, Any]] = []
         fit: ContinuousTemperingFit | None = None
@@ -370,7 +367,7 @@ class ContinuousTemperingModel(MethodModel):
             rounds = opts.bootstrap_rounds + 1
             with stage(f"CT round {r + 1} of {rounds}", bar=f"CT round {r + 1}/{rounds}",
                        announce=False):
-                fit = self._run(base, log_zeta, chains, warmup, draws, round_seed,
+                fit = self._run(found, base, log_zeta, chains, warmup, draws, round_seed,
                                 round_dir, show_progress, history, bias, **cmdstanpy_kwargs)
             history.append(fit.round_record())
             est = fit.log_normaliser()  # log zeta's target: defined for any prior
@@ -388,6 +385,7 @@ class ContinuousTemperingModel(MethodModel):
                     break
             if not math.isfinite(est.log_z):
                 break
-            base, log_zeta, bias = self._next_state(fit, base, log_zeta, round_seed, history)
+            base, log_zeta, bias = self._next_state(found, fit, base, log_zeta, round_seed,
+                                                    history)
         assert fit is not None
         return fit

@@ -84,6 +84,9 @@ class PseudoExtendedFit(ExtendedFit):
         What the round that fitted ``bias`` was (``iter_warmup``, ``iter_sampling``,
         the share of its copies' temperatures in each tenth of (0, 1)); None when
         there was none.
+    search
+        The pilot's search for modes (:class:`~pemc_stan.modes.search.ModeSearch`; None
+        when it did not search).
 
     Attributes
     ----------
@@ -100,9 +103,10 @@ class PseudoExtendedFit(ExtendedFit):
                  | None = None, seed: int | None = None, g_shape: float | None = None,
                  base: Any = None, base_notes: Sequence[tuple[str, str, str]] = (),
                  pilot_notes: Sequence[tuple[str, str, str]] = (),
-                 bias: BetaBias | None = None, first_round: dict[str, Any] | None = None
-                 ) -> None:
+                 bias: BetaBias | None = None, first_round: dict[str, Any] | None = None,
+                 search: Any = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
+        self.search = search
         self.bias = bias or FLAT
         self.first_round = first_round
         self.log_scale = float(log_scale)

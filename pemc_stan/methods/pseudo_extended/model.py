@@ -27,7 +27,7 @@ import numpy as np
 
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base import MethodModel
+from pemc_stan.methods.base import Found, MethodModel
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.options import first_round_size
@@ -36,9 +36,7 @@ from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.warm_start import WarmStart, base_metric
 from pemc_stan.modes.pilot import BasePilot
-from pemc_stan.modes.search import ModeSearch
-from pemc_stan.modes.split import try_split
-from pemc_stan.modes.split_fit import ModeSplitFit
+from pemc_stan.output.diagnostics import Note
 
 logger = logging.getLogger(__name__)
 
@@ -65,14 +63,7 @@ class PseudoExtendedModel(MethodModel):
     """
 
     result: PseudoExtendedResult
-    #: Why the last pilot of ``log_scale`` failed, if it did.
-    pilot_failure: str | None = None
-    #: ``(name, message, remedy)`` of the approximations of the base that failed (another
-    #: one replaced them) in the last ``fit_base``.
-    base_notes: list[tuple[str, str, str]] = []
     _g_shape: float | None = None
-    #: How widely the last pilot searched for modes (None when it did not search).
-    search: ModeSearch | None = None
     #: Pathfinder paths and draws per path of the base's pilot (as continuous tempering's:
     #: on the 0.3 / 0.7 bimodal gallery model 4 paths found both modes for 34 of 40 seeds,
     #: 8 paths for 39; a base around one mode leaves the hot pseudo-samples near it).
@@ -106,47 +97,66 @@ class PseudoExtendedModel(MethodModel):
         return self.method_model()
 
     def log_scale(self, seed: int | None = None) -> float:
+        """The offset ``log Z^`` without a base (:meth:`_scale_found`).
+
+        Raises
+        ------
+        Nothing (a pilot that fails gives 0, recorded in the search's ``failure``).
+        """
+        return self._scale_found(seed).log_scale
+
+    def _scale_found(self, seed: int | None) -> Found:
         """``options.log_scale``, or the Pathfinder pilot estimate; when Pathfinder fails,
         an importance-sampling estimate from a Gaussian fitted to ADVI, Laplace or a short
         NUTS run (:class:`~pemc_stan.modes.pilot.BasePilot`); 0 when they all fail (or
-        the parameters have no base density), which :attr:`pilot_failure` records."""
+        the parameters have no base density), which ``failure`` records."""
         options: PseudoExtendedOptions = self.result.options
         if options.log_scale is not None:
-            return float(options.log_scale)
-        search = self._pilot()
+            return Found(log_scale=float(options.log_scale))
+        search = self.pilot()
         try:
             _, found, _, _ = search.pathfinder(seed)
-            self.search = search.search
-            return float(found)
+            return Found(log_scale=float(found), search=search.search)
         except Exception as exc:
             logger.warning("the Pathfinder search for modes failed (%s); trying Pathfinder "
                            "from Stan's own inits", exc)
         pilot = estimate_log_scale(self.original_model(), self.data, seed=seed)
-        self.pilot_failure = pilot.failure
         if pilot.failure is None or not self.result.coordinates.blocks:
-            return pilot.log_z
-        fallback = self._pilot()
+            return Found(log_scale=pilot.log_z, failure=pilot.failure)
+        fallback = self.pilot()
         try:
             base, log_z = fallback.fit(seed, want_base=True, pathfinder=False)
         except Exception as exc:
             logger.warning("no approximation gave a log-scale either (%s)", exc)
-            return pilot.log_z
+            return Found(log_scale=pilot.log_z, failure=pilot.failure)
         assert base is not None and log_z is not None
-        self.base_notes = [("pathfinder_failed", "the Pathfinder pilot of log_scale failed "
-                            f"({pilot.failure}); the {base.info.get('method')} approximation "
-                            "gave it by importance sampling", "nothing to do")]
-        self.base_notes += fallback.notes
-        self.pilot_failure = None
+        notes = (Note("pathfinder_failed", "the Pathfinder pilot of log_scale failed "
+                      f"({pilot.failure}); the {base.info.get('method')} approximation "
+                      "gave it by importance sampling", "nothing to do"),
+                 *(Note(*n) for n in fallback.notes))
         logger.info("pilot log-scale from %s by importance sampling: %.4g",
                     base.info.get("method"), log_z)
-        return log_z
+        return Found(log_scale=log_z, notes=notes)
 
-    def _pilot(self) -> BasePilot:
+    def pilot(self) -> BasePilot:
+        """A fresh pilot of the base and the offset, with this model's settings."""
         return BasePilot(self, self.result.coordinates, num_paths=self.PILOT_PATHS,
                          draws=self.PILOT_DRAWS, covariance=self.result.BASE_COVARIANCE)
 
     def fit_base(self, seed: int | None = None) -> tuple[BaseDensity, float]:
-        """The base density and offset ``log Z^`` under ``temper="base"``.
+        """The base density and offset ``log Z^`` under ``temper="base"``
+        (:meth:`_base_found`).
+
+        Raises
+        ------
+        RuntimeError
+            If no approximation of the posterior could be fitted.
+        """
+        found = self._base_found(seed)
+        return found.base, found.log_scale
+
+    def _base_found(self, seed: int | None) -> Found:
+        """The base, the offset and the search under ``temper="base"``.
 
         Raises
         ------
@@ -155,13 +165,28 @@ class PseudoExtendedModel(MethodModel):
             itself cannot run the model).
         """
         options: PseudoExtendedOptions = self.result.options
-        pilot = self._pilot()
+        pilot = self.pilot()
         base, log_z = pilot.fit(seed, want_base=True, log_z=options.log_scale)
-        self.base_notes = list(pilot.notes)
-        self.search = pilot.search
         assert base is not None and log_z is not None
         logger.info("pilot: base from %s, log-scale %.4g", base.info.get("method"), log_z)
-        return base, log_z
+        return Found(base=base, log_scale=log_z, search=pilot.search,
+                     notes=tuple(Note(*n) for n in pilot.notes))
+
+    def search_modes(self, seed: int | None) -> Found:
+        """The pilot: the base and offset under ``temper="base"``, else the offset alone
+        (both search for modes with Pathfinder).
+
+        Raises
+        ------
+        RuntimeError
+            If no approximation of the posterior could be fitted under ``temper="base"``.
+        """
+        return self._base_found(seed) if self.result.temper == "base" \
+            else self._scale_found(seed)
+
+    def wants_split(self) -> bool:
+        """The split is tried unless ``split_modes="never"``."""
+        return bool(self.result.options.split_modes == "auto")
 
     def inits_from_base(self, base: BaseDensity, chains: int, seed: int | None
                         ) -> list[dict[str, Any]] | None:
@@ -226,13 +251,10 @@ class PseudoExtendedModel(MethodModel):
 
     def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
                seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
-               show_progress: bool = False, **cmdstanpy_kwargs: Any
-               ) -> PseudoExtendedFit | ModeSplitFit:
-        """Estimate the offset (unless given) and run NUTS on the PE program.
-
-        When the pilot found the modes and they are separated
-        (``options.split_modes``), the modes are sampled one by one instead
-        (:func:`~pemc_stan.modes.split.split_modes`).
+               show_progress: bool = False, found: Found | None = None,
+               **cmdstanpy_kwargs: Any) -> PseudoExtendedFit:
+        """Run NUTS on the PE program from the pilot's offset and base (``found``, or
+        :meth:`search_modes` when None).
 
         Parameters
         ----------
@@ -243,36 +265,24 @@ class PseudoExtendedModel(MethodModel):
 
         Returns
         -------
-        PseudoExtendedFit or ModeSplitFit
+        PseudoExtendedFit
 
         Raises
         ------
         RuntimeError
             If CmdStan fails.
         """
-        base: BaseDensity | None = None
-        self.pilot_failure, self.base_notes, self.search = None, [], None
-        if self.result.temper == "base":
-            base, scale = self.fit_base(seed)
-        else:
-            scale = self.log_scale(seed)
-        opts = self.result.options
-        if opts.split_modes == "auto":
-            self.base_notes = list(self.base_notes)
-            split = try_split(self, self.search, self.base_notes, chains=chains,
-                              iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
-                              output_dir=output_dir, show_progress=show_progress,
-                              **cmdstanpy_kwargs)
-            if split is not None:
-                return split
+        found = self.search_modes(seed) if found is None else found
+        base: BaseDensity | None = found.base
+        scale = found.log_scale
         g_shape = self.g_shape()
         inits_given = "inits" in cmdstanpy_kwargs
         if base is not None and not inits_given:
             inits = self.inits_from_base(base, chains, seed)
             if inits is not None:
                 cmdstanpy_kwargs["inits"] = inits
-        pilot_notes: list[tuple[str, str, str]] = [] if self.pilot_failure is None else [(
-            "pilot", f"the Pathfinder pilot of log_scale failed ({self.pilot_failure}), "
+        pilot_notes: list[tuple[str, str, str]] = [] if found.failure is None else [(
+            "pilot", f"the Pathfinder pilot of log_scale failed ({found.failure}), "
             "so log_scale = 0 was used: the temperatures may be badly scaled",
             "pass log_scale= (an estimate of log Z)")]
         bias: BetaBias | None = None
@@ -280,7 +290,7 @@ class PseudoExtendedModel(MethodModel):
         if self.result.shaped:
             short = {"iter_warmup": first_round_size(iter_warmup, 2, 150),
                      "iter_sampling": first_round_size(iter_sampling, 4, 250)}
-            first = self._first_round(base, scale, g_shape, chains, short["iter_warmup"],
+            first = self._first_round(found, g_shape, chains, short["iter_warmup"],
                                       short["iter_sampling"], seed, output_dir, show_progress,
                                       pilot_notes, **cmdstanpy_kwargs)
             bias = first.next_bias()
@@ -302,13 +312,12 @@ class PseudoExtendedModel(MethodModel):
                                 show_progress, self._base_metric(base), **cmdstanpy_kwargs)
         fit = PseudoExtendedFit(run, self.result, scale, data=self.data,
                                 original_model=self.original_model, seed=seed, g_shape=g_shape,
-                                base=base, base_notes=self.base_notes, pilot_notes=pilot_notes,
-                                bias=bias, first_round=first_round)
-        fit.search = self.search
+                                base=base, base_notes=found.notes, pilot_notes=pilot_notes,
+                                bias=bias, first_round=first_round, search=found.search)
         return fit
 
-    def _first_round(self, base: BaseDensity | None, scale: float, g_shape: float | None,
-                     chains: int, iter_warmup: int, iter_sampling: int, seed: int | None,
+    def _first_round(self, found: Found, g_shape: float | None, chains: int, iter_warmup: int,
+                     iter_sampling: int, seed: int | None,
                      output_dir: str | os.PathLike[str] | None, show_progress: bool,
                      pilot_notes: list[tuple[str, str, str]], **cmdstanpy_kwargs: Any
                      ) -> PseudoExtendedFit:
@@ -323,6 +332,7 @@ class PseudoExtendedModel(MethodModel):
         RuntimeError
             If CmdStan fails.
         """
+        base, scale = found.base, found.log_scale
         round_dir = None if output_dir is None else Path(output_dir) / "round_0"
         first_seed = None if seed is None else seed + 1
         with stage("PE round 1 of 2 (fits the temperatures' bias)", bar="PE round 1/2",
@@ -333,7 +343,7 @@ class PseudoExtendedModel(MethodModel):
                                 show_progress, self._base_metric(base), **cmdstanpy_kwargs)
         return PseudoExtendedFit(run, self.result, scale, data=self.data,
                                  original_model=self.original_model, seed=first_seed,
-                                 g_shape=g_shape, base=base, base_notes=self.base_notes,
+                                 g_shape=g_shape, base=base, base_notes=found.notes,
                                  pilot_notes=pilot_notes)
 
     def continue_from(self, fit: PseudoExtendedFit, iter_warmup: int,  # type: ignore[override]
@@ -359,6 +369,5 @@ class PseudoExtendedModel(MethodModel):
                                 original_model=self.original_model, seed=seed,
                                 g_shape=fit.g_shape, base=fit.base,
                                 base_notes=fit.base_notes, pilot_notes=fit.pilot_notes,
-                                bias=fit.bias, first_round=fit.first_round)
-        new.search = fit.search
+                                bias=fit.bias, first_round=fit.first_round, search=fit.search)
         return new

@@ -1,0 +1,63 @@
+"""The order of a run, in one place.
+
+The method's pilot searches for modes; when the method wants it and the modes are
+separated, each group of modes is sampled by its own NUTS chains (the mode split);
+otherwise the method runs as itself (tempering), told why the split was refused; then
+the follow-ups apply the verdict's mechanical remedies.  The split's longer run and the
+follow-ups draw from one budget.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pemc_stan.methods.base import ExtendedFit, MethodModel
+from pemc_stan.methods.follow_up import Budget, follow_up
+from pemc_stan.modes.split import split_modes
+
+__all__ = ["run_plan"]
+
+
+def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling: int,
+             seed: int | None, output_dir: str | os.PathLike[str] | None,
+             show_progress: bool, budget: Budget, **cmdstanpy_kwargs: Any) -> ExtendedFit:
+    """Search, then split or run the method, then follow up (module docstring).
+
+    Parameters
+    ----------
+    model
+        The method's model.
+    chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
+        The first run's settings (as ``CmdStanModel.sample``).
+    budget
+        The run's budget.
+    **cmdstanpy_kwargs
+        Further NUTS arguments; ``inits`` start the first run only (a follow-up continues
+        from where the last run ended).
+
+    Returns
+    -------
+    ExtendedFit
+        The judged run's fit, with its follow-up record.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan or the pilot fails.
+    """
+    first: dict[str, Any] = dict(chains=chains, iter_warmup=iter_warmup,
+                                 iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
+                                 show_progress=show_progress)
+    found = model.search_modes(seed)
+    fit: ExtendedFit | None = None
+    if model.wants_split():
+        outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
+        fit = outcome.fit
+        found = found.noted(outcome.note())
+    if fit is None:
+        fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
+    later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
+    return follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
+                     seed=seed, budget=budget, output_dir=output_dir,
+                     show_progress=show_progress, **later)
