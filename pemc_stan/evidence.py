@@ -80,7 +80,6 @@ from pemc_stan.methods import registry
 from pemc_stan.methods.base import ExtendedFit, emit_warning
 from pemc_stan.modes.bridge import bridge_from_draws, log_target_fn, posterior_setup
 from pemc_stan.modes.density import DENSITY_COLUMN, DensityEvaluator, density_program
-from pemc_stan.modes.split_fit import ModeSplitFit
 
 logger = logging.getLogger(__name__)
 
@@ -720,7 +719,7 @@ def _mcmc_program(fit: cmdstanpy.CmdStanMCMC, program: Any) -> StanProgram:
 
 
 def _mcmc_data(fit: cmdstanpy.CmdStanMCMC) -> dict[str, Any]:
-    path = getattr(fit.runset._args, "data", None)  # private, as above
+    path = fit.runset._args.data  # private, as above
     if isinstance(path, (str, os.PathLike)) and Path(path).exists():
         return load_data(path)
     return {}
@@ -744,12 +743,9 @@ def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir:
                                    "TransformResult was not made through the registry); "
                                    "pass a fit made by pemc_stan.sample")
     reasons = [str(r) for r in fit.check().reasons]
-    if isinstance(fit, ModeSplitFit) and m in ("bridge", *spec.estimators):
-        # the modes' own bridge estimates: one Gaussian proposal over the resampled draws
-        # of separated modes would cover none of them well
-        return _judged(_tag(fit.mode_split_log_z(), spec.name), reasons)
-    if m in spec.estimators:
-        return _judged(_tag(fit.evidence_estimate(m, ti_grid=opts.ti_grid), spec.name), reasons)
+    own = fit.own_estimate(m, ti_grid=opts.ti_grid)
+    if own is not None:
+        return _judged(_tag(own, spec.name), reasons)
     if m != "bridge":
         offered = ", ".join(repr(e) for e in ("bridge", *spec.estimators))
         raise OptionsError("estimator", m, f"one of {offered} for a {type(fit).__name__}",

@@ -187,3 +187,131 @@ def test_no_function_is_longer_than_the_limit() -> None:
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.name} "
                                  f"({length} lines)")
     assert not found, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(found)
+
+
+#: The rooms that read fits through their declared hooks only.
+HOOK_READERS = ("output", "cli", "evidence")
+
+
+def _fit_kinds() -> dict[str, str]:
+    """Every fit class that is a kind of ``ExtendedFit`` -> the module that defines it."""
+    import pemc_stan.pipeline  # noqa: F401  (registers the methods, imports their fits)
+    from pemc_stan.methods.base import ExtendedFit
+
+    kinds: dict[str, str] = {}
+    todo = list(ExtendedFit.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls.__module__.startswith("pemc_stan."):
+            kinds[cls.__name__] = cls.__module__
+        todo.extend(cls.__subclasses__())
+    return kinds
+
+
+def _fit_kind_checks(name: str, path: Path, kinds: dict[str, str],
+                     words: frozenset[str]) -> list[str]:
+    """``isinstance`` checks on a fit kind defined elsewhere, and comparisons with a string
+    that names a kind of run, in one module."""
+    found = []
+    for node in pyast.walk(pyast.parse(path.read_text())):
+        if (isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name)
+                and node.func.id == "isinstance" and len(node.args) == 2):
+            for ref in pyast.walk(node.args[1]):
+                named = ref.id if isinstance(ref, pyast.Name) else (
+                    ref.attr if isinstance(ref, pyast.Attribute) else None)
+                if named in kinds and kinds[named] != name:
+                    found.append(f"{path.name}:{node.lineno}: isinstance(..., {named})")
+        if isinstance(node, pyast.Compare):
+            for side in (node.left, *node.comparators):
+                if isinstance(side, pyast.Constant) and side.value in words:
+                    found.append(f"{path.name}:{node.lineno}: compares with {side.value!r}")
+    return found
+
+
+def test_no_room_checks_a_fits_kind_outside_its_own_module() -> None:
+    """A fit says what it is through its hooks (``title``, ``own_estimate``, ...): no
+    ``isinstance`` on a fit kind outside the module that defines it, and no comparison with
+    a string naming a kind of run (the methods' names, ``"mode_split"``) outside the
+    registry and the methods' folders."""
+    from pemc_stan.methods import registry
+
+    kinds = _fit_kinds()
+    assert {"ModeSplitFit", "ContinuousTemperingFit", "PseudoExtendedFit"} <= set(kinds)
+    words = frozenset({"mode_split", *(w for m in registry.methods()
+                                       for w in (m.name, m.short, m.label))})
+    found = []
+    for name, path in _modules():
+        own = name.startswith(("pemc_stan.methods.continuous_tempering",
+                               "pemc_stan.methods.pseudo_extended",
+                               "pemc_stan.methods.registry"))
+        found += [f for f in _fit_kind_checks(name, path, kinds, words)
+                  if not own or "isinstance" in f]
+    assert not found, "checks of a fit's kind outside its module:\n" + "\n".join(found)
+
+
+def _getattr_on_fits(path: Path) -> list[str]:
+    """``getattr(x, ...)`` where ``x`` is, or reaches through, a name with fit or model in it."""
+    found = []
+    for node in pyast.walk(pyast.parse(path.read_text())):
+        if (isinstance(node, pyast.Call) and isinstance(node.func, pyast.Name)
+                and node.func.id == "getattr" and node.args):
+            names = [n.id if isinstance(n, pyast.Name) else n.attr
+                     for n in pyast.walk(node.args[0])
+                     if isinstance(n, (pyast.Name, pyast.Attribute))]
+            if any("fit" in n or "model" in n for n in names):
+                found.append(f"{path.name}:{node.lineno}: {pyast.unparse(node)}")
+    return found
+
+
+def test_output_the_cli_and_evidence_read_fits_through_declared_hooks() -> None:
+    found = []
+    for name, path in _modules():
+        if _top(name) in HOOK_READERS:
+            found += _getattr_on_fits(path)
+    assert not found, "getattr on a fit or model:\n" + "\n".join(found)
+
+
+#: The modules that may import a method's folder (its ``__init__`` only).
+PUBLIC_FACES = ("pemc_stan", "pemc_stan.methods", "pemc_stan.methods.registry")
+
+
+def test_nothing_outside_a_method_folder_imports_from_it_but_the_registry() -> None:
+    found = []
+    folders = ("pemc_stan.methods.continuous_tempering", "pemc_stan.methods.pseudo_extended")
+    for name, path in _modules():
+        for target, line in _imports(path):
+            for folder in folders:
+                inside = name == folder or name.startswith(folder + ".")
+                # the public API and the registry take a method from its folder's front door
+                front = target == folder and name in PUBLIC_FACES
+                if (target == folder or target.startswith(folder + ".")) and not inside \
+                        and not front:
+                    found.append(f"{name}:{line}: imports {target}")
+    assert not found, "imports of a method's folder from outside it:\n" + "\n".join(found)
+
+
+#: The share of the package's lines that methods/ may hold.
+METHODS_SHARE_MAX = 0.25
+
+
+def test_the_methods_are_at_most_a_quarter_of_the_package() -> None:
+    lines = {name: len(path.read_text().splitlines()) for name, path in _modules()}
+    methods = sum(n for name, n in lines.items() if _top(name) == "methods")
+    share = methods / sum(lines.values())
+    assert share <= METHODS_SHARE_MAX, f"methods/ holds {share:.1%} of the package's lines"
+
+
+@pytest.mark.parametrize(("snippet", "scan"), [
+    ("def f(fit):\n    return getattr(fit, 'search', None)\n", "getattr"),
+    ("def f(run):\n    return getattr(run.fit, 'x', 1)\n", "getattr"),
+    ("def f(fit):\n    return isinstance(fit, ModeSplitFit)\n", "kind"),
+    ("def f(s):\n    return s.get('sampling') == 'mode_split'\n", "kind"),
+])
+def test_the_hook_scans_see_what_they_forbid(tmp_path: Path, snippet: str, scan: str) -> None:
+    path = tmp_path / "fake.py"
+    path.write_text(snippet)
+    if scan == "getattr":
+        assert _getattr_on_fits(path)
+    else:
+        assert _fit_kind_checks("pemc_stan.output.fake", path, _fit_kinds(),
+                                frozenset({"mode_split"}))

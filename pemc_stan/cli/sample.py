@@ -186,8 +186,5 @@ def run(args: argparse.Namespace) -> ExitCode:
         run.commit()
     saved = dataclasses.replace(saved, folder=out)
     shape = (int(fit.fit.chains), int(fit.fit.num_draws_sampling))
-    label = spec.label
-    if fit.output_extras().settings.get("sampling") == "mode_split":
-        label += " (modes split: no tempering was needed)"
-    _print_report(label, model, sampler, "seed" in given, saved, shape)
+    _print_report(fit.title(), model, sampler, "seed" in given, saved, shape)
     return ExitCode.OK if saved.verdict.ok else ExitCode.SUSPECT

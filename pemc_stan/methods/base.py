@@ -609,6 +609,9 @@ class ExtendedFit:
     #: How widely the pilot searched for modes (:class:`~pemc_stan.modes.search.ModeSearch`;
     #: set per fit by methods with a search, None otherwise).
     search: Any = None
+    #: Reasons that do not make the verdict suspect when they are its only ones (they stay
+    #: in the diagnostics).
+    minor_reasons: ClassVar[frozenset[str]] = frozenset()
     #: The suspect verdict :meth:`summary` warned about (set per fit; it warns once).
     _suspect_warned: str | None = None
 
@@ -790,6 +793,30 @@ class ExtendedFit:
         ------
         Nothing in the default.
         """
+        return None
+
+    def title(self) -> str:
+        """What the run was, for titles and the console (the method's label).
+
+        Raises
+        ------
+        ValueError
+            For a fit of a result that was not made through the registry.
+        """
+        return self.result.require_method().label
+
+    def own_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate | None:
+        """``log Z`` by ``estimator`` when the fit has its own (one of the method's
+        estimators, :meth:`evidence_estimate`); None when it is to be estimated from the
+        resampled draws (bridge sampling).
+
+        Raises
+        ------
+        ImproperPriorError
+            If the evidence is undefined (an improper prior).
+        """
+        if estimator in self.result.require_method().estimators:
+            return self.evidence_estimate(estimator, **settings)
         return None
 
     def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
@@ -1030,6 +1057,8 @@ class ExtendedFit:
             names.append(name)
             if found is not None:
                 reasons.append(found)
+        if reasons and all(r.name in self.minor_reasons for r in reasons):
+            return Verdict((), tuple(names))
         return Verdict(tuple(reasons), tuple(names))
 
     def convergence(self) -> pd.DataFrame:

@@ -236,6 +236,23 @@ class ModeSplitFit(ExtendedFit):
                     "the sum of the modes' bridge estimates", estimator)
         return self.log_z()
 
+    def own_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate | None:
+        """The modes' own bridge estimates for ``"bridge"`` and the method's estimators: one
+        Gaussian proposal over the resampled draws of separated modes would cover none of
+        them well.
+
+        Raises
+        ------
+        Nothing (the sum is defined under an improper prior too).
+        """
+        if estimator in ("bridge", *self.result.require_method().estimators):
+            return self.mode_split_log_z()
+        return None
+
+    def title(self) -> str:
+        """The method's label, saying that the modes were split instead."""
+        return f"{super().title()} (modes split: no tempering was needed)"
+
     # ------------------------------------------------------------------ the verdict
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """Every mode's mass, the chains' cells (the search's unseen share is a shared

@@ -62,6 +62,7 @@ from numpy.typing import NDArray
 
 from pemc_stan._version import __version__
 from pemc_stan.errors import ImproperPriorError
+from pemc_stan.output.fit_protocol import fit_seed
 from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
@@ -191,8 +192,12 @@ class InferenceDataConverter:
 
     def __init__(self, fit: Any, evidence: Any = None, include_extended: bool = True,
                  output_dir: str | None = None) -> None:
-        if not callable(getattr(fit, "output_extras", None)) or getattr(
-                getattr(fit, "result", None), "method", None) is None:
+        try:
+            method = fit.result.method
+            made_by_a_method = method is not None and callable(fit.output_extras)
+        except AttributeError:
+            made_by_a_method = False
+        if not made_by_a_method:
             raise TypeError(
                 f"to_inference_data expects the fit of a pemc-stan method (e.g. a "
                 f"PseudoExtendedFit or ContinuousTemperingFit), got {type(fit).__name__}; for "
@@ -314,15 +319,13 @@ class InferenceDataConverter:
             "pemc_method": self.method,
             "pemc_options": options_json(fit.result.options),
         }
-        seed = getattr(fit, "run_seed", None)
-        seed = getattr(fit, "seed", None) if seed is None else seed
+        seed = fit_seed(fit)
         if seed is not None:  # the seed that repeats the run (given or drawn)
-            attrs["pemc_seed"] = int(seed)
+            attrs["pemc_seed"] = seed
         attrs.update(self.extras.attributes)
-        follow = getattr(fit, "follow_up", None)
-        if follow is not None:
-            attrs["pemc_follow_up"] = json.dumps(follow.as_dict())
-        search = getattr(fit, "search", None)
+        if fit.follow_up is not None:
+            attrs["pemc_follow_up"] = json.dumps(fit.follow_up.as_dict())
+        search = fit.search
         if search is not None:
             attrs.update({"pemc_modes_found": int(search.major_modes),
                           "pemc_search_radius": float(search.radius),
@@ -443,7 +446,7 @@ class InferenceDataConverter:
 
     def _data_arrays(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(observed, constant) data variables as xarray (dims, values) pairs."""
-        data = dict(getattr(self.fit, "data", None) or {})
+        data = dict(self.fit.data or {})
         declared = _declared_types(self.program, ("data",))
         observed_names: set[str] = set()
         try:

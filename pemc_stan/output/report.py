@@ -53,6 +53,7 @@ from pemc_stan.output.figures import (
     scalar_columns,
     write_figures,
 )
+from pemc_stan.output.fit_protocol import RunFit
 from pemc_stan.output.folder import write_text_atomically
 
 logger = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ def _column(name: str, index: tuple[int, ...]) -> str:
     return name if not index else f"{name}[{','.join(str(i + 1) for i in index)}]"
 
 
-def mode_centres(fit: Any) -> dict[str, Any] | None:
+def mode_centres(fit: RunFit) -> dict[str, Any] | None:
     """The modes the fit's pilot found, as parameter values: ``{"columns", "centres",
     "shares", "search"}`` (None when the fit has no search or no centres).
 
@@ -107,12 +108,12 @@ def mode_centres(fit: Any) -> dict[str, Any] | None:
     ------
     Nothing (a map that fails is logged and gives None).
     """
-    search = getattr(fit, "search", None)
-    raw = None if search is None else getattr(search, "centres", None)
+    search = fit.search
+    raw = None if search is None else search.centres
     if raw is None:
         return None
     centres = np.atleast_2d(np.asarray(raw, dtype=float))
-    coords = getattr(getattr(fit, "result", None), "coordinates", None)
+    coords = fit.result.coordinates
     columns: list[str] = []
     values: list[Any] = []
     try:
@@ -131,12 +132,11 @@ def mode_centres(fit: Any) -> dict[str, Any] | None:
     except Exception as exc:  # the coordinates of an exotic type: no overlay, no failure
         logger.info("the pilot's modes were not mapped to parameter values (%s)", exc)
         return None
-    shares = [float(s) for s in getattr(search, "major_shares", ())]
+    shares = [float(s) for s in search.major_shares]
     table = np.stack(values, axis=1) if values else np.zeros((centres.shape[0], 0))
-    describe = getattr(search, "as_dict", None)
     return {"columns": columns, "centres": table.tolist(),
             "shares": shares if len(shares) == table.shape[0] else [],
-            "search": describe() if callable(describe) else None}
+            "search": search.as_dict()}
 
 
 def write_run_sources(fit: Any, folder: str | Path, name: str | None = None,
@@ -177,7 +177,7 @@ def write_run_sources(fit: Any, folder: str | Path, name: str | None = None,
     try:
         short = result.require_method().short
     except ValueError:
-        short = str(getattr(fit, "method", "method"))
+        short = str(fit.method)
     (sources / f"{stem}.stan").write_text(_with_newline(result.program.text))
     (sources / f"{stem}_{short}.stan").write_text(_with_newline(str(result.stan_code)))
     written = [f"{SOURCES_DIR}/"]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from pemc_stan.output.diagnostics import Verdict
+from pemc_stan.output.fit_protocol import fit_seed
 
 __all__ = ["SavedFit", "save_fit", "summary_table", "stan_label", "json_safe", "fit_seed"]
 
@@ -152,20 +153,6 @@ class SavedFit:
     estimates: dict[str, Any]
 
 
-def fit_seed(fit: Any) -> int | None:
-    """The seed that repeats the call that made ``fit``: ``fit.run_seed`` (given or drawn by
-    :func:`pemc_stan.sample`), else the fit's own ``seed``.
-
-    Raises
-    ------
-    Nothing.
-    """
-    seed = getattr(fit, "run_seed", None)
-    if seed is None:
-        seed = getattr(fit, "seed", None)
-    return None if seed is None else int(seed)
-
-
 def _with_seed(sampler: dict[str, Any], fit: Any) -> dict[str, Any]:
     if sampler.get("seed") is None:
         sampler["seed"] = fit_seed(fit)
@@ -237,7 +224,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
                     "reasons": [dataclasses.asdict(r) for r in verdict.reasons]},
     }
     estimates.update(json_safe(dict(fit.output_extras().settings)))
-    follow = getattr(fit, "follow_up", None)
+    follow = fit.follow_up
     estimates["follow_up"] = None if follow is None else json_safe(follow.as_dict())
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")

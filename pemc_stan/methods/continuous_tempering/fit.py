@@ -45,7 +45,6 @@ from pemc_stan.output.diagnostics import (
     ESS_MIN,
     Note,
     Reason,
-    Verdict,
     chains_disagree,
     treedepth_advice,
 )
@@ -130,6 +129,11 @@ class ContinuousTemperingFit(ExtendedFit):
     result: ContinuousTemperingResult
     #: One draw per iteration, its target weight on one scale across all draws and chains.
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "pooled"
+    #: A run whose only flaw is that an earlier bootstrap round's ``log Z`` disagreed with
+    #: its own is ok: its own checks all passed, and the earlier round (a shorter run from a
+    #: rougher base and ``log zeta``) is the likelier to be wrong; the earlier estimates
+    #: stay in the diagnostics (``bootstrap_log_z``).
+    minor_reasons: ClassVar[frozenset[str]] = frozenset({"log_z_rounds"})
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: ContinuousTemperingResult,
                  log_zeta: float, base: BaseDensity | None = None,
@@ -529,22 +533,6 @@ class ContinuousTemperingFit(ExtendedFit):
                 f"the final round differ by {z:.1f} standard errors: the two runs saw "
                 "different parts of the target, or an error bar is too small",
                 "run longer (iter_sampling) or more bootstrap rounds")
-
-    def check(self) -> Verdict:
-        """The verdict (:meth:`ExtendedFit.check`), except that a run whose only flaw is
-        that an earlier bootstrap round's ``log Z`` disagreed with its own is ``ok``: its
-        own checks all passed, and an earlier round (a shorter run from a rougher base
-        and ``log zeta``) is the likelier to be wrong.  The earlier rounds' estimates stay
-        in the diagnostics (``bootstrap_log_z``).
-
-        Raises
-        ------
-        Nothing beyond the fit's own errors.
-        """
-        verdict = super().check()
-        if verdict.names() == ["log_z_rounds"]:
-            return Verdict((), verdict.checks)
-        return verdict
 
     def hot_coordinates(self) -> NDArray[np.float64] | None:
         """Base coordinates of the draws at ``beta > NEAR_ONE`` (None without a base).
