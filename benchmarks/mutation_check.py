@@ -48,7 +48,7 @@ class Mutation:
     tests: tuple[str, ...]
 
 
-VERDICT_TESTS = ("tests/methods/test_verdict_reasons.py",)
+VERDICT_TESTS = ("tests/sampling/test_verdict_reasons.py",)
 THRESHOLDS = [  # (constant, file, its definition)
     ("DIVERGENT_SHARE_MAX", DIAG, "DIVERGENT_SHARE_MAX = 0.01"),
     ("RHAT_MAX", DIAG, "RHAT_MAX = 1.05"),
@@ -89,7 +89,7 @@ MUTATIONS = [
              "    return EvidenceEstimate(float(log_z) + 0.3, float(np.sqrt(re2)), method, "
              "diagnostics)",
              ("tests/estimators/test_log_z.py",)),
-    Mutation("e", "fit.check() always ok", PKG / "methods" / "base.py",
+    Mutation("e", "fit.check() always ok", PKG / "sampling" / "fit.py",
              "        return Verdict(tuple(reasons), tuple(names))",
              "        return Verdict((), tuple(names))",
              VERDICT_TESTS),

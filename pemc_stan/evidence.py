@@ -77,9 +77,9 @@ from pemc_stan.estimators.log_z import (
 from pemc_stan.estimators.normalisation import PriorReport, improper_prior, prior_report
 from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit, emit_warning
 from pemc_stan.modes.bridge import bridge_from_draws, log_target_fn, posterior_setup
 from pemc_stan.modes.density import DENSITY_COLUMN, DensityEvaluator, density_program
+from pemc_stan.sampling.fit import ExtendedFit, emit_warning
 
 logger = logging.getLogger(__name__)
 

@@ -36,11 +36,13 @@ from pemc_stan.backend.processes import ending_children
 from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import ProgramSource, StanProgram, read_data, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
-from pemc_stan.methods.follow_up import DEFAULT_BUDGET, Budget
 from pemc_stan.methods.options import check_int, check_number, field_names, option
+from pemc_stan.methods.result import TransformResult
 from pemc_stan.output.folder import check_output_folder
 from pemc_stan.plan import run_plan
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.follow_up import DEFAULT_BUDGET, Budget
+from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ class SamplerArgs:
         parse=int, metavar="SEED")
     show_progress: bool = option(False, "progress bars", cli=False)
     extra: dict[str, Any] = field(default_factory=dict, metadata={"cli": False})
-    #: Follow-up runs' budget (:mod:`pemc_stan.methods.follow_up`): all runs together
+    #: Follow-up runs' budget (:mod:`pemc_stan.sampling.follow_up`): all runs together
     #: take at most this many times the first run's gradient evaluations; 1: none.
     budget: float = option(DEFAULT_BUDGET, "follow-up budget", cli=False)
     adapt_delta: float | None = option(
@@ -514,7 +516,7 @@ def sample(
         (divergences: a higher ``adapt_delta``; chains that mix too slowly: twice the
         draws, continuing from where the run ended), follow-up runs apply it while all
         runs together take at most ``budget`` times the first run's gradient
-        evaluations (:mod:`pemc_stan.methods.follow_up`); ``budget=1`` makes none.
+        evaluations (:mod:`pemc_stan.sampling.follow_up`); ``budget=1`` makes none.
         The steps are in ``fit.follow_up``.
     **kwargs
         The method's options (``n_pseudo=5``, ``base_covariance="dense"``, ...)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pemc_stan.methods.base import ExtendedFit, MethodModel
-from pemc_stan.methods.follow_up import Budget, follow_up
 from pemc_stan.modes.split import split_modes
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.follow_up import Budget, follow_up
+from pemc_stan.sampling.model import MethodModel
 
 __all__ = ["run_plan"]
 

@@ -97,7 +97,7 @@ def test_a_missing_data_variable_is_named_by_the_api_before_compiling(
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("compile_model was called")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", never)
     monkeypatch.setattr(importlib.import_module("pemc_stan.evidence"), "compile_model", never)
     for method in ("pe", "ct"):
         with pytest.raises(DataError, match="no value for 'mu1'"):
@@ -209,7 +209,7 @@ def test_non_finite_json_data_are_checked_before_compiling(tmp_path: Path,
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("compile_model was called")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", never)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({**_FINITE, "pos": [1.0, "NaN"]}))
     with pytest.raises(DataError, match=r"pos\[2\] in bad.json is NaN"):

@@ -31,11 +31,10 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
      frozenset({"output"})),
     ("the mode search's rules and record (imports nothing of the package)",
      frozenset({"modes.search"})),
-    ("methods' core: the shared model and fit, base densities, templates, options, "
-     "registry, follow-ups",
-     frozenset({"methods.base", "methods.base_density", "methods.templates",
-                "methods.options", "methods.registry", "methods.follow_up",
-                "methods.warm_start"})),
+    ("methods' core and sampling: the transform result, base densities, templates, options, "
+     "the registry; the model and fit every method shares, its checks and follow-ups",
+     frozenset({"methods.result", "methods.base_density", "methods.templates",
+                "methods.options", "methods.registry", "methods.warm_start", "sampling"})),
     ("modes: the pilot's search, the mode split and its checks, density programs, "
      "bridge sampling", frozenset({"modes"})),
     ("methods: CT and PE, and the package that registers them", frozenset({"methods"})),
@@ -48,11 +47,12 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
 #: Modules that start processes or run CmdStan; the estimators import none of them.
 PROCESS_MODULES = ("subprocess", "multiprocessing", "concurrent", "cmdstanpy", "httpstan",
                    "pemc_stan.backend", "pemc_stan.methods", "pemc_stan.modes",
-                   "pemc_stan.plan", "pemc_stan.pipeline", "pemc_stan.evidence")
+                   "pemc_stan.sampling", "pemc_stan.plan", "pemc_stan.pipeline",
+                   "pemc_stan.evidence")
 
 
 def _stage_of(module: str) -> int:
-    """The stage of ``module`` (``pemc_stan.methods.base``): that of the longest stage
+    """The stage of ``module`` (``pemc_stan.methods.registry``): that of the longest stage
     member that is the module or a package holding it (``""``, the root, holds nothing
     but itself)."""
     rel = module.split(".", 1)[1] if "." in module else ""
@@ -162,7 +162,7 @@ def test_estimators_are_pure() -> None:
     ("from pemc_stan import __version__\n", "pemc_stan.output.fake"),
     ("from . import registry\n", "pemc_stan.methods.fake"),
     # by module: methods' core before the modes, the modes before the method folders
-    ("from pemc_stan.modes.split import split_modes\n", "pemc_stan.methods.base"),
+    ("from pemc_stan.modes.split import split_modes\n", "pemc_stan.sampling.fit"),
     ("from pemc_stan.methods.pseudo_extended import METHOD\n", "pemc_stan.modes.fake"),
     ("from pemc_stan.modes.pilot import BasePilot\n", "pemc_stan.modes.search"),
 ])
@@ -196,7 +196,7 @@ HOOK_READERS = ("output", "cli", "evidence")
 def _fit_kinds() -> dict[str, str]:
     """Every fit class that is a kind of ``ExtendedFit`` -> the module that defines it."""
     import pemc_stan.pipeline  # noqa: F401  (registers the methods, imports their fits)
-    from pemc_stan.methods.base import ExtendedFit
+    from pemc_stan.sampling.fit import ExtendedFit
 
     kinds: dict[str, str] = {}
     todo = list(ExtendedFit.__subclasses__())

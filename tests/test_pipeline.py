@@ -25,7 +25,7 @@ def no_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("nothing may be compiled")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", boom)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", boom)
 
 
 @pytest.mark.parametrize(("kwargs", "argument"), [

@@ -90,7 +90,7 @@ atexit.register(_remove_temporary)
 
 
 class DaskChainRunner:
-    """Runs :meth:`~pemc_stan.methods.base.MethodModel.run_nuts` with one task per chain.
+    """Runs :meth:`~pemc_stan.sampling.model.MethodModel.run_nuts` with one task per chain.
 
     Parameters
     ----------

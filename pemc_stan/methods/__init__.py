@@ -5,7 +5,7 @@ transform, model, fit and its own estimators; its template is
 ``stan_templates/<name>.stan.jinja``) whose ``__init__`` defines ``METHOD``, a
 :class:`~pemc_stan.methods.registry.Method`.  Importing this package imports
 every such folder and registers its method, so a new method needs no edit
-here.  :mod:`pemc_stan.methods.base` holds what the methods share.
+here.  :mod:`pemc_stan.sampling` holds the model and fit the methods share.
 """
 
 from __future__ import annotations

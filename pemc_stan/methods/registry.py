@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pemc_stan.errors import OptionsError, UnsupportedConstructError
-from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
 from pemc_stan.methods.options import MethodOptions, field_names
+from pemc_stan.methods.result import TransformResult
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.model import MethodModel
 
 if TYPE_CHECKING:
     from pemc_stan.inputs import StanProgram
@@ -56,7 +58,7 @@ class Method:
         ``transform(program, options) -> result``: a
         :class:`~pemc_stan.inputs.StanProgram` read once and options validated
         once (:meth:`build_options`) to a
-        :class:`~pemc_stan.methods.base.TransformResult`; it neither parses nor
+        :class:`~pemc_stan.methods.result.TransformResult`; it neither parses nor
         validates again.
     model
         The model class, built as ``model(result, data)``; the default runs the

@@ -29,7 +29,7 @@ pilot missed.
 
 :class:`WarmStart` carries the metric; :meth:`WarmStart.kwargs` adds it to
 the ``CmdStanModel.sample`` arguments where the user set none, and
-:meth:`~pemc_stan.methods.base.MethodModel.run_nuts` falls back to CmdStan's
+:meth:`~pemc_stan.sampling.model.MethodModel.run_nuts` falls back to CmdStan's
 own start when CmdStan rejects it.  Warm-up still runs in full (every
 adaptation window), so the draws' distribution is unchanged; only the start of
 the warm-up is cheaper.

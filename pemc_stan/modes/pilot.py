@@ -141,7 +141,7 @@ class BasePilot:
     Parameters
     ----------
     owner
-        The method's model (:class:`~pemc_stan.methods.base.MethodModel`): its
+        The method's model (:class:`~pemc_stan.sampling.model.MethodModel`): its
         ``original_model()``, ``data``, ``program`` and ``name`` are used.
     coordinates
         The base coordinate map of the parameters (empty: group Pathfinder's

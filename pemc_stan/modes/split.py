@@ -56,9 +56,7 @@ from scipy.special import logsumexp
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
-from pemc_stan.methods.base import MethodModel, leapfrog_gradients
 from pemc_stan.methods.base_density import coordinate_draws
-from pemc_stan.methods.follow_up import Budget, FollowUpStep, longer_can_fix
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, group_stats, worst_rhat
@@ -72,6 +70,9 @@ from pemc_stan.modes.wide import (
     wide_sample,
 )
 from pemc_stan.output.diagnostics import RHAT_MAX, Note
+from pemc_stan.sampling.fit import leapfrog_gradients
+from pemc_stan.sampling.follow_up import Budget, FollowUpStep, longer_can_fix
+from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 

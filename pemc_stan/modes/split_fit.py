@@ -23,11 +23,12 @@ from pemc_stan.estimators.mixture import (
     mixture_weights,
     unexplained_mass,
 )
-from pemc_stan.methods.base import ExtendedFit, OutputExtras, WeightedEstimate, emit_warning
 from pemc_stan.modes.grouping import LEFT_SHARE_MAX, group_stats, worst_rhat
 from pemc_stan.modes.search import ModeSearch
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason
+from pemc_stan.sampling.fit import ExtendedFit, emit_warning
+from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class ModeSplitFit(ExtendedFit):
         ``log gamma - log q`` of the wide importance sampler's draws
         (:func:`~pemc_stan.modes.wide.wide_log_weights`; None with one mode found).
     data, original_model, seed
-        As :class:`~pemc_stan.methods.base.ExtendedFit`.
+        As :class:`~pemc_stan.sampling.fit.ExtendedFit`.
     """
 
     resampling = "pooled"

@@ -1,6 +1,6 @@
 """Diagnostics shared by every fit: NUTS transition problems, and the fit's verdict.
 
-Every fit judges itself (:meth:`pemc_stan.methods.base.ExtendedFit.check`): a
+Every fit judges itself (:meth:`pemc_stan.sampling.fit.ExtendedFit.check`): a
 :class:`Verdict` is ``ok`` or ``suspect`` with named :class:`Reason` s, each saying
 what is wrong (with the numbers) and what to do.  The checks use only evidence the
 fit already has; their thresholds are the constants below.

@@ -1,7 +1,7 @@
 """What the output reads of a fit: the fit protocol, declared once.
 
 Output comes before the methods (it never imports them), so it names here what it takes
-from a fit; every method's fit (``pemc_stan.methods.base.ExtendedFit`` and its
+from a fit; every method's fit (``pemc_stan.sampling.fit.ExtendedFit`` and its
 subclasses) has each of these.
 """
 

@@ -246,7 +246,7 @@ def test_every_early_check_fires_before_anything_is_compiled(
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("compile_model was called")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", never)
     stan = tmp_path / "counts.stan"
     stan.write_text("data { int<lower=0> N; array[N] real y; }\nparameters { real mu; }\n"
                     "model { mu ~ normal(0, 5); y ~ normal(mu, 1); }\n")

@@ -21,9 +21,9 @@ from pemc_stan.cli import ExitCode, build_parser, main
 from pemc_stan.cli.options import add_sampler_options, flag_of, sampler_options
 from pemc_stan.errors import OptionsError
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.methods.base import Found
 from pemc_stan.methods.options import cli_fields
 from pemc_stan.pipeline import SamplerArgs, check_inits, nuts_fields, parse_inits, transform_result
+from pemc_stan.sampling.model import Found
 
 ROOT = Path(__file__).resolve().parents[2]
 NORMAL = ROOT / "models" / "normal_normal" / "normal_normal.stan"
@@ -231,7 +231,7 @@ def test_model_shaped_inits_fail_pseudo_extended_sampling_before_compiling(
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("nothing may be compiled")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", boom)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", boom)
     with pytest.raises(OptionsError, match="the pe program declares"):
         pemc_stan.sample(MODEL, method="pe", inits={"mu": 0.5})
 

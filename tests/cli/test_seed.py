@@ -15,9 +15,9 @@ import pemc_stan
 from pemc_stan.cli import ExitCode, main
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import Found
 from pemc_stan.output.writers import fit_seed
 from pemc_stan.pipeline import SEED_DRAW_BOUND, SamplerArgs, draw_seed
+from pemc_stan.sampling.model import Found
 
 ROOT = Path(__file__).resolve().parents[2]
 NORMAL = ROOT / "models" / "normal_normal" / "normal_normal.stan"

@@ -28,7 +28,7 @@ def _no_compile(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("nothing may be compiled")
 
     monkeypatch.setattr(importlib.import_module("pemc_stan.evidence"), "compile_model", boom)
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", boom)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", boom)
 
 
 def test_half_normal_without_truncation_is_a_gap_of_log_2() -> None:

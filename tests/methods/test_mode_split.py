@@ -157,8 +157,8 @@ def test_importance_error_is_the_weights_relative_standard_error() -> None:
 
 
 def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
-    from pemc_stan.methods.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, Budget
     from pemc_stan.modes.split import _longer_allowed
+    from pemc_stan.sampling.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, Budget
 
     # 1000 warm-up + 2000 draws after 1000 + 1000: 1.5 times the cost, with the margin
     need = 1.0 + PREDICTION_MARGIN * 1.5

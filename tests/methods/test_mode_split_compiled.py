@@ -177,12 +177,12 @@ def test_modes_among_the_others_are_found(compiled, seed: int) -> None:
 def _search_one_restart_round(monkeypatch: pytest.MonkeyPatch) -> None:
     """A search that misses modes: one round of restarts, and the gate on the search's
     unseen share opened."""
-    from pemc_stan.methods import base
     from pemc_stan.modes import pilot, split
+    from pemc_stan.sampling import checks
 
     monkeypatch.setattr(pilot, "RESTART_ROUNDS", 1)
     monkeypatch.setattr(split, "UNSEEN_SHARE_MAX", 1.0)
-    monkeypatch.setattr(base, "UNSEEN_SHARE_MAX", 1.0)
+    monkeypatch.setattr(checks, "UNSEEN_SHARE_MAX", 1.0)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -26,9 +26,11 @@ from pemc_stan.cli import main
 from pemc_stan.errors import OptionsError
 from pemc_stan.inputs import StanProgram
 from pemc_stan.methods import registry
-from pemc_stan.methods.base import ExtendedFit, MethodModel, TransformResult
 from pemc_stan.methods.options import MethodOptions, check_number, option
+from pemc_stan.methods.result import TransformResult
 from pemc_stan.methods.templates import block_text, functions_text, prepare_program
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.model import MethodModel
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_stmt
 
@@ -231,7 +233,7 @@ def test_sample_settles_method_options_and_program_once(monkeypatch: pytest.Monk
 def test_no_method_overrides_a_private_method_of_the_shared_classes() -> None:
     """A method supplies the public hooks of ``FitHooks`` (and its own helpers); it never
     replaces a private method of ExtendedFit or MethodModel."""
-    from pemc_stan.methods.base import FitHooks
+    from pemc_stan.sampling.hooks import FitHooks
 
     found = []
     for m in registry.methods():

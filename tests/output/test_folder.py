@@ -168,8 +168,8 @@ def test_sample_names_a_file_given_as_output_dir_before_any_pilot_or_compile(
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model was compiled or a pilot run")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", never)
-    monkeypatch.setattr("pemc_stan.methods.base.MethodModel.sample", never)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", never)
+    monkeypatch.setattr("pemc_stan.sampling.model.MethodModel.sample", never)
     blocker = tmp_path / "draws.csv"
     blocker.write_text("")
     program = "parameters { real x; } model { x ~ normal(0, 1); }"

@@ -36,7 +36,6 @@ from scipy.special import logsumexp
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate, compare
-from pemc_stan.methods.base import ExtendedFit, Found, OutputExtras, WeightedEstimate
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
@@ -48,6 +47,9 @@ from pemc_stan.output.diagnostics import (
     chains_disagree,
     treedepth_advice,
 )
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
+from pemc_stan.sampling.model import Found
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ class ContinuousTemperingFit(ExtendedFit):
     round_settings
         This run's ``iter_warmup`` and ``iter_sampling``, for its :meth:`round_record`.
     found
-        What the pilot found (:class:`~pemc_stan.methods.base.Found`): a follow-up's
+        What the pilot found (:class:`~pemc_stan.sampling.model.Found`): a follow-up's
         bootstrap step keeps covering its base (default: from the arguments above).
 
     Attributes
@@ -199,7 +201,7 @@ class ContinuousTemperingFit(ExtendedFit):
 
     def gradients(self) -> int:
         """Gradient evaluations of this run and of the bootstrap rounds before it
-        (:meth:`~pemc_stan.methods.base.ExtendedFit.run_gradients` each).
+        (:meth:`~pemc_stan.sampling.fit.ExtendedFit.run_gradients` each).
 
         Raises
         ------

@@ -25,7 +25,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base import Found, MethodModel
 from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
@@ -39,6 +38,7 @@ from pemc_stan.methods.continuous_tempering.transform import ContinuousTempering
 from pemc_stan.modes.density import generated_column
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
+from pemc_stan.sampling.model import Found, MethodModel
 
 logger = logging.getLogger(__name__)
 

@@ -67,7 +67,6 @@ from typing import Any
 
 from pemc_stan.errors import ContinuousTemperingWarning
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base import TransformResult, emit_warning
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
@@ -79,6 +78,7 @@ from pemc_stan.methods.base_density import (
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
+from pemc_stan.methods.result import TransformResult
 from pemc_stan.methods.templates import (
     block_text,
     functions_text,
@@ -87,6 +87,7 @@ from pemc_stan.methods.templates import (
     prepare_program,
     render_mapped,
 )
+from pemc_stan.sampling.fit import emit_warning
 from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
@@ -105,7 +106,7 @@ class ContinuousTemperingResult(TransformResult):
     Attributes
     ----------
     stan_code, options, program, warnings
-        As :class:`~pemc_stan.methods.base.TransformResult`.
+        As :class:`~pemc_stan.methods.result.TransformResult`.
     coordinates
         The base coordinate map of the parameters (Python mirror of the Stan code).
     """

@@ -2,7 +2,7 @@
 
 Pure NumPy functions of the pseudo-samples' log weights (see
 :func:`mixture_mean`); the per-draw Theorem-2.1 estimator is the shared
-within-draw self-normalised mean of :class:`~pemc_stan.methods.base.ExtendedFit`.
+within-draw self-normalised mean of :class:`~pemc_stan.sampling.fit.ExtendedFit`.
 """
 
 from __future__ import annotations

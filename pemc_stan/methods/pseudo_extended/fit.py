@@ -31,12 +31,13 @@ from scipy import stats
 
 from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
-from pemc_stan.methods.base import ExtendedFit, OutputExtras, WeightedEstimate
 from pemc_stan.methods.continuous_tempering.tempering import FLAT, BetaBias, length_bias
 from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.output.diagnostics import Reason, treedepth_advice
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
 logger = logging.getLogger(__name__)
 

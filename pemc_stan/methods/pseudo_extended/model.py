@@ -27,7 +27,6 @@ import numpy as np
 
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base import Found, MethodModel
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.options import first_round_size
@@ -37,6 +36,7 @@ from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.warm_start import WarmStart, base_metric
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
+from pemc_stan.sampling.model import Found, MethodModel
 
 logger = logging.getLogger(__name__)
 

@@ -103,7 +103,6 @@ from typing import Any
 
 from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base import TransformResult, emit_warning
 from pemc_stan.methods.base_density import (
     BaseCoordinates,
     BaseDensity,
@@ -122,6 +121,7 @@ from pemc_stan.methods.pseudo_extended.options import (
     is_auto,
     stan_number,
 )
+from pemc_stan.methods.result import TransformResult
 from pemc_stan.methods.templates import (
     ParameterDeclarations,
     block_text,
@@ -131,6 +131,7 @@ from pemc_stan.methods.templates import (
     prepare_program,
     render_mapped,
 )
+from pemc_stan.sampling.fit import emit_warning
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     SymbolTable,
@@ -186,7 +187,7 @@ class PseudoExtendedResult(TransformResult):
     Attributes
     ----------
     stan_code, options, program, warnings
-        As :class:`~pemc_stan.methods.base.TransformResult`.
+        As :class:`~pemc_stan.methods.result.TransformResult`.
     parameters
         The user's parameters, in declaration order, with where their copies live.
     data_additions

@@ -110,7 +110,7 @@ def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPat
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("compile_model must not be called")
 
-    monkeypatch.setattr("pemc_stan.methods.base.compile_model", boom)
+    monkeypatch.setattr("pemc_stan.sampling.model.compile_model", boom)
     with pytest.raises(ValueError, match="n_pseudo=0"):
         sampling.sample(SIMPLE, {"n": 0, "y": []}, method="pe", n_pseudo=0)
     with pytest.raises(ReservedPrefixError):

@@ -30,9 +30,9 @@ from fakes import LOG_Z, FrameRun, exact_ct_fit, exact_ct_frame, fake_pe_fit
 
 import pemc_stan
 from pemc_stan.evidence import nuts_reasons
-from pemc_stan.methods.base import ExtendedFit
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.output.diagnostics import rhat_and_ess
+from pemc_stan.sampling.fit import ExtendedFit
 
 ONE_PARAMETER = "parameters { real mu; } model { mu ~ normal(0, 1); }"
 

@@ -40,7 +40,7 @@ def test_run_gradients_count_every_iteration_when_thinned(thin: int) -> None:
 
     import numpy as np
 
-    from pemc_stan.methods.base import ExtendedFit
+    from pemc_stan.sampling.fit import ExtendedFit
 
     steps = np.array([[[3.0], [5.0]], [[7.0], [1.0]]])  # 2 saved draws x 2 chains
     fit = object.__new__(ExtendedFit)

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pemc_stan.methods.follow_up import (
+from pemc_stan.output.diagnostics import RHAT_MAX, Reason, Verdict
+from pemc_stan.sampling.follow_up import (
     ADAPT_DELTA_STEPS,
     LONGER_REASONS,
     Budget,
@@ -21,7 +22,6 @@ from pemc_stan.methods.follow_up import (
     longer_can_fix,
     plan_step,
 )
-from pemc_stan.output.diagnostics import RHAT_MAX, Reason, Verdict
 
 DIVERGED = Reason("divergences", "138 of 1000 transitions (13.8%) diverged", "increase")
 STUCK = Reason("beta_round_trips", "round trips per chain: [0, 1, 17, 0]", "run longer")

@@ -17,65 +17,44 @@ overrides only what differs: where its particles live
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import logging
 import os
-import re
 import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 import cmdstanpy
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan.backend.compile import compile_model, message_file_name
 from pemc_stan.backend.console import (
-    is_cmdstan_failure,
-    rewriting_messages,
     routed_cmdstanpy_logging,
-    run_error,
 )
-from pemc_stan.backend.progress import stage
 from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
-from pemc_stan.inputs import StanProgram, read_data
+from pemc_stan.inputs import StanProgram
 from pemc_stan.methods.base_density import coordinate_draws
-from pemc_stan.methods.warm_start import WarmStart
-from pemc_stan.modes.search import UNSEEN_SHARE_MAX
+from pemc_stan.methods.result import TransformResult
 from pemc_stan.output.diagnostics import (
-    CHAIN_Z_MAX,
-    DIVERGENT_SHARE_MAX,
-    ESS_MIN,
-    RHAT_MAX,
-    UNVISITED_SHARE_MIN,
-    Note,
     Reason,
     TransitionCounts,
     Verdict,
-    chains_disagree,
     convergence_stats,
     transition_counts,
 )
 from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
-from pemc_stan.stan.line_map import LineMap
-from pemc_stan.stan.reparameterize import NonCentred
-
-if TYPE_CHECKING:
-    from pemc_stan.methods.registry import Method
+from pemc_stan.sampling import checks
+from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TransformResult", "MethodModel", "ExtendedFit", "FitHooks", "WeightedEstimate",
-           "emit_warning", "Found"]
+__all__ = ["ExtendedFit", "emit_warning", "leapfrog_gradients"]
 
 
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
@@ -100,136 +79,6 @@ def emit_warning(message: str, category: type[Warning], stacklevel: int = 2) -> 
     logger.debug("warned: %s", message)
 
 
-@dataclass(frozen=True)
-class Found:
-    """What a method's pilot found, handed to the mode split and to the method's run.
-
-    Attributes
-    ----------
-    base
-        The base density in base coordinates (None: none, or the prior under likelihood
-        tempering).
-    log_scale
-        The pilot's estimate of ``log Z`` that scales the method's bridge (continuous
-        tempering's ``log zeta``, the pseudo-extended offset).
-    search
-        The search for modes (:class:`~pemc_stan.modes.search.ModeSearch`; None when it
-        did not search or failed).
-    notes
-        What the pilot and the split want the user told.
-    mode_centres
-        The distinct modes as (K, D) means in base coordinates (None for fewer than two).
-    failure
-        Why the pilot failed when the run goes on without its estimate (None: it did not).
-    """
-
-    base: Any = None
-    log_scale: float = 0.0
-    search: Any = None
-    notes: tuple[Note, ...] = ()
-    mode_centres: Any = None
-    failure: str | None = None
-
-    def noted(self, note: Note | None) -> Found:
-        """This with one more note (itself for None)."""
-        return self if note is None else dataclasses.replace(self, notes=(*self.notes, note))
-
-
-class WeightedEstimate(dict[str, float]):
-    """``{"mean", "mcse", "ess"}`` of a weighted expectation (a dict with attribute access)."""
-
-    @property
-    def mean(self) -> float:
-        """The estimate."""
-        return self["mean"]
-
-    @property
-    def mcse(self) -> float:
-        """Its Monte-Carlo standard error."""
-        return self["mcse"]
-
-    @property
-    def ess(self) -> float:
-        """The effective sample size behind it."""
-        return self["ess"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class TransformResult:
-    """A transformed program and what is needed to run and post-process it.
-
-    Attributes
-    ----------
-    stan_code
-        The transformed Stan program.
-    options
-        The validated options used.
-    program
-        The user's program (text, name and parsed tree), carried downstream so
-        that nothing parses it again.
-    warnings
-        Messages of the warnings issued.
-    noncentred
-        The parameters the generated program declares with their prior's
-        location and scale as offset/multiplier (``reparameterize="auto"``).
-    method
-        The registry entry of the method that made it, set by
-        :meth:`~pemc_stan.methods.registry.Method.transform_program` (None for a
-        result built by calling a transformation directly); the model and the
-        fit take their method from here.
-    line_map
-        The generated program's lines -> the user's (None when not kept): CmdStan's
-        messages about the generated program are told in the user's lines.
-    """
-
-    stan_code: str
-    options: Any
-    program: StanProgram
-    warnings: tuple[str, ...] = ()
-    noncentred: tuple[NonCentred, ...] = ()
-    method: Method | None = None
-    line_map: LineMap | None = None
-
-    def require_method(self) -> Method:
-        """The method that made this result.
-
-        Raises
-        ------
-        ValueError
-            If the result was not made through the registry.
-        """
-        if self.method is None:
-            raise ValueError("this TransformResult was built by calling a transformation "
-                             "directly, so it has no method; build it with "
-                             "pemc_stan.transform_result(...) or Method.transform_program")
-        return self.method
-
-    @property
-    def original_code(self) -> str:
-        """The user's program text."""
-        return self.program.text
-
-    @property
-    def model_name(self) -> str:
-        """The user's model name."""
-        return self.program.name
-
-    @property
-    def parameter_names(self) -> tuple[str, ...]:
-        """The user's parameters, in declaration order."""
-        return tuple(self.program.parameter_names)
-
-    def data(self, user_data: Mapping[str, Any] | None, **values: Any) -> dict[str, Any]:
-        """The transformed program's data: the user's data plus the method's entries.
-
-        Raises
-        ------
-        ValueError
-            If a value the program needs is unknown (methods override this).
-        """
-        return dict(user_data or {})
-
-
 def leapfrog_gradients(steps: NDArray[np.float64], config: Mapping[str, Any]) -> int:
     """Gradient evaluations of a NUTS run from its saved ``n_leapfrog__`` (draws, chains)
     and its CmdStan config: the sampling iterations' steps (times ``thin``) plus the
@@ -246,316 +95,6 @@ def leapfrog_gradients(steps: NDArray[np.float64], config: Mapping[str, Any]) ->
     thin = max(int(config.get("thin", 1) or 1), 1)
     return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
                      * steps.shape[1]))
-
-
-class MethodModel:
-    """A user's model prepared for one method: transformed program, data, compiled programs.
-
-    Built by the front doors as ``method.model(result, data)`` from a result of
-    :meth:`~pemc_stan.methods.registry.Method.transform_program` (the program
-    read once, the options validated once); it does neither again.
-
-    Parameters
-    ----------
-    result
-        The method's :class:`TransformResult` (it carries the method).
-    data
-        The model's data (dict or JSON path), checked against the data block.
-    original_model
-        The user's compiled program, when they gave a ``cmdstanpy.CmdStanModel``
-        (otherwise it is compiled when first needed).
-
-    Raises
-    ------
-    DataError
-        For data that do not match the data block (before anything is compiled).
-    ValueError
-        For a result that was not made through the registry.
-    """
-
-    def __init__(self, result: TransformResult, data: Any = None,
-                 original_model: cmdstanpy.CmdStanModel | None = None) -> None:
-        self.method: Method = result.require_method()
-        self.result = result
-        self.program: StanProgram = result.program
-        self.data: dict[str, Any] = read_data(self.program, data)
-        self._method_model: cmdstanpy.CmdStanModel | None = None
-        self._orig_model: cmdstanpy.CmdStanModel | None = original_model
-        #: Runs the chains elsewhere (``pemc_stan.backend.chains.DaskChainRunner``); None: here.
-        self.chain_runner: Callable[..., cmdstanpy.CmdStanMCMC] | None = None
-
-    @property
-    def name(self) -> str:
-        """The model's name."""
-        return self.program.name
-
-    @property
-    def code(self) -> str:
-        """The user's program text."""
-        return self.program.text
-
-    @property
-    def options(self) -> Any:
-        """The validated options."""
-        return self.result.options
-
-    @property
-    def stan_code(self) -> str:
-        """The transformed Stan program."""
-        return str(self.result.stan_code)
-
-    def method_model(self) -> cmdstanpy.CmdStanModel:
-        """The compiled transformed program (cached by content hash).
-
-        Raises
-        ------
-        StanCompileError
-            If the program does not compile.
-        """
-        if self._method_model is None:
-            self._method_model = compile_model(self.result.stan_code,
-                                               name=f"{self.name}_{self.method.short}")
-        return self._method_model
-
-    def original_model(self) -> cmdstanpy.CmdStanModel:
-        """The compiled original program (cached by content hash).
-
-        Raises
-        ------
-        StanCompileError
-            If the program does not compile.
-        """
-        if self._orig_model is None:
-            self._orig_model = compile_model(self.code, name=self.name)
-        return self._orig_model
-
-    def run_nuts(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
-                 iter_sampling: int, seed: int | None,
-                 output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                 warm: WarmStart | None = None, **cmdstanpy_kwargs: Any) -> cmdstanpy.CmdStanMCMC:
-        """Run CmdStan's NUTS on the transformed program.
-
-        Resampled draws are written back as CSV for generate_quantities, so
-        12 significant digits are kept by default (CmdStan checks simplexes and
-        correlation matrices to 1e-8).  With a :attr:`chain_runner` the chains
-        run as tasks of a cluster, with the same seed and chain ids, so the
-        draws are those of a run here.  ``warm`` (an initial inverse metric;
-        :mod:`pemc_stan.methods.warm_start`) fills in what the user's
-        arguments leave to CmdStan; when CmdStan fails from that start, the
-        run is repeated from CmdStan's own.
-
-        Raises
-        ------
-        RuntimeError
-            If CmdStan fails.
-        """
-        cmdstanpy_kwargs.setdefault("sig_figs", 12)
-        if seed is None and self.chain_runner is not None:
-            # one seed for every chain, as a run in one process has
-            seed = int(np.random.default_rng().integers(0, 2**31 - 1))
-        started = cmdstanpy_kwargs if warm is None else warm.kwargs(cmdstanpy_kwargs)
-        added = [k for k, v in started.items() if v is not None
-                 and cmdstanpy_kwargs.get(k) is None]
-        if warm is not None and added:
-            folder = None if output_dir is None else Path(output_dir)
-            before = set(folder.iterdir()) if folder is not None and folder.is_dir() else set()
-            try:
-                return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
-                                    show_progress, started)
-            except RuntimeError as exc:
-                logger.warning("CmdStan failed when started from %s (%s: %s); running again "
-                               "without them", warm.source or "the warm start",
-                               ", ".join(added), str(exc).splitlines()[0] if str(exc)
-                               else type(exc).__name__)
-                if folder is not None and folder.is_dir():  # the failed attempt's files
-                    for path in set(folder.iterdir()) - before:
-                        if path.is_file():
-                            path.unlink()
-        return self._launch(data, chains, iter_warmup, iter_sampling, seed, output_dir,
-                            show_progress, cmdstanpy_kwargs)
-
-    def _launch(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
-                iter_sampling: int, seed: int | None,
-                output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                kwargs: Mapping[str, Any]) -> cmdstanpy.CmdStanMCMC:
-        """One CmdStan run of the transformed program, as a stage of the run; CmdStan's
-        messages about it (warnings, the reason of a failure) in the user's lines."""
-        name = f"{self.name}_{self.method.short}"
-        model = None if self.chain_runner is not None else self.method_model()
-        label = (f"sampling {chains} chain{'s' if chains != 1 else ''} x {iter_sampling} "
-                 f"draws ({iter_warmup} warm-up)")
-        rewrite = self._message_rewrite()
-        try:
-            with stage(label), rewriting_messages(rewrite):
-                if model is None:
-                    assert self.chain_runner is not None and seed is not None
-                    return self.chain_runner(self.result.stan_code, name, data, chains,
-                                             iter_warmup, iter_sampling, seed, output_dir,
-                                             **kwargs)
-                return model.sample(
-                    data=dict(data), chains=chains, iter_warmup=iter_warmup,
-                    iter_sampling=iter_sampling, seed=seed,
-                    output_dir=None if output_dir is None else str(output_dir),
-                    show_progress=show_progress, **kwargs)
-        except RuntimeError as exc:
-            if not is_cmdstan_failure(exc):
-                raise
-            error = run_error(exc, "sampling", rewrite)
-            if error is exc:
-                raise
-            raise error from exc
-
-    def _message_rewrite(self) -> Callable[[str], str] | None:
-        """CmdStan's locations in the transformed program told in the user's lines (None
-        without a line map)."""
-        line_map = self.result.line_map
-        if line_map is None:
-            return None
-        if self._method_model is not None:
-            generated = message_file_name(self._method_model)  # an adopted executable's own
-        else:  # compiled on the workers (chain_runner): named as compile_model names it
-            stem = re.sub(r"[^A-Za-z0-9_]", "_", f"{self.name}_{self.method.short}")
-            generated = ("m_" + stem if stem[:1].isdigit() else stem or "model") + ".stan"
-        return lambda text: line_map.rewrite(text, generated)
-
-    def messages_in_user_lines(self) -> contextlib.AbstractContextManager[None]:
-        """A block within which CmdStan's messages about the transformed program (the
-        warnings cmdstanpy passes on, the reasons of
-        :func:`~pemc_stan.backend.console.run_error`) are told in the user's lines.
-
-        Raises
-        ------
-        Nothing.
-        """
-        return rewriting_messages(self._message_rewrite())
-
-    def pilot(self) -> Any:
-        """A fresh pilot with this method's settings
-        (:class:`~pemc_stan.modes.pilot.BasePilot`; None: the method has none); the mode
-        split searches again with it.
-
-        Raises
-        ------
-        Nothing.
-        """
-        return None
-
-    def search_modes(self, seed: int | None) -> Found:
-        """The method's pilot: its base, scale and search for modes (none by default).
-
-        Raises
-        ------
-        RuntimeError
-            If every approximation of the pilot fails (methods with pilots).
-        """
-        return Found()
-
-    def wants_split(self) -> bool:
-        """Whether a run tries the mode split before the method's own run (not by default).
-
-        Raises
-        ------
-        Nothing.
-        """
-        return False
-
-    def sample(self, chains: int = 4, iter_warmup: int = 1000, iter_sampling: int = 1000,
-               seed: int | None = None, output_dir: str | os.PathLike[str] | None = None,
-               show_progress: bool = False, found: Found | None = None,
-               **cmdstanpy_kwargs: Any) -> ExtendedFit:
-        """Run NUTS on the transformed program and wrap the draws in the method's fit.
-
-        The default runs the program once with the user's data plus
-        ``result.data(...)``; methods with pilots override it, starting from ``found``
-        (:meth:`search_modes` runs when it is None).
-
-        Raises
-        ------
-        RuntimeError
-            If CmdStan fails.
-        """
-        run = self.run_nuts(self.result.data(self.data), chains, iter_warmup, iter_sampling,
-                            seed, output_dir, show_progress, **cmdstanpy_kwargs)
-        fit: ExtendedFit = self.method.fit(run, self.result, data=self.data,
-                                           original_model=self.original_model, seed=seed)
-        return fit
-
-    def continue_from(self, fit: ExtendedFit, iter_warmup: int, iter_sampling: int,
-                      seed: int | None, output_dir: str | os.PathLike[str] | None = None,
-                      show_progress: bool = False, **cmdstanpy_kwargs: Any) -> ExtendedFit:
-        """A further run that carries on from ``fit`` (a follow-up of
-        :mod:`pemc_stan.methods.follow_up`): by default the same program, its chains
-        started at ``fit``'s last draws.  Methods with pilots or rounds override it.
-
-        Raises
-        ------
-        RuntimeError
-            If CmdStan fails.
-        """
-        cmdstanpy_kwargs.setdefault("inits", fit.continuation_inits())
-        run = self.run_nuts(self.result.data(self.data), fit.fit.chains, iter_warmup,
-                            iter_sampling, seed, output_dir, show_progress, **cmdstanpy_kwargs)
-        new: ExtendedFit = self.method.fit(run, self.result, data=self.data,
-                                           original_model=self.original_model, seed=seed)
-        return new
-
-
-@dataclass(frozen=True)
-class OutputExtras:
-    """A method's own additions to the InferenceData and to ``estimates.json``.
-
-    Attributes
-    ----------
-    attributes
-        Attributes of the posterior group (numbers and strings: ``pemc_log_zeta``).
-    settings
-        Values the run used besides its options (an estimated offset), for ``estimates.json``.
-    sample_stats
-        ``sample_stats`` variables, ``name -> (dims, values)``.
-    sample_stats_attrs
-        Attributes of the ``sample_stats`` group.
-    extended
-        Variables of the ``extended_posterior`` group, ``(chain, draw[, particle])``.
-    """
-
-    attributes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    sample_stats: Mapping[str, tuple[tuple[str, ...], NDArray[Any]]] = dataclasses.field(
-        default_factory=dict)
-    sample_stats_attrs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    extended: Mapping[str, NDArray[Any]] = dataclasses.field(default_factory=dict)
-
-
-class FitHooks(Protocol):
-    """What a method's fit supplies; :class:`ExtendedFit` has a default for each.
-
-    A method's fit subclasses :class:`ExtendedFit` and overrides only these
-    public hooks (and the class attributes ``particle_dim`` and ``resampling``);
-    everything else (expectations, resampling, generated quantities, the shared
-    checks, summaries, output) is :class:`ExtendedFit`'s and works from them.
-    """
-
-    def particle_columns(self) -> dict[str, list[str]]:
-        """Original parameter column -> the extended columns of its particles."""
-
-    def particle_log_weights(self) -> NDArray[np.float64]:
-        """Unnormalised log weights of the particles, shape (chains, draws, K)."""
-
-    def chain_expectations(self, column: str) -> tuple[NDArray[np.float64],
-                                                       NDArray[np.float64]]:
-        """Each chain's weighted mean of ``column`` and its standard error."""
-
-    def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
-        """The method's own named checks of the verdict."""
-
-    def log_z(self) -> EvidenceEstimate | None:
-        """The method's own ``log Z`` estimate (None when it has none)."""
-
-    def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
-        """``log Z`` by one of the method's own estimators."""
-
-    def output_extras(self) -> OutputExtras:
-        """The method's additions to the InferenceData and the run folder."""
 
 
 class _ColumnView:
@@ -599,7 +138,7 @@ class ExtendedFit:
     #: The follow-up record (set per fit by ``sample``; None when it made none).
     follow_up: Any = None
     #: Steps the run took before its follow-ups (the mode split's longer run or second
-    #: search, :class:`~pemc_stan.methods.follow_up.FollowUpStep`); the record lists them
+    #: search, :class:`~pemc_stan.sampling.follow_up.FollowUpStep`); the record lists them
     #: first.
     split_steps: Sequence[Any] = ()
     #: The seed of the whole call that made the fit (given or drawn; set by
@@ -638,7 +177,7 @@ class ExtendedFit:
         self._chain_index: NDArray[np.intp] | None = None
         self._convergence: pd.DataFrame | None = None
         #: The follow-up runs ``sample`` made after the first run's verdict
-        #: (:class:`~pemc_stan.methods.follow_up.FollowUp`; empty when none).
+        #: (:class:`~pemc_stan.sampling.follow_up.FollowUp`; empty when none).
         self.follow_up: Any = None
 
     # ------------------------------------------------------------------ identity
@@ -976,14 +515,9 @@ class ExtendedFit:
         return self.run_gradients()
 
     def run_gradients(self) -> int:
-        """Gradient evaluations of this run (warm-up estimated): the leapfrog steps of
-        the sampling iterations, plus the warm-up iterations at their mean.  With
-        ``thin`` > 1 only every thin-th iteration is saved: each saved one stands for
-        ``thin`` iterations.
-
-        CmdStan saves no warm-up draws by default, so the warm-up's own steps are not
-        known; its late iterations take about as many steps as sampling, its early ones
-        (unit metric) often more, so this is a lower estimate.
+        """Gradient evaluations of this run: the sampling iterations' leapfrog steps (a
+        saved draw stands for ``thin`` iterations) plus the warm-up's at their mean, a lower
+        estimate (CmdStan does not save the warm-up's own).
 
         Raises
         ------
@@ -1062,18 +596,11 @@ class ExtendedFit:
         return Verdict(tuple(reasons), tuple(names))
 
     def convergence(self) -> pd.DataFrame:
-        """R-hat, bulk and tail ESS of the resampled draws of every original parameter column.
-
-        Computed once per fit, by
-        :func:`~pemc_stan.output.diagnostics.convergence_stats` on the draws the verdict
-        judges (:meth:`_chain_resampled_values`: under pooled resampling each chain is
-        resampled by its own weights, so the chains' agreement is not blurred); the
-        verdict's R-hat and ESS checks and the summary table both read this table, so
-        they show the same numbers.
-
-        Chains of different groups (:meth:`chain_groups`) sample different parts of the
-        target by design: each group is judged apart, and a column's row shows the
-        largest R-hat and the smallest ESS of its groups.
+        """R-hat, bulk and tail ESS of the resampled draws of every original parameter column,
+        computed once per fit on the draws the verdict judges (each chain resampled by its
+        own weights, :meth:`_chain_resampled_values`); the verdict and the summary read it.
+        Each group of chains (:meth:`chain_groups`) is judged apart; a row shows the worst
+        group's figures.
 
         Returns
         -------
@@ -1191,60 +718,14 @@ class ExtendedFit:
         return np.asarray(z, dtype=float)
 
     def unvisited_modes(self) -> list[tuple[int, float]]:
-        """The pilot's modes (holding at least ``UNVISITED_SHARE_MIN`` of the mass it
-        found) that no particle of :meth:`hot_mask` visits, as ``(index, pilot share)``.
-
-        A mode's cell is the region nearer, in the metric of the search's Gaussian, to the
-        mode's centre than to any other found mode's.  Empty without a search, with
-        fewer than two modes found, or without base coordinates.
+        """The pilot's modes that no particle of :meth:`hot_mask` visits
+        (:func:`~pemc_stan.sampling.checks.unvisited_modes`).
 
         Raises
         ------
         Nothing.
         """
-        search = self.search
-        centres = None if search is None else search.centres
-        if (centres is None or search.base is None or len(search.major_shares) < 2
-                or np.shape(centres)[1] != search.base.dim):
-            return []
-        z = self.hot_coordinates()
-        if z is None or z.ndim != 2 or z.shape[1] != search.base.dim:
-            return []
-        seen = (np.bincount(search.base.nearest_centre(z, centres), minlength=len(centres))
-                if z.shape[0] else np.zeros(len(centres), dtype=int))
-        return [(k, float(p)) for k, p in enumerate(search.major_shares)
-                if p >= UNVISITED_SHARE_MIN and seen[k] == 0]
-
-    def _unvisited_modes(self) -> Reason | None:
-        missed = self.unvisited_modes()
-        if not missed:
-            return None
-        shares = ", ".join(f"{100 * p:.0f}%" for _, p in missed)
-        return Reason(
-            "unvisited_modes", f"the pilot found {len(missed)} mode(s) (with {shares} of the "
-            "mass it found) that no draw of the target visits: the estimates leave them out",
-            "run longer (iter_sampling); the modes are in the diagnostics (pilot_modes)")
-
-    def _search_incomplete(self) -> Reason | None:
-        """The search found several modes and stopped while one more path had more than
-        :data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX` chance of finding another.
-
-        Modes split or tempered, the run reaches what the search found: the split samples
-        the found modes, and tempering's base covers them.  A mode out of both is missing
-        from every estimate with nothing in the draws to show it (the 28-unit Boltzmann
-        relaxation, CT seed 5: 13 modes found, unseen share 0.042, 48 round trips of beta
-        per chain, every other check passed, log Z 10 standard errors low).
-        """
-        search = self.search
-        unseen = float(getattr(search, "unseen", float("nan")))
-        if search is None or search.major_modes < 2 or not unseen > UNSEEN_SHARE_MAX:
-            return None
-        return Reason(
-            "mode_search", f"the search for modes stopped ({search.stopped}) with an "
-            f"estimated {100 * unseen:.0f}% chance that one more path would find a mode not "
-            "yet seen: a mode it missed is missing from these estimates",
-            "search longer: with method='ct', raise num_paths (the search runs up to 16 x "
-            "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
+        return checks.unvisited_modes(self)
 
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The method's own ``(check name, Reason or None)`` pairs, after the shared ones.
@@ -1257,52 +738,7 @@ class ExtendedFit:
 
     def _shared_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
-        nuts = self.nuts_counts()
-        share = nuts.divergences / max(nuts.transitions, 1)
-        yield "divergences", None if share <= DIVERGENT_SHARE_MAX else Reason(
-            "divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
-            f"({100 * share:.1f}%) diverged, so the extended target was not explored "
-            "faithfully", "increase adapt_delta (e.g. 0.95)")
-        worst_rhat = (float("nan"), "")
-        worst_ess: tuple[float, str, str] = (float("inf"), "", "")
-        worst_chain = (0.0, "")
-        n_chains = self._draws.shape[1]
-        groups = self.chain_groups()
-        mixing = self.convergence()
-        for column in self.parameter_columns():
-            rhat, ess = (float(v) for v in mixing.loc[column, ["r_hat", "ess_bulk"]])
-            if np.isfinite(rhat) and not rhat <= worst_rhat[0]:
-                worst_rhat = (rhat, column)
-            if np.isfinite(ess) and ess < worst_ess[0]:
-                worst_ess = (ess, column, "bulk ESS of the resampled draws")
-            # the ESS behind the error bar reported with the estimate (the weighted
-            # estimator's): resampling adds independent noise, which can hide how slowly
-            # the weighted estimate itself mixes
-            own = float(self.expectation(column).ess)
-            if np.isfinite(own) and own < worst_ess[0]:
-                worst_ess = (own, column, "ESS of the weighted estimate")
-            if n_chains > 1:
-                means, ses = self.chain_expectations(column)
-                for g in np.unique(groups):
-                    z = chains_disagree(means[groups == g], ses[groups == g])
-                    if np.isfinite(z) and z > worst_chain[0]:
-                        worst_chain = (z, column)
-        yield "rhat", None if not worst_rhat[0] > RHAT_MAX else Reason(
-            "rhat", f"R-hat of the resampled draws of {worst_rhat[1]} is {worst_rhat[0]:.3f} "
-            f"(> {RHAT_MAX}): the chains disagree", "run longer (iter_sampling) or more "
-            "chains, and check whether the chains sit in different modes")
-        yield "ess", None if not worst_ess[0] < ESS_MIN else Reason(
-            "ess", f"the {worst_ess[2]} of {worst_ess[1]} is {worst_ess[0]:.0f} "
-            f"(< {ESS_MIN:.0f})", "run longer (iter_sampling)")
-        if self.search is not None:
-            yield "unvisited_modes", self._unvisited_modes()
-            yield "mode_search", self._search_incomplete()
-        if n_chains > 1:
-            yield "chains_agree", None if worst_chain[0] <= CHAIN_Z_MAX else Reason(
-                "chains_agree", f"one chain's weighted mean of {worst_chain[1]} is "
-                f"{worst_chain[0]:.1f} standard errors from the other chains': the chains saw "
-                "different distributions (modes)", "run longer, or change the method's "
-                "options so that it moves between modes (see the diagnostics' advice)")
+        return checks.shared_checks(self)
 
     def _report(self, info: dict[str, Any], msgs: list[str], warn: bool,
                 category: type[Warning]) -> dict[str, Any]:

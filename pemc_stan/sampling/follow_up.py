@@ -3,7 +3,7 @@
 After a method's run, :func:`follow_up` reads the fit's verdict and, while the
 verdict names a problem with a mechanical remedy and the budget allows, runs
 again *from where the last run ended* (the method's
-:meth:`~pemc_stan.methods.base.MethodModel.continue_from`: continuous tempering
+:meth:`~pemc_stan.sampling.model.MethodModel.continue_from`: continuous tempering
 takes one more bootstrap round from the last round's draws; every chain starts at
 its last draw).  It never re-rolls a run with another seed to pass a check:
 each step changes what the verdict says is wrong, and the final run is judged.
@@ -19,13 +19,13 @@ The remedies, in order (one per step):
    no step is run, and the record says why.
 
 The budget is in gradient evaluations (leapfrog steps) of the first run
-(:meth:`~pemc_stan.methods.base.ExtendedFit.gradients`, its pilots' Pathfinder
+(:meth:`~pemc_stan.sampling.fit.ExtendedFit.gradients`, its pilots' Pathfinder
 paths not counted): ``budget=4`` lets all runs together take four times the first
 run's; a step whose predicted cost (:data:`PREDICTION_MARGIN`) would pass it is not
 started (a run's cost is known only once it ran, so the margin makes passing it
 unlikely, not impossible).  ``budget=1`` makes no
 follow-up.  Each step is recorded (:class:`FollowUpStep`) in the fit's
-:attr:`~pemc_stan.methods.base.ExtendedFit.follow_up`, shown by the summary,
+:attr:`~pemc_stan.sampling.fit.ExtendedFit.follow_up`, shown by the summary,
 ``estimates.json`` and the InferenceData's attributes.
 """
 
@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base import ExtendedFit, MethodModel
 from pemc_stan.output.diagnostics import RHAT_MAX, Reason
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     Returns
     -------
     ExtendedFit
-        The last run's fit, with :attr:`~pemc_stan.methods.base.ExtendedFit.follow_up`
+        The last run's fit, with :attr:`~pemc_stan.sampling.fit.ExtendedFit.follow_up`
         set.
 
     Raises

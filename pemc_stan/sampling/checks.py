@@ -1,0 +1,138 @@
+"""The checks every method's fit is judged by: divergences, R-hat, ESS, the chains' agreement,
+the modes the search found and whether it stopped too soon."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pemc_stan.modes.search import UNSEEN_SHARE_MAX
+from pemc_stan.output.diagnostics import (
+    CHAIN_Z_MAX,
+    DIVERGENT_SHARE_MAX,
+    ESS_MIN,
+    RHAT_MAX,
+    UNVISITED_SHARE_MIN,
+    Reason,
+    chains_disagree,
+)
+
+if TYPE_CHECKING:
+    from pemc_stan.sampling.fit import ExtendedFit
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["shared_checks", "unvisited_modes", "unvisited_reason", "search_incomplete"]
+
+
+def unvisited_modes(fit: ExtendedFit) -> list[tuple[int, float]]:
+    """The pilot's modes (holding at least ``UNVISITED_SHARE_MIN`` of the mass it
+    found) that no particle of :meth:`hot_mask` visits, as ``(index, pilot share)``.
+
+    A mode's cell is the region nearer, in the metric of the search's Gaussian, to the
+    mode's centre than to any other found mode's.  Empty without a search, with
+    fewer than two modes found, or without base coordinates.
+
+    Raises
+    ------
+    Nothing.
+    """
+    search = fit.search
+    centres = None if search is None else search.centres
+    if (centres is None or search.base is None or len(search.major_shares) < 2
+            or np.shape(centres)[1] != search.base.dim):
+        return []
+    z = fit.hot_coordinates()
+    if z is None or z.ndim != 2 or z.shape[1] != search.base.dim:
+        return []
+    seen = (np.bincount(search.base.nearest_centre(z, centres), minlength=len(centres))
+            if z.shape[0] else np.zeros(len(centres), dtype=int))
+    return [(k, float(p)) for k, p in enumerate(search.major_shares)
+            if p >= UNVISITED_SHARE_MIN and seen[k] == 0]
+
+
+def unvisited_reason(fit: ExtendedFit) -> Reason | None:
+    """The pilot's modes no draw of the target visits, as a reason (None: none)."""
+    missed = unvisited_modes(fit)
+    if not missed:
+        return None
+    shares = ", ".join(f"{100 * p:.0f}%" for _, p in missed)
+    return Reason(
+        "unvisited_modes", f"the pilot found {len(missed)} mode(s) (with {shares} of the "
+        "mass it found) that no draw of the target visits: the estimates leave them out",
+        "run longer (iter_sampling); the modes are in the diagnostics (pilot_modes)")
+
+
+def search_incomplete(fit: ExtendedFit) -> Reason | None:
+    """The search found several modes and stopped while one more path had more than
+    :data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX` chance of finding another.
+
+    Modes split or tempered, the run reaches what the search found: the split samples
+    the found modes, and tempering's base covers them.  A mode out of both is missing
+    from every estimate with nothing in the draws to show it (the 28-unit Boltzmann
+    relaxation, CT seed 5: 13 modes found, unseen share 0.042, 48 round trips of beta
+    per chain, every other check passed, log Z 10 standard errors low).
+    """
+    search = fit.search
+    unseen = float(getattr(search, "unseen", float("nan")))
+    if search is None or search.major_modes < 2 or not unseen > UNSEEN_SHARE_MAX:
+        return None
+    return Reason(
+        "mode_search", f"the search for modes stopped ({search.stopped}) with an "
+        f"estimated {100 * unseen:.0f}% chance that one more path would find a mode not "
+        "yet seen: a mode it missed is missing from these estimates",
+        "search longer: with method='ct', raise num_paths (the search runs up to 16 x "
+        "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
+
+
+def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
+    """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
+    nuts = fit.nuts_counts()
+    share = nuts.divergences / max(nuts.transitions, 1)
+    yield "divergences", None if share <= DIVERGENT_SHARE_MAX else Reason(
+        "divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
+        f"({100 * share:.1f}%) diverged, so the extended target was not explored "
+        "faithfully", "increase adapt_delta (e.g. 0.95)")
+    worst_rhat = (float("nan"), "")
+    worst_ess: tuple[float, str, str] = (float("inf"), "", "")
+    worst_chain = (0.0, "")
+    n_chains = fit._draws.shape[1]
+    groups = fit.chain_groups()
+    mixing = fit.convergence()
+    for column in fit.parameter_columns():
+        rhat, ess = (float(v) for v in mixing.loc[column, ["r_hat", "ess_bulk"]])
+        if np.isfinite(rhat) and not rhat <= worst_rhat[0]:
+            worst_rhat = (rhat, column)
+        if np.isfinite(ess) and ess < worst_ess[0]:
+            worst_ess = (ess, column, "bulk ESS of the resampled draws")
+        # the ESS behind the error bar reported with the estimate (the weighted
+        # estimator's): resampling adds independent noise, which can hide how slowly
+        # the weighted estimate itself mixes
+        own = float(fit.expectation(column).ess)
+        if np.isfinite(own) and own < worst_ess[0]:
+            worst_ess = (own, column, "ESS of the weighted estimate")
+        if n_chains > 1:
+            means, ses = fit.chain_expectations(column)
+            for g in np.unique(groups):
+                z = chains_disagree(means[groups == g], ses[groups == g])
+                if np.isfinite(z) and z > worst_chain[0]:
+                    worst_chain = (z, column)
+    yield "rhat", None if not worst_rhat[0] > RHAT_MAX else Reason(
+        "rhat", f"R-hat of the resampled draws of {worst_rhat[1]} is {worst_rhat[0]:.3f} "
+        f"(> {RHAT_MAX}): the chains disagree", "run longer (iter_sampling) or more "
+        "chains, and check whether the chains sit in different modes")
+    yield "ess", None if not worst_ess[0] < ESS_MIN else Reason(
+        "ess", f"the {worst_ess[2]} of {worst_ess[1]} is {worst_ess[0]:.0f} "
+        f"(< {ESS_MIN:.0f})", "run longer (iter_sampling)")
+    if fit.search is not None:
+        yield "unvisited_modes", unvisited_reason(fit)
+        yield "mode_search", search_incomplete(fit)
+    if n_chains > 1:
+        yield "chains_agree", None if worst_chain[0] <= CHAIN_Z_MAX else Reason(
+            "chains_agree", f"one chain's weighted mean of {worst_chain[1]} is "
+            f"{worst_chain[0]:.1f} standard errors from the other chains': the chains saw "
+            "different distributions (modes)", "run longer, or change the method's "
+            "options so that it moves between modes (see the diagnostics' advice)")
