@@ -100,7 +100,7 @@ def test_the_follow_ups_stay_within_their_budget_and_each_continues_the_last(
     kernels), so this asserts what holds either way: the spend stays within the budget,
     every run continued the last, and the record's last step says why it stopped.  (The
     stop at the budget itself is checked without compiling, in
-    tests/methods/test_follow_up.py.)"""
+    tests/sampling/test_follow_up.py.)"""
     fit = narrow_base_budget_40
     record = fit.follow_up
     ran = [s for s in record.steps if s.gradients > 0]
