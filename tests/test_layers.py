@@ -135,6 +135,61 @@ def test_estimators_are_pure() -> None:
     assert not found, "estimators/ must stay pure:\n" + "\n".join(found)
 
 
+#: The method folders: each package under ``methods/`` (``continuous_tempering``, ...).
+METHOD_FOLDERS = frozenset(p.parent.name for p in (PACKAGE / "methods").glob("*/__init__.py"))
+
+#: The only modules outside a method folder that may import it, and then only its
+#: ``__init__``: ``methods/__init__.py`` and ``methods/registry.py`` register the methods,
+#: and the root package re-exports their fit and options classes (the public API, whose
+#: names must stay static types).
+METHOD_FOLDER_IMPORTERS = frozenset({"pemc_stan.methods", "pemc_stan.methods.registry",
+                                     "pemc_stan"})
+
+
+def _folder_of(module: str) -> str | None:
+    """``pemc_stan.methods.pseudo_extended.fit`` -> ``pemc_stan.methods.pseudo_extended``;
+    None for a module outside every method folder."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[:2] == ["pemc_stan", "methods"] and parts[2] in METHOD_FOLDERS:
+        return ".".join(parts[:3])
+    return None
+
+
+def _folder_leaks(name: str, path: Path) -> list[str]:
+    """The imports of module ``name`` (file ``path``) of a method folder it is not in."""
+    found = []
+    for target, line in _imports(path):
+        folder = _folder_of(target)
+        if folder is None or _folder_of(name) == folder:
+            continue
+        if name in METHOD_FOLDER_IMPORTERS and target == folder:
+            continue
+        found.append(f"{path.name}:{line}: {name} imports {target}")
+    return list(dict.fromkeys(found))  # one line per import, not per name it imports
+
+
+def test_nothing_outside_a_method_folder_imports_from_it() -> None:
+    """What two methods share lives in ``methods/`` itself (e.g. ``methods/tempering.py``),
+    not in one method's folder; a folder is reached only through the registry."""
+    found = [v for name, path in _modules() for v in _folder_leaks(name, path)]
+    assert not found, "imports of another method's folder:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(("snippet", "module"), [
+    ("from pemc_stan.methods.continuous_tempering.tempering import FLAT\n",
+     "pemc_stan.methods.pseudo_extended.fit"),
+    ("from pemc_stan.methods.continuous_tempering import tempering\n", "pemc_stan.methods.base"),
+    ("from pemc_stan.methods.pseudo_extended.options import BetaDensity\n", "pemc_stan"),
+    ("def f():\n    from pemc_stan.methods.pseudo_extended import PseudoExtendedFit\n",
+     "pemc_stan.pipeline"),
+])
+def test_the_scan_sees_an_import_of_a_method_folder(tmp_path: Path, snippet: str,
+                                                    module: str) -> None:
+    path = tmp_path / "fake.py"
+    path.write_text(snippet)
+    assert _folder_leaks(module, path), snippet
+
+
 @pytest.mark.parametrize(("snippet", "module"), [
     ("from pemc_stan.methods import registry\n", "pemc_stan.output.fake"),
     ("def f():\n    from pemc_stan.pipeline import sample\n", "pemc_stan.estimators.fake"),

@@ -29,16 +29,12 @@ from pemc_stan.methods.base import MethodModel
 from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.continuous_tempering.tempering import (
-    BetaBias,
-    length_bias,
-    log_z_estimate,
-    pooled_log_ratio,
-)
+from pemc_stan.methods.continuous_tempering.tempering import log_z_estimate, pooled_log_ratio
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.density import generated_column
 from pemc_stan.methods.mode_split import ModeSplitFit, try_split
 from pemc_stan.methods.pilot import BasePilot, ModeSearch
+from pemc_stan.methods.tempering import BetaBias, length_bias
 
 logger = logging.getLogger(__name__)
 

@@ -78,7 +78,7 @@ from pemc_stan.methods.base_density import (
     stan_dim_expr,
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.continuous_tempering.tempering import BetaBias
+from pemc_stan.methods.tempering import BetaBias
 from pemc_stan.methods.templates import (
     block_text,
     functions_text,
@@ -129,7 +129,7 @@ class ContinuousTemperingResult(TransformResult):
             The Gaussian base (default: ``options.base`` when it is a
             BaseDensity); not used under likelihood tempering.
         bias
-            The :class:`~pemc_stan.methods.continuous_tempering.tempering.BetaBias`
+            The :class:`~pemc_stan.methods.tempering.BetaBias`
             ``g(beta)`` (default: none, the paper's flat joint).
 
         Raises

@@ -113,7 +113,6 @@ from pemc_stan.methods.base_density import (
     stan_coordinate_code,
     stan_dim_expr,
 )
-from pemc_stan.methods.continuous_tempering.tempering import FLAT, BetaBias
 from pemc_stan.methods.pseudo_extended.options import (
     AUTO_BETA_MIN,
     BetaDensity,
@@ -122,6 +121,7 @@ from pemc_stan.methods.pseudo_extended.options import (
     is_auto,
     stan_number,
 )
+from pemc_stan.methods.tempering import FLAT, BetaBias
 from pemc_stan.methods.templates import (
     ParameterDeclarations,
     block_text,
