@@ -64,7 +64,11 @@ from pemc_stan.output.diagnostics import (
     convergence_stats,
     transition_counts,
 )
-from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
+from pemc_stan.output.generated_quantities import (
+    SAMPLER_COLUMNS,
+    recompute_quantities,
+    write_resampled_csvs,
+)
 from pemc_stan.stan.line_map import LineMap
 from pemc_stan.stan.reparameterize import NonCentred
 
