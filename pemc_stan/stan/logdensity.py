@@ -22,7 +22,7 @@ The rewrite
   and a violation returns ``negative_infinity()`` (what Stan's rejection of
   the draw amounts to for a density).
 * ``y ~ dist(args)`` becomes ``pemc_lp += dist_lpdf(y | args)`` (``_lpmf`` for
-  the discrete built-ins of :data:`~pemc_stan.stan.analysis.DISCRETE_DISTRIBUTIONS`
+  the discrete built-ins of :data:`~pemc_stan.stan.symbols.DISCRETE_DISTRIBUTIONS`
   and for user distributions defined with ``_lpmf``).
 * ``_lupdf``/``_lupmf`` calls become ``_lpdf``/``_lpmf`` calls;
   ``target += e`` becomes ``pemc_lp += e`` and ``target()`` becomes ``pemc_lp``.
@@ -73,15 +73,8 @@ from dataclasses import dataclass
 
 from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import (
-    DATA_BLOCKS,
-    DISCRETE_DISTRIBUTIONS,
-    Analysis,
-    analyse,
-    check_reserved_prefix,
-    dims_of,
-    is_scalar_expr,
-)
+from pemc_stan.stan.analysis import Analysis, analyse, check_reserved_prefix
+from pemc_stan.stan.symbols import DATA_BLOCKS, DISCRETE_DISTRIBUTIONS, dims_of, is_scalar_expr
 
 logger = logging.getLogger(__name__)
 

@@ -87,9 +87,10 @@ from pemc_stan.methods.templates import (
     prepare_program,
     render_mapped,
 )
-from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
+from pemc_stan.stan.analysis import heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.symbols import build_symbol_table
 
 logger = logging.getLogger(__name__)
 

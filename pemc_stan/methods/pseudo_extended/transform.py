@@ -132,15 +132,11 @@ from pemc_stan.methods.templates import (
     render_mapped,
 )
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import (
-    SymbolTable,
-    build_symbol_table,
-    heavy_tailed_priors,
-    is_scalar_expr,
-)
+from pemc_stan.stan.analysis import heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import LogDensityFunctions, log_density_functions
 from pemc_stan.stan.printer import print_expr, print_type
+from pemc_stan.stan.symbols import SymbolTable, build_symbol_table, is_scalar_expr
 
 logger = logging.getLogger(__name__)
 
