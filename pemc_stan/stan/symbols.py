@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pemc_stan.stan import ast
+from pemc_stan.stan.vocabulary import BLOCK_NAMES
 
 __all__ = [
     "Symbol",
@@ -407,7 +408,7 @@ def build_symbol_table(program: ast.Program) -> SymbolTable:
                 table.locals.append(Symbol(p.name, block, p.type, "argument", 0, p.line, p.column))
             body = fn.body.stmts if isinstance(fn.body, ast.Block) else (fn.body,)
             _collect_locals(body, block, 0, table.locals, top_level_global=False)
-    for attr, name in ast.BLOCK_NAMES[1:]:
+    for attr, name in BLOCK_NAMES[1:]:
         block = getattr(program, attr)
         if block is None:
             continue
