@@ -218,3 +218,26 @@ def test_no_function_is_longer_than_the_limit() -> None:
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.name} "
                                  f"({length} lines)")
     assert not found, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(found)
+
+
+#: The longest a module of the package may be, in lines.
+MAX_MODULE_LINES = 800
+
+#: Temporary: modules over the limit that are being split right now (paths relative to
+#: the package).  Remove an entry once its module is split; add none.
+OVER_LONG_MODULES = frozenset({
+    "methods/base.py",
+    "methods/base_density.py",
+    "methods/mode_split.py",
+    "evidence.py",
+})
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    found = []
+    for _, path in _modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        length = len(path.read_text().splitlines())
+        if length > MAX_MODULE_LINES and rel not in OVER_LONG_MODULES:
+            found.append(f"{rel} ({length} lines)")
+    assert not found, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(found)
