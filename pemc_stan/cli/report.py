@@ -25,7 +25,8 @@ from pemc_stan.cli.errors import ExitCode
 from pemc_stan.errors import CliError, OutputFolderBusyError, OutputPathError
 from pemc_stan.output.figures import PLOTS_DIR
 from pemc_stan.output.folder import LOCK_NAME, MANIFEST_NAME, write_text_atomically
-from pemc_stan.output.report import REPORT_NAME, RunFolderError, write_report
+from pemc_stan.output.report import REPORT_NAME, write_report
+from pemc_stan.output.run_record import RunFolderError
 
 __all__ = ["add_parser", "run", "report_files"]
 

@@ -113,7 +113,7 @@ def _cdf(distribution: str, args: list[Any]) -> Any | None:
 
 
 def _n_elements(decl_type: ast.Type, data: Mapping[str, Any]) -> int | None:
-    from pemc_stan.stan.analysis import type_sizes
+    from pemc_stan.stan.symbols import type_sizes
 
     n = 1
     for s in type_sizes(decl_type):
@@ -168,7 +168,7 @@ def prior_report(program: StanProgram, data: Mapping[str, Any] | None = None) ->
     flat: list[tuple[str, int]] = []
     gaps: list[PriorGap] = []
     for name, decl_type in params.items():
-        from pemc_stan.stan.analysis import base_type
+        from pemc_stan.stan.symbols import base_type
 
         basic = base_type(decl_type)
         bounds = basic.constraint if isinstance(basic, ast.BasicType) else None

@@ -525,7 +525,7 @@ _SCALAR_CALLS = frozenset({
 
 def _is_container(expr: ast.Expr, table: Any) -> bool:
     """Whether a bound expression is a container (else a scalar); from declared types."""
-    from pemc_stan.stan.analysis import dims_of as _dims_of
+    from pemc_stan.stan.symbols import dims_of as _dims_of
 
     if isinstance(expr, (ast.IntLit, ast.RealLit)):
         return False

@@ -88,7 +88,7 @@ def split_modes_option() -> Any:
 
 
 #: ``beta_marginal``: how a bootstrap round shapes the next round's beta-marginal
-#: (:func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias`), or not at all.
+#: (:func:`~pemc_stan.methods.tempering.length_bias`), or not at all.
 BETA_MARGINALS = ("length", "flat")
 
 

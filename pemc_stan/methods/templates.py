@@ -20,10 +20,11 @@ import jinja2
 
 from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import SymbolTable, check_reserved_prefix
+from pemc_stan.stan.analysis import check_reserved_prefix
 from pemc_stan.stan.line_map import LineMap, SourcedText, locate_blocks
 from pemc_stan.stan.printer import sourced_program, sourced_stmt
 from pemc_stan.stan.reparameterize import NonCentred, noncentre
+from pemc_stan.stan.symbols import SymbolTable
 
 __all__ = ["ParameterDeclarations", "block_text", "functions_text", "load_template",
            "no_likelihood_message", "parameter_declarations", "prepare_program", "render",

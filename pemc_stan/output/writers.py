@@ -230,7 +230,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]
     files += [f"{d}/" for d in ("cmdstan", "gq") if (out / d).is_dir()]
-    from pemc_stan.output.report import write_run_sources  # what report.html is built from
+    from pemc_stan.output.run_record import write_run_sources  # what report.html is built from
 
     files += write_run_sources(fit, out, name=name, table=table)
     return SavedFit(out, tuple(files), table, diagnostics, log_z, verdict, estimates)

@@ -48,7 +48,11 @@ from pemc_stan.output.diagnostics import (
     convergence_stats,
     transition_counts,
 )
-from pemc_stan.output.reporting import SAMPLER_COLUMNS, recompute_quantities, write_resampled_csvs
+from pemc_stan.output.generated_quantities import (
+    SAMPLER_COLUMNS,
+    recompute_quantities,
+    write_resampled_csvs,
+)
 from pemc_stan.sampling import checks
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 

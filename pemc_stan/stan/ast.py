@@ -52,15 +52,19 @@ Traversal
 :func:`children` yields a node's direct child nodes, :func:`walk` every node of
 a tree (pre-order), :func:`map_children` rebuilds a node with each child
 replaced, and :func:`transform` rewrites a tree bottom-up.
+
+The language's operators, type names, block names and reserved words are in
+:mod:`pemc_stan.stan.vocabulary`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
+
+from pemc_stan.stan.vocabulary import BLOCK_NAMES
 
 __all__ = [
     "Node",
@@ -118,98 +122,11 @@ __all__ = [
     "FunctionsBlock",
     "ProgramBlock",
     "Program",
-    "BINARY_OPERATORS",
-    "UNARY_OPERATORS",
-    "ASSIGNMENT_OPERATORS",
-    "SCALAR_TYPES",
-    "VECTOR_TYPES",
-    "MATRIX_TYPES",
-    "CONSTRAINED_VECTOR_TYPES",
-    "CONSTRAINED_MATRIX_TYPES",
-    "BLOCK_NAMES",
-    "RESERVED_WORDS",
-    "is_valid_identifier",
     "children",
     "walk",
     "map_children",
     "transform",
 ]
-
-#: Binary operators, as written in Stan.
-BINARY_OPERATORS = frozenset(
-    {"||", "&&", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", ".*", "./",
-     "\\", "%/%", "^", ".^"}
-)
-#: Prefix operators.
-UNARY_OPERATORS = frozenset({"!", "-", "+"})
-#: Operators of assignment statements.
-ASSIGNMENT_OPERATORS = frozenset({"=", "+=", "-=", "*=", "/=", ".*=", "./="})
-
-#: Basic types without sizes (the only ones that may carry an :class:`Affine`
-#: or :class:`Bounds` constraint besides the vector and matrix types).
-SCALAR_TYPES = frozenset({"int", "real", "complex"})
-#: Types sized by one expression that may take a constraint.
-VECTOR_TYPES = frozenset({"vector", "row_vector", "complex_vector", "complex_row_vector"})
-#: Types sized by two expressions that may take a constraint.
-MATRIX_TYPES = frozenset({"matrix", "complex_matrix"})
-#: Constrained vector types (one size, no bounds).
-CONSTRAINED_VECTOR_TYPES = frozenset({"ordered", "positive_ordered", "simplex", "unit_vector"})
-#: Constrained matrix types (one size; ``cholesky_factor_cov`` takes one or two).
-CONSTRAINED_MATRIX_TYPES = frozenset(
-    {"cholesky_factor_corr", "cholesky_factor_cov", "corr_matrix", "cov_matrix"}
-)
-
-#: Program block names in program order (``Program`` field name, Stan name).
-BLOCK_NAMES: tuple[tuple[str, str], ...] = (
-    ("functions", "functions"),
-    ("data", "data"),
-    ("transformed_data", "transformed data"),
-    ("parameters", "parameters"),
-    ("transformed_parameters", "transformed parameters"),
-    ("model", "model"),
-    ("generated_quantities", "generated quantities"),
-)
-
-
-#: Words stanc 2.35 rejects as variable or function names: the keywords of the
-#: grammar plus the extra words stanc reserves (checked against stanc 2.35).
-#: Names ending in ``__`` are reserved too (see :func:`is_valid_identifier`).
-RESERVED_WORDS = frozenset(
-    {
-        # block names and statement keywords
-        "functions", "data", "transformed", "parameters", "model", "generated",
-        "quantities", "return", "if", "else", "while", "for", "in", "break",
-        "continue", "print", "reject", "fatal_error", "target", "profile",
-        # types and constraints
-        "void", "int", "real", "complex", "vector", "row_vector", "matrix",
-        "complex_vector", "complex_row_vector", "complex_matrix", "ordered",
-        "positive_ordered", "simplex", "unit_vector", "cholesky_factor_corr",
-        "cholesky_factor_cov", "corr_matrix", "cov_matrix", "array", "tuple",
-        "lower", "upper", "offset", "multiplier",
-        # reserved by stanc without being part of the grammar
-        "true", "false", "repeat", "until", "then", "struct", "typedef",
-        "export", "auto", "extern", "var", "static",
-    }
-)
-
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-
-
-def is_valid_identifier(name: str) -> bool:
-    """Whether ``name`` can name a new variable or function in stanc 2.35.
-
-    Note that ``jacobian`` is valid in 2.35 but reserved from 2.38 on (stanc
-    warns), so new names should avoid it as well.
-
-    Raises
-    ------
-    Nothing.
-    """
-    return (
-        _IDENTIFIER.match(name) is not None
-        and not name.endswith("__")
-        and name not in RESERVED_WORDS
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,7 +231,7 @@ class UnaryOp(Expr):
 
 @dataclass(frozen=True, slots=True)
 class BinaryOp(Expr):
-    """Infix operation; ``op`` is one of :data:`BINARY_OPERATORS`."""
+    """Infix operation; ``op`` is one of :data:`~pemc_stan.stan.vocabulary.BINARY_OPERATORS`."""
 
     op: str
     left: Expr
@@ -422,9 +339,10 @@ class BasicType(Type):
     Attributes
     ----------
     name
-        ``int``, ``real``, ``complex``, one of :data:`VECTOR_TYPES`,
-        :data:`MATRIX_TYPES`, :data:`CONSTRAINED_VECTOR_TYPES` or
-        :data:`CONSTRAINED_MATRIX_TYPES`.
+        ``int``, ``real``, ``complex``, one of :data:`~pemc_stan.stan.vocabulary.VECTOR_TYPES`,
+        :data:`~pemc_stan.stan.vocabulary.MATRIX_TYPES`,
+        :data:`~pemc_stan.stan.vocabulary.CONSTRAINED_VECTOR_TYPES` or
+        :data:`~pemc_stan.stan.vocabulary.CONSTRAINED_MATRIX_TYPES`.
     sizes
         Size expressions: none for scalars and in function signatures, one
         for vectors and constrained types, two for matrices (and optionally
@@ -499,7 +417,7 @@ class VarDecl(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Assign(Stmt):
-    """``target op value;`` with ``op`` in :data:`ASSIGNMENT_OPERATORS`.
+    """``target op value;`` with ``op`` in :data:`~pemc_stan.stan.vocabulary.ASSIGNMENT_OPERATORS`.
 
     ``target`` is an lvalue: a :class:`Variable`, possibly under
     :class:`Indexed`/:class:`TupleProjection`, or (for ``=`` only) a

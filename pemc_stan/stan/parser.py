@@ -25,6 +25,7 @@ from lark.tree import Meta
 
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
 from pemc_stan.stan import ast
+from pemc_stan.stan.vocabulary import BLOCK_NAMES, MATRIX_TYPES, VECTOR_TYPES
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ class _Builder(Transformer[Token, Any]):
         return items[0]
 
     def program(self, meta: Meta, items: list[Any]) -> ast.Program:
-        fields = [name for name, _ in ast.BLOCK_NAMES]
+        fields = [name for name, _ in BLOCK_NAMES]
         return ast.Program(**dict(zip(fields, items, strict=True)), **_pos(meta))
 
     def functions_block(self, meta: Meta, items: list[Any]) -> ast.FunctionsBlock:
@@ -180,7 +181,7 @@ class _Builder(Transformer[Token, Any]):
     def vector_type(self, meta: Meta, items: list[Any]) -> ast.BasicType:
         name, *rest = items
         constraint = None
-        if name in ast.VECTOR_TYPES or name in ast.MATRIX_TYPES:
+        if name in VECTOR_TYPES or name in MATRIX_TYPES:
             constraint, *rest = rest
         return ast.BasicType(name, tuple(_present(rest)), constraint, **_pos(meta))
 

@@ -39,8 +39,9 @@ import logging
 from dataclasses import dataclass, replace
 
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import SymbolTable, build_symbol_table, density_variate, dims_of
+from pemc_stan.stan.analysis import density_variate
 from pemc_stan.stan.printer import print_expr
+from pemc_stan.stan.symbols import SymbolTable, build_symbol_table, dims_of
 
 logger = logging.getLogger(__name__)
 

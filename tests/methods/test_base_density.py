@@ -365,7 +365,7 @@ def test_affine_declarations_use_stans_own_coordinates_and_stay_normalised() -> 
 
 
 def test_container_offset_and_scalar_multiplier_round_trip_with_the_jacobian() -> None:
-    from pemc_stan.stan.analysis import build_symbol_table
+    from pemc_stan.stan.symbols import build_symbol_table
 
     tree = parse("parameters { vector[2] m; real<lower=0> s; "
                  "vector<offset=m, multiplier=s>[2] x; } model { }")

@@ -13,7 +13,7 @@ import xarray as xr
 from report_runs import CT_MODES, ct_run, pe_run
 
 from pemc_stan.output import figures
-from pemc_stan.output.report import read_run
+from pemc_stan.output.run_record import read_run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -13,7 +13,7 @@ import pytest
 from report_runs import ct_run, pe_run
 
 from pemc_stan.modes.search import ModeSearch
-from pemc_stan.output import report
+from pemc_stan.output import report, run_record
 from pemc_stan.output.figures import PLOTS_DIR
 from pemc_stan.pipeline import transform_result
 
@@ -103,7 +103,7 @@ def test_report_of_a_suspect_pe_run(tmp_path: Path) -> None:
     assert 'class="fail"' in page
     assert "real&lt;lower=0&gt; tau;" in page  # the program is escaped
     assert "no estimate of log Z" in page
-    assert not (folder / report.MODES_NAME).exists()  # no search: no modes
+    assert not (folder / run_record.MODES_NAME).exists()  # no search: no modes
     assert 'class="bad"' in page  # ESS below the verdict's threshold marked
 
 
@@ -117,8 +117,8 @@ def test_report_without_plots(tmp_path: Path) -> None:
 
 def test_report_of_an_older_run_folder(tmp_path: Path) -> None:
     folder = ct_run(tmp_path / "run")
-    shutil.rmtree(folder / report.SOURCES_DIR)
-    for name in (report.SUMMARY_NAME, report.MODES_NAME):
+    shutil.rmtree(folder / run_record.SOURCES_DIR)
+    for name in (run_record.SUMMARY_NAME, run_record.MODES_NAME):
         (folder / name).unlink()
     report.write_report(folder, plots=False)
     page = (folder / report.REPORT_NAME).read_text()
@@ -127,25 +127,25 @@ def test_report_of_an_older_run_folder(tmp_path: Path) -> None:
 
 
 def test_read_run_says_what_is_missing(tmp_path: Path) -> None:
-    with pytest.raises(report.RunFolderError, match="does not exist") as info:
-        report.read_run(tmp_path / "nope")
+    with pytest.raises(run_record.RunFolderError, match="does not exist") as info:
+        run_record.read_run(tmp_path / "nope")
     assert "--output-dir" in info.value.remedy
     (tmp_path / "empty").mkdir()
-    with pytest.raises(report.RunFolderError, match="no estimates.json"):
-        report.read_run(tmp_path / "empty")
+    with pytest.raises(run_record.RunFolderError, match="no estimates.json"):
+        run_record.read_run(tmp_path / "empty")
     partial = tmp_path / "failed" / "partial-run"
     partial.mkdir(parents=True)
     (partial / "estimates.json").write_text("{}")
-    with pytest.raises(report.RunFolderError, match="partial-run"):
-        report.read_run(tmp_path / "failed")
+    with pytest.raises(run_record.RunFolderError, match="partial-run"):
+        run_record.read_run(tmp_path / "failed")
     (tmp_path / "no_nc").mkdir()
     (tmp_path / "no_nc" / "estimates.json").write_text("{}")
-    with pytest.raises(report.RunFolderError, match="no InferenceData"):
-        report.read_run(tmp_path / "no_nc")
+    with pytest.raises(run_record.RunFolderError, match="no InferenceData"):
+        run_record.read_run(tmp_path / "no_nc")
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "estimates.json").write_text("{not json")
-    with pytest.raises(report.RunFolderError, match="cannot be read"):
-        report.read_run(tmp_path / "bad")
+    with pytest.raises(run_record.RunFolderError, match="cannot be read"):
+        run_record.read_run(tmp_path / "bad")
 
 
 def test_mode_centres_are_mapped_to_the_parameters_own_space() -> None:
@@ -158,10 +158,10 @@ model { s ~ exponential(1); v ~ normal(0, 1); }"""
                         major_shares=(0.5, 0.5))
     fit = SimpleNamespace(search=search, result=result, data={},
                           parameter_columns=lambda: ["s", "v[1]", "v[2]"])
-    modes = report.mode_centres(fit)
+    modes = run_record.mode_centres(fit)
     assert modes is not None
     assert modes["columns"] == ["s", "v[1]", "v[2]"]
     np.testing.assert_allclose(modes["centres"], [[1.0, 1.0, 2.0], [3.0, -1.0, 0.5]])
     assert modes["shares"] == [0.5, 0.5]
     assert modes["search"]["search_paths"] == 8
-    assert report.mode_centres(SimpleNamespace(search=None)) is None
+    assert run_record.mode_centres(SimpleNamespace(search=None)) is None

@@ -1,4 +1,5 @@
-"""Unit tests of :mod:`pemc_stan.stan.analysis` (no C++ compilation, no stanc)."""
+"""Unit tests of :mod:`pemc_stan.stan.analysis` and :mod:`pemc_stan.stan.symbols` (no C++
+compilation, no stanc)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,9 @@ import pytest
 
 from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import (
-    ReservedPrefixError,
-    analyse,
-    build_symbol_table,
-    check_reserved_prefix,
-    suffix_kind,
-)
+from pemc_stan.stan.analysis import ReservedPrefixError, analyse, check_reserved_prefix
 from pemc_stan.stan.parser import parse
+from pemc_stan.stan.symbols import build_symbol_table, suffix_kind
 
 PROGRAM = """
 functions {

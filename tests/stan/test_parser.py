@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
-from pemc_stan.stan import ast
+from pemc_stan.stan import ast, vocabulary
 from pemc_stan.stan.parser import parse, parse_expression, parse_statement
 
 
@@ -271,7 +271,7 @@ def test_tuple_declarations() -> None:
 
 
 def test_assignments() -> None:
-    for op in sorted(ast.ASSIGNMENT_OPERATORS):
+    for op in sorted(vocabulary.ASSIGNMENT_OPERATORS):
         s = parse_statement(f"x[1, 2:3] {op} y;")
         assert isinstance(s, ast.Assign) and s.op == op
         assert sx(s.target) == "x[1, 2:3]"
@@ -515,6 +515,6 @@ def test_map_children_replaces_direct_children_only() -> None:
 
 
 def test_identifiers() -> None:
-    assert ast.is_valid_identifier("mu_1")
+    assert vocabulary.is_valid_identifier("mu_1")
     for bad in ("for", "lower", "array", "tuple", "x__", "_x", "1x", "true", "transformed"):
-        assert not ast.is_valid_identifier(bad), bad
+        assert not vocabulary.is_valid_identifier(bad), bad

@@ -15,7 +15,7 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pemc_stan.stan import ast
+from pemc_stan.stan import ast, vocabulary
 from pemc_stan.stan.parser import parse, parse_expression, parse_statement
 from pemc_stan.stan.printer import print_expr, print_program, print_stmt
 
@@ -33,7 +33,7 @@ BIG = settings(SETTINGS, max_examples=60)
 # --------------------------------------------------------------------------- #
 
 names = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}", fullmatch=True).filter(
-    ast.is_valid_identifier
+    vocabulary.is_valid_identifier
 )
 _digits = st.from_regex(r"[0-9]{1,3}(_[0-9]{1,2})?", fullmatch=True)
 _exponent = st.from_regex(r"[eE][+-]?[0-9]{1,2}", fullmatch=True)
@@ -61,8 +61,8 @@ leaves: st.SearchStrategy[ast.Expr] = st.one_of(
     int_lits, real_lits, imag_lits, variables, st.just(ast.TargetValue())
 )
 
-BINARY = sorted(ast.BINARY_OPERATORS)
-UNARY = sorted(ast.UNARY_OPERATORS)
+BINARY = sorted(vocabulary.BINARY_OPERATORS)
+UNARY = sorted(vocabulary.UNARY_OPERATORS)
 
 
 def _slices(exprs: st.SearchStrategy[ast.Expr]) -> st.SearchStrategy[ast.IndexItem]:
@@ -118,22 +118,22 @@ constraints = st.one_of(
 def basic_types(draw: st.DrawFn) -> ast.BasicType:
     kind = draw(st.sampled_from(["scalar", "vector", "matrix", "cvector", "cmatrix", "chol"]))
     if kind == "scalar":
-        name = draw(st.sampled_from(sorted(ast.SCALAR_TYPES)))
+        name = draw(st.sampled_from(sorted(vocabulary.SCALAR_TYPES)))
         constraint = draw(constraints)
         if name == "int" and isinstance(constraint, ast.Affine):
             constraint = None
         return ast.BasicType(name, (), constraint)
     if kind == "vector":
-        name = draw(st.sampled_from(sorted(ast.VECTOR_TYPES)))
+        name = draw(st.sampled_from(sorted(vocabulary.VECTOR_TYPES)))
         return ast.BasicType(name, (draw(small_exprs),), draw(constraints))
     if kind == "matrix":
-        name = draw(st.sampled_from(sorted(ast.MATRIX_TYPES)))
+        name = draw(st.sampled_from(sorted(vocabulary.MATRIX_TYPES)))
         return ast.BasicType(name, (draw(small_exprs), draw(small_exprs)), draw(constraints))
     if kind == "cvector":
-        name = draw(st.sampled_from(sorted(ast.CONSTRAINED_VECTOR_TYPES)))
+        name = draw(st.sampled_from(sorted(vocabulary.CONSTRAINED_VECTOR_TYPES)))
         return ast.BasicType(name, (draw(small_exprs),))
     if kind == "cmatrix":
-        name = draw(st.sampled_from(sorted(ast.CONSTRAINED_MATRIX_TYPES)))
+        name = draw(st.sampled_from(sorted(vocabulary.CONSTRAINED_MATRIX_TYPES)))
         return ast.BasicType(name, (draw(small_exprs),))
     sizes = draw(st.lists(small_exprs, min_size=1, max_size=2))
     return ast.BasicType("cholesky_factor_cov", tuple(sizes))
@@ -164,7 +164,7 @@ sized_types: st.SearchStrategy[ast.Type] = st.one_of(
 )
 
 _unsized_basic = st.sampled_from(
-    sorted(ast.SCALAR_TYPES | ast.VECTOR_TYPES | ast.MATRIX_TYPES)
+    sorted(vocabulary.SCALAR_TYPES | vocabulary.VECTOR_TYPES | vocabulary.MATRIX_TYPES)
 ).map(ast.BasicType)
 unsized_types: st.SearchStrategy[ast.Type] = st.recursive(
     _unsized_basic,
@@ -210,7 +210,8 @@ simple_statements: st.SearchStrategy[ast.Stmt] = st.one_of(
         ast.VarDecl, sized_types, st.lists(declarators, min_size=1, max_size=3).map(tuple)
     ),
     st.builds(
-        ast.Assign, lvalue_bases, st.sampled_from(sorted(ast.ASSIGNMENT_OPERATORS)), expressions
+        ast.Assign, lvalue_bases, st.sampled_from(sorted(vocabulary.ASSIGNMENT_OPERATORS)),
+        expressions,
     ),
     st.builds(ast.Assign, lvalues, st.just("="), expressions),
     st.builds(
@@ -276,7 +277,7 @@ def _blocks(name: str) -> st.SearchStrategy[ast.ProgramBlock | None]:
 programs = st.builds(
     ast.Program,
     st.none() | st.builds(ast.FunctionsBlock, st.lists(functions, max_size=2).map(tuple)),
-    *(_blocks(stan_name) for _, stan_name in ast.BLOCK_NAMES[1:]),
+    *(_blocks(stan_name) for _, stan_name in vocabulary.BLOCK_NAMES[1:]),
 )
 
 # --------------------------------------------------------------------------- #

@@ -4,7 +4,7 @@ A CT run samples ``(x, u)`` from the joint of eq 15 of Graham & Storkey
 (2017), ``beta = logistic(u)``.  With ``Delta(x) = log zeta + log b(x) - log
 gamma(x)`` (eq 17; ``b`` is the prior under likelihood-only tempering) the
 Rao-Blackwellised weights of eq 20 are ``w_0 = p(beta = 0 | x)`` and ``w_1 =
-p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.continuous_tempering.tempering`:
+p(beta = 1 | x)``, computed in log space by :mod:`pemc_stan.methods.tempering`:
 
 * ``log Z = log zeta + log mean w_1 - log mean w_0`` (eq 20), with a standard
   error from the delta method and the autocorrelation- and
@@ -39,6 +39,7 @@ from pemc_stan.estimators.log_z import EvidenceEstimate, compare
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
+from pemc_stan.methods.tempering import FLAT, BetaBias, delta
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     ESS_MIN,
@@ -107,7 +108,7 @@ class ContinuousTemperingFit(ExtendedFit):
         with two or more, the estimates are post-stratified by their cells
         (:meth:`strata`).
     bias
-        The :class:`~pemc_stan.methods.continuous_tempering.tempering.BetaBias`
+        The :class:`~pemc_stan.methods.tempering.BetaBias`
         ``g(beta)`` of the run (default: none).
     round
         This run's index among the bootstrap rounds (default: ``len(history)``).
@@ -143,7 +144,7 @@ class ContinuousTemperingFit(ExtendedFit):
                  original_model: cmdstanpy.CmdStanModel | Callable[[], cmdstanpy.CmdStanModel]
                  | None = None, seed: int | None = None,
                  history: Sequence[Mapping[str, Any]] | None = None,
-                 mode_centres: Any = None, bias: T.BetaBias | None = None,
+                 mode_centres: Any = None, bias: BetaBias | None = None,
                  round: int | None = None,
                  pilot_notes: Sequence[tuple[str, str, str]] = (),
                  round_settings: Mapping[str, Any] | None = None,
@@ -169,7 +170,7 @@ class ContinuousTemperingFit(ExtendedFit):
         self.mode_centres = None if mode_centres is None else np.atleast_2d(
             np.asarray(mode_centres, dtype=float))
         self._strata: T.Strata | None | bool = False  # False: not computed yet
-        self.bias = bias or T.FLAT
+        self.bias = bias or FLAT
         self._record: dict[str, Any] | None = None
 
     @property
@@ -239,8 +240,8 @@ class ContinuousTemperingFit(ExtendedFit):
     def delta(self) -> NDArray[np.float64]:
         """``Delta(x) = log zeta + log b(x) - log gamma(x)`` (eq 17), shape (chains, draws)."""
         if self.result.options.temper == "likelihood":
-            return T.delta(self._column("pemc_log_lik"), self.log_zeta, 0.0)
-        return T.delta(self.log_gamma(), self.log_zeta, self.log_base())
+            return delta(self._column("pemc_log_lik"), self.log_zeta, 0.0)
+        return delta(self.log_gamma(), self.log_zeta, self.log_base())
 
     def strata(self) -> T.Strata | None:
         """The regions the estimates are post-stratified by, or None (one region).

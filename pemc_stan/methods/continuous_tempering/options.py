@@ -124,7 +124,7 @@ class ContinuousTemperingOptions(MethodOptions):
         temperatures.  ``"flat"``: the paper's joint, whose beta-marginal is
         flat when ``zeta = Z`` and the base matches the target (eq 23).
         ``"length"`` (the default): after each round a bias ``g(beta)``
-        (:func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias`)
+        (:func:`~pemc_stan.methods.tempering.length_bias`)
         spreads half of the time evenly along the bridge's thermodynamic
         length and half evenly in beta.  Between modes a barrier of height
         ``H`` shrinks to ``beta H``, so the chains change mode only at ``beta``

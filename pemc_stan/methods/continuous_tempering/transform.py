@@ -77,8 +77,8 @@ from pemc_stan.methods.base_density import (
     stan_dim_expr,
 )
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.result import TransformResult
+from pemc_stan.methods.tempering import BetaBias
 from pemc_stan.methods.templates import (
     block_text,
     functions_text,
@@ -88,9 +88,10 @@ from pemc_stan.methods.templates import (
     render_mapped,
 )
 from pemc_stan.sampling.fit import emit_warning
-from pemc_stan.stan.analysis import build_symbol_table, heavy_tailed_priors
+from pemc_stan.stan.analysis import heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.symbols import build_symbol_table
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class ContinuousTemperingResult(TransformResult):
             The Gaussian base (default: ``options.base`` when it is a
             BaseDensity); not used under likelihood tempering.
         bias
-            The :class:`~pemc_stan.methods.continuous_tempering.tempering.BetaBias`
+            The :class:`~pemc_stan.methods.tempering.BetaBias`
             ``g(beta)`` (default: none, the paper's flat joint).
 
         Raises

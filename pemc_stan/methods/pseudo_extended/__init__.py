@@ -3,7 +3,8 @@
 Every parameter becomes N pseudo-samples; the extended target is eq. (8) with
 the tempered instrumental ``q(x, beta) ∝ gamma~(x)^beta g(beta)``; within each
 draw the pseudo-samples are weighted by Theorem 2.1.  Modules: ``options``
-(:class:`PseudoExtendedOptions`), ``transform`` (the Stan program), ``model``
+(:class:`PseudoExtendedOptions`), ``transform`` (the Stan program; ``copies``, the
+parameters' pseudo-sample copies and their declarations), ``model``
 (pilot and NUTS), ``fit`` (weights, expectations, diagnostics) and
 ``estimators`` (the pooled mixture estimator).
 """

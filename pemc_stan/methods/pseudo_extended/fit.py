@@ -31,10 +31,10 @@ from scipy import stats
 
 from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
-from pemc_stan.methods.continuous_tempering.tempering import FLAT, BetaBias, length_bias
 from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
+from pemc_stan.methods.tempering import FLAT, BetaBias, length_bias
 from pemc_stan.output.diagnostics import Reason, treedepth_advice
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
@@ -215,7 +215,7 @@ class PseudoExtendedFit(ExtendedFit):
         continuous tempering's joint with bias ``h``, whose x-marginal is ``b(x) N(x)``
         (:meth:`BetaBias.log_normaliser`).  So every copy enters with importance log
         weight ``log(1 - W_i) - log N(x_i)`` and
-        :func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias` gives the
+        :func:`~pemc_stan.methods.tempering.length_bias` gives the
         next bias (the flat one when these draws cannot judge the next bridge).
 
         Raises

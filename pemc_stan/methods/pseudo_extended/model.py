@@ -28,11 +28,11 @@ import numpy as np
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.backend.progress import stage
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.options import first_round_size
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
+from pemc_stan.methods.tempering import BetaBias
 from pemc_stan.methods.warm_start import WarmStart, base_metric
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note

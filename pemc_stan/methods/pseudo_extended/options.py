@@ -249,7 +249,7 @@ class PseudoExtendedOptions(MethodOptions):
         a uniform ``g`` with ``pi = g`` under likelihood or base tempering and
         ``N > 1``, a short first round is run, and from its pseudo-samples that do not carry the
         weight -- draws of the instrumental ``q(x, beta)`` -- a bias ``h(beta)``
-        (:func:`~pemc_stan.methods.continuous_tempering.tempering.length_bias`, as
+        (:func:`~pemc_stan.methods.tempering.length_bias`, as
         continuous tempering's) that spreads their time evenly along the bridge's
         thermodynamic length and in ``beta``; the final round samples with
         ``g(beta) ∝ exp(-h(beta))`` (and ``pi = g``, so the weights are unchanged).

@@ -96,7 +96,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +111,16 @@ from pemc_stan.methods.base_density import (
     stan_coordinate_code,
     stan_dim_expr,
 )
-from pemc_stan.methods.continuous_tempering.tempering import FLAT, BetaBias
+from pemc_stan.methods.pseudo_extended.copies import (
+    DeclaredParameter,
+    ParameterCopies,
+    RawCoordinates,
+    container_bound_error,
+    copy_bound,
+    declared_parameters,
+    parameter_copies,
+    raw_coordinates,
+)
 from pemc_stan.methods.pseudo_extended.options import (
     AUTO_BETA_MIN,
     BetaDensity,
@@ -122,6 +130,7 @@ from pemc_stan.methods.pseudo_extended.options import (
     stan_number,
 )
 from pemc_stan.methods.result import TransformResult
+from pemc_stan.methods.tempering import FLAT, BetaBias
 from pemc_stan.methods.templates import (
     ParameterDeclarations,
     block_text,
@@ -133,51 +142,17 @@ from pemc_stan.methods.templates import (
 )
 from pemc_stan.sampling.fit import emit_warning
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import (
-    SymbolTable,
-    build_symbol_table,
-    heavy_tailed_priors,
-    is_scalar_expr,
-)
+from pemc_stan.stan.analysis import heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
 from pemc_stan.stan.logdensity import LogDensityFunctions, log_density_functions
-from pemc_stan.stan.printer import print_expr, print_type
+from pemc_stan.stan.symbols import SymbolTable, build_symbol_table
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ParameterCopies", "PseudoExtendedResult", "transform_pseudo_extended"]
+__all__ = ["PseudoExtendedResult", "transform_pseudo_extended"]
 
 
 _TEMPLATE = "pseudo_extended.stan.jinja"
-
-
-@dataclass(frozen=True)
-class ParameterCopies:
-    """Where the pseudo-sample copies of one user parameter live in the PE output.
-
-    Attributes
-    ----------
-    name
-        The user's parameter name.
-    declared_type
-        The user's declaration type, as Stan text.
-    unrolled
-        False: one variable ``name`` of type ``array[pemc_N] T`` (copy ``k`` is
-        ``name[k]``, CSV columns ``name.k...``); True: ``N`` variables
-        ``pemc_<name>_<k>`` (bounds depending on other parameters).
-    """
-
-    name: str
-    declared_type: str
-    unrolled: bool
-
-    def stan_variable(self, k: int) -> str:
-        """Stan variable name holding copy ``k`` (1-based) when unrolled, else ``name``."""
-        return f"pemc_{self.name}_{k}" if self.unrolled else self.name
-
-    def column_prefix(self, k: int) -> str:
-        """CSV column (prefix) of copy ``k`` (1-based): ``name.k`` or ``pemc_name_k``."""
-        return f"pemc_{self.name}_{k}" if self.unrolled else f"{self.name}.{k}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,78 +245,6 @@ class PseudoExtendedResult(TransformResult):
         return out
 
 
-# --------------------------------------------------------------------------- #
-# Helpers on declarations
-# --------------------------------------------------------------------------- #
-
-
-def _constraint_exprs(type_: ast.Type) -> list[ast.Expr]:
-    """The bound (or offset/multiplier) expressions of a declared type.
-
-    Raises
-    ------
-    Nothing.
-    """
-    out: list[ast.Expr] = []
-    if isinstance(type_, ast.ArrayType):
-        return _constraint_exprs(type_.element)
-    if isinstance(type_, ast.TupleType):
-        for t in type_.elements:
-            out.extend(_constraint_exprs(t))
-        return out
-    if isinstance(type_, ast.BasicType) and type_.constraint is not None:
-        c = type_.constraint
-        for e in ((c.lower, c.upper) if isinstance(c, ast.Bounds) else (c.offset, c.multiplier)):
-            if e is not None:
-                out.append(e)
-    return out
-
-
-def _referenced(exprs: Sequence[ast.Expr], names: set[str]) -> set[str]:
-    """The ``names`` that ``exprs`` use.
-
-    Raises
-    ------
-    Nothing.
-    """
-    found: set[str] = set()
-    for e in exprs:
-        for node in ast.walk(e):
-            if isinstance(node, ast.Variable) and node.name in names:
-                found.add(node.name)
-    return found
-
-
-def _rename_params(node: ast.Node, copies: Mapping[str, ParameterCopies], k: int) -> ast.Node:
-    """``node`` with each parameter replaced by its pseudo-sample ``k`` copy.
-
-    Raises
-    ------
-    Nothing.
-    """
-
-    def fn(n: ast.Node) -> ast.Node:
-        if isinstance(n, ast.Variable) and n.name in copies:
-            c = copies[n.name]
-            if c.unrolled:
-                return ast.Variable(c.stan_variable(k), parens=n.parens)
-            return ast.Indexed(ast.Variable(n.name), (ast.IntLit(str(k)),), parens=n.parens)
-        return n
-
-    return ast.transform(node, fn)
-
-
-def _atom(text: str) -> str:
-    """``text`` parenthesised unless it is a name or an unsigned number.
-
-    Raises
-    ------
-    Nothing.
-    """
-    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.]+(?:[eE][-+]?[0-9]+)?",
-                                text) else f"({text})"
-
-
 def _where(program: StanProgram) -> str:
     """The file name for messages: the ``.stan`` path, or ``"<string>"``.
 
@@ -350,58 +253,6 @@ def _where(program: StanProgram) -> str:
     Nothing.
     """
     return str(program.path) if program.path is not None else "<string>"
-
-
-# --------------------------------------------------------------------------- #
-# The pieces of the program that the template cannot write itself
-# --------------------------------------------------------------------------- #
-
-
-@dataclass(frozen=True)
-class DeclaredParameter:
-    """How the PE program declares one user parameter.
-
-    Attributes
-    ----------
-    copies
-        Where its pseudo-sample copies live.
-    declarations
-        Stan declarations without the ``;``: ``array[pemc_N] T name``, or the
-        ``N`` unrolled copies ``T pemc_<name>_<k>``.
-    note
-        The comment line of a non-centred declaration (None when as written).
-    """
-
-    copies: ParameterCopies
-    declarations: tuple[str, ...]
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class RawCoordinates:
-    """A parameter under partial non-centring: its raw coordinates ``pemc_raw_<name>``.
-
-    Copy ``k`` has the unconstrained coordinates ``u = pemc_raw_<name>[k] * pemc_scale``
-    with ``pemc_scale = beta_k^(-noncentring/2)``, constrained as Stan does
-    (``lb + exp(u)``, ``ub - exp(u)``, ``lb + (ub - lb) inv_logit(u)``).
-
-    Attributes
-    ----------
-    name
-        The parameter's name.
-    free_type
-        Its declared type without the constraint, as Stan text.
-    scalar
-        True for ``real`` (False: a vector, row vector or matrix).
-    lower, upper
-        The bounds as Stan text (parenthesised unless atoms), or None.
-    """
-
-    name: str
-    free_type: str
-    scalar: bool
-    lower: str | None = None
-    upper: str | None = None
 
 
 @dataclass(frozen=True)
@@ -462,122 +313,6 @@ class Tempering:
     shaped: bool = False
 
 
-def _parameter_copies(param_decls: Sequence[tuple[ast.Type, str]], table: SymbolTable
-                      ) -> dict[str, ParameterCopies]:
-    """Where each parameter's copies live.
-
-    A parameter is unrolled into ``N`` separate declarations when a bound (or
-    offset/multiplier) depends on another parameter (copy ``k`` must use copy
-    ``k`` of that parameter) or is a container (stanc rejects container bounds
-    on an array of containers).
-
-    Raises
-    ------
-    Nothing.
-    """
-    names = {p for _, p in param_decls}
-    copies: dict[str, ParameterCopies] = {}
-    for type_, pname in param_decls:
-        bounds = _constraint_exprs(type_)
-        unroll = bool(_referenced(bounds, names)) or not all(
-            is_scalar_expr(e, table) for e in bounds)
-        copies[pname] = ParameterCopies(pname, print_type(type_), unroll)
-    return copies
-
-
-def _declared_parameters(declarations: ParameterDeclarations,
-                         copies: Mapping[str, ParameterCopies], n: int
-                         ) -> tuple[DeclaredParameter, ...]:
-    """The declarations of the parameters' copies, in declaration order.
-
-    Raises
-    ------
-    Nothing.
-    """
-    out = []
-    for type_, pname in declarations.decls:
-        c = copies[pname]
-        if c.unrolled:
-            texts = []
-            for k in range(1, n + 1):
-                renamed = _rename_params(type_, copies, k)
-                assert isinstance(renamed, ast.Type)
-                texts.append(f"{print_type(renamed)} {c.stan_variable(k)}")
-        else:
-            dims = type_.dims if isinstance(type_, ast.ArrayType) else ()
-            element = type_.element if isinstance(type_, ast.ArrayType) else type_
-            array = ast.ArrayType(element, (ast.Variable("pemc_N"), *dims))
-            texts = [f"{print_type(array)} {pname}"]
-        out.append(DeclaredParameter(c, tuple(texts), declarations.note(pname)))
-    return tuple(out)
-
-
-_NONCENTRING_TYPES = ("real", "vector", "row_vector", "matrix")
-
-
-def _raw_coordinates(param_decls: Sequence[tuple[ast.Type, str]],
-                     copies: Mapping[str, ParameterCopies], where: str
-                     ) -> tuple[RawCoordinates, ...]:
-    """The raw coordinates of every parameter under partial non-centring.
-
-    Raises
-    ------
-    UnsupportedConstructError
-        For a parameter whose bounds depend on other parameters or are
-        containers, or whose type or constraint non-centring does not cover.
-    """
-    for type_, pname in param_decls:
-        if copies[pname].unrolled:
-            raise UnsupportedConstructError(
-                f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
-                "other parameters or are containers; noncentring supports only constant "
-                "or data scalar bounds. Use noncentring=0.", where, type_.line,
-                type_.column, construct=pname)
-    out = []
-    for type_, pname in param_decls:
-        c = type_.constraint if isinstance(type_, ast.BasicType) else None
-        if not (isinstance(type_, ast.BasicType) and type_.name in _NONCENTRING_TYPES
-                and (c is None or isinstance(c, ast.Bounds))):
-            raise UnsupportedConstructError(
-                f"{where}, line {type_.line}: parameter '{pname}' is declared "
-                f"'{print_type(type_)}'; noncentring supports only real, vector, row_vector "
-                "and matrix parameters with lower/upper bounds (or none). Use noncentring=0.",
-                where, type_.line, type_.column, construct=print_type(type_))
-        assert c is None or isinstance(c, ast.Bounds)
-        free = ast.BasicType(type_.name, type_.sizes, None, line=type_.line, column=type_.column)
-        out.append(RawCoordinates(
-            pname, print_type(free), type_.name == "real",
-            None if c is None or c.lower is None else _atom(print_expr(c.lower)),
-            None if c is None or c.upper is None else _atom(print_expr(c.upper))))
-    return tuple(out)
-
-
-def _container_bound_error(param_decls: Sequence[tuple[ast.Type, str]],
-                           copies: Mapping[str, ParameterCopies], where: str
-                           ) -> UnsupportedConstructError | None:
-    """Why ``temper="base"`` cannot map the copies, or None.
-
-    Copy ``k`` of a parameter whose bounds name other parameters has the bounds
-    renamed to copy ``k`` of those: fine when they are scalars (the analysis
-    cannot tell the type of an indexed copy of a container parameter).
-
-    Raises
-    ------
-    Nothing (the error is returned).
-    """
-    names = {p for _, p in param_decls}
-    scalars = {p for t, p in param_decls if isinstance(t, ast.BasicType) and t.name == "real"}
-    for type_, pname in param_decls:
-        others = _referenced(_constraint_exprs(type_), names) - scalars
-        if copies[pname].unrolled and others:
-            return UnsupportedConstructError(
-                f"{where}, line {type_.line}: the bounds of parameter '{pname}' depend on "
-                f"the container parameter(s) {', '.join(sorted(others))}; temper='base' "
-                "supports bounds on scalar parameters only. Use temper='posterior' or "
-                "'likelihood'.", where, type_.line, type_.column, construct=pname)
-    return None
-
-
 def _choose_temper(options: PseudoExtendedOptions, prepared: StanProgram,
                    declarations: ParameterDeclarations, table: SymbolTable,
                    copies: Mapping[str, ParameterCopies]) -> tuple[str, BaseCoordinates]:
@@ -601,7 +336,7 @@ def _choose_temper(options: PseudoExtendedOptions, prepared: StanProgram,
     except UnsupportedConstructError as exc:  # UnsupportedBaseError included
         coords, no_base = BaseCoordinates(()), exc
     if temper == "base":
-        no_base = no_base or _container_bound_error(decls, copies, _where(prepared))
+        no_base = no_base or container_bound_error(decls, copies, _where(prepared))
         if no_base is not None:
             if not is_auto(options.temper):
                 raise no_base
@@ -656,8 +391,8 @@ def _pseudo_sample(k: str | int, copies: Mapping[str, ParameterCopies],
     if tempering.temper == "base":
         blocks = tempering.coordinates.blocks
         if isinstance(k, int):  # bounds on other (scalar) parameters: on their copy k
-            blocks = tuple(dataclasses.replace(b, lower=_copy_bound(b.lower, copies, k),
-                                               upper=_copy_bound(b.upper, copies, k))
+            blocks = tuple(dataclasses.replace(b, lower=copy_bound(b.lower, copies, k),
+                                               upper=copy_bound(b.upper, copies, k))
                            for b in blocks)
         coordinates = stan_coordinate_code(blocks, variable, indent=0,
                                            jacobian="pemc_base_jacobian")
@@ -665,20 +400,6 @@ def _pseudo_sample(k: str | int, copies: Mapping[str, ParameterCopies],
                             functions.call("prior", variable),
                             functions.call("likelihood", variable), coordinates)
 
-
-def _copy_bound(expr: ast.Expr | None, copies: Mapping[str, ParameterCopies], k: int
-                ) -> ast.Expr | None:
-    """A bound expression on copy ``k`` of the parameters it names.
-
-    Raises
-    ------
-    Nothing.
-    """
-    if expr is None:
-        return None
-    renamed = _rename_params(expr, copies, k)
-    assert isinstance(renamed, ast.Expr)
-    return renamed
 
 
 def _template_context(prepared: StanProgram, options: PseudoExtendedOptions,
@@ -871,11 +592,11 @@ def transform_pseudo_extended(program: StanProgram, options: PseudoExtendedOptio
         prepared, options.reparameterize if options.noncentring == 0 else "none", table)
     decls = declarations.decls
     functions = log_density_functions(prepared.tree, prepared.name)
-    copies = _parameter_copies(decls, table)
-    raw = _raw_coordinates(decls, copies, _where(prepared)) if options.noncentring > 0 else ()
+    copies = parameter_copies(decls, table)
+    raw = raw_coordinates(decls, copies, _where(prepared)) if options.noncentring > 0 else ()
     tempering = _tempering(options, *_choose_temper(options, prepared, declarations, table,
                                                     copies))
-    parameters = _declared_parameters(declarations, copies, options.n_pseudo)
+    parameters = declared_parameters(declarations, copies, options.n_pseudo)
     stan_code, line_map = render_mapped(
         _TEMPLATE, prepared.path.name if prepared.path is not None else "",
         **_template_context(prepared, options, functions, parameters, raw, tempering))

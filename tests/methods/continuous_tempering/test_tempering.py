@@ -1,5 +1,6 @@
-"""Tests for pemc_stan.methods.continuous_tempering.tempering (CT eqs 14-22), against mpmath
-and exact CT draws."""
+"""Tests for pemc_stan.methods.continuous_tempering.tempering (CT eqs 14-22) and the
+shared pemc_stan.methods.tempering (eq 17's weights, the beta bias), against mpmath and
+exact CT draws."""
 
 from __future__ import annotations
 
@@ -11,21 +12,23 @@ from scipy.integrate import quad
 from scipy.stats import norm
 
 from pemc_stan.methods.continuous_tempering.tempering import (
-    BetaBias,
     Strata,
     as_chains,
     beta_of_u,
     ct_thermodynamic_integration,
-    delta,
-    length_bias,
-    log_conditional_beta,
     log_dbeta_du,
-    log_w0,
-    log_w1,
     log_z_estimate,
     pooled_log_ratio,
     stratified_log_w1,
     weighted_expectations,
+)
+from pemc_stan.methods.tempering import (
+    BetaBias,
+    delta,
+    length_bias,
+    log_conditional_beta,
+    log_w0,
+    log_w1,
 )
 
 mp.mp.dps = 50

@@ -26,8 +26,8 @@ from pemc_stan.errors import (
 )
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.continuous_tempering.tempering import BetaBias
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
+from pemc_stan.methods.tempering import BetaBias
 from pemc_stan.pipeline import transform_result
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.stanc import check_with_stanc

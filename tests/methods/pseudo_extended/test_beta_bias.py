@@ -15,8 +15,8 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.continuous_tempering.tempering import FLAT, UNIFORM_SHARE
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
+from pemc_stan.methods.tempering import FLAT, UNIFORM_SHARE
 from pemc_stan.pipeline import transform_result
 
 MEAN, SD, LOG_Z, OFFSET = 3.0, 0.5, 2.0, 0.7  # target Z N(3, 0.5^2); log Z^ = LOG_Z + OFFSET

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from pemc_stan.backend.compile import compile_model
 from pemc_stan.inputs import StanProgram
 from pemc_stan.stan import ast
-from pemc_stan.stan.logdensity import local_type
+from pemc_stan.stan.declared_types import local_type
 from pemc_stan.stan.printer import print_program
 
 logger = logging.getLogger(__name__)
