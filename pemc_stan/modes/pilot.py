@@ -321,8 +321,7 @@ class BasePilot:
                     stopped = "time limit"
                     break
                 # one failed round (far starts where the model cannot be evaluated) does
-                # not end the search: square_sign, seed 2, stopped after the round at
-                # radius 32 failed, with modes seen once, and the verdict had to call it
+                # not end the search
                 failed.append(f"radius {radius:g}: {reason}")
             else:
                 if k == 0:
@@ -335,8 +334,7 @@ class BasePilot:
                 radii.append(radius)
                 paths += n_paths
             # a cycle ends before the search may stop: in high dimensions only the small
-            # radius reaches a narrow mode's basin (separated_20d, seed 2: 8 paths from
-            # (-2, 2) and 48 from further out found only the wide mode)
+            # radius reaches a narrow mode's basin
             if (k + 1) % len(SEARCH_RADII):
                 continue
             grouped = (*_group(zs, lws, labels, same), len(zs))

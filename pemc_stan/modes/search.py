@@ -37,13 +37,9 @@ UNSEEN_SHARE_MAX = 0.02
 MAX_PATHS_FACTOR = 16
 #: ... or once a round's paths each take more than this many times the first round's
 #: wall time per path (a round is given at least :data:`MIN_ROUND_SECONDS`): starts
-#: far out can put an ODE solver or a long L-BFGS path where the model is slow to
-#: evaluate.  The limit is on each round's time per path, never on the search's total
-#: time: a total of 10 s (or 8 times the first round's) ended the search on the
-#: Boltzmann relaxation after 48 of its 240 restarts on a machine 2-4 times slower
-#: than another, so the modes found (and CT's error: pooled RMSE of the means 1.05,
-#: 3.08, 0.38 on seeds 1-3, against 0.48, 0.37, 0.33 with the restarts run) depended on
-#: the machine and its load.  The path limits bound the search's length.
+#: far out can put an ODE solver where the model is slow.  Per round and per path, never
+#: on the total, so that what is found does not depend on the machine
+#: (docs/validation.md, "Why the constants are what they are").
 ROUND_TIME_FACTOR = 8.0
 MIN_ROUND_SECONDS = 5.0
 #: Draws per path of the search's later rounds (a tenth of the first round's, at least

@@ -88,10 +88,8 @@ SCOUT_SEED_OFFSET = 15485863
 #: separated, and the chains would cost more than tempering).
 MAX_SPLIT_MODES = 24
 #: A split refused for mass no group holds searches again from that mass at most this
-#: many times (each within the follow-up budget).  Once was not always enough: on the
-#: mixture on R^2 with one round of restarts (seed 1) the first search from the missed
-#: mass found 4 of the 6 groups missing on one machine and all of them on another, and
-#: the second split was refused for the rest.
+#: many times (each within the budget; once was not always enough: docs/validation.md,
+#: "Why the constants are what they are").
 MAX_EXTENSIONS = 2
 #: A split refused only for these reasons (slow mixing within a group of modes) runs once
 #: more, twice as long, from where its chains ended (:func:`_run_longer`), when the
@@ -326,10 +324,9 @@ def _run_longer(model: MethodModel, coords: Any, search: ModeSearch,
                 output_dir: str | os.PathLike[str] | None, show_progress: bool,
                 kwargs: dict[str, Any]) -> SplitOutcome:
     """The split run once more, twice as long, every chain from its last draw, when its
-    verdict names only slow mixing within groups (:data:`SPLIT_LONGER_REASONS`): the
-    20-Gaussian mixture, seed 3, was refused for an R-hat of 1.087 in the group of two
-    modes 0.4 apart between which its chains moved, and the tempered run then left a
-    mode unvisited.  The longer run alone is judged, and the step is recorded
+    verdict names only slow mixing within groups (:data:`SPLIT_LONGER_REASONS`: two close
+    modes a group's chains move between slowly are better run longer than tempered).
+    The longer run alone is judged, and the step is recorded
     (:attr:`ModeSplitFit.split_steps`)."""
     change = f"iter_sampling {iter_sampling} -> {2 * iter_sampling} (mode split)"
     logger.info("mode split: run again with %s after %s", change, first.why)
@@ -423,10 +420,8 @@ def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdSt
                     budget: Budget, kwargs: dict[str, Any], extend: int = 0) -> SplitOutcome:
     """A split refused for mass no group holds, tried once more with the modes a search
     from that mass finds (:func:`_extend_search`): the wide sampler saw them, so the
-    run can sample them instead of tempering (the mixture on R^2 with one round of
-    restarts, seeds 1 and 2: 10 and 13 of its modes found, 36% and 16% of the mass
-    seen beyond them).  The new split alone is judged, and may extend ``extend`` more
-    times; the step is recorded."""
+    run can sample them instead of tempering.  The new split alone is judged, and may
+    extend ``extend`` more times; the step is recorded."""
     wider = _extend_search(model, search, refused, None if seed is None else seed + 2)
     if wider is None:
         return refused

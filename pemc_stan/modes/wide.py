@@ -58,10 +58,7 @@ WIDE_BATCHES = 8
 #: by more than this many standard errors.
 WIDE_EXCESS_Z = 4.0
 #: A missing mode as heavy as the lightest found is then expected this many standard
-#: errors above the threshold (seen with probability Phi(2) = 98%).  With the lightest
-#: share over :data:`WIDE_EXCESS_Z` alone it was expected at the threshold and seen half
-#: the time: the mixture on R^2, seed 3, missed a 5% mode and its split, log Z
-#: -0.052 +- 0.0045, was judged ok with the excess at 3.97 standard errors.
+#: errors above the threshold (seen with probability Phi(2) = 98%, not half the time).
 WIDE_POWER_Z = 2.0
 #: Offset of the wide sampler's seed from the run's.
 WIDE_SEED_OFFSET = 32452843

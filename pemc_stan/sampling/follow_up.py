@@ -57,7 +57,7 @@ DEFAULT_BUDGET = 4.0
 ADAPT_DELTA_STEPS = (0.8, 0.95, 0.99)
 #: A step's cost is predicted as the last run's gradients per iteration times its
 #: iterations, times this margin: a new round's base and step size change the cost per
-#: iteration (measured: 1.4 times the first run's on the narrow-base bimodal test).
+#: iteration (docs/validation.md, "Why the constants are what they are").
 PREDICTION_MARGIN = 1.5
 #: Reasons that more draws from where the last run ended can fix.
 LONGER_REASONS = ("rhat", "ess", "chains_agree", "beta_round_trips", "beta_ends",
@@ -153,14 +153,10 @@ def longer_can_fix(rhat: float, factor: float) -> bool:
     """Whether ``factor`` times the draws can bring an R-hat under
     :data:`~pemc_stan.output.diagnostics.RHAT_MAX`: for chains that mix, ``R-hat^2 - 1``
     (the spread of the chain means against the draws') falls as one over the draws.
-    Longer runs are started only when the follow-up budget's draws (4 times the first
-    run's by default: an R-hat up to 1.19) could fix the R-hat by that law.  Where it
-    was measured, R-hat fell no faster than the law: the mixture on R^2's mode split
-    came out right after twice the draws from 1.087 (seed 3) and 1.12 (seed 1); the
-    28-unit Boltzmann relaxation's split (chains in different modes, 3.1-3.2) did not
-    move, and its tempered runs went from 1.445 to 1.307 (continuous tempering) and from
-    2.86 to 2.59 (pseudo-extended) with twice the draws, where the law gave 1.24 and 2.1.
-    True for a NaN R-hat (the run is suspect for other reasons).
+    Longer runs are started only when the budget's draws (4 times the first run's by
+    default: an R-hat up to 1.19) could fix the R-hat by that law; where measured, R-hat
+    fell no faster (docs/validation.md).  True for a NaN R-hat (the run is suspect for
+    other reasons).
 
     Raises
     ------
