@@ -97,7 +97,7 @@ MUTATIONS = [
     Mutation("f", "an upper truncation's constant dropped", PKG / "stan" / "logdensity.py",
              '            norm = scaled(cdf("lcdf", upper))',
              '            norm = ast.IntLit("0")',
-             ("tests/methods/test_density_constants.py",)),
+             ("tests/modes/test_density_constants.py",)),
     Mutation("h", "the mode split's groups weighed equally", PKG / "modes" / "split_fit.py",
              "        return mixture_weights([e.log_z for e in self.mode_log_z])",
              "        return np.full(len(self.mode_log_z), 1.0 / len(self.mode_log_z))",
