@@ -9,7 +9,8 @@ Mutations: (a) CT's log Z plus log 2; (b) CT's stratified log Z of one mode only
 other mode's weight dropped); (c) PE's self-normalised weights replaced by uniform
 weights; (d) the bridge estimate plus 0.3; (e) ``fit.check()`` always ok; (f) the
 normalising constant of an upper truncation dropped from the full log density; (g) each
-verdict threshold doubled, one at a time.
+verdict threshold doubled, one at a time; (h) the mode split's groups weighed equally
+instead of by their bridge-sampled masses.
 
 Each test set is first run on the unmutated source: a set that fails there cannot show
 a catch, and the script says so and exits 1.  Run it alone: the files are edited in
@@ -96,7 +97,11 @@ MUTATIONS = [
     Mutation("f", "an upper truncation's constant dropped", PKG / "stan" / "logdensity.py",
              '            norm = scaled(cdf("lcdf", upper))',
              '            norm = ast.IntLit("0")',
-             ("tests/methods/test_density_constants.py",)),
+             ("tests/modes/test_density_constants.py",)),
+    Mutation("h", "the mode split's groups weighed equally", PKG / "modes" / "split_fit.py",
+             "        return mixture_weights([e.log_z for e in self.mode_log_z])",
+             "        return np.full(len(self.mode_log_z), 1.0 / len(self.mode_log_z))",
+             ("tests/modes/test_split_fit.py",)),
     *(Mutation(f"g:{name}", f"{name} doubled", path, line,
                line.replace(" = ", " = 2 * ", 1), VERDICT_TESTS)
       for name, path, line in THRESHOLDS),
@@ -128,7 +133,7 @@ def run(m: Mutation) -> tuple[int, float, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", help="mutation keys (a ... f, g:CONSTANT)")
+    parser.add_argument("--only", nargs="+", help="mutation keys (a ... f, g:CONSTANT, h)")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTATIONS if not args.only or m.key in args.only

@@ -14,6 +14,8 @@ from pemc_stan.errors import PseudoExtendedWarning
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
+from pemc_stan.modes.search import ModeSearch
+from pemc_stan.modes.split_fit import ModeSplitFit
 from pemc_stan.pipeline import transform_result
 
 CODE = """
@@ -208,3 +210,33 @@ def exact_ct_fit(log_zeta: float, n: int = 8000, chains: int = 4, seed: int = 1,
     base = BaseDensity(np.full(1, base_mean), np.eye(1))
     return ContinuousTemperingFit(FrameRun(frame, chains), result, log_zeta, base=base,
                                   seed=seed, **fit_kwargs)
+
+
+# --------------------------------------------------------------------------- a mode split
+#: The user's program of :func:`split_fit` (a proper prior: its ``log Z`` is defined).
+SPLIT_PROGRAM = "parameters { real x; } model { x ~ normal(0, 10); }"
+
+
+def split_fit(log_z: list[float], log_z_se: list[float], means: list[float],
+              sds: list[float], chain_groups: list[int], n_draws: int = 2000,
+              seed: int = 5) -> ModeSplitFit:
+    """A mode split of :data:`SPLIT_PROGRAM` on i.i.d. draws: chain ``c`` holds ``n_draws``
+    draws of N(``means[g]``, ``sds[g]``^2), ``g = chain_groups[c]``, and group ``g``'s bridge
+    mass is ``log_z[g]`` with standard error ``log_z_se[g]`` (one mode per group, every
+    draw in its group's cell)."""
+    from pemc_stan.estimators.log_z import EvidenceEstimate
+
+    rng = np.random.default_rng(seed)
+    groups = np.asarray(chain_groups, dtype=np.intp)
+    x = np.stack([rng.normal(means[g], sds[g], n_draws) for g in groups])  # (chains, draws)
+    k = len(log_z)
+    shares = tuple(float(q) for q in np.exp(np.asarray(log_z) - np.logaddexp.reduce(log_z)))
+    search = ModeSearch((2.0,), k, k, 8, "a test's modes", shares,
+                        np.asarray(means, dtype=float)[:, None], shares)
+    masses = [EvidenceEstimate(lz, se, "bridge") for lz, se in zip(log_z, log_z_se, strict=True)]
+    return ModeSplitFit(FrameRun({"x": x.reshape(-1)}, len(groups)),
+                        transform_result(SPLIT_PROGRAM, method="ct"), groups=groups,
+                        mode_log_z=masses, search=search,
+                        cells=np.repeat(groups[:, None], n_draws, axis=1),
+                        members=[[g] for g in range(k)], outside=np.zeros(len(groups)),
+                        seed=seed)

@@ -1,0 +1,158 @@
+"""The numbers of a mode split's fit against exact answers (fast: nothing is compiled).
+
+Three groups of modes with clearly unequal masses (0.7, 0.2, 0.1; ``Z = e^2``, so
+unnormalised masses are not shares) and far-apart means, sampled by unequal numbers of
+chains interleaved across the run (the heaviest group has the fewest draws): uniform
+weights, unnormalised masses, masses swapped between groups or weights per draw instead of
+per group each give numbers these tests refuse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fakes import split_fit
+from scipy.special import logsumexp
+
+from pemc_stan.modes.split_fit import ModeSplitFit
+
+MASSES = np.array([0.7, 0.2, 0.1])
+LOG_Z = 2.0  # log of the groups' summed mass
+LOG_Z_SE = np.array([0.05, 0.1, 0.2])
+MEANS = np.array([-4.0, 1.0, 8.0])
+SDS = np.array([0.5, 0.4, 0.6])
+CHAINS = [2, 0, 1, 2, 1, 2]  # each chain's group: 1, 2 and 3 chains
+N_DRAWS = 2000
+#: Midpoints between the groups' means: a draw below the first is group 0's, above the
+#: second group 2's (the nearest boundary is 5 standard deviations from a mean).
+CUTS = (-1.5, 4.5)
+
+EXACT_MEAN = float(np.sum(MASSES * MEANS))
+EXACT_VAR = float(np.sum(MASSES * (SDS**2 + (MEANS - EXACT_MEAN) ** 2)))
+
+
+@pytest.fixture(scope="module")
+def fit() -> ModeSplitFit:
+    return split_fit(list(np.log(MASSES) + LOG_Z), list(LOG_Z_SE), list(MEANS), list(SDS),
+                     CHAINS, n_draws=N_DRAWS, seed=5)
+
+
+def _group_draws(fit: ModeSplitFit) -> list[np.ndarray]:
+    x = fit.particles("x")[..., 0]
+    groups = np.asarray(CHAINS)
+    return [x[groups == g].reshape(-1) for g in range(len(MASSES))]
+
+
+def test_the_mode_weights_are_the_given_masses_shares(fit: ModeSplitFit) -> None:
+    assert fit.mode_weights() == pytest.approx(MASSES, rel=1e-12)
+    # each draw of group g weighs p_g / n_g: the group's draws together weigh p_g
+    w = np.exp(fit.particle_log_weights()[..., 0])
+    groups = np.asarray(CHAINS)
+    assert [float(np.sum(w[groups == g])) for g in range(3)] == pytest.approx(MASSES,
+                                                                               rel=1e-12)
+    assert np.ptp(w[groups == 2]) == pytest.approx(0.0, abs=1e-15)  # equal within a group
+    assert fit.diagnostics(warn=False)["mode_split"]["mode_masses"] == pytest.approx(MASSES)
+
+
+def test_log_z_is_the_log_of_the_summed_masses_with_the_delta_method_error(
+        fit: ModeSplitFit) -> None:
+    est = fit.log_z()
+    assert est.method == "mode_split_bridge"
+    assert est.log_z == pytest.approx(LOG_Z, abs=1e-12)  # log(e^2 (0.7 + 0.2 + 0.1))
+    # the delta method: d log Z / d log Z_g = Z_g / Z = the mass's share
+    assert est.std_error == pytest.approx(float(np.sqrt(np.sum((MASSES * LOG_Z_SE) ** 2))),
+                                          rel=1e-12)
+    # ... checked by simulation: log sum_g Z_g with each log Z_g drawn around its value
+    # with its standard error.  The sample sd of n = 200000 draws errs by 1 / sqrt(2 n)
+    # = 0.16% relative; the delta method's own (second-order) error is well under 0.5%.
+    n = 200_000
+    rng = np.random.default_rng(11)
+    perturbed = np.log(MASSES) + LOG_Z + LOG_Z_SE * rng.standard_normal((n, 3))
+    simulated = float(np.std(logsumexp(perturbed, axis=1), ddof=1))
+    assert est.std_error == pytest.approx(simulated, rel=4 / np.sqrt(2 * n) + 0.005)
+    # the weights of the draws are the shares of the Z that log Z sums
+    assert fit.mode_weights() == pytest.approx(
+        np.exp(np.asarray(est.diagnostics["mode_log_z"]) - est.log_z), rel=1e-12)
+
+
+def test_expectations_mix_the_groups_means_by_their_masses(fit: ModeSplitFit) -> None:
+    parts = _group_draws(fit)
+    est = fit.expectation("x")
+    # exactly the mixture of the groups' sample means with the given weights ...
+    assert est.mean == pytest.approx(float(np.sum(MASSES * [np.mean(v) for v in parts])),
+                                     rel=1e-12)
+    # ... and, within the sampling error of those means (i.i.d. draws), the exact mean
+    sampling_se = float(np.sqrt(np.sum(MASSES**2 * SDS**2 / [v.size for v in parts])))
+    assert abs(est.mean - EXACT_MEAN) <= 4 * sampling_se
+    # its MCSE by the delta method: the groups' sampling errors and each log Z_g's error
+    # moving the weights (d E / d log Z_g = p_g (m_g - E)).  Here the masses' errors make
+    # 99.9% of the variance and the sample means are within 0.02 (1.8 sd) of the exact: 2%
+    # is ample (the sampling part alone: the next test)
+    delta_se = float(np.sqrt(sampling_se**2
+                             + np.sum((MASSES * (MEANS - EXACT_MEAN) * LOG_Z_SE) ** 2)))
+    assert np.isfinite(est.mcse) and est.mcse == pytest.approx(delta_se, rel=0.02)
+    # the ESS is the mixture's variance over the squared MCSE
+    assert est.ess == pytest.approx(EXACT_VAR / delta_se**2, rel=0.05)
+
+
+def test_without_mass_errors_the_mcse_is_the_groups_sampling_error() -> None:
+    exact_masses = split_fit(list(np.log(MASSES) + LOG_Z), [0.0, 0.0, 0.0], list(MEANS),
+                             list(SDS), CHAINS, n_draws=N_DRAWS, seed=6)
+    est = exact_masses.expectation("x")
+    counts = np.bincount(CHAINS) * N_DRAWS
+    sampling_se = float(np.sqrt(np.sum(MASSES**2 * SDS**2 / counts)))
+    # each group's MCSE is sd / sqrt(ESS) with the ESS of its i.i.d. draws estimated; the
+    # heaviest group's one chain of 2000 draws dominates, and its estimated ESS is off by
+    # 6% (sd over 300 seeds; 0.69 to 1.11 of the draws): the MCSE by half that, 4 sd
+    # and the estimate's skew allowed
+    assert est.mcse == pytest.approx(sampling_se, rel=0.2)
+    assert abs(est.mean - EXACT_MEAN) <= 4 * sampling_se
+    # the ESS is the mixture's variance over the squared MCSE
+    assert est.ess == pytest.approx(EXACT_VAR / est.mcse**2, rel=0.05)
+
+
+def test_expectations_of_callables_mix_by_the_masses(fit: ModeSplitFit) -> None:
+    second = fit.expectation(lambda v: v["x"] ** 2)
+    exact = float(np.sum(MASSES * (MEANS**2 + SDS**2)))
+    parts = _group_draws(fit)
+    sampling_se = float(np.sqrt(np.sum(MASSES**2 * [np.var(v**2) / v.size for v in parts])))
+    assert abs(second.mean - exact) <= 4 * sampling_se
+    assert np.isfinite(second.mcse) and second.mcse > sampling_se
+    # the indicator of each group: constant within every group, so its mean is that
+    # group's weight exactly and its MCSE only the masses' errors moving the weights
+    for g, inside in enumerate((lambda x: x < CUTS[0], lambda x: (x > CUTS[0]) & (x < CUTS[1]),
+                                lambda x: x > CUTS[1])):
+        share = fit.expectation(lambda v, inside=inside: inside(v["x"]).astype(float))
+        assert share.mean == pytest.approx(MASSES[g], rel=1e-12)
+        own = (np.arange(3) == g).astype(float)
+        assert share.mcse == pytest.approx(
+            float(np.sqrt(np.sum((MASSES * (own - MASSES[g]) * LOG_Z_SE) ** 2))), rel=1e-9)
+        # its ESS: the Bernoulli variance p_g (1 - p_g) over the squared MCSE
+        assert share.ess == pytest.approx(MASSES[g] * (1 - MASSES[g]) / share.mcse**2,
+                                          rel=1e-9)
+
+
+def test_resampled_draws_hold_the_groups_in_their_masses_shares(fit: ModeSplitFit) -> None:
+    n = len(CHAINS) * N_DRAWS
+    # binomial standard errors of the shares (systematic resampling varies less)
+    tolerance = 4 * np.sqrt(MASSES * (1 - MASSES) / n)
+    # enough draws that uniform weights (1/3 each) or equal weights per draw (the groups'
+    # shares of the draws) would fail
+    draw_shares = np.bincount(CHAINS) / len(CHAINS)
+    assert np.all(tolerance < np.abs(MASSES - 1 / 3))
+    assert np.all(tolerance < np.abs(MASSES - draw_shares))
+
+    kept = np.asarray(CHAINS)[fit.resample_index() // N_DRAWS]  # the group of each kept draw
+    assert kept.shape == (len(CHAINS), N_DRAWS)
+    assert np.all(np.abs(np.bincount(kept.reshape(-1), minlength=3) / n - MASSES) <= tolerance)
+
+    frame = fit.resampled_parameters_pd()
+    assert len(frame) == n and frame["chain__"].nunique() == len(CHAINS)
+    x = frame["x"].to_numpy()
+    shares = np.array([np.mean(x < CUTS[0]), np.mean((x > CUTS[0]) & (x < CUTS[1])),
+                       np.mean(x > CUTS[1])])
+    assert np.all(np.abs(shares - MASSES) <= tolerance)
+    # shuffled across chains: every resampled chain is a draw of the whole mixture
+    heavy = frame.groupby("chain__")["x"].apply(lambda c: float(np.mean(c < CUTS[0])))
+    assert np.all(np.abs(heavy.to_numpy() - MASSES[0])
+                  <= 4 * np.sqrt(MASSES[0] * (1 - MASSES[0]) / N_DRAWS))
