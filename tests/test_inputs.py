@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
@@ -98,7 +97,7 @@ def test_a_missing_data_variable_is_named_by_the_api_before_compiling(
         raise AssertionError("compile_model was called")
 
     monkeypatch.setattr("pemc_stan.sampling.model.compile_model", never)
-    monkeypatch.setattr(importlib.import_module("pemc_stan.evidence"), "compile_model", never)
+    monkeypatch.setattr("pemc_stan.evidence_sources.compile_model", never)
     for method in ("pe", "ct"):
         with pytest.raises(DataError, match="no value for 'mu1'"):
             pemc_stan.sample(_DATA_PROGRAM, {"N": 2, "y": [1, 2], "idx": [1, 2]}, method=method)

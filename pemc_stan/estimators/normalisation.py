@@ -240,8 +240,9 @@ def improper_prior(program: StanProgram, data: Mapping[str, Any],
                    report: PriorReport | None = None) -> ImproperPriorError | None:
     """The error that refuses ``log Z`` of a program with a flat, improper prior, or None.
 
-    The one test of whether a model's evidence is defined: :func:`check_prior` raises
-    what it returns, and a fit's ``log_z()`` and ``estimates.json`` report it.
+    The one test of whether a model's evidence is defined:
+    :func:`~pemc_stan.evidence_sources.check_prior` raises what it returns, and a fit's
+    ``log_z()`` and ``estimates.json`` report it.
 
     Parameters
     ----------

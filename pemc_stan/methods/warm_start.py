@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pemc_stan.methods.base_density import BaseCoordinates, BaseDensity
+from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.methods.coordinates import BaseCoordinates
 
 logger = logging.getLogger(__name__)
 

@@ -47,12 +47,8 @@ from pemc_stan.backend.pathfinder import (
     path_labels,
 )
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base_density import (
-    BaseCoordinates,
-    BaseDensity,
-    coordinate_draws,
-    moment_match,
-)
+from pemc_stan.methods.base_density import BaseDensity, moment_match
+from pemc_stan.methods.coordinates import BaseCoordinates, coordinate_draws
 from pemc_stan.modes.search import (
     DENSITY_SPLITS,
     MAX_PATHS_FACTOR,

@@ -56,7 +56,7 @@ from scipy.special import logsumexp
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
-from pemc_stan.methods.base_density import coordinate_draws
+from pemc_stan.methods.coordinates import coordinate_draws
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, group_stats, worst_rhat

@@ -39,7 +39,7 @@ from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base_density import coordinate_draws
+from pemc_stan.methods.coordinates import coordinate_draws
 from pemc_stan.methods.result import TransformResult
 from pemc_stan.output.diagnostics import (
     Reason,

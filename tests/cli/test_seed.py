@@ -4,7 +4,6 @@ evidence estimate's diagnostics).  The fast tests never compile."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -108,8 +107,7 @@ def test_evidence_without_a_seed_draws_and_records_one(monkeypatch: pytest.Monke
         used.append(opts.seed)
         return EvidenceEstimate(-1.0, 0.1, m, {}), []
 
-    module = importlib.import_module("pemc_stan.evidence")  # the package exports the function
-    monkeypatch.setattr(module, "_from_model", fake_from_model)
+    monkeypatch.setattr("pemc_stan.evidence_sources._from_model", fake_from_model)
     data = json.loads(NORMAL_DATA.read_text())
     estimate = pemc_stan.evidence(str(NORMAL), data)
     [seed] = used

@@ -5,7 +5,6 @@ No compilation: the checks run (and refuse) before anything is compiled.
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import pytest
@@ -27,7 +26,7 @@ def _no_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("nothing may be compiled")
 
-    monkeypatch.setattr(importlib.import_module("pemc_stan.evidence"), "compile_model", boom)
+    monkeypatch.setattr("pemc_stan.evidence_sources.compile_model", boom)
     monkeypatch.setattr("pemc_stan.sampling.model.compile_model", boom)
 
 

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pemc_stan.methods.base_density import (
-    BaseDensity,
+from pemc_stan.methods.base_density import BaseDensity, moment_match
+from pemc_stan.methods.coordinates import (
     UnsupportedBaseError,
     base_coordinates,
     extract_variable,
-    moment_match,
 )
 from pemc_stan.stan.parser import parse
 

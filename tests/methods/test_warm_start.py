@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pemc_stan.methods.base_density import BaseDensity, base_coordinates
+from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.methods.coordinates import base_coordinates
 from pemc_stan.methods.warm_start import (
     LOGIT_UNIFORM_VARIANCE,
     WarmStart,

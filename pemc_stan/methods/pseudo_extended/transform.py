@@ -102,15 +102,13 @@ from typing import Any
 
 from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base_density import (
-    BaseCoordinates,
-    BaseDensity,
-    base_coordinates,
+from pemc_stan.methods.base_density import BaseDensity, stan_base_lpdf
+from pemc_stan.methods.coordinate_code import (
     stan_base_functions,
-    stan_base_lpdf,
     stan_coordinate_code,
     stan_dim_expr,
 )
+from pemc_stan.methods.coordinates import BaseCoordinates, base_coordinates
 from pemc_stan.methods.pseudo_extended.copies import (
     DeclaredParameter,
     ParameterCopies,

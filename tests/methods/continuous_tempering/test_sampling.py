@@ -21,8 +21,8 @@ from scipy.special import gammaln
 
 import pemc_stan
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.methods.base_density import extract_variable
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
+from pemc_stan.methods.coordinates import extract_variable
 
 pytestmark = pytest.mark.compiled
 
