@@ -36,7 +36,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
      "and follow-ups",
      frozenset({"methods.result", "methods.coordinates", "methods.coordinate_code",
                 "methods.base_density", "methods.templates",
-                "methods.options", "methods.registry", "methods.warm_start", "sampling"})),
+                "methods.options", "methods.registry", "sampling"})),
     ("modes: the pilot's search, the mode split and its checks, density programs, "
      "bridge sampling", frozenset({"modes"})),
     ("methods: CT and PE, and the package that registers them", frozenset({"methods"})),

@@ -25,11 +25,11 @@ from pemc_stan.backend.console import (
 from pemc_stan.backend.progress import stage
 from pemc_stan.inputs import StanProgram, read_data
 from pemc_stan.methods.result import TransformResult
-from pemc_stan.methods.warm_start import WarmStart
 from pemc_stan.output.diagnostics import (
     Note,
 )
 from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.sampling.warm_start import WarmStart
 
 if TYPE_CHECKING:
     from pemc_stan.methods.registry import Method
@@ -166,7 +166,7 @@ class MethodModel:
         correlation matrices to 1e-8).  With a :attr:`chain_runner` the chains
         run as tasks of a cluster, with the same seed and chain ids, so the
         draws are those of a run here.  ``warm`` (an initial inverse metric;
-        :mod:`pemc_stan.methods.warm_start`) fills in what the user's
+        :mod:`pemc_stan.sampling.warm_start`) fills in what the user's
         arguments leave to CmdStan; when CmdStan fails from that start, the
         run is repeated from CmdStan's own.
 

@@ -33,10 +33,10 @@ from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.tempering import BetaBias
-from pemc_stan.methods.warm_start import WarmStart, base_metric
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
 from pemc_stan.sampling.model import Found, MethodModel
+from pemc_stan.sampling.warm_start import WarmStart, base_metric
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Where a method's NUTS run starts (pemc_stan.methods.warm_start)."""
+"""Where a method's NUTS run starts (pemc_stan.sampling.warm_start)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.coordinates import base_coordinates
-from pemc_stan.methods.warm_start import (
+from pemc_stan.sampling.warm_start import (
     LOGIT_UNIFORM_VARIANCE,
     WarmStart,
     base_metric,
