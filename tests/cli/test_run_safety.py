@@ -29,11 +29,17 @@ BIMODAL = ROOT / "models" / "bimodal_1d" / "bimodal_1d.stan"
 BIMODAL_DATA = ROOT / "models" / "bimodal_1d" / "bimodal_1d.data.json"
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as in a terminal: a test run launched in the background (``cmd &`` in a
+    non-interactive shell) ignores SIGINT, and a child inherits that and never sees it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], tmp: Path) -> subprocess.Popen[str]:
     env = dict(os.environ, TMPDIR=str(tmp))
     return subprocess.Popen([sys.executable, "-m", "pemc_stan", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_sigint)
 
 
 def _cmdline(pid: int) -> str:
