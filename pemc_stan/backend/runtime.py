@@ -15,8 +15,12 @@ Whatever is chosen is handed to cmdstanpy with ``cmdstanpy.set_cmdstan_path``
 calls, whether the installation is a real CmdStan or the compatible one.
 
 The compatible installation lives in ``<cache>/cmdstan-compat/<version>-<key>``
-where *key* hashes everything it is built from (httpstan's version and
-location, the C++ compiler, pemc-stan's C++ sources and makefile). A build
+where *key* hashes everything it is built from (httpstan's version and the
+content of its stanc, headers and libraries, the C++ compiler, pemc-stan's C++
+sources and makefile): not where httpstan is installed, so every virtualenv on
+the machine shares one build. The build uses its own copy of httpstan's files
+(``<cache>/httpstan/<digest>``, hard links where possible), so removing the
+virtualenv it came from breaks neither the runtime nor its models. A build
 takes a file lock, happens in a temporary sibling directory and is renamed into
 place only when complete, so concurrent processes never see a half-built
 installation; a directory without its completion stamp is removed and rebuilt.
@@ -342,11 +346,83 @@ def build_ingredients() -> dict[str, str]:
     return {
         "layout": _LAYOUT_VERSION,
         "httpstan_version": importlib.metadata.version("httpstan"),
-        "httpstan_dir": str(hdir),
+        "httpstan_content": _httpstan_content(hdir),
         "stan_version": _stan_version(hdir),
         "compiler": _compiler_identity(_compiler()),
         "sources_sha256": sources.hexdigest(),
     }
+
+
+#: What the runtime takes from the httpstan wheel.
+_HTTPSTAN_PARTS = ("include", "lib", "stanc")
+
+
+def _httpstan_content(hdir: Path) -> str:
+    """Digest of the content of the httpstan files the runtime is built from.
+
+    Read off the wheel's ``RECORD`` (the hash pip checked of every installed file),
+    so it costs no reading of the 180 MB of headers; without a ``RECORD`` (a
+    development install) the files' sizes and modification times stand in.
+    """
+    digest = hashlib.sha256()
+    wanted = tuple(f"httpstan/{part}" for part in _HTTPSTAN_PARTS)
+    try:
+        record = importlib.metadata.distribution("httpstan").read_text("RECORD")
+    except importlib.metadata.PackageNotFoundError:
+        record = None
+    if record:
+        lines = sorted(line for line in record.splitlines() if line.startswith(wanted))
+        digest.update("\n".join(lines).encode())
+        return "record:" + digest.hexdigest()
+    for part in _HTTPSTAN_PARTS:
+        base = hdir / part
+        files = sorted(base.rglob("*")) if base.is_dir() else [base]
+        for path in files:
+            if path.is_file():
+                info = path.stat()
+                digest.update(f"{path.relative_to(hdir)}|{info.st_size}|{info.st_mtime_ns}".encode())
+    return "stat:" + digest.hexdigest()
+
+
+def _httpstan_copy(ingredients: dict[str, str]) -> Path:
+    """The runtime's own copy of httpstan's stanc, headers and libraries.
+
+    Hard-linked from the installed wheel where the cache is on the same file
+    system (pip replaces files rather than rewriting them, so a link keeps the
+    content it was made with), copied otherwise. Made once per content digest,
+    in a temporary sibling renamed into place. Call it under the build lock.
+    """
+    root = cache_root() / "httpstan"
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"{ingredients['httpstan_version']}-{ingredients['httpstan_content'][-12:]}"
+    final = root / name
+    if (final / _STAMP).exists():
+        return final
+    hdir = httpstan_dir()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.copy-", dir=root))
+    try:
+        for part in _HTTPSTAN_PARTS:
+            source = hdir / part
+            if source.is_dir():
+                shutil.copytree(source, tmp / part, copy_function=_link_or_copy)
+            else:
+                _link_or_copy(str(source), str(tmp / part))
+        (tmp / _STAMP).write_text(json.dumps(ingredients, indent=1, sort_keys=True))
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+    return target
 
 
 def _extra_headers() -> list[str]:
@@ -480,7 +556,7 @@ def build_compatible(*, force: bool = False, show_progress: bool = False) -> Pat
 
 
 def _populate(target: Path, ingredients: dict[str, str]) -> None:
-    hdir = Path(ingredients["httpstan_dir"])
+    hdir = _httpstan_copy(ingredients)
     (target / "bin").mkdir()
     (target / "src" / "pch").mkdir(parents=True)
     makefile = (

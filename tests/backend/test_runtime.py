@@ -77,6 +77,42 @@ def test_ingredients_name_the_build(isolated: Path) -> None:
     assert runtime._build_name(upgraded) != name
 
 
+def test_every_virtualenv_shares_one_build(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build is named by httpstan's content, not by where it is installed."""
+    here = runtime._build_name(runtime.build_ingredients())
+    elsewhere = isolated / "another-venv" / "httpstan"
+    elsewhere.mkdir(parents=True)
+    real = runtime.httpstan_dir()
+    (elsewhere / "include").symlink_to(real / "include")
+    monkeypatch.setattr(runtime, "httpstan_dir", lambda: elsewhere)
+    ingredients = runtime.build_ingredients()
+    assert runtime._build_name(ingredients) == here
+    assert str(elsewhere) not in json.dumps(ingredients)
+
+
+def test_the_build_uses_its_own_copy_of_httpstan(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtime, "_run_make", _FakeMake())
+    final = runtime.build_compatible()
+    makefile = (final / "makefile").read_text()
+    copy = Path(next(
+        line.split(":=", 1)[1].strip() for line in makefile.splitlines()
+        if line.startswith("HTTPSTAN :=")
+    ))
+    assert copy.is_relative_to(isolated / "cache")
+    assert str(runtime.httpstan_dir()) not in makefile
+    real = runtime.httpstan_dir()
+    header = Path("stan/version.hpp")
+    assert (copy / "include" / header).read_bytes() == (real / "include" / header).read_bytes()
+    assert sorted(p.name for p in (copy / "lib").iterdir()) == sorted(
+        p.name for p in (real / "lib").iterdir()
+    )
+    assert (copy / "stanc").exists()
+
+
 class _FakeMake:
     """Stands in for `make build`: slow, counts calls, creates the outputs."""
 
