@@ -279,9 +279,12 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
     if case["kind"] == "multimodal":
         log_z = fit.log_z() or pemc_stan.evidence(fit, estimator="bridge", seed=args.seed)
     verdict = fit.check()
+    nuts = fit.nuts_counts()
     return {"seconds": seconds, "verdict": "ok" if verdict.ok else "suspect",
             "reasons": [str(r) for r in verdict.reasons],
             "sampling": fit.output_extras().settings.get("sampling", method),
+            "treedepth_share": nuts.max_treedepth_hits / max(nuts.transitions, 1),
+            "follow_up": fit.follow_up.describe() if fit.follow_up is not None else [],
             **measure(case, frame, log_z, fit_expectation(fit))}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -173,7 +174,10 @@ class FrameRun:
     """The parts of cmdstanpy.CmdStanMCMC the fits read, from columns of draws in chain order
     (the first ``n / chains`` values are chain 1's)."""
 
-    def __init__(self, frame: dict[str, np.ndarray], chains: int) -> None:
+    def __init__(self, frame: dict[str, np.ndarray], chains: int,
+                 max_depth: int | None = None) -> None:
+        if max_depth is not None:  # the run's max_treedepth, as the CSV header gives it
+            self.metadata = SimpleNamespace(cmdstan_config={"max_depth": max_depth})
         self.column_names = tuple(frame)
         n = len(next(iter(frame.values())))
         arr = np.stack([frame[c] for c in self.column_names], axis=1)  # (n, cols)

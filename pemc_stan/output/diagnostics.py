@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
-           "UNVISITED_SHARE_MIN", "Note"]
+           "UNVISITED_SHARE_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE", "treedepth_reason"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -191,6 +191,10 @@ def chains_disagree(estimates: NDArray[np.float64], std_errors: NDArray[np.float
 
 #: Share of transitions at ``max_treedepth`` above which the fits advise a deeper tree.
 TREEDEPTH_WARN_SHARE = 0.01
+#: Share above which the verdict is suspect: a tenth of the moves cut short is where a
+#: tempered run loses its moves between modes, which R-hat over four chains can miss
+#: (docs/validation.md, "Why the constants are what they are").
+TREEDEPTH_SUSPECT_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -274,3 +278,25 @@ def treedepth_advice(counts: TransitionCounts) -> str | None:
             "trajectories were cut short, so each iteration moves less than NUTS would have "
             f"let it. Pass max_treedepth={counts.max_treedepth + 2} (each extra level can "
             "double the cost of an iteration).")
+
+
+def treedepth_reason(counts: TransitionCounts) -> Reason | None:
+    """The verdict's ``max_treedepth`` reason, or None when at most
+    :data:`TREEDEPTH_SUSPECT_SHARE` of the transitions stopped at ``max_treedepth``.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if counts.max_treedepth is None or counts.transitions == 0:
+        return None
+    share = counts.max_treedepth_hits / counts.transitions
+    if not share > TREEDEPTH_SUSPECT_SHARE:
+        return None
+    return Reason(
+        "max_treedepth", f"{counts.max_treedepth_hits} of {counts.transitions} transitions "
+        f"({100 * share:.0f}%) stopped at max_treedepth={counts.max_treedepth}: their "
+        "trajectories were cut short, so the chains may not have crossed between modes or "
+        "reached a mode's far regions", f"pass max_treedepth={counts.max_treedepth + 2} "
+        "(each level can double an iteration's cost), or a larger budget so that the "
+        "follow-ups raise it")

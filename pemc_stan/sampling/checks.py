@@ -1,5 +1,6 @@
-"""The checks every method's fit is judged by: divergences, R-hat, ESS, the chains' agreement,
-the modes the search found and whether it stopped too soon."""
+"""The checks every method's fit is judged by: divergences, trajectories cut at the maximum
+tree depth, R-hat, ESS, the chains' agreement, the modes the search found and whether it
+stopped too soon."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pemc_stan.output.diagnostics import (
     UNVISITED_SHARE_MIN,
     Reason,
     chains_disagree,
+    treedepth_reason,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
         "divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
         f"({100 * share:.1f}%) diverged, so the extended target was not explored "
         "faithfully", "increase adapt_delta (e.g. 0.95)")
+    yield "max_treedepth", treedepth_reason(nuts)
     worst_rhat = (float("nan"), "")
     worst_ess: tuple[float, str, str] = (float("inf"), "", "")
     worst_chain = (0.0, "")

@@ -12,7 +12,9 @@ The remedies, in order (one per step):
 
 1. ``divergences`` → the next target acceptance of :data:`ADAPT_DELTA_STEPS`
    (a smaller step size; the warm-up runs again);
-2. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
+2. ``max_treedepth`` → the next tree depth of :data:`TREEDEPTH_STEPS` (its cost is
+   predicted with the cut transitions' share taking up to four times as long);
+3. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
    round trips of beta, rounds that disagree, modes the run did not visit) → twice
    the sampling iterations of the last run, unless the run's R-hat is one that the
    budget's draws cannot bring under the verdict's bound (:func:`longer_can_fix`): then
@@ -45,9 +47,9 @@ from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ADAPT_DELTA_STEPS", "Budget", "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp",
-           "FollowUpStep",
-           "follow_up", "longer_can_fix", "plan_step"]
+__all__ = ["ADAPT_DELTA_STEPS", "TREEDEPTH_STEPS", "Budget", "DEFAULT_BUDGET",
+           "LONGER_REASONS", "FollowUp", "FollowUpStep", "deeper_tree_cost", "follow_up",
+           "longer_can_fix", "plan_step"]
 
 #: The default budget: all runs together take at most this many times the first run's
 #: gradient evaluations.
@@ -55,6 +57,8 @@ DEFAULT_BUDGET = 4.0
 #: Target acceptance rates tried in turn after divergent transitions (CmdStan's default
 #: first).
 ADAPT_DELTA_STEPS = (0.8, 0.95, 0.99)
+#: Maximum tree depths tried in turn after trajectories were cut (CmdStan's default first).
+TREEDEPTH_STEPS = (10, 12, 14)
 #: A step's cost is predicted as the last run's gradients per iteration times its
 #: iterations, times this margin: a new round's base and step size change the cost per
 #: iteration (docs/validation.md, "Why the constants are what they are").
@@ -165,6 +169,22 @@ def longer_can_fix(rhat: float, factor: float) -> bool:
     return not rhat**2 - 1.0 > factor * (RHAT_MAX**2 - 1.0)
 
 
+def deeper_tree_cost(fit: ExtendedFit, levels: int) -> float:
+    """The predicted cost per iteration, relative to the last run's, of ``levels`` more
+    tree depth: the transitions cut at the old depth may take ``2**levels`` times as
+    long, the others are unchanged.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if levels <= 0:
+        return 1.0
+    nuts = fit.nuts_counts()
+    share = nuts.max_treedepth_hits / max(nuts.transitions, 1)
+    return 1.0 + share * (2.0**levels - 1.0)
+
+
 def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
               ) -> tuple[dict[str, Any], str, str] | None:
     """The next step's settings for a suspect verdict, or None without a mechanical remedy.
@@ -174,7 +194,7 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
     reasons
         The verdict's reasons.
     settings
-        The last run's ``adapt_delta`` and ``iter_sampling``.
+        The last run's ``adapt_delta``, ``max_treedepth`` and ``iter_sampling``.
 
     Returns
     -------
@@ -193,6 +213,13 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
         new = {**settings, "adapt_delta": higher[0]}
         return (new, f"adapt_delta {delta:g} -> {higher[0]:g}",
                 f"divergences ({by_name['divergences'].message})")
+    if "max_treedepth" in by_name:
+        depth = int(settings["max_treedepth"])
+        deeper = [d for d in TREEDEPTH_STEPS if d > depth]
+        if deeper:
+            return ({**settings, "max_treedepth": deeper[0]},
+                    f"max_treedepth {depth} -> {deeper[0]}",
+                    f"max_treedepth ({by_name['max_treedepth'].message})")
     longer = [by_name[n] for n in LONGER_REASONS if n in by_name]
     if not longer:
         return None
@@ -238,6 +265,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     record = FollowUp(factor, first, first, list(fit.split_steps))
     settings: dict[str, Any] = {
         "adapt_delta": cmdstanpy_kwargs.pop("adapt_delta", None) or ADAPT_DELTA_STEPS[0],
+        "max_treedepth": cmdstanpy_kwargs.pop("max_treedepth", None) or TREEDEPTH_STEPS[0],
         "iter_sampling": iter_sampling}
     last_cost = first
     k = 0
@@ -262,6 +290,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                         "can fix", change, rhat, factor)
             break
         scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
+        scale *= deeper_tree_cost(fit, new["max_treedepth"] - settings["max_treedepth"])
         predicted = int(PREDICTION_MARGIN * last_cost * scale)
         if record.spent + predicted > factor * first:
             record.steps.append(FollowUpStep(change, because, 0, "over budget: not run"))
@@ -275,7 +304,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 fit, iter_warmup, new["iter_sampling"],
                 None if seed is None else seed + 1000 * k,
                 None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
-                show_progress, adapt_delta=new["adapt_delta"], **cmdstanpy_kwargs)
+                show_progress, adapt_delta=new["adapt_delta"],
+                max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
 
         record.spent += last_cost

@@ -202,6 +202,21 @@ def test_a_good_ct_fit_is_ok(cmdstan_installation: Any) -> None:
 
 
 @pytest.mark.parametrize("method", ["ct", "pe"])
+def test_trajectories_cut_at_the_maximum_tree_depth_are_flagged_by_name(
+        method: str, cmdstan_installation: Any) -> None:
+    """With ``max_treedepth=1`` every NUTS transition of the extended target stops at the
+    limit: the verdict names it, with the deeper tree as the remedy (``budget=1``: no
+    follow-up takes it)."""
+    fit = pemc_stan.sample(NORMAL, NORMAL_DATA, method=method, split_modes="never",
+                           chains=2, iter_warmup=200, iter_sampling=200, seed=3, budget=1,
+                           max_treedepth=1)
+    verdict = fit.check()
+    assert "max_treedepth" in verdict.names(), verdict
+    (reason,) = [r for r in verdict.reasons if r.name == "max_treedepth"]
+    assert "stopped at max_treedepth=1" in reason.message and "max_treedepth=3" in reason.remedy
+
+
+@pytest.mark.parametrize("method", ["ct", "pe"])
 def test_a_tempered_run_after_a_search_that_may_have_missed_modes_is_flagged(
         method: str, cmdstan_installation: Any) -> None:
     """A tempered run reaches the modes its base covers, which are the modes the search

@@ -12,12 +12,20 @@ from typing import Any
 
 import pytest
 
-from pemc_stan.output.diagnostics import RHAT_MAX, Reason, Verdict
+from pemc_stan.output.diagnostics import (
+    RHAT_MAX,
+    Reason,
+    TransitionCounts,
+    Verdict,
+    treedepth_reason,
+)
 from pemc_stan.sampling.follow_up import (
     ADAPT_DELTA_STEPS,
     LONGER_REASONS,
+    TREEDEPTH_STEPS,
     Budget,
     FollowUp,
+    deeper_tree_cost,
     follow_up,
     longer_can_fix,
     plan_step,
@@ -202,3 +210,65 @@ def test_divergences_are_remedied_whatever_the_r_hat() -> None:
     first = FakeFit((DIVERGED, _disagree(2.5)), 1000, rhat=2.5)
     fit, model = _run(first, [FakeFit((), 1000)], 4.0)
     assert [c["adapt_delta"] for c in model.calls] == [0.95] and fit.check().ok
+
+
+CUT = Reason("max_treedepth", "300 of 1000 transitions (30%) stopped at max_treedepth=10",
+             "pass max_treedepth=12")
+
+
+def test_cut_trajectories_deepen_the_tree_in_steps_after_divergences() -> None:
+    settings = {"adapt_delta": 0.8, "max_treedepth": 10, "iter_sampling": 1000}
+    plan = plan_step((DIVERGED, CUT), settings)
+    assert plan is not None and plan[1] == "adapt_delta 0.8 -> 0.95"
+    for now, then in zip(TREEDEPTH_STEPS, TREEDEPTH_STEPS[1:], strict=False):
+        plan = plan_step((CUT, STUCK), {**settings, "max_treedepth": now})
+        assert plan is not None
+        assert plan[0] == {**settings, "max_treedepth": then}
+        assert plan[1] == f"max_treedepth {now} -> {then}" and "30%" in plan[2]
+    deepest = {**settings, "max_treedepth": TREEDEPTH_STEPS[-1]}
+    assert plan_step((CUT,), deepest) is None
+    # at the deepest tree, the other reasons' remedy is still taken
+    longer = plan_step((CUT, STUCK), deepest)
+    assert longer is not None and longer[1] == "iter_sampling 1000 -> 2000"
+
+
+@dataclass
+class CutFit(FakeFit):
+    """A fit whose given share of transitions stopped at the maximum tree depth."""
+
+    cut_share: float = 0.0
+
+    def nuts_counts(self) -> TransitionCounts:
+        n = 4 * self.iter_sampling
+        return TransitionCounts(n, 0, 10, int(round(self.cut_share * n)))
+
+
+def test_a_deeper_tree_is_run_when_its_predicted_cost_fits_the_budget() -> None:
+    first = CutFit((CUT,), 1000, cut_share=0.3)
+    fixed = CutFit((), 1000)
+    fit, model = _run(first, [fixed], 4.0)
+    assert fit is fixed and [c["max_treedepth"] for c in model.calls] == [12]
+    assert fit.follow_up.steps[0].change == "max_treedepth 10 -> 12"
+    # the prediction: 1 + 0.3 x (4 - 1) times the last run's cost per iteration
+    assert deeper_tree_cost(first, 2) == pytest.approx(1.9)
+    assert deeper_tree_cost(first, 0) == 1.0
+
+
+def test_a_deeper_tree_past_the_budget_is_not_run() -> None:
+    # every transition cut: up to 4 times the cost, 1.5 x 4 = 6 more first runs > 3 left
+    first = CutFit((CUT,), 1000, cut_share=1.0)
+    fit, model = _run(first, [CutFit((), 1000)], 4.0)
+    assert fit is first and model.calls == []
+    (step,) = fit.follow_up.steps
+    assert step.change == "max_treedepth 10 -> 12" and step.verdict.startswith("over budget")
+
+
+@pytest.mark.parametrize(("hits", "flagged"), [(0, False), (100, False), (101, True),
+                                               (520, True)])
+def test_the_verdict_names_cut_trajectories_past_a_tenth(hits: int, flagged: bool) -> None:
+    reason = treedepth_reason(TransitionCounts(1000, 0, 10, hits))
+    assert (reason is not None) == flagged
+    if reason is not None:
+        assert reason.name == "max_treedepth"
+        assert f"{hits} of 1000" in reason.message and "max_treedepth=12" in reason.remedy
+    assert treedepth_reason(TransitionCounts(1000, 0, None, 0)) is None

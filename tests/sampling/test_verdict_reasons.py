@@ -6,10 +6,10 @@ threshold doubled (or a check that never fires) fails one of the two, which
 ``test_a_doubled_threshold_is_caught`` checks for every reason by doubling the constant
 where the package reads it.
 
-Generic reasons (every method): ``divergences``, ``rhat``, ``ess``, ``chains_agree``, on a
-fit with one unweighted particle per draw.  Continuous tempering: ``weight_ess``,
-``base_moments``, ``beta_ends``, ``beta_round_trips``, ``log_z_chains``, ``unvisited_modes``,
-``pilot``, on exact
+Generic reasons (every method): ``divergences``, ``max_treedepth``, ``rhat``, ``ess``,
+``chains_agree``, on a fit with one unweighted particle per draw.  Continuous tempering:
+``weight_ess``, ``base_moments``, ``beta_ends``, ``beta_round_trips``, ``log_z_chains``,
+``unvisited_modes``, ``pilot``, on exact
 draws of the CT joint (``fakes.exact_ct_fit``; ``log_z_rounds`` is forced in
 ``continuous_tempering/test_fit.py``).  Pseudo-extended: ``density_failures``,
 ``beta_ends``, ``unvisited_modes``, ``pilot``.  Evidence on plain NUTS draws: ``rhat`` and
@@ -37,17 +37,20 @@ from pemc_stan.sampling.fit import ExtendedFit
 ONE_PARAMETER = "parameters { real mu; } model { mu ~ normal(0, 1); }"
 
 
-def _generic_fit(values: np.ndarray, divergent_share: float = 0.0) -> ExtendedFit:
-    """A fit with one unweighted particle per draw: ``values`` (chains, draws) of ``mu``."""
+def _generic_fit(values: np.ndarray, divergent_share: float = 0.0,
+                 cut_share: float = 0.0) -> ExtendedFit:
+    """A fit with one unweighted particle per draw: ``values`` (chains, draws) of ``mu``,
+    run with ``max_treedepth=10``, ``cut_share`` of its transitions stopped there."""
     chains, n = values.shape
     rng = np.random.default_rng(5)
     divergent = np.zeros(chains * n)
     divergent[rng.choice(chains * n, int(round(divergent_share * chains * n)),
                          replace=False)] = 1.0
-    frame = {"divergent__": divergent, "treedepth__": np.full(chains * n, 3.0),
-             "mu": values.reshape(-1)}
+    depth = np.full(chains * n, 3.0)
+    depth[rng.choice(chains * n, int(round(cut_share * chains * n)), replace=False)] = 10.0
+    frame = {"divergent__": divergent, "treedepth__": depth, "mu": values.reshape(-1)}
     result = pemc_stan.transform_result(ONE_PARAMETER, method="ct")
-    return ExtendedFit(FrameRun(frame, chains), result, seed=5)
+    return ExtendedFit(FrameRun(frame, chains, max_depth=10), result, seed=5)
 
 
 def _iid(chains: int = 4, n: int = 1000, seed: int = 1) -> np.ndarray:
@@ -160,6 +163,9 @@ CASES = [
     # divergent share 1.5% and 0.5% (threshold 1%)
     Case("divergences", lambda: _generic_fit(_iid(), 0.015),
          lambda: _generic_fit(_iid(), 0.005), "DIVERGENT_SHARE_MAX"),
+    # 15% and 7% of the transitions stopped at max_treedepth (threshold 10%)
+    Case("max_treedepth", lambda: _generic_fit(_iid(), cut_share=0.15),
+         lambda: _generic_fit(_iid(), cut_share=0.07), "TREEDEPTH_SUSPECT_SHARE"),
     # R-hat 1.069 (threshold 1.05) and 1.00
     Case("rhat", lambda: _generic_fit(_shifted([-0.35, -0.35, 0.35, 0.35])),
          lambda: _generic_fit(_iid()), "RHAT_MAX"),
