@@ -67,6 +67,27 @@ Cases (kinds the shared suite lacks):
     enumeration, one million draws from the mixture, importance sampling of log Z from the Stan
     density as written (``log_density``) with a wider, re-weighted mixture as proposal, and
     that log density minus the normalised mixture's equals log Z at every sampled point.
+``heavy_tail_pair_2d``
+    A heavy-tailed mode beside a narrow one: weight 0.7 on independent Student-t (5 degrees of
+    freedom: the fewest for which a variance has a Monte-Carlo error) coordinates centred at
+    (-2, -2) with scale 1.2, weight 0.3 on N((3, 3), 0.3^2 I). Normalised, log Z = 0; means,
+    sds (a t_5 coordinate has variance 5/3 scale^2) and P(x[1] < 0) are closed form (t and
+    normal CDFs). Check: one million draws of the mixture; log Z by
+    importance sampling from a wider Cauchy mixture.
+``overlap_triple_2d``
+    Three overlapping correlated Gaussian components on R^2 (weights 0.5, 0.3, 0.2; means
+    (-1.5, 0), (0.5, 1), (2, -0.5)), close enough that their densities touch: neither separated
+    modes nor one. Normalised; moments and P(x[1] < 0) are closed form. Check: one million
+    draws; log Z by importance sampling from a wide Gaussian.
+``hier_bimodal_8``
+    A hierarchical normal model with a bimodal population mean: mu ~ 0.5 N(-2, 0.7) +
+    0.5 N(2, 0.7), theta[j] ~ N(mu, tau), y[j] ~ N(theta[j], sigma[j]) for eight groups with
+    tau = 1 and sigma = 3: the data weigh the two signs of mu unequally, so the posterior has two
+    touching modes in nine dimensions. Exact: y | component k is Gaussian
+    (N(m_k 1, diag(tau^2 + sigma^2) + s_k^2 11')), which gives log Z and the posterior
+    component weights; mu | y, k and theta[j] | mu, y are Gaussian, so every mean and sd is
+    closed form. Check: one million draws of (k, mu, theta) from the exact posterior, and log Z
+    by importance sampling of mu (theta integrated out).
 """
 
 from __future__ import annotations
@@ -525,9 +546,199 @@ def boltzmann_10() -> Checks:
     return checks
 
 
+# ----------------------------------------------------------------- heavy_tail_pair_2d
+
+HEAVY_TAIL_MODEL = """\
+// A heavy-tailed mode beside a narrow one: 0.7 x independent student_t(5, -2, 1.2)
+// coordinates, 0.3 x normal((3, 3), 0.3). Normalised: log Z = 0.
+parameters {
+  vector[2] x;
+}
+model {
+  target += log_mix(0.7, student_t_lpdf(x | 5, -2, 1.2), normal_lpdf(x | 3, 0.3));
+}
+"""
+
+
+def heavy_tail_pair_2d() -> Checks:
+    """A Student-t mode beside a narrow Gaussian; closed form."""
+    from scipy.stats import t as student_t
+
+    w, nu, m1, s1, m2, s2 = 0.7, 5.0, -2.0, 1.2, 3.0, 0.3
+    mean = w * m1 + (1 - w) * m2
+    second = w * (s1**2 * nu / (nu - 2) + m1**2) + (1 - w) * (s2**2 + m2**2)
+    sd = math.sqrt(second - mean**2)
+    p_neg = float(w * student_t.cdf(-m1 / s1, nu) + (1 - w) * norm.cdf(-m2 / s2))
+    truth = {"log_z": 0.0, "mean": {"x[1]": mean, "x[2]": mean},
+             "sd": {"x[1]": sd, "x[2]": sd}, "prob": {"x[1] < 0": p_neg}}
+    write_case("heavy_tail_pair_2d", HEAVY_TAIL_MODEL, {}, truth)
+
+    rng = np.random.default_rng(23)
+    first = rng.random(N_MC) < w
+    x = np.where(first[:, None], m1 + s1 * rng.standard_t(nu, (N_MC, 2)),
+                 rng.normal(m2, s2, (N_MC, 2)))
+
+    def log_target(v: np.ndarray) -> np.ndarray:
+        return np.logaddexp(math.log(w) + student_t.logpdf(v, nu, m1, s1).sum(axis=1),
+                            math.log(1 - w) + norm.logpdf(v, m2, s2).sum(axis=1))
+
+    # log Z by importance sampling from a Cauchy mixture wider than both components
+    pick = rng.random(N_MC) < 0.6
+    centre = np.where(pick[:, None], m1, m2)
+    xq = centre + np.where(pick[:, None], 1.8, 0.6) * rng.standard_cauchy((N_MC, 2))
+    log_q = np.logaddexp(math.log(0.6) + student_t.logpdf(xq, 1, m1, 1.8).sum(axis=1),
+                         math.log(0.4) + student_t.logpdf(xq, 1, m2, 0.6).sum(axis=1))
+    log_iw = log_target(xq) - log_q
+    iw = np.exp(log_iw - log_iw.max())
+    return [("log_z (importance sampling)", 0.0, float(logsumexp(log_iw) - math.log(N_MC)),
+             float(iw.std() / iw.mean() / math.sqrt(N_MC))),
+            _mc("mean x[1]", mean, x[:, 0]), _mc("sd x[1]", sd, x[:, 0], "sd"),
+            _mc("mean x[2]", mean, x[:, 1]), _mc("P(x[1] < 0)", p_neg, (x[:, 0] < 0).astype(float))]
+
+
+# ----------------------------------------------------------------- overlap_triple_2d
+
+OVERLAP_MODEL = """\
+// Three overlapping correlated Gaussian components on R^2 whose densities touch.
+// Normalised: log Z = 0.
+data {
+  int<lower=1> K;
+  simplex[K] w;
+  array[K] vector[2] m;
+  array[K] cov_matrix[2] S;
+}
+parameters {
+  vector[2] x;
+}
+model {
+  vector[K] lp;
+  for (k in 1:K) {
+    lp[k] = log(w[k]) + multi_normal_lpdf(x | m[k], S[k]);
+  }
+  target += log_sum_exp(lp);
+}
+"""
+OVERLAP_W = [0.5, 0.3, 0.2]
+OVERLAP_M = [[-1.5, 0.0], [0.5, 1.0], [2.0, -0.5]]
+OVERLAP_S = [[[0.5, 0.3], [0.3, 0.6]], [[0.3, -0.1], [-0.1, 0.4]], [[0.8, 0.0], [0.0, 0.2]]]
+
+
+def overlap_triple_2d() -> Checks:
+    """Three touching Gaussian components; closed form."""
+    from scipy.stats import multivariate_normal as mvn
+
+    w, m, cov = np.array(OVERLAP_W), np.array(OVERLAP_M), np.array(OVERLAP_S)
+    mean = w @ m
+    second = sum(w[k] * (cov[k] + np.outer(m[k], m[k])) for k in range(3))
+    sd = np.sqrt(np.diag(second - np.outer(mean, mean)))
+    p_neg = float(sum(w[k] * norm.cdf(-m[k, 0] / math.sqrt(cov[k, 0, 0])) for k in range(3)))
+    truth = {"log_z": 0.0, "mean": {"x[1]": float(mean[0]), "x[2]": float(mean[1])},
+             "sd": {"x[1]": float(sd[0]), "x[2]": float(sd[1])}, "prob": {"x[1] < 0": p_neg}}
+    data = {"K": 3, "w": OVERLAP_W, "m": OVERLAP_M, "S": OVERLAP_S}
+    write_case("overlap_triple_2d", OVERLAP_MODEL, data, truth)
+
+    rng = np.random.default_rng(31)
+    k = rng.choice(3, N_MC, p=w)
+    x = np.empty((N_MC, 2))
+    for j in range(3):
+        x[k == j] = rng.multivariate_normal(m[j], cov[j], int(np.sum(k == j)))
+    xq = rng.multivariate_normal(mean, 4 * np.cov(x.T), N_MC)
+    log_target = logsumexp([math.log(w[j]) + mvn(m[j], cov[j]).logpdf(xq) for j in range(3)],
+                           axis=0)
+    log_iw = log_target - mvn(mean, 4 * np.cov(x.T)).logpdf(xq)
+    iw = np.exp(log_iw - log_iw.max())
+    return [("log_z (importance sampling)", 0.0, float(logsumexp(log_iw) - math.log(N_MC)),
+             float(iw.std() / iw.mean() / math.sqrt(N_MC))),
+            _mc("mean x[1]", float(mean[0]), x[:, 0]), _mc("sd x[1]", float(sd[0]), x[:, 0], "sd"),
+            _mc("mean x[2]", float(mean[1]), x[:, 1]), _mc("sd x[2]", float(sd[1]), x[:, 1], "sd"),
+            _mc("P(x[1] < 0)", p_neg, (x[:, 0] < 0).astype(float))]
+
+
+# -------------------------------------------------------------------- hier_bimodal_8
+
+HIER_MODEL = """\
+// A hierarchical normal model whose population mean has a bimodal prior: the eight groups'
+// data weigh the two signs of mu unequally, and the posterior has two touching modes.
+data {
+  int<lower=1> J;
+  vector[J] y;
+  vector<lower=0>[J] sigma;
+  real<lower=0> tau;
+}
+parameters {
+  real mu;
+  vector[J] theta;
+}
+model {
+  target += log_mix(0.5, normal_lpdf(mu | -2, 0.7), normal_lpdf(mu | 2, 0.7));
+  theta ~ normal(mu, tau);
+  y ~ normal(theta, sigma);
+}
+"""
+HIER_Y = [1.8, -2.4, 3.1, 0.4, -0.9, 2.2, 4.0, -1.5]
+HIER_SIGMA, HIER_TAU, HIER_PRIOR = 3.0, 1.0, ((-2.0, 0.7), (2.0, 0.7))
+
+
+def _hier_posterior() -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """log Z, the components' posterior weights, and mu's posterior mean and sd in each."""
+    from scipy.stats import multivariate_normal as mvn
+
+    y = np.array(HIER_Y)
+    n = y.size
+    v = HIER_SIGMA**2 + HIER_TAU**2  # y[j] | mu ~ N(mu, v)
+    log_parts, means, sds = [], [], []
+    for m0, s0 in HIER_PRIOR:
+        cov = v * np.eye(n) + s0**2 * np.ones((n, n))
+        log_parts.append(math.log(0.5) + float(mvn(m0 * np.ones(n), cov).logpdf(y)))
+        prec = 1 / s0**2 + n / v
+        means.append((m0 / s0**2 + y.sum() / v) / prec)
+        sds.append(math.sqrt(1 / prec))
+    log_z = float(logsumexp(log_parts))
+    return log_z, np.exp(np.array(log_parts) - log_z), np.array(means), np.array(sds)
+
+
+def hier_bimodal_8() -> Checks:
+    """Bimodal population mean in a hierarchical normal model; closed form."""
+    log_z, pk, mk, sk = _hier_posterior()
+    y = np.array(HIER_Y)
+    # theta[j] | mu, y ~ N(a y[j] + b mu, s^2)
+    prec = 1 / HIER_SIGMA**2 + 1 / HIER_TAU**2
+    a, b, s_theta = (1 / HIER_SIGMA**2) / prec, (1 / HIER_TAU**2) / prec, math.sqrt(1 / prec)
+    e_mu = float(pk @ mk)
+    var_mu = float(pk @ (sk**2 + mk**2) - e_mu**2)
+    mean = {"mu": e_mu}
+    sd = {"mu": math.sqrt(var_mu)}
+    for j in (1, 3, 7):
+        mean[f"theta[{j}]"] = float(a * y[j - 1] + b * e_mu)
+        sd[f"theta[{j}]"] = math.sqrt(s_theta**2 + b**2 * var_mu)
+    p_neg = float(pk @ norm.cdf(-mk / sk))
+    truth = {"log_z": log_z, "mean": mean, "sd": sd, "prob": {"mu < 0": p_neg}}
+    data = {"J": len(HIER_Y), "y": HIER_Y, "sigma": [HIER_SIGMA] * len(HIER_Y), "tau": HIER_TAU}
+    write_case("hier_bimodal_8", HIER_MODEL, data, truth)
+
+    rng = np.random.default_rng(8)
+    k = rng.random(N_MC) < pk[1]
+    mu = np.where(k, rng.normal(mk[1], sk[1], N_MC), rng.normal(mk[0], sk[0], N_MC))
+    theta3 = a * y[2] + b * mu + s_theta * rng.standard_normal(N_MC)
+    # log Z: mu importance-sampled from a wide normal, theta integrated out exactly
+    v = HIER_SIGMA**2 + HIER_TAU**2
+    mq = rng.normal(0.0, 3.0, N_MC)
+    log_prior = np.logaddexp(*(math.log(0.5) + norm.logpdf(mq, m0, s0) for m0, s0 in HIER_PRIOR))
+    log_lik = norm.logpdf(y[:, None], mq[None, :], math.sqrt(v)).sum(axis=0)
+    log_iw = log_prior + log_lik - norm.logpdf(mq, 0.0, 3.0)
+    iw = np.exp(log_iw - log_iw.max())
+    return [("log_z (importance sampling)", log_z, float(logsumexp(log_iw) - math.log(N_MC)),
+             float(iw.std() / iw.mean() / math.sqrt(N_MC))),
+            _mc("mean mu", e_mu, mu), _mc("sd mu", math.sqrt(var_mu), mu, "sd"),
+            _mc("mean theta[3]", mean["theta[3]"], theta3),
+            _mc("sd theta[3]", sd["theta[3]"], theta3, "sd"),
+            _mc("P(mu < 0)", p_neg, (mu < 0).astype(float))]
+
+
 CASES = {"square_sign": square_sign, "exchangeable_3": exchangeable_3,
          "separated_20d": separated_20d, "spike_slab_5": spike_slab_5,
-         "boltzmann_10": boltzmann_10}
+         "boltzmann_10": boltzmann_10, "heavy_tail_pair_2d": heavy_tail_pair_2d,
+         "overlap_triple_2d": overlap_triple_2d, "hier_bimodal_8": hier_bimodal_8}
 
 
 def main(argv: list[str] | None = None) -> None:
