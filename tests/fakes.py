@@ -223,11 +223,11 @@ SPLIT_PROGRAM = "parameters { real x; } model { x ~ normal(0, 10); }"
 
 def split_fit(log_z: list[float], log_z_se: list[float], means: list[float],
               sds: list[float], chain_groups: list[int], n_draws: int = 2000,
-              seed: int = 5) -> ModeSplitFit:
+              seed: int = 5, divergent: int = 0) -> ModeSplitFit:
     """A mode split of :data:`SPLIT_PROGRAM` on i.i.d. draws: chain ``c`` holds ``n_draws``
     draws of N(``means[g]``, ``sds[g]``^2), ``g = chain_groups[c]``, and group ``g``'s bridge
     mass is ``log_z[g]`` with standard error ``log_z_se[g]`` (one mode per group, every
-    draw in its group's cell)."""
+    draw in its group's cell); the first ``divergent`` transitions diverged."""
     from pemc_stan.estimators.log_z import EvidenceEstimate
 
     rng = np.random.default_rng(seed)
@@ -238,7 +238,9 @@ def split_fit(log_z: list[float], log_z_se: list[float], means: list[float],
     search = ModeSearch((2.0,), k, k, 8, "a test's modes", shares,
                         np.asarray(means, dtype=float)[:, None], shares)
     masses = [EvidenceEstimate(lz, se, "bridge") for lz, se in zip(log_z, log_z_se, strict=True)]
-    return ModeSplitFit(FrameRun({"x": x.reshape(-1)}, len(groups)),
+    flags = np.zeros(x.size)
+    flags[:divergent] = 1.0
+    return ModeSplitFit(FrameRun({"divergent__": flags, "x": x.reshape(-1)}, len(groups)),
                         transform_result(SPLIT_PROGRAM, method="ct"), groups=groups,
                         mode_log_z=masses, search=search,
                         cells=np.repeat(groups[:, None], n_draws, axis=1),

@@ -71,7 +71,12 @@ from pemc_stan.modes.wide import (
 )
 from pemc_stan.output.diagnostics import RHAT_MAX, Note
 from pemc_stan.sampling.fit import leapfrog_gradients
-from pemc_stan.sampling.follow_up import Budget, FollowUpStep, longer_can_fix
+from pemc_stan.sampling.follow_up import (
+    ADAPT_DELTA_STEPS,
+    Budget,
+    FollowUpStep,
+    longer_can_fix,
+)
 from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
@@ -92,9 +97,13 @@ MAX_SPLIT_MODES = 24
 #: "Why the constants are what they are").
 MAX_EXTENSIONS = 2
 #: A split refused only for these reasons (slow mixing within a group of modes) runs once
-#: more, twice as long, from where its chains ended (:func:`_run_longer`), when the
+#: more, twice as long, from where its chains ended (:func:`_remedied`), when the
 #: follow-up budget allows.
 SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree")
+#: Predicted cost, in first runs, of the split run again at the next ``adapt_delta``: the
+#: smaller step made an iteration 1.4-1.55 times as long on a banana-shaped mode
+#: (docs/validation.md, "Why the constants are what they are").
+ADAPT_DELTA_COST = 1.5
 
 
 class SplitOutcome:
@@ -276,14 +285,81 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
                                iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
                                output_dir=output_dir, show_progress=show_progress,
                                budget=budget, kwargs=cmdstanpy_kwargs, extend=extend - 1)
-    if outcome.fit is not None or not outcome.names \
-            or not set(outcome.names) <= set(SPLIT_LONGER_REASONS) \
-            or not longer_can_fix(outcome.rhat, budget.factor) \
-            or not _longer_allowed(budget, iter_warmup, iter_sampling, spent=spent):
+    return _remedied(model, coords, search, run, outcome, budget=budget, spent=spent,
+                     iter_warmup=iter_warmup, iter_sampling=iter_sampling, seed=seed,
+                     output_dir=output_dir, show_progress=show_progress, kwargs=kwargs)
+
+
+def _next_step(outcome: SplitOutcome, budget: Budget, spent: float, unit: float,
+               iter_warmup: int, iter_sampling: int, adapt_delta: float
+               ) -> tuple[str, float, int, float] | None:
+    """The remedy of a split refused only for what a new run of it can fix, within the
+    budget: ``(change, adapt_delta, iter_sampling, predicted cost in first runs)``;
+    ``unit`` is the refused run's predicted cost in first runs, ``spent`` what the runs
+    after the first took.
+
+    Divergences first (a higher ``adapt_delta``: the chains must reach all of each mode
+    before their mixing is judged), then slow mixing within a group (twice the draws,
+    when by :func:`longer_can_fix` the budget's draws can fix the R-hat).  None when
+    the refusal names anything else or the budget does not allow the step.
+    """
+    names = set(outcome.names)
+    if outcome.fit is not None or not names \
+            or not names <= {"divergences", *SPLIT_LONGER_REASONS}:
+        return None
+    if "divergences" in names:
+        higher = [d for d in ADAPT_DELTA_STEPS if d > adapt_delta + 1e-9]
+        cost = unit * ADAPT_DELTA_COST
+        if not higher or not budget.allows(cost, spent):
+            return None
+        return (f"adapt_delta {adapt_delta:g} -> {higher[0]:g} (mode split)", higher[0],
+                iter_sampling, cost)
+    cost = unit * (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
+    if not longer_can_fix(outcome.rhat, budget.factor) or not budget.allows(cost, spent):
+        return None
+    return (f"iter_sampling {iter_sampling} -> {2 * iter_sampling} (mode split)", adapt_delta,
+            2 * iter_sampling, cost)
+
+
+def _remedied(model: MethodModel, coords: Any, search: ModeSearch,
+              run: cmdstanpy.CmdStanMCMC, outcome: SplitOutcome, *, budget: Budget,
+              spent: float, iter_warmup: int, iter_sampling: int, seed: int | None,
+              output_dir: str | os.PathLike[str] | None, show_progress: bool,
+              kwargs: dict[str, Any], steps: tuple[FollowUpStep, ...] = (),
+              unit: float = 1.0) -> SplitOutcome:
+    """The split run again, every chain from its last draw, while its refusal has a
+    remedy the budget allows (:func:`_next_step`); the last run alone is judged, and the
+    steps are recorded (:attr:`ModeSplitFit.split_steps`)."""
+    adapt_delta = float(kwargs.get("adapt_delta") or ADAPT_DELTA_STEPS[0])
+    step = _next_step(outcome, budget, spent, unit, iter_warmup, iter_sampling, adapt_delta)
+    if step is None:
         return outcome
-    return _run_longer(model, coords, search, run, outcome, iter_warmup=iter_warmup,
-                       iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
-                       show_progress=show_progress, kwargs=kwargs)
+    change, delta, draws, cost = step
+    k = len(steps) + 1
+    logger.info("mode split: run again with %s after %s", change, outcome.why)
+    again = _run(model, f"mode split: {change}, every chain from its last draw",
+                 _last_draws(run, list(model.program.parameter_names)), run.chains,
+                 iter_warmup, draws, None if seed is None else seed + k,
+                 None if output_dir is None else os.path.join(output_dir, f"split_again_{k}"),
+                 show_progress, {**kwargs, "adapt_delta": delta})
+    if isinstance(again, SplitOutcome):
+        return SplitOutcome(why=f"{outcome.why}; {change}: {again.why}", tried=True)
+    judged = _judge(model, coords, search, again, None if seed is None else seed + k)
+    done = (*steps, FollowUpStep(change, outcome.why, _earlier_gradients(again),
+                                 "ok" if judged.fit is not None else "suspect"))
+    if judged.fit is None:
+        judged = _remedied(model, coords, search, again, judged, budget=budget,
+                           spent=spent + cost, iter_warmup=iter_warmup, iter_sampling=draws,
+                           seed=seed, output_dir=output_dir, show_progress=show_progress,
+                           kwargs={**kwargs, "adapt_delta": delta}, steps=done, unit=cost)
+        if judged.fit is None:
+            return SplitOutcome(why=f"{outcome.why}; after {change}: {judged.why}",
+                                tried=True, names=judged.names)
+        judged.fit.earlier_gradients += _earlier_gradients(run)
+        return judged
+    judged.fit.split_steps = list(done)
+    judged.fit.earlier_gradients = _earlier_gradients(run)
+    return judged
 
 
 def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, chains: int,
@@ -304,47 +380,11 @@ def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, 
                                 tried=True)
 
 
-def _longer_allowed(budget: Budget, iter_warmup: int, iter_sampling: int,
-                    spent: float = 0.0) -> bool:
-    """Whether the budget allows the split's longer run (twice the draws)."""
-    scale = (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
-    return budget.allows(scale, spent)
-
-
 def _last_draws(run: cmdstanpy.CmdStanMCMC, names: list[str]) -> list[Mapping[str, Any]]:
     """Each chain's last draw (constrained values), as initial values."""
     last = {k: v[:, -1] for k, v in
             _group_draws(run, names, np.ones(run.chains, dtype=bool)).items()}
     return [{k: v[c].tolist() for k, v in last.items()} for c in range(run.chains)]
-
-
-def _run_longer(model: MethodModel, coords: Any, search: ModeSearch,
-                run: cmdstanpy.CmdStanMCMC, first: SplitOutcome, *, iter_warmup: int,
-                iter_sampling: int, seed: int | None,
-                output_dir: str | os.PathLike[str] | None, show_progress: bool,
-                kwargs: dict[str, Any]) -> SplitOutcome:
-    """The split run once more, twice as long, every chain from its last draw, when its
-    verdict names only slow mixing within groups (:data:`SPLIT_LONGER_REASONS`: two close
-    modes a group's chains move between slowly are better run longer than tempered).
-    The longer run alone is judged, and the step is recorded
-    (:attr:`ModeSplitFit.split_steps`)."""
-    change = f"iter_sampling {iter_sampling} -> {2 * iter_sampling} (mode split)"
-    logger.info("mode split: run again with %s after %s", change, first.why)
-    again = _run(model, f"mode split: {change}, every chain from its last draw",
-                 _last_draws(run, list(model.program.parameter_names)), run.chains,
-                 iter_warmup, 2 * iter_sampling, None if seed is None else seed + 1,
-                 None if output_dir is None else os.path.join(output_dir, "split_longer"),
-                 show_progress, kwargs)
-    if isinstance(again, SplitOutcome):
-        return SplitOutcome(why=f"{first.why}; {change}: {again.why}", tried=True)
-    second = _judge(model, coords, search, again, None if seed is None else seed + 1)
-    if second.fit is None:
-        return SplitOutcome(why=f"{first.why}; after {change}: {second.why}", tried=True,
-                            names=second.names)
-    second.fit.split_steps = [FollowUpStep(change, first.why, second.fit.run_gradients(),
-                                           "ok")]
-    second.fit.earlier_gradients = _earlier_gradients(run)
-    return second
 
 
 def _earlier_gradients(run: cmdstanpy.CmdStanMCMC) -> int:

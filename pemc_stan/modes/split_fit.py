@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import cmdstanpy
 import numpy as np
@@ -77,6 +77,10 @@ class ModeSplitFit(ExtendedFit):
     """
 
     resampling = "pooled"
+    #: Plain NUTS on the user's model: any divergence is suspect, as Stan warns (on a
+    #: banana-shaped mode, 0.14% of the transitions diverged and the chains missed its
+    #: arms: docs/validation.md, "A mode's missed region").
+    any_divergence: ClassVar[bool] = True
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: Any, *, groups: NDArray[np.intp],
                  mode_log_z: list[EvidenceEstimate], search: ModeSearch,
@@ -93,7 +97,7 @@ class ModeSplitFit(ExtendedFit):
         self.members = [list(m) for m in members]
         self.outside = np.asarray(outside, dtype=float)
         #: Steps the split took before it was accepted (its longer run,
-        #: :func:`~pemc_stan.modes.split._run_longer`), shown with the follow-up's.
+        #: :func:`~pemc_stan.modes.split._remedied`), shown with the follow-up's.
         self.split_steps: list[Any] = []
         #: Gradient evaluations of the split's runs before this one (its refused
         #: first run, when it ran longer).
@@ -106,7 +110,7 @@ class ModeSplitFit(ExtendedFit):
 
     def gradients(self) -> int:
         """Gradient evaluations of this run and of the split's refused run before it
-        (:func:`~pemc_stan.modes.split._run_longer`).
+        (:func:`~pemc_stan.modes.split._remedied`).
 
         Raises
         ------

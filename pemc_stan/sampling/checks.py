@@ -92,10 +92,13 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
     nuts = fit.nuts_counts()
     share = nuts.divergences / max(nuts.transitions, 1)
-    yield "divergences", None if share <= DIVERGENT_SHARE_MAX else Reason(
-        "divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
-        f"({100 * share:.1f}%) diverged, so the extended target was not explored "
-        "faithfully", "increase adapt_delta (e.g. 0.95)")
+    yield "divergences", None if share <= (0.0 if fit.any_divergence else DIVERGENT_SHARE_MAX) \
+        else Reason("divergences", f"{nuts.divergences} of {nuts.transitions} transitions "
+                    f"({100 * share:.2g}%) diverged: " + (
+                        "NUTS could not enter part of the model (a narrow or curved "
+                        "region of a mode), so the draws may miss it" if fit.any_divergence
+                        else "the extended target was not explored faithfully"),
+                    "increase adapt_delta (e.g. 0.95), or reparameterise the model")
     yield "max_treedepth", treedepth_reason(nuts)
     worst_rhat = (float("nan"), "")
     worst_ess: tuple[float, str, str] = (float("inf"), "", "")

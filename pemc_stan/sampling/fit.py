@@ -141,9 +141,8 @@ class ExtendedFit:
     resampling: ClassVar[Literal["within_draw", "pooled"]] = "within_draw"
     #: The follow-up record (set per fit by ``sample``; None when it made none).
     follow_up: Any = None
-    #: Steps the run took before its follow-ups (the mode split's longer run or second
-    #: search, :class:`~pemc_stan.sampling.follow_up.FollowUpStep`); the record lists them
-    #: first.
+    #: Steps taken before the follow-ups (the mode split's runs again, second search:
+    #: :class:`~pemc_stan.sampling.follow_up.FollowUpStep`), listed first.
     split_steps: Sequence[Any] = ()
     #: The seed of the whole call that made the fit (given or drawn; set by
     #: :func:`pemc_stan.pipeline.run`).  ``seed`` is this run's own: a bootstrap
@@ -152,9 +151,10 @@ class ExtendedFit:
     #: How widely the pilot searched for modes (:class:`~pemc_stan.modes.search.ModeSearch`;
     #: set per fit by methods with a search, None otherwise).
     search: Any = None
-    #: Reasons that do not make the verdict suspect when they are its only ones (they stay
-    #: in the diagnostics).
+    #: Reasons that alone do not make the verdict suspect (they stay in the diagnostics).
     minor_reasons: ClassVar[frozenset[str]] = frozenset()
+    #: Any divergence is suspect (NUTS on the user's model), else past DIVERGENT_SHARE_MAX.
+    any_divergence: ClassVar[bool] = False
     #: The suspect verdict :meth:`summary` warned about (set per fit; it warns once).
     _suspect_warned: str | None = None
 

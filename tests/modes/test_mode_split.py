@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -156,17 +158,48 @@ def test_importance_error_is_the_weights_relative_standard_error() -> None:
     assert se == pytest.approx(np.sqrt(2.0 / 3.0) / 2.0 / 2.0)
 
 
+def _refused(*names: str, rhat: float = float("nan")) -> Any:
+    from pemc_stan.modes.split import SplitOutcome
+
+    outcome = SplitOutcome(why="refused", tried=True, names=names)
+    outcome.rhat = rhat
+    return outcome
+
+
 def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
-    from pemc_stan.modes.split import _longer_allowed
+    from pemc_stan.modes.split import _next_step
     from pemc_stan.sampling.follow_up import DEFAULT_BUDGET, PREDICTION_MARGIN, Budget
 
     # 1000 warm-up + 2000 draws after 1000 + 1000: 1.5 times the cost, with the margin
     need = 1.0 + PREDICTION_MARGIN * 1.5
     assert DEFAULT_BUDGET >= need
-    assert _longer_allowed(Budget(), 1000, 1000)
-    assert _longer_allowed(Budget(need), 1000, 1000)
-    assert not _longer_allowed(Budget(need - 0.01), 1000, 1000)
-    assert not _longer_allowed(Budget(1.0), 1000, 1000)
+    slow = _refused("rhat", rhat=1.08)
+    for budget, runs in ((Budget(), True), (Budget(need), True),
+                         (Budget(need - 0.01), False), (Budget(1.0), False)):
+        step = _next_step(slow, budget, 0.0, 1.0, 1000, 1000, 0.8)
+        assert (step is not None) == runs, budget
+    assert _next_step(slow, Budget(), 0.0, 1.0, 1000, 1000, 0.8) == (
+        "iter_sampling 1000 -> 2000 (mode split)", 0.8, 2000, 1.5)
+    # an R-hat no budget's draws can fix, or a reason no new run fixes: nothing is run
+    assert _next_step(_refused("rhat", rhat=3.0), Budget(), 0.0, 1.0, 1000, 1000, 0.8) is None
+    assert _next_step(_refused("rhat", "mode_wide_mass"), Budget(), 0.0, 1.0, 1000, 1000,
+                      0.8) is None
+
+
+def test_a_split_that_diverged_runs_again_with_a_smaller_step_first() -> None:
+    """Divergences come before slow mixing: the chains must reach all of each mode before
+    their mixing is judged. Each step's cost is predicted from the last run's."""
+    from pemc_stan.modes.split import ADAPT_DELTA_COST, _next_step
+    from pemc_stan.sampling.follow_up import ADAPT_DELTA_STEPS, Budget
+
+    both = _refused("divergences", "rhat", rhat=1.08)
+    assert _next_step(both, Budget(), 0.0, 1.0, 1000, 1000, 0.8) == (
+        "adapt_delta 0.8 -> 0.95 (mode split)", 0.95, 1000, ADAPT_DELTA_COST)
+    step = _next_step(both, Budget(8.0), 1.5, 1.5, 1000, 1000, 0.95)
+    assert step is not None and step[1] == 0.99 and step[3] == pytest.approx(1.5 * 1.5)
+    assert _next_step(both, Budget(8.0), 0.0, 1.0, 1000, 1000, ADAPT_DELTA_STEPS[-1]) is None
+    # the default budget allows one step after the first run, not two
+    assert _next_step(both, Budget(), 1.5, 1.5, 1000, 1000, 0.95) is None
 
 
 def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() -> None:

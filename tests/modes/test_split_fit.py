@@ -156,3 +156,15 @@ def test_resampled_draws_hold_the_groups_in_their_masses_shares(fit: ModeSplitFi
     heavy = frame.groupby("chain__")["x"].apply(lambda c: float(np.mean(c < CUTS[0])))
     assert np.all(np.abs(heavy.to_numpy() - MASSES[0])
                   <= 4 * np.sqrt(MASSES[0] * (1 - MASSES[0]) / N_DRAWS))
+
+
+def test_one_divergent_transition_makes_a_split_suspect() -> None:
+    """The split runs plain NUTS on the user's model, where Stan warns at any divergence:
+    a divergence marks a region of a mode its chains could not enter (a tempered fit is
+    judged by a share of them, ``tests/sampling/test_verdict_reasons.py``)."""
+    args = ([0.0, 0.0], [0.01, 0.01], [-3.0, 3.0], [1.0, 1.0], [0, 0, 1, 1])
+    clean = split_fit(*args)
+    assert "divergences" not in clean.check().names()
+    reasons = {r.name: r for r in split_fit(*args, divergent=1).check().reasons}
+    assert "1 of 8000 transitions" in reasons["divergences"].message
+    assert "adapt_delta" in reasons["divergences"].remedy
