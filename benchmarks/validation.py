@@ -284,6 +284,7 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
             "reasons": [str(r) for r in verdict.reasons],
             "sampling": fit.output_extras().settings.get("sampling", method),
             "treedepth_share": nuts.max_treedepth_hits / max(nuts.transitions, 1),
+            "divergent_share": nuts.divergences / max(nuts.transitions, 1),
             "follow_up": fit.follow_up.describe() if fit.follow_up is not None else [],
             **measure(case, frame, log_z, fit_expectation(fit))}
 

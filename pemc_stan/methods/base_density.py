@@ -1,4 +1,4 @@
-"""Gaussian base densities in per-type base coordinates, shared by the methods.
+"""Gaussian and Student-t base densities in per-type base coordinates, shared by the methods.
 
 Three users: continuous tempering's base density ``b(x) = exp(-psi(x))``
 (Graham & Storkey 2017, sections 5-6), pseudo-extended tempering towards a
@@ -23,6 +23,13 @@ in :mod:`pemc_stan.methods.coordinates`.
 
 Moments in base coordinates are known exactly (``E_b[z] = m``,
 ``Cov_b[z] = S``): eq 22 estimates of them are the paper's convergence check.
+
+With finite degrees of freedom ``df`` the Gaussian gets heavier tails: a multivariate
+Student-t with scale matrix ``S`` (dense), or independent Student-t coordinates with
+scales ``sqrt(diag S)`` (diag), whose covariance is ``S df / (df - 2)``.  A base with
+lighter tails than the target leaves part of a mode (a banana's arms) where the
+tempered density is negligible at every temperature (docs/validation.md, "A mode's
+missed region").
 """
 
 from __future__ import annotations
@@ -51,7 +58,8 @@ __all__ = ["BaseDensity", "covering", "fit_base", "moment_match", "stan_base_lpd
 
 @dataclass(frozen=True)
 class BaseDensity:
-    """``b(x) = N(c(x); mean, cov) |det dc/dx|``, normalised on the constrained space.
+    """``b(x) = N(c(x); mean, cov) |det dc/dx|`` (or the Student-t of ``df`` degrees of
+    freedom with that location and scale), normalised on the constrained space.
 
     Attributes
     ----------
@@ -62,12 +70,17 @@ class BaseDensity:
     covariance
         ``"diag"`` (independent coordinates, ``normal_lpdf`` in Stan) or
         ``"dense"`` (``multi_normal_cholesky_lpdf``).
+    df
+        Degrees of freedom of the tails: infinite for the Gaussian, else a Student-t
+        (independent coordinates when diag, ``student_t_lpdf``; multivariate when dense,
+        ``multi_student_t_cholesky_lpdf``) whose scale matrix is ``cov``.
     """
 
     mean: NDArray[np.float64]
     cov: NDArray[np.float64]
     covariance: str = "diag"
     info: dict[str, Any] = field(default_factory=dict, compare=False)
+    df: float = math.inf
 
     def validate(self) -> BaseDensity:
         """Check shapes, finiteness and positive definiteness.
@@ -99,7 +112,28 @@ class BaseDensity:
             np.linalg.cholesky(c)
         except np.linalg.LinAlgError:
             raise ValueError("base covariance is not positive definite") from None
+        if not self.df > 2:
+            raise ValueError(f"base degrees of freedom df={self.df!r}; expected more than 2 "
+                             "(a finite covariance), or inf for a Gaussian base")
         return self
+
+    @property
+    def tails(self) -> bool:
+        """Whether the base is a Student-t (finite ``df``)."""
+        return math.isfinite(self.df)
+
+    def with_df(self, df: float) -> BaseDensity:
+        """The same location and scale with ``df`` degrees of freedom (inf: Gaussian)."""
+        if df == self.df:
+            return self
+        return BaseDensity(self.mean, self.cov, self.covariance, dict(self.info),
+                           float(df)).validate()
+
+    @property
+    def variances(self) -> NDArray[np.float64]:
+        """The marginal variances of ``z`` under the base (``diag(cov) df / (df - 2)``)."""
+        v = np.diag(np.asarray(self.cov, dtype=float))
+        return v * (self.df / (self.df - 2.0)) if self.tails else v
 
     @property
     def dim(self) -> int:
@@ -114,6 +148,8 @@ class BaseDensity:
     def stan_data(self) -> dict[str, Any]:
         """The base-density data entries of a generated program (``pemc_D``, ``pemc_base_*``)."""
         out: dict[str, Any] = {"pemc_D": self.dim, "pemc_base_mean": np.asarray(self.mean).tolist()}
+        if self.tails:
+            out["pemc_base_df"] = float(self.df)
         if self.covariance == "diag":
             out["pemc_base_sd"] = self.sd.tolist()
         else:
@@ -121,12 +157,22 @@ class BaseDensity:
         return out
 
     def log_density_z(self, z: ArrayLike) -> NDArray[np.float64]:
-        """``log N(z; mean, cov)`` for z of shape (S, D)."""
+        """``log b_z(z)`` (Gaussian or Student-t) for z of shape (S, D)."""
         za = np.atleast_2d(np.asarray(z, dtype=float))
+        if self.tails and self.covariance == "diag":
+            from scipy.stats import t as student_t
+
+            return np.sum(student_t.logpdf(za, self.df, self.mean, self.sd), axis=1)
         chol = np.linalg.cholesky(self.cov)
         r = np.linalg.solve(chol, (za - self.mean).T)  # (D, S)
-        return (-0.5 * np.sum(r * r, axis=0) - np.sum(np.log(np.diag(chol)))
-                - 0.5 * self.dim * math.log(2 * math.pi))
+        log_det = np.sum(np.log(np.diag(chol)))
+        q = np.sum(r * r, axis=0)
+        if not self.tails:
+            return -0.5 * q - log_det - 0.5 * self.dim * math.log(2 * math.pi)
+        nu, d = self.df, self.dim
+        return (math.lgamma(0.5 * (nu + d)) - math.lgamma(0.5 * nu)
+                - 0.5 * d * math.log(nu * math.pi) - log_det
+                - 0.5 * (nu + d) * np.log1p(q / nu))
 
     def log_density(self, coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
                     data: Mapping[str, Any] | None) -> NDArray[np.float64]:
@@ -142,8 +188,13 @@ class BaseDensity:
 
     def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """``n`` draws of the base coordinates."""
+        if self.tails and self.covariance == "diag":
+            return self.mean + rng.standard_t(self.df, (n, self.dim)) * self.sd
         chol = np.linalg.cholesky(self.cov)
-        return self.mean + rng.standard_normal((n, self.dim)) @ chol.T
+        eps = rng.standard_normal((n, self.dim)) @ chol.T
+        if self.tails:  # a Gaussian scaled by sqrt(df / chi2_df): the multivariate t
+            eps *= np.sqrt(self.df / rng.chisquare(self.df, n))[:, None]
+        return self.mean + eps
 
     def sample(self, coords: BaseCoordinates, n: int, rng: np.random.Generator,
                data: Mapping[str, Any] | None) -> dict[str, NDArray[np.float64]]:
@@ -187,8 +238,13 @@ class BaseDensity:
             If the centres do not have ``D`` coordinates.
         """
         dl = self._whitened_centres(centres)
+        if self.tails and self.covariance == "diag":  # not a scale mixture: draw in full
+            cell = self.nearest_centre(self.sample_z(n, rng), centres)
+            return np.bincount(cell, minlength=dl.shape[0]) / float(n)
         _, r = np.linalg.qr(dl.T)  # eps . d_k = (Q^T eps) . r_k with Q^T eps ~ N(0, I)
         proj = rng.standard_normal((n, r.shape[0])) @ r
+        if self.tails:
+            proj *= np.sqrt(self.df / rng.chisquare(self.df, n))[:, None]
         cell = np.argmin(np.sum(dl * dl, axis=1) - 2.0 * proj, axis=1)
         return np.bincount(cell, minlength=dl.shape[0]) / float(n)
 
@@ -309,9 +365,15 @@ def fit_base(coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
 # --------------------------------------------------------------------------- #
 
 
-def stan_base_lpdf(covariance: str, z: str = "pemc_z") -> str:
-    """Stan expression of ``log N(z | pemc_base_mean, S)`` for the data of
-    :meth:`BaseDensity.stan_data` (``covariance``: ``"diag"`` or ``"dense"``)."""
+def stan_base_lpdf(covariance: str, z: str = "pemc_z", tails: bool = False) -> str:
+    """Stan expression of the base's ``log b_z(z)`` for the data of
+    :meth:`BaseDensity.stan_data` (``covariance``: ``"diag"`` or ``"dense"``; ``tails``:
+    the Student-t of ``pemc_base_df`` degrees of freedom)."""
     if covariance == "diag":
+        if tails:
+            return f"student_t_lpdf({z} | pemc_base_df, pemc_base_mean, pemc_base_sd)"
         return f"normal_lpdf({z} | pemc_base_mean, pemc_base_sd)"
+    if tails:
+        return (f"multi_student_t_cholesky_lpdf({z} | pemc_base_df, pemc_base_mean, "
+                "pemc_base_chol)")
     return f"multi_normal_cholesky_lpdf({z} | pemc_base_mean, pemc_base_chol)"

@@ -378,3 +378,48 @@ def test_container_offset_and_scalar_multiplier_round_trip_with_the_jacobian() -
     assert np.allclose(z2, z)
     # log s (lower bound) and -2 log s (the multiplier of two entries)
     assert np.allclose(jac, -np.log(x["s"]) - 2 * np.log(x["s"]))
+
+
+@pytest.mark.parametrize("form", ["diag", "dense"])
+def test_a_student_t_base_is_scipys_t_and_has_its_known_moments(form: str) -> None:
+    """``df`` degrees of freedom: independent t coordinates (diag) or the multivariate t
+    (dense), with location ``mean`` and scale ``cov``; covariance ``cov df / (df - 2)``."""
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(3, 3))
+    cov = a @ a.T + np.eye(3) if form == "dense" else np.diag([0.5, 2.0, 1.0])
+    mean = np.array([0.3, -1.0, 2.0])
+    base = BaseDensity(mean, cov, form, df=5.0).validate()
+    assert base.tails and base.with_df(math.inf).tails is False
+    z = rng.normal(size=(6, 3)) * 3
+    if form == "dense":
+        ref = stats.multivariate_t(mean, cov, df=5.0).logpdf(z)
+    else:
+        ref = stats.t.logpdf(z, 5.0, mean, np.sqrt(np.diag(cov))).sum(axis=1)
+    np.testing.assert_allclose(base.log_density_z(z), ref, rtol=1e-12)
+    draws = base.sample_z(200_000, np.random.default_rng(3))
+    se = np.sqrt(base.variances / 200_000)
+    assert np.all(np.abs(draws.mean(axis=0) - mean) < 4 * se)
+    np.testing.assert_allclose(base.variances, np.diag(cov) * 5 / 3)
+    # the variance's standard error from the t_5's kurtosis (excess 6: var(z^2) = 8 sigma^4)
+    assert np.all(np.abs(draws.var(axis=0) - base.variances)
+                  < 4 * np.sqrt(8 * base.variances**2 / 200_000))
+    assert base.stan_data()["pemc_base_df"] == 5.0
+    # cells of two centres: full draws and the scale-mixture projection agree
+    centres = np.array([mean - 1.0, mean + 1.5])
+    share = np.mean(base.nearest_centre(draws, centres) == 0)
+    mass = base.centre_masses(centres, 200_000, np.random.default_rng(4))
+    assert abs(mass[0] - share) < 4 * np.sqrt(2 * share * (1 - share) / 200_000)
+
+
+def test_a_student_t_base_needs_more_than_two_degrees_of_freedom() -> None:
+    with pytest.raises(ValueError, match="df=2.0"):
+        BaseDensity(np.zeros(1), np.eye(1), "diag", df=2.0).validate()
+
+
+def test_the_stan_base_lpdf_names_the_t_with_its_degrees_of_freedom() -> None:
+    from pemc_stan.methods.base_density import stan_base_lpdf
+
+    assert stan_base_lpdf("diag", tails=True).startswith("student_t_lpdf(pemc_z | pemc_base_df")
+    assert stan_base_lpdf("dense", tails=True).startswith(
+        "multi_student_t_cholesky_lpdf(pemc_z | pemc_base_df")
+    assert stan_base_lpdf("dense") == stan_base_lpdf("dense", tails=False)

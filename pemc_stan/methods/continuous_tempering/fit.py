@@ -441,7 +441,7 @@ class ContinuousTemperingFit(ExtendedFit):
         dim = self.base.dim
         z = self.base_z()
         m = np.asarray(self.base.mean)
-        v = np.diag(self.base.cov)
+        v = self.base.variances
         st = self.strata()
         em = T.weighted_expectations(z, d, "base", strata=st, bias=self.bias)
         ev = T.weighted_expectations((z - m) ** 2, d, "base", strata=st, bias=self.bias)

@@ -134,6 +134,8 @@ class ContinuousTemperingModel(MethodModel):
             first=opts.base if isinstance(opts.base, str) else "pathfinder", base=given,
             log_z=opts.log_zeta)
         notes = [Note(*n) for n in pilot.notes]
+        if base is not None:  # the program's tails (base_df) on the pilot's location and scale
+            base = base.with_df(opts.base_df)
         if log_zeta is None:  # likelihood tempering without a Pathfinder estimate
             log_zeta = 0.0
             notes.append(Note("pilot", "no estimate of log zeta (Pathfinder failed), "
@@ -263,6 +265,7 @@ class ContinuousTemperingModel(MethodModel):
                                    None, opts.covariance_form)
                 if found.mode_centres is not None and found.base is not None:
                     new = covering(new, found.base)  # the pilot's base
+                new = new.with_df(opts.base_df)
                 new.info.update({"method": "bootstrap", "round": fit.round + 1})
             except ValueError as exc:
                 logger.warning("bootstrap re-fit of the base failed (%s); keeping the "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,10 @@ class ContinuousTemperingOptions(MethodOptions):
         mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
         draws) or ``"laplace"`` (draws of the Laplace approximation at the
         mode); or a fixed :class:`~pemc_stan.methods.base_density.BaseDensity`.
+    base_df
+        Degrees of freedom of the base's tails: ``inf`` for a Gaussian base, else a
+        Student-t with the fitted location and scale (its heavier tails reach the parts of
+        a mode a Gaussian fitted to the pilot's draws leaves out, such as a banana's arms).
     base_covariance
         ``"dense"`` (one multivariate normal over all base coordinates, with
         the correlations the pilot measured), ``"diag"`` (independent
@@ -151,6 +156,8 @@ class ContinuousTemperingOptions(MethodOptions):
     base_covariance: str = option("auto", "covariance of the base density (auto: dense, or a "
                                   "given base's own form)",
                                   choices=COVARIANCES)
+    base_df: float = option(math.inf, "degrees of freedom of the base's Student-t tails "
+                            "(inf: a Gaussian base)", parse=float, metavar="NU")
     log_zeta: float | None = option(None, "fixed log zeta (default: estimated)", parse=float,
                                     metavar="X")
     bootstrap_rounds: int = option(1, "rounds of the section-6 bootstrap of base and log zeta",
@@ -207,6 +214,9 @@ class ContinuousTemperingOptions(MethodOptions):
                 "base_covariance", self.base_covariance, "the base's own covariance form",
                 message=f"base has covariance={self.base.covariance!r} but "
                         f"base_covariance={self.base_covariance!r}; make them agree")
+        if self.base_df != math.inf:
+            check_number("base_df", self.base_df, 2.0, low_open=True,
+                         expected="more than 2 (a finite covariance), or inf (a Gaussian base)")
         if self.log_zeta is not None:
             check_number("log_zeta", self.log_zeta,
                          expected="a finite number or None (estimate it)")

@@ -161,6 +161,9 @@ class ContinuousTemperingResult(TransformResult):
         if base.covariance != self.options.covariance_form:
             raise ValueError(f"the base has covariance={base.covariance!r} but the program was "
                              f"generated for base_covariance={self.options.covariance_form!r}")
+        if base.df != self.options.base_df:
+            raise ValueError(f"the base has df={base.df!r} but the program was generated for "
+                             f"base_df={self.options.base_df!r}")
         out.update(base.stan_data())
         return out
 
@@ -209,12 +212,15 @@ def transform_continuous_tempering(program: StanProgram, options: ContinuousTemp
     stan_code, line_map = render_mapped(
         _TEMPLATE, prepared.path.name if prepared.path is not None else "",
         model_name=prepared.name, temper=options.temper, covariance=options.covariance_form,
+        tails=math.isfinite(options.base_df),
         functions=functions_text(tree, functions.functions),
         base_functions=stan_base_functions(coords.blocks),
         data=block_text(tree.data), transformed_data=block_text(tree.transformed_data),
         parameters=declarations.text(), coordinates=stan_coordinate_code(coords.blocks),
         dim_expr=stan_dim_expr(coords.blocks) if coords.blocks else "0",
-        base_lpdf=stan_base_lpdf(options.covariance_form), log_density=functions.call("density"),
+        base_lpdf=stan_base_lpdf(options.covariance_form,
+                                 tails=math.isfinite(options.base_df)),
+        log_density=functions.call("density"),
         log_prior=functions.call("prior"), log_likelihood=functions.call("likelihood"),
     )
     issued = _warning_messages(prepared) if options.temper == "likelihood" else []
