@@ -11,8 +11,10 @@ cause and one line of remedy::
     pemc-stan: error: <what went wrong>
     pemc-stan: remedy: <what to do>
 
-with the Python traceback only under ``--debug``.  Only the command line
-configures logging.  An interrupted command (SIGINT, SIGTERM, SIGHUP) ends the
+with the Python traceback only under ``--debug``; a usage error also prints the
+subcommand's usage line, and names the nearest flag to an unknown one
+(:mod:`pemc_stan.cli.parsing`, which also accepts cmdstanpy's ``--iter_sampling``).
+Only the command line configures logging.  An interrupted command (SIGINT, SIGTERM, SIGHUP) ends the
 CmdStan, make and compiler processes it started, removes its temporary
 folders, keeps partial output (named in the message) and exits with 130
 (SIGINT) or 128 + the signal's number.
@@ -30,6 +32,7 @@ from pemc_stan.backend.processes import adopt_orphans, ending_children
 from pemc_stan.cli import batch, evidence, report, runtime, sample, transform
 from pemc_stan.cli.console import configure_logging
 from pemc_stan.cli.errors import ExitCode, describe_error
+from pemc_stan.cli.parsing import CommandParser, parse
 from pemc_stan.errors import CliError, Interrupted
 
 __all__ = ["main", "build_parser", "ExitCode", "describe_error"]
@@ -43,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     ------
     Nothing.
     """
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="pemc-stan",
         description="Pseudo-extended and continuously tempered MCMC for Stan programs.",
     )
@@ -78,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SystemExit as exc:  # argparse exits on --help / usage errors
         return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.USAGE)
     except CliError as exc:  # a value checked as it is parsed (--method): before any work

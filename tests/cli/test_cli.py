@@ -457,3 +457,37 @@ def test_quiet_and_verbose_after_the_subcommand(tmp_path: Path) -> None:
     for flags in (["--quiet"], ["--verbose"], ["--debug"]):
         assert main(["transform", str(model), "--method", "ct", *flags]) == ExitCode.OK, flags
     assert main(["--quiet", "transform", str(model), "--method", "ct"]) == ExitCode.OK
+
+
+def test_cmdstanpys_spellings_of_the_flags_are_accepted() -> None:
+    from pemc_stan.cli import build_parser
+    from pemc_stan.cli.parsing import parse
+
+    args = parse(build_parser(), ["sample", "m.stan", "--iter_sampling", "500",
+                                  "--adapt_delta=0.9", "--max_treedepth", "12"])
+    assert (args.iter_sampling, args.adapt_delta, args.max_treedepth) == (500, 0.9, 12)
+    # a word that spells no flag is left alone, and so is everything after "--"
+    from pemc_stan.cli.parsing import cmdstanpy_spellings
+
+    assert cmdstanpy_spellings(build_parser(), ["--no_such", "--", "--iter_sampling"]) == [
+        "--no_such", "--", "--iter_sampling"]
+
+
+def test_an_unknown_flag_names_the_nearest_under_the_subcommands_usage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sample", "m.stan", "--iter_samplng", "5"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: pemc-stan sample")
+    assert "pemc-stan: error: unrecognized arguments: --iter_samplng 5" in err
+    assert "pemc-stan: remedy: did you mean --iter-sampling?" in err
+
+
+def test_every_argument_error_ends_with_a_remedy(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["sample", "m.stan", "--metric", "bad"], ["sample"],
+                 ["sample", "m.stan", "--chains", "four"]):
+        assert main(argv) == ExitCode.USAGE, argv
+        err = capsys.readouterr().err
+        assert err.startswith("usage: pemc-stan sample"), err
+        assert "pemc-stan: remedy: " in err and "`pemc-stan sample --help` lists its options" \
+            in err, err
+        assert "did you mean" not in err, err
