@@ -78,11 +78,32 @@ class Comparison:
 
 @dataclass(frozen=True)
 class LogBayesFactor:
-    """``log BF = log Z_a - log Z_b`` with its propagated standard error."""
+    """``log BF = log Z_a - log Z_b`` with its propagated standard error, and the verdicts of
+    the two estimates it rests on (``"ok"``, ``"suspect"``, or ``"not judged"`` for an
+    estimate that carries none) with their reasons.  ``str()`` says when one is suspect.
+    """
 
     log_bf: float
     std_error: float
     methods: tuple[str, str]
+    verdicts: tuple[str, str] = ("not judged", "not judged")
+    reasons: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    @property
+    def ok(self) -> bool:
+        """Whether both estimates were judged ok."""
+        return self.verdicts == ("ok", "ok")
+
+    def __str__(self) -> str:
+        text = (f"log BF = {self.log_bf:.4g} +/- {self.std_error:.2g} "
+                f"({self.methods[0]} vs {self.methods[1]})")
+        for name, verdict, why in zip("ab", self.verdicts, self.reasons, strict=True):
+            if verdict == "suspect":
+                text += (f"; SUSPECT: the estimate of model {name} is suspect"
+                         + (f" ({why[0]})" if why else ""))
+            elif verdict != "ok":
+                text += f"; the estimate of model {name} was not judged"
+        return text
 
 
 # --------------------------------------------------------------------------- helpers
@@ -591,7 +612,9 @@ def bayes_factor(a: EvidenceEstimate, b: EvidenceEstimate) -> LogBayesFactor:
     Parameters
     ----------
     a, b : EvidenceEstimate
-        Independent evidence estimates of models a and b.
+        Independent evidence estimates of models a and b (their
+        ``diagnostics["verdict"]`` and ``["reasons"]``, as :func:`pemc_stan.evidence`
+        sets them, are carried into the result).
 
     Returns
     -------
@@ -605,5 +628,7 @@ def bayes_factor(a: EvidenceEstimate, b: EvidenceEstimate) -> LogBayesFactor:
     for est in (a, b):
         if not est.std_error >= 0:
             raise ValueError(f"invalid standard error {est.std_error!r} ({est.method})")
+    verdicts = tuple(str(e.diagnostics.get("verdict", "not judged")) for e in (a, b))
+    reasons = tuple(tuple(str(r) for r in e.diagnostics.get("reasons", ())) for e in (a, b))
     return LogBayesFactor(float(a.log_z - b.log_z), float(np.hypot(a.std_error, b.std_error)),
-                          (a.method, b.method))
+                          (a.method, b.method), verdicts, reasons)  # type: ignore[arg-type]

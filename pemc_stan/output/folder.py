@@ -6,7 +6,7 @@ A :class:`RunFolder` is entered before anything is compiled:
   unwritable place are reported as such);
 * a lock (``.pemc-stan.lock``, ``flock``) is held for the run's duration, so a
   second run into the same folder stops at once, naming the folder and the
-  process that holds it;
+  process that holds it; the run removes it when it ends;
 * results of an earlier run (listed in the folder's manifest
   ``.pemc-stan-run.json``) are kept unless ``overwrite`` is given;
 * the run writes into ``partial-run/`` inside the folder, and
@@ -263,6 +263,24 @@ class RunFolder:
         return []
 
     def _acquire(self) -> None:
+        """Lock the folder; a lock file its holder removed while this process opened it is
+        opened again (its holder unlinks it before releasing it)."""
+        for _ in range(3):
+            self._acquire_once()
+            assert self._lock is not None
+            try:
+                same = os.stat(self.path / LOCK_NAME).st_ino == os.fstat(self._lock.fileno()).st_ino
+            except OSError:
+                same = False
+            if same:
+                return
+            self._lock.close()
+            self._lock = None
+        raise OutputFolderBusyError(
+            f"the output folder {self.path} is being locked and released by other runs",
+            "wait for them to finish, or pass another --output-dir", self.path)
+
+    def _acquire_once(self) -> None:
         import fcntl
 
         lock_path = self.path / LOCK_NAME
@@ -290,9 +308,8 @@ class RunFolder:
 
     def _release(self) -> None:
         if self._lock is not None:
-            with contextlib.suppress(OSError):
-                self._lock.seek(0)
-                self._lock.truncate()
+            with contextlib.suppress(OSError):  # removed while held: no one else can have it
+                (self.path / LOCK_NAME).unlink()
             self._lock.close()  # closing releases the flock
             self._lock = None
 
@@ -376,7 +393,6 @@ class RunFolder:
             self._release()
             if exc is not None and self._created:  # a run that wrote nothing leaves nothing
                 with contextlib.suppress(OSError):
-                    (self.path / LOCK_NAME).unlink()
                     self.path.rmdir()
 
 

@@ -255,6 +255,22 @@ def test_bayes_factor_two_gaussians() -> None:
     assert 0.5 < np.sqrt(np.mean(np.square(z_scores))) < 2.0
 
 
+def test_a_bayes_factor_carries_both_verdicts_and_says_when_one_is_suspect() -> None:
+    ok = EvidenceEstimate(-10.0, 0.1, "ct", {"verdict": "ok", "reasons": []})
+    bad = EvidenceEstimate(-12.0, 0.2, "bridge", {"verdict": "suspect",
+                                                  "reasons": ["rhat: R-hat of mu is 1.4"]})
+    bf = bayes_factor(ok, bad)
+    assert bf.verdicts == ("ok", "suspect") and not bf.ok
+    assert bf.reasons == ((), ("rhat: R-hat of mu is 1.4",))
+    assert "SUSPECT: the estimate of model b is suspect (rhat: R-hat of mu is 1.4)" in str(bf)
+    assert "verdicts=('ok', 'suspect')" in repr(bf)
+    both = bayes_factor(ok, ok)
+    assert both.ok and "SUSPECT" not in str(both) and str(both).startswith("log BF = 0 +/- 0.14")
+    bare = bayes_factor(EvidenceEstimate(0.0, 0.1, "exact"), ok)
+    assert bare.verdicts == ("not judged", "ok") and not bare.ok
+    assert "model a was not judged" in str(bare)
+
+
 def test_compare() -> None:
     a = EvidenceEstimate(1.0, 0.1, "a")
     b = EvidenceEstimate(1.2, 0.1, "b")

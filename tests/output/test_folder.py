@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from pemc_stan.errors import OutputFolderBusyError, OutputPathError
-from pemc_stan.output.folder import MANIFEST_NAME, PARTIAL_NAME, RunFolder, check_output_file
+from pemc_stan.output.folder import (
+    LOCK_NAME,
+    MANIFEST_NAME,
+    PARTIAL_NAME,
+    RunFolder,
+    check_output_file,
+)
 
 
 def _run(folder: Path, files: dict[str, str], *, overwrite: bool = False) -> list[str]:
@@ -29,6 +35,30 @@ def test_a_run_lands_only_when_committed(tmp_path: Path) -> None:
     assert json.loads((out / MANIFEST_NAME).read_text())["files"] == ["cmdstan",
                                                                      "estimates.json"]
     assert not (out / PARTIAL_NAME).exists()
+    assert not (out / LOCK_NAME).exists()  # a finished run leaves no lock behind
+
+
+def test_a_lock_file_removed_by_its_holder_is_not_locked_again(tmp_path: Path) -> None:
+    """A run removes its lock file while it still holds it. A run that opened that file
+    just before and locks it once it is released holds a removed file, not the folder:
+    it opens the folder's lock file again."""
+
+    class Raced(RunFolder):
+        opened = 0
+
+        def _acquire_once(self) -> None:
+            super()._acquire_once()
+            Raced.opened += 1
+            if Raced.opened == 1:  # the earlier holder removed the file as it released it
+                (self.path / LOCK_NAME).unlink()
+
+    out = tmp_path / "out"
+    with Raced(out) as run:
+        assert Raced.opened == 2
+        assert os.stat(out / LOCK_NAME).st_ino == os.fstat(run._lock.fileno()).st_ino
+        with pytest.raises(OutputFolderBusyError):
+            with RunFolder(out):
+                pass
 
 
 def test_an_earlier_run_is_kept_without_overwrite(tmp_path: Path) -> None:
