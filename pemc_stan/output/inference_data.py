@@ -29,6 +29,10 @@
     the CT program's ``pemc_u``, ``pemc_beta``, ``pemc_delta``, base
     coordinates ``pemc_z``, ``pemc_log_gamma``, ``pemc_log_base`` and
     ``pemc_log_weight`` (``log w1``).
+``log_likelihood``
+    The generated quantity ``log_lik`` (or the names given as ``log_likelihood=``), taken
+    out of ``posterior`` with the same resampled draws, so that ``az.loo`` and
+    ``az.compare`` read it as they read ``az.from_cmdstanpy(log_likelihood="log_lik")``.
 ``observed_data`` / ``constant_data``
     The user's data: variables that are the variate of a likelihood term
     (see :mod:`pemc_stan.stan.analysis`) are observed, the rest constant.
@@ -183,6 +187,9 @@ class InferenceDataConverter:
     output_dir
         Where the original model's generated quantities are run (passed to
         ``fit.resampled_draws_pd``; default a temporary directory).
+    log_likelihood
+        Names of the pointwise log-likelihood generated quantities (the
+        ``log_likelihood`` group).
 
     Raises
     ------
@@ -191,7 +198,8 @@ class InferenceDataConverter:
     """
 
     def __init__(self, fit: Any, evidence: Any = None, include_extended: bool = True,
-                 output_dir: str | None = None) -> None:
+                 output_dir: str | None = None,
+                 log_likelihood: str | Iterable[str] | None = "log_lik") -> None:
         try:
             method = fit.result.method
             made_by_a_method = method is not None and callable(fit.output_extras)
@@ -208,6 +216,8 @@ class InferenceDataConverter:
         self.evidence = evidence
         self.include_extended = include_extended
         self.output_dir = output_dir
+        self.log_likelihood = ([] if log_likelihood is None else [log_likelihood]
+                               if isinstance(log_likelihood, str) else list(log_likelihood))
         self.program = fit.program.tree
         self._types = _declared_types(self.program, ("data", "parameters",
                                                      "transformed_parameters",
@@ -500,10 +510,13 @@ class InferenceDataConverter:
         """
         import arviz as az
 
-        groups: dict[str, Any] = {
-            "posterior": self.posterior_to_xarray(),
-            "sample_stats": self.sample_stats_to_xarray(),
-        }
+        posterior = self.posterior_to_xarray()
+        groups: dict[str, Any] = {"posterior": posterior,
+                                  "sample_stats": self.sample_stats_to_xarray()}
+        pointwise = [n for n in self.log_likelihood if n in posterior.data_vars]
+        if pointwise:  # the same resampled draws as the posterior's
+            groups["log_likelihood"] = posterior[pointwise]
+            groups["posterior"] = posterior.drop_vars(pointwise)
         if self.include_extended:
             groups[EXTENDED_GROUP] = self.extended_posterior_to_xarray()
         observed, constant = self.data_to_xarray()
@@ -524,7 +537,8 @@ class InferenceDataConverter:
 
 
 def to_inference_data(fit: Any, evidence: Any = None, include_extended: bool = True,
-                      output_dir: str | None = None) -> Any:
+                      output_dir: str | None = None,
+                      log_likelihood: str | Iterable[str] | None = "log_lik") -> Any:
     """Convert a pemc-stan fit to :class:`arviz.InferenceData`.
 
     Parameters
@@ -538,11 +552,15 @@ def to_inference_data(fit: Any, evidence: Any = None, include_extended: bool = T
         Include the ``extended_posterior`` group.
     output_dir
         Directory for the original model's generated quantities run.
+    log_likelihood
+        Generated quantities of pointwise log likelihoods, moved to the
+        ``log_likelihood`` group (default ``"log_lik"``, when the model has it; None:
+        none).
 
     Returns
     -------
     arviz.InferenceData
-        Groups ``posterior``, ``sample_stats``, ``extended_posterior``,
+        Groups ``posterior``, ``sample_stats``, ``extended_posterior``, ``log_likelihood``,
         ``observed_data``/``constant_data`` (when the model has data); see
         the module docstring.
 
@@ -554,7 +572,8 @@ def to_inference_data(fit: Any, evidence: Any = None, include_extended: bool = T
         If the original model's ``generate_quantities`` fails.
     """
     return InferenceDataConverter(fit, evidence=evidence, include_extended=include_extended,
-                                  output_dir=output_dir).to_inference_data()
+                                  output_dir=output_dir,
+                                  log_likelihood=log_likelihood).to_inference_data()
 
 
 #: ``az.from_cmdstanpy``-style alias.

@@ -162,6 +162,10 @@ model {
 generated quantities {
   real mu_mean = mean(mu);
   array[2] vector[K] both = {mu, mu2};
+  vector[N] log_lik;
+  for (n in 1:N) {
+    log_lik[n] = normal_lpdf(y[n] | mu[g[n]], s);
+  }
 }
 """
 HIER_DATA = {"N": 6, "K": 3, "y": [-1.2, -0.8, 0.4, 0.6, 2.1, 1.9], "g": [1, 1, 2, 2, 3, 3]}
@@ -180,6 +184,16 @@ def _check_real_fit(idata: az.InferenceData, method: str, tmp_path: Path) -> Non
     np.testing.assert_allclose(post["both"].sel(both_dim_0=2).values, 2 * post["mu"].values,
                                atol=1e-5)
     assert idata.posterior.attrs["pemc_method"] == method
+    # log_lik is the log_likelihood group, at the posterior's own (resampled) draws
+    assert "log_lik" not in post.data_vars
+    log_lik = idata.log_likelihood["log_lik"]
+    assert log_lik.dims == ("chain", "draw", "N_dim")
+    y, g = np.asarray(HIER_DATA["y"]), np.asarray(HIER_DATA["g"])
+    mu = post["mu"].values[..., g - 1]
+    s = post["s"].values[..., None]
+    np.testing.assert_allclose(log_lik.values, -0.5 * ((y - mu) / s) ** 2
+                               - np.log(s * np.sqrt(2 * np.pi)), atol=1e-5)
+    assert np.isfinite(az.loo(idata).elpd_loo)
     assert set(idata.observed_data.data_vars) == {"y"}
     assert set(idata.constant_data.data_vars) == {"N", "K", "g"}
     assert idata.observed_data["y"].dims == ("N_dim",)
