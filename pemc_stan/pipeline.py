@@ -17,6 +17,7 @@ task settles them on the client, then runs :func:`sample` on a worker.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
@@ -31,6 +32,7 @@ from typing import Any
 
 import cmdstanpy
 
+from pemc_stan.backend import progress
 from pemc_stan.backend.console import collapse_cmdstanpy_messages, is_cmdstan_failure, run_error
 from pemc_stan.backend.processes import ending_children
 from pemc_stan.errors import OptionsError
@@ -480,7 +482,7 @@ def sample(
     iter_sampling: int = 1000,
     seed: int | None = None,
     output_dir: str | os.PathLike[str] | None = None,
-    show_progress: bool = False,
+    show_progress: bool | None = None,
     client: Any = None,
     budget: float = DEFAULT_BUDGET,
     **kwargs: Any,
@@ -502,7 +504,12 @@ def sample(
         (:class:`~pemc_stan.methods.pseudo_extended.options.PseudoExtendedOptions`,
         :class:`~pemc_stan.methods.continuous_tempering.options.ContinuousTemperingOptions`);
         or pass its fields as keywords.
-    chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
+    show_progress
+        Progress bars, and a line for each stage of the run (the pilot's search, the
+        mode split, each round and follow-up) on standard error, as the command line
+        prints them.  Default: when standard error is a terminal or the call runs in
+        a Jupyter notebook (as cmdstanpy); False: quiet.
+    chains, iter_warmup, iter_sampling, seed, output_dir
         Passed to ``CmdStanModel.sample``.  Without ``seed`` one is drawn
         (:func:`draw_seed`) and used for everything; it is ``fit.run_seed``, and
         the InferenceData and ``estimates.json`` record it.
@@ -554,13 +561,15 @@ def sample(
     spec = registry.get(method)
     option_kwargs, cmdstanpy_kwargs = split_options(kwargs)
     opts = spec.build_options(options, **option_kwargs)
-    sampler = SamplerArgs(chains, iter_warmup, iter_sampling, seed, show_progress,
+    shown = progress.interactive() if show_progress is None else show_progress
+    sampler = SamplerArgs(chains, iter_warmup, iter_sampling, seed, shown,
                           cmdstanpy_kwargs, budget).validate()
     _check_inputs(model, data)
     given = model if isinstance(model, cmdstanpy.CmdStanModel) else None
     result = spec.transform_program(read_program(model), opts)  # program errors first
-    return run(settle(result, data, sampler), output_dir=output_dir, client=client,
-               original_model=given)
+    with progress.stage_lines() if sampler.show_progress is True else contextlib.nullcontext():
+        return run(settle(result, data, sampler), output_dir=output_dir, client=client,
+                   original_model=given)
 
 
 @dataclass(frozen=True)

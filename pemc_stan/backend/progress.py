@@ -24,11 +24,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Stage", "stage", "current", "STAGE_ATTRIBUTE", "format_elapsed"]
+__all__ = ["Stage", "stage", "current", "STAGE_ATTRIBUTE", "format_elapsed", "StageLines",
+           "PROGRESS_INTERVAL", "interactive", "stage_lines"]
+
+#: Seconds between the lines that repeat a running stage off a terminal.
+PROGRESS_INTERVAL = 20.0
 
 #: The attribute of the stage log records that holds their :class:`Stage`.
 STAGE_ATTRIBUTE = "pemc_stage"
@@ -190,3 +194,128 @@ def _labelled_bars() -> Iterator[None]:
 
                 setattr(cmdstanpy_model, "tqdm", _bars_original)  # noqa: B010
                 _bars_original = None
+
+
+# --------------------------------------------------------------------------- #
+# Stage lines on a stream
+# --------------------------------------------------------------------------- #
+
+
+class StageLines(logging.Handler):
+    """The records of :mod:`pemc_stan.backend.progress` as ``[pemc-stan MM:SS] message``
+    lines; with ``periodic``, :meth:`tick` repeats the running stage every ``interval``
+    seconds (a daemon thread calls it once the first stage has started).
+
+    Parameters
+    ----------
+    stream
+        Where the lines go (standard error).
+    periodic
+        Repeat the running stage (off a terminal, where no progress bar moves).
+    interval
+        Seconds between lines about the same running stage.
+    clock
+        ``time.monotonic`` (tests pass their own).
+    """
+
+    def __init__(self, stream: TextIO, *, periodic: bool, interval: float = PROGRESS_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.stream = stream
+        self.periodic = periodic
+        self.interval = float(interval)
+        self.clock = clock
+        self.start = clock()
+        self.last = self.start
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def line(self, message: str) -> str:
+        """``message`` with the time since the command started."""
+        return f"[pemc-stan {format_elapsed(self.clock() - self.start)}] {message}"
+
+    def _write(self, message: str) -> None:
+        self.acquire()
+        try:
+            self.stream.write(self.line(message) + "\n")
+            self.stream.flush()
+            self.last = self.clock()
+        finally:
+            self.release()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._write(record.getMessage())
+        except Exception:
+            self.handleError(record)
+        if self.periodic and self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="pemc-stan progress",
+                                            daemon=True)
+            self._thread.start()
+
+    def tick(self) -> bool:
+        """Repeat the running stage if nothing was written for ``interval`` seconds.
+
+        Returns
+        -------
+        bool
+            Whether a line was written.
+
+        Raises
+        ------
+        Nothing.
+        """
+        running = current()
+        if running is None or self.clock() - self.last < self.interval:
+            return False
+        try:
+            self._write(f"{running.description} (running for "
+                        f"{format_elapsed(running.elapsed())})")
+        except Exception:  # a closed stream must not end the run
+            return False
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(self.interval / 4, 5.0)):
+            self.tick()
+
+    def close(self) -> None:
+        self._stop.set()
+        super().close()
+
+
+def interactive() -> bool:
+    """Whether progress is shown by default: standard error is a terminal, or the
+    call runs in a Jupyter kernel (as cmdstanpy's ``show_progress``)."""
+    import sys
+
+    try:
+        terminal = bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        terminal = False
+    return terminal or "ipykernel" in sys.modules
+
+
+@contextlib.contextmanager
+def stage_lines(stream: Any = None) -> Iterator[None]:
+    """The stages that start inside the block as lines on ``stream`` (standard error), as
+    the command line prints them; nothing is added when the application already shows
+    this module's records (the command line, or its own logging at INFO)."""
+    import sys
+
+    if logger.isEnabledFor(logging.INFO) and logger.hasHandlers():
+        yield
+        return
+    out = sys.stderr if stream is None else stream
+    handler = StageLines(out, periodic=False)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        logger.setLevel(level)
+        logger.propagate = propagate

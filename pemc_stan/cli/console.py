@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
-import time
 import warnings
-from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any
 
 from pemc_stan.backend import progress
+from pemc_stan.backend.progress import PROGRESS_INTERVAL, StageLines
 
 __all__ = ["configure_logging", "StageLines", "PROGRESS_INTERVAL"]
-
-#: Seconds between the lines that repeat a running stage off a terminal.
-PROGRESS_INTERVAL = 20.0
 
 
 class _OncePerMessage(logging.Filter):
@@ -40,89 +35,6 @@ class _OncePerMessage(logging.Filter):
             return False
         self.shown.add(message)
         return True
-
-
-class StageLines(logging.Handler):
-    """The records of :mod:`pemc_stan.backend.progress` as ``[pemc-stan MM:SS] message``
-    lines; with ``periodic``, :meth:`tick` repeats the running stage every ``interval``
-    seconds (a daemon thread calls it once the first stage has started).
-
-    Parameters
-    ----------
-    stream
-        Where the lines go (standard error).
-    periodic
-        Repeat the running stage (off a terminal, where no progress bar moves).
-    interval
-        Seconds between lines about the same running stage.
-    clock
-        ``time.monotonic`` (tests pass their own).
-    """
-
-    def __init__(self, stream: TextIO, *, periodic: bool, interval: float = PROGRESS_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__()
-        self.stream = stream
-        self.periodic = periodic
-        self.interval = float(interval)
-        self.clock = clock
-        self.start = clock()
-        self.last = self.start
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-
-    def line(self, message: str) -> str:
-        """``message`` with the time since the command started."""
-        return f"[pemc-stan {progress.format_elapsed(self.clock() - self.start)}] {message}"
-
-    def _write(self, message: str) -> None:
-        self.acquire()
-        try:
-            self.stream.write(self.line(message) + "\n")
-            self.stream.flush()
-            self.last = self.clock()
-        finally:
-            self.release()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._write(record.getMessage())
-        except Exception:
-            self.handleError(record)
-        if self.periodic and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="pemc-stan progress",
-                                            daemon=True)
-            self._thread.start()
-
-    def tick(self) -> bool:
-        """Repeat the running stage if nothing was written for ``interval`` seconds.
-
-        Returns
-        -------
-        bool
-            Whether a line was written.
-
-        Raises
-        ------
-        Nothing.
-        """
-        running = progress.current()
-        if running is None or self.clock() - self.last < self.interval:
-            return False
-        try:
-            self._write(f"{running.description} (running for "
-                        f"{progress.format_elapsed(running.elapsed())})")
-        except Exception:  # a closed stream must not end the run
-            return False
-        return True
-
-    def _run(self) -> None:
-        while not self._stop.wait(min(self.interval / 4, 5.0)):
-            self.tick()
-
-    def close(self) -> None:
-        self._stop.set()
-        super().close()
 
 
 def configure_logging(debug: bool, quiet: bool) -> None:

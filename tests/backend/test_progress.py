@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -66,3 +68,78 @@ def test_a_stage_its_inner_stages_name_may_start_quietly(
         pass
     assert [r.getMessage() for r in caplog.records] == [
         "follow-up 1: iter_sampling 1000 -> 2000: sampling"]
+
+
+def test_progress_is_shown_by_default_on_a_terminal_or_in_a_notebook(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from pemc_stan.backend.progress import interactive
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert not interactive()
+    monkeypatch.setitem(sys.modules, "ipykernel", sys)  # a Jupyter kernel is running
+    assert interactive()
+    monkeypatch.delitem(sys.modules, "ipykernel")
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert interactive()
+
+
+def test_stage_lines_print_the_stages_of_the_block_and_leave_logging_as_it_was() -> None:
+    import logging
+
+    from pemc_stan.backend import progress
+
+    log = logging.getLogger(progress.__name__)
+    before = (log.level, log.propagate, list(log.handlers))
+    out = io.StringIO()
+    with progress.stage_lines(out):
+        with progress.stage("pilot: mode search"):
+            pass
+    with progress.stage("after the block"):
+        pass
+    assert re.fullmatch(r"\[pemc-stan \d\d:\d\d\] pilot: mode search\n", out.getvalue())
+    assert (log.level, log.propagate, list(log.handlers)) == before
+
+
+def test_stage_lines_add_nothing_where_the_application_shows_the_stages() -> None:
+    import logging
+
+    from pemc_stan.backend import progress
+
+    log = logging.getLogger(progress.__name__)
+    theirs = io.StringIO()
+    handler = logging.StreamHandler(theirs)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        ours = io.StringIO()
+        with progress.stage_lines(ours):
+            with progress.stage("sampling"):
+                pass
+        assert ours.getvalue() == "" and theirs.getvalue() == "sampling\n"
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(logging.NOTSET)
+
+
+def test_sample_resolves_show_progress_once_at_the_front_door(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import pemc_stan
+    from pemc_stan import pipeline
+    from pemc_stan.backend import progress
+
+    seen: list[bool] = []
+    monkeypatch.setattr(pipeline, "run", lambda inputs, **kw: seen.append(
+        inputs.sampler.show_progress))
+    program = "parameters { real x; } model { x ~ normal(0, 1); }"
+    for shown in (True, False):
+        monkeypatch.setattr(progress, "interactive", lambda shown=shown: shown)
+        pemc_stan.sample(program, seed=1)
+    pemc_stan.sample(program, seed=1, show_progress=False)
+    assert seen == [True, False, False]
