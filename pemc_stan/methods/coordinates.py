@@ -623,10 +623,13 @@ class BaseCoordinates:
         """
         zs, jac = [], None
         env = self.env(data)
-        for b in self.blocks:
-            z, j = b.forward(draws[b.name], env, draws)
-            zs.append(z)
-            jac = j if jac is None else jac + j
+        # a draw printed on its bound (a rate written as 0 in the CSV) has an infinite
+        # coordinate: its callers leave such draws out, so numpy's warning says nothing
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for b in self.blocks:
+                z, j = b.forward(draws[b.name], env, draws)
+                zs.append(z)
+                jac = j if jac is None else jac + j
         assert jac is not None
         return np.concatenate(zs, axis=1), jac
 

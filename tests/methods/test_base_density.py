@@ -423,3 +423,13 @@ def test_the_stan_base_lpdf_names_the_t_with_its_degrees_of_freedom() -> None:
     assert stan_base_lpdf("dense", tails=True).startswith(
         "multi_student_t_cholesky_lpdf(pemc_z | pemc_base_df")
     assert stan_base_lpdf("dense") == stan_base_lpdf("dense", tails=False)
+
+
+def test_a_draw_on_its_bound_gives_an_infinite_coordinate_without_a_numpy_warning() -> None:
+    import warnings
+
+    coords = _coords("parameters { real<lower=0> rate; } model { }")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's RuntimeWarning would raise here
+        z, _ = coords.forward({"rate": np.array([0.0, 1.0])}, {})
+    assert np.isneginf(z[0, 0]) and z[1, 0] == 0.0
