@@ -146,7 +146,8 @@ class SplitOutcome:
         if not self.tried:
             return Note("mode_split", f"the modes were not split: {self.why}", "nothing to do")
         return Note("mode_split", f"the modes were not split, so the run tempered: {self.why}",
-                    "nothing to do; split_modes='never' skips the attempt")
+                    "nothing is needed: the tempered run is judged on its own; to spare "
+                    "the split's attempt on this model next time, pass split_modes='never'")
 
 
 def _inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], per_mode: int
