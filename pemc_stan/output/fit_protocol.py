@@ -8,9 +8,10 @@ subclasses) has each of these.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["RunFit", "fit_seed"]
+__all__ = ["RunFit", "fit_seed", "judged_run"]
 
 
 class RunFit(Protocol):
@@ -36,8 +37,12 @@ class RunFit(Protocol):
         ``as_dict()``), or None.
     split_steps
         Steps the run took before its follow-ups.
+    fit
+        The ``cmdstanpy.CmdStanMCMC`` of the run the verdict judges (the last round,
+        follow-up or split run).
     """
 
+    fit: Any
     result: Any
     data: dict[str, Any]
     seed: int | None
@@ -70,3 +75,35 @@ def fit_seed(fit: RunFit) -> int | None:
     """
     seed = fit.run_seed if fit.run_seed is not None else fit.seed
     return None if seed is None else int(seed)
+
+
+#: CmdStan's names (its CSV header) of the judged run's settings, by cmdstanpy's names.
+_CONFIG = (("iter_warmup", "num_warmup"), ("iter_sampling", "num_samples"), ("thin", "thin"),
+           ("adapt_delta", "delta"), ("max_treedepth", "max_depth"))
+
+
+def judged_run(fit: RunFit, folder: str | Path | None = None) -> dict[str, Any]:
+    """The run the verdict judged, as its own CSV files record it: chains, warm-up and
+    sampling iterations, thinning, ``adapt_delta``, ``max_treedepth`` and its CSV folder
+    (relative to ``folder`` when inside it).  Empty when the fit has no CmdStan run.
+
+    Raises
+    ------
+    Nothing.
+    """
+    run = getattr(fit.fit, "runset", None)
+    config = getattr(getattr(fit.fit, "metadata", None), "cmdstan_config", None) or {}
+    if run is None:
+        return {}
+    out: dict[str, Any] = {"chains": int(fit.fit.chains)}
+    for name, key in _CONFIG:
+        if key in config:
+            value = config[key]
+            out[name] = float(value) if name == "adapt_delta" else int(value)
+    csv = [Path(f) for f in getattr(run, "csv_files", [])]
+    if csv:
+        where = csv[0].parent
+        if folder is not None and where.is_relative_to(Path(folder)):
+            where = where.relative_to(Path(folder))
+        out["csv_folder"] = f"{where.as_posix()}/"
+    return out

@@ -66,7 +66,7 @@ from numpy.typing import NDArray
 
 from pemc_stan._version import __version__
 from pemc_stan.errors import ImproperPriorError
-from pemc_stan.output.fit_protocol import fit_seed
+from pemc_stan.output.fit_protocol import fit_seed, judged_run
 from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
@@ -335,6 +335,9 @@ class InferenceDataConverter:
         attrs.update(self.extras.attributes)
         if fit.follow_up is not None:
             attrs["pemc_follow_up"] = json.dumps(fit.follow_up.as_dict())
+        judged = judged_run(fit)
+        if judged:  # chains, iterations and settings of the run the verdict judged
+            attrs["pemc_judged_run"] = json.dumps(judged)
         search = fit.search
         if search is not None:
             attrs.update({"pemc_modes_found": int(search.major_modes),

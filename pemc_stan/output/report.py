@@ -459,12 +459,14 @@ def _modes_html(record: RunRecord) -> str:
 
 
 def _settings_html(estimates: Mapping[str, Any], attrs: Mapping[str, Any]) -> str:
-    known = {"method", "model", "data", "options", "sampler", "expectations", "log_z",
+    known = {"method", "model", "data", "options", "sampler", "requested", "earlier_runs",
+             "expectations", "log_z",
              "diagnostics", "verdict", "follow_up"}
     others = {k: v for k, v in estimates.items() if k not in known}
     parts = ["<h2>Settings</h2>", "<h3>Method options</h3>",
              _key_table(estimates.get("options") or {}),
-             "<h3>Sampler</h3>", _key_table(estimates.get("sampler") or {})]
+             "<h3>Sampler: the judged run</h3>", _key_table(estimates.get("sampler") or {}),
+             "<h3>Sampler: as requested</h3>", _key_table(estimates.get("requested") or {})]
     if others:
         parts += ["<h3>Values the run settled on</h3>", _key_table(others)]
     version = attrs.get("inference_library_version")
@@ -535,10 +537,15 @@ def build_html(record: RunRecord, figures: Sequence[WrittenFigure], *,
     data = estimates.get("data")
     runs = ""
     if sampler:
-        runs = (f"{_e(sampler.get('chains', '?'))} chains &times; "
+        runs = (f"the judged run: {_e(sampler.get('chains', '?'))} chains &times; "
                 f"{_e(sampler.get('iter_sampling', '?'))} draws after "
-                f"{_e(sampler.get('iter_warmup', '?'))} warm-up, seed "
-                f"{_e(sampler.get('seed'))}")
+                f"{_e(sampler.get('iter_warmup', '?'))} warm-up"
+                + (f", thinned by {_e(sampler['thin'])}" if sampler.get("thin", 1) != 1 else "")
+                + f", seed {_e(sampler.get('seed'))}"
+                + (f", in {_e(sampler['csv_folder'])}" if sampler.get("csv_folder") else ""))
+        earlier = estimates.get("earlier_runs") or []
+        if earlier:
+            runs += "<br>earlier runs: " + ", ".join(_e(e) for e in earlier)
     subtitle = (f"model {_e(model)}" + (f"; data {_e(data)}" if data else "; no data")
                 + (f"<br>{runs}" if runs else ""))
     total = len(record.parameter_columns())

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from pemc_stan.output.diagnostics import Verdict
-from pemc_stan.output.fit_protocol import fit_seed
+from pemc_stan.output.fit_protocol import fit_seed, judged_run
 
 __all__ = ["SavedFit", "save_fit", "summary_table", "stan_label", "json_safe", "fit_seed"]
 
@@ -153,6 +153,19 @@ class SavedFit:
     estimates: dict[str, Any]
 
 
+def earlier_runs(out: Path, judged: str | None) -> list[str]:
+    """The CSV folders under ``out/cmdstan`` of runs before the judged one (the first run,
+    rounds, the split's runs), in order of writing."""
+    root = out / "cmdstan"
+    if not root.is_dir():
+        return []
+    written: dict[Path, float] = {}
+    for csv in root.rglob("*.csv"):
+        written[csv.parent] = min(written.get(csv.parent, float("inf")), csv.stat().st_mtime)
+    names = [f"{d.relative_to(out).as_posix()}/" for d in sorted(written, key=lambda d: written[d])]
+    return [n for n in names if n != judged]
+
+
 def _with_seed(sampler: dict[str, Any], fit: Any) -> dict[str, Any]:
     if sampler.get("seed") is None:
         sampler["seed"] = fit_seed(fit)
@@ -215,7 +228,9 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
         "model": model_label if model_label is not None else fit.program.name,
         "data": data_label,
         "options": json.loads(attrs["pemc_options"]),
-        "sampler": _with_seed(dict(sampler or {}), fit),
+        "sampler": _with_seed({**dict(sampler or {}), **judged_run(fit, out)}, fit),
+        "requested": dict(sampler or {}),
+        "earlier_runs": earlier_runs(out, judged_run(fit, out).get("csv_folder")),
         "expectations": {str(n): {k: json_safe(row[k]) for k in weighted.columns}
                          for n, row in weighted.iterrows()},
         "log_z": log_z,

@@ -321,10 +321,15 @@ def test_sampler_flags_reach_cmdstan_and_thinned_draws_are_weighted(
     idata = az.from_netcdf(str(out / "normal_normal.nc"))
     assert idata.posterior.sizes["draw"] == kept
     estimates = json.loads((out / "estimates.json").read_text())
-    assert estimates["sampler"] == {"chains": 2, "iter_warmup": 300, "iter_sampling": 301,
-                                    "seed": 4, "adapt_delta": 0.9, "max_treedepth": 6,
-                                    "metric": "dense_e", "thin": 3, "parallel_chains": 1,
-                                    "inits": 0.5, "refresh": 100}
+    asked = {"chains": 2, "iter_warmup": 300, "iter_sampling": 301, "seed": 4,
+             "adapt_delta": 0.9, "max_treedepth": 6, "metric": "dense_e", "thin": 3,
+             "parallel_chains": 1, "inits": 0.5, "refresh": 100}
+    assert estimates["requested"] == asked
+    # the judged run's own settings, as its CSV files record them, and where they are
+    judged = estimates["sampler"]
+    assert {k: judged[k] for k in asked if k != "chains"} == {
+        k: v for k, v in asked.items() if k != "chains"}
+    assert (out / judged["csv_folder"]).is_dir() and judged["chains"] >= 2
     mu = estimates["expectations"]["mu"]
     assert mu["mcse"] > 0 and abs(mu["mean"]) < 10
 
