@@ -399,22 +399,30 @@ def _httpstan_copy(ingredients: dict[str, str]) -> Path:
     if (final / _STAMP).exists():
         return final
     hdir = httpstan_dir()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.copy-", dir=root))
-    try:
+    with _staged(final, f".{name}.copy-", ingredients) as tmp:
         for part in _HTTPSTAN_PARTS:
             source = hdir / part
             if source.is_dir():
                 shutil.copytree(source, tmp / part, copy_function=_link_or_copy)
             else:
                 _link_or_copy(str(source), str(tmp / part))
-        (tmp / _STAMP).write_text(json.dumps(ingredients, indent=1, sort_keys=True))
+    return final
+
+
+@contextmanager
+def _staged(final: Path, prefix: str, stamp: dict[str, str]) -> Iterator[Path]:
+    """A temporary sibling of ``final`` to build in, renamed into place with its completion
+    stamp only when the block succeeds (removed otherwise)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
+    try:
+        yield tmp
+        (tmp / _STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True))
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return final
 
 
 def _link_or_copy(source: str, target: str) -> str:
@@ -540,17 +548,9 @@ def build_compatible(*, force: bool = False, show_progress: bool = False) -> Pat
             "building the CmdStan-compatible runtime "
             f"(Stan {ingredients['stan_version']}) in {final}"
         )
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.build-", dir=root))
-        try:
+        with _staged(final, f".{name}.build-", ingredients) as tmp:
             _populate(tmp, ingredients)
             _run_make(tmp, say)
-            (tmp / _STAMP).write_text(json.dumps(ingredients, indent=1, sort_keys=True))
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         say(f"CmdStan-compatible runtime ready at {final}")
     return final
 
