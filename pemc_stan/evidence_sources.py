@@ -246,7 +246,10 @@ def _estimate(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike[str
     if owner is not None:  # the estimator needs that method's fit: run it
         method_fit = _run_method(owner, model_or_fit, prog, d, opts, out_dir, show_progress,
                                  sampler_kwargs)
-        return _with_gaps(_from_extended_fit(method_fit, m, opts, out_dir, d), gaps)
+        est = _from_extended_fit(method_fit, m, opts, out_dir, d)
+        if "split_modes" not in sampler_kwargs:
+            est = _noted(est, "skipped", SPLIT_SKIPPED.format(estimator=m, method=owner.name))
+        return _with_gaps(est, gaps)
     est, reasons = _from_model(model_or_fit, prog, d, m, opts, out_dir, show_progress,
                                sampler_kwargs)
     return _with_gaps(_judged(est, reasons), gaps)
@@ -460,6 +463,20 @@ def check_prior(program: StanProgram, data: Mapping[str, Any]) -> PriorReport:
     for gap in report.gaps:
         emit_warning(gap.message, PriorNormalisationWarning, stacklevel=3)
     return report
+
+
+#: What ``evidence`` with a method's own estimator skips of what ``sample`` runs.
+SPLIT_SKIPPED = ("the mode split: estimator={estimator!r} needs {method}'s own draws, so the "
+                 "modes were tempered even if separated; pemc_stan.sample runs the split "
+                 "first, and with split_modes='auto' here the estimate is the split's bridge "
+                 "estimate when the split is accepted")
+
+
+def _noted(est: EvidenceEstimate, key: str, note: str) -> EvidenceEstimate:
+    """``est`` with ``note`` in its diagnostics under ``key``, and logged."""
+    logger.info("log Z (%s): %s", est.method, note)
+    return EvidenceEstimate(est.log_z, est.std_error, est.method,
+                            {**est.diagnostics, key: note})
 
 
 def _with_gaps(est: EvidenceEstimate, report: PriorReport) -> EvidenceEstimate:

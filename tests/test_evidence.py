@@ -233,6 +233,9 @@ def test_evidence_runs_continuous_tempering_from_a_model(compiled: Any) -> None:
     assert ct.method == "ct_eq20" and ti.method.startswith("ct_thermodynamic_integration")
     assert abs(ct.log_z - exact()) <= 4 * ct.std_error and ct.std_error < 0.01
     assert ti.log_z == pytest.approx(ct.log_z, abs=1e-6)  # same seed, same CT run
+    # what sample runs and this skipped is said plainly (CT gives no split_modes)
+    assert ct.diagnostics["skipped"].startswith("the mode split: estimator='ct' needs")
+    assert "split_modes='auto'" in ct.diagnostics["skipped"]
 
 
 # ------------------------------------------------------------------ options and inputs (no compile)
