@@ -7,18 +7,25 @@ lives is described in the README ("Where things live").
 
 from __future__ import annotations
 
-from pemc_stan._version import __version__
-from pemc_stan.errors import OptionsError, PemcStanError
-from pemc_stan.evidence import bayes_factor, evidence
-from pemc_stan.methods.continuous_tempering import (
+import warnings
+
+# ArviZ 0.23 announces its coming refactor once a day, on import, as a FutureWarning: it
+# says nothing about a user's run, so it is not shown (only that message is filtered).
+warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                        category=FutureWarning)
+
+from pemc_stan._version import __version__  # noqa: E402
+from pemc_stan.errors import OptionsError, PemcStanError  # noqa: E402
+from pemc_stan.evidence import bayes_factor, evidence  # noqa: E402
+from pemc_stan.methods.continuous_tempering import (  # noqa: E402
     ContinuousTemperingFit,
     ContinuousTemperingOptions,
 )
-from pemc_stan.methods.pseudo_extended import (
+from pemc_stan.methods.pseudo_extended import (  # noqa: E402
     PseudoExtendedFit,
     PseudoExtendedOptions,
 )
-from pemc_stan.pipeline import sample, transform, transform_result
+from pemc_stan.pipeline import sample, transform, transform_result  # noqa: E402
 
 __all__ = ["__version__", "transform", "transform_result", "sample", "evidence",
            "bayes_factor", "PseudoExtendedFit", "ContinuousTemperingFit",

@@ -255,8 +255,8 @@ class ModeSplitFit(ExtendedFit):
         return None
 
     def title(self) -> str:
-        """The method's label, saying that the modes were split instead."""
-        return f"{super().title()} (modes split: no tempering was needed)"
+        """What ran: the mode split (the method asked for is in the settings)."""
+        return "mode split (separated modes, each sampled by its own NUTS chains)"
 
     # ------------------------------------------------------------------ the verdict
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:

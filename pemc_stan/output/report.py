@@ -459,7 +459,8 @@ def _modes_html(record: RunRecord) -> str:
 
 
 def _settings_html(estimates: Mapping[str, Any], attrs: Mapping[str, Any]) -> str:
-    known = {"method", "model", "data", "options", "sampler", "requested", "earlier_runs",
+    known = {"method", "title", "model", "data", "options", "sampler", "requested",
+             "earlier_runs",
              "expectations", "log_z",
              "diagnostics", "verdict", "follow_up"}
     others = {k: v for k, v in estimates.items() if k not in known}
@@ -563,7 +564,7 @@ def build_html(record: RunRecord, figures: Sequence[WrittenFigure], *,
     files = ", ".join(sorted(p.name + ("/" if p.is_dir() else "")
                              for p in record.folder.iterdir()
                              if not p.name.startswith(".") and p.name != "partial-run"))
-    title = f"pemc-stan report: {record.model_stem} ({label})"
+    title = f"pemc-stan report: {record.model_stem} ({estimates.get('title') or label})"
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"

@@ -225,6 +225,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
                  "undefined": str(attrs["pemc_log_z_undefined"])}
     estimates: dict[str, Any] = {
         "method": fit.method,
+        "title": fit.title(),
         "model": model_label if model_label is not None else fit.program.name,
         "data": data_label,
         "options": json.loads(attrs["pemc_options"]),

@@ -271,3 +271,24 @@ def test_continuous_tempering_fit_to_inference_data(cmdstan_installation: object
     assert ext["mu"].dims == ("chain", "draw", "K_dim")
     np.testing.assert_allclose(ext["pemc_beta"].values, fit.beta())
     np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights())
+
+
+@pytest.mark.compiled
+def test_loo_and_compare_run_on_two_fits_with_log_lik(cmdstan_installation: object) -> None:
+    """Two models of the same data, each with a log_lik generated quantity: az.compare
+    ranks them as it would two az.from_cmdstanpy(log_likelihood="log_lik") fits."""
+    import pemc_stan
+
+    pooled = HIER.replace("y ~ normal(mu[g], s);", "y ~ normal(mean(mu), s);").replace(
+        "log_lik[n] = normal_lpdf(y[n] | mu[g[n]], s);",
+        "log_lik[n] = normal_lpdf(y[n] | mean(mu), s);")
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, program in (("groups", HIER), ("pooled", pooled)):
+            fit = pemc_stan.sample(program, data=HIER_DATA, method="ct", split_modes="never",
+                                   chains=2, iter_warmup=300, iter_sampling=300, seed=12)
+            fits[name] = fit.to_inference_data(include_extended=False)
+        table = az.compare(fits)
+    assert set(table.index) == {"groups", "pooled"}
+    assert np.all(np.isfinite(table["elpd_loo"].to_numpy()))
