@@ -37,7 +37,7 @@ import logging
 import math
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,11 +246,26 @@ def _fmt(value: Any) -> str:
     return _e(value)
 
 
+def _flat(rows: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``rows`` with nested mappings (a split's diagnostics, per group) as one row each
+    (``mode_split.masses``), so that no cell holds a raw dictionary."""
+    for key, value in rows.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            yield from _flat(value, f"{name}.")
+        elif (isinstance(value, (list, tuple)) and value
+              and all(isinstance(v, Mapping) for v in value)):
+            for i, item in enumerate(value, start=1):
+                yield from _flat(item, f"{name}[{i}].")
+        else:
+            yield name, value
+
+
 def _key_table(rows: Mapping[str, Any], header: tuple[str, str] = ("name", "value")) -> str:
     if not rows:
         return '<p class="note">none recorded</p>'
     body = "".join(f'<tr><td class="key">{_e(k)}</td><td class="text">{_fmt(v)}</td></tr>'
-                   for k, v in rows.items())
+                   for k, v in _flat(rows))
     return (f'<table><tr><th class="key">{_e(header[0])}</th><th class="key">{_e(header[1])}'
             f"</th></tr>{body}</table>")
 

@@ -165,3 +165,17 @@ model { s ~ exponential(1); v ~ normal(0, 1); }"""
     assert modes["shares"] == [0.5, 0.5]
     assert modes["search"]["search_paths"] == 8
     assert run_record.mode_centres(SimpleNamespace(search=None)) is None
+
+
+def test_nested_diagnostics_are_rows_a_person_reads() -> None:
+    """A split's diagnostics hold a mapping per group: each value gets its own row, and no
+    cell shows a Python dictionary."""
+    from pemc_stan.output.report import _key_table
+
+    html = _key_table({"divergences": 0, "mode_split": {"groups": 2, "masses": [0.3, 0.7],
+                                                        "per_group": [{"rhat": 1.01},
+                                                                      {"rhat": 1.02}]}})
+    for row in ("divergences", "mode_split.groups", "mode_split.masses",
+                "mode_split.per_group[1].rhat", "mode_split.per_group[2].rhat"):
+        assert f'<td class="key">{row}</td>' in html, row
+    assert "{" not in html
