@@ -383,7 +383,9 @@ class ModeSplitFit(ExtendedFit):
         both = ("chain", "draw")
         group = np.repeat(self._groups[:, None], lw.shape[1], axis=1)
         attrs = {"pemc_sampling": "mode_split", "pemc_modes_split": len(p),
-                 "pemc_mode_masses": [float(x) for x in p]}
+                 "pemc_mode_masses": [float(x) for x in p],
+                 # the chains to trace: each group's own, not the draws pooled across groups
+                 "pemc_trace_group": "extended_posterior"}
         return OutputExtras(
             attributes=attrs,
             settings={"sampling": "mode_split", "mode_masses": p.tolist(),

@@ -175,13 +175,17 @@ def _values(ds: Any, column: str) -> NDArray[np.float64]:
 
 # ---------------------------------------------------------------------- figures
 def trace_figure(posterior: Any, columns: Sequence[str], total: int | None = None,
-                 means: Mapping[str, float] | None = None) -> Any:
-    """Marginal (left) and trace (right) per chain of each column's resampled draws.
+                 means: Mapping[str, float] | None = None,
+                 chain_labels: Sequence[str] | None = None) -> Any:
+    """Marginal (left) and trace (right) per chain of each column's draws.
 
     Parameters
     ----------
     posterior
-        The posterior group (resampled draws).
+        The group whose chains are drawn: the posterior (resampled draws), or a mode
+        split's own chains (``pemc_trace_group``).
+    chain_labels
+        A label per chain (default ``chain 1``, ...): a split's name each chain's group.
     columns
         Scalar columns, one row each.
     total
@@ -218,7 +222,8 @@ def trace_figure(posterior: Any, columns: Sequence[str], total: int | None = Non
             hist.hist(chain, bins=40, range=(lo, hi), density=True, histtype="step",
                       color=f"C{c % 10}", lw=1.0)
             trace.plot(np.arange(values.shape[1]), values[c], color=f"C{c % 10}", lw=0.5,
-                       alpha=0.8, label=f"chain {c + 1}")
+                       alpha=0.8, label=(chain_labels[c] if chain_labels is not None
+                                         and c < len(chain_labels) else f"chain {c + 1}"))
         if means is not None and math.isfinite(means.get(column, math.nan)):
             hist.axvline(float(means[column]), color="k", ls="--", lw=1.0,
                          label="weighted mean")
@@ -226,7 +231,8 @@ def trace_figure(posterior: Any, columns: Sequence[str], total: int | None = Non
         hist.set_yticks([])
         trace.set_ylabel(column)
         if row == 0:
-            hist.set_title("marginal per chain (resampled draws)")
+            hist.set_title("marginal per chain" + ("" if chain_labels is not None
+                                                   else " (resampled draws)"))
             trace.set_title("trace per chain")
             if values.shape[0] > 1:
                 trace.legend(loc="upper right", fontsize="x-small", ncols=min(values.shape[0], 4))
@@ -458,10 +464,11 @@ def log_z_figure(estimates: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------- files
 _CAPTIONS = {
     "trace": ("Original parameters",
-              "Resampled draws of each original parameter: the marginal per chain (left; "
+              "Resampled draws of each original parameter (a mode split: each group's own "
+              "NUTS chains, labelled with their group): the marginal per chain (left; "
               "the dashed line is the weighted mean) and the trace per chain (right). "
-              "Chains that disagree, or traces that stay in one region for long stretches, "
-              "mean the draws have not mixed."),
+              "Chains of one group that disagree, or traces that stay in one region for "
+              "long stretches, mean the draws have not mixed."),
     "temperature": ("Inverse temperature beta",
                     "Continuous tempering: beta should move often between 0 (the base) and "
                     "1 (the target) in every chain, with a marginal near uniform. "
@@ -526,8 +533,9 @@ def write_figures(folder: str | Path, idata: Any, *, columns: Sequence[str] | No
     means = {str(c): _number(v.get("mean")) for c, v in expectations.items()
              if isinstance(v, Mapping)}
     search = _search_record(posterior.attrs)
+    traced, labels = _traced_chains(idata)
     makers: list[tuple[str, Callable[[], Any]]] = [
-        ("trace", lambda: trace_figure(posterior, panels, len(columns), means))]
+        ("trace", lambda: trace_figure(traced, panels, len(columns), means, labels))]
     if "sample_stats" in idata.groups() and "beta" in idata.sample_stats:
         # a run without a temperature (a mode split) has no temperature picture
         makers.append(("temperature", lambda: temperature_figure(idata)))
@@ -542,6 +550,20 @@ def write_figures(folder: str | Path, idata: Any, *, columns: Sequence[str] | No
         if fresh.exists():  # left behind only when interrupted
             shutil.rmtree(fresh, ignore_errors=True)
     return written
+
+
+def _traced_chains(idata: Any) -> tuple[Any, list[str] | None]:
+    """The group whose chains the trace shows (``pemc_trace_group``: a mode split's own
+    chains, each labelled with its group of modes) and the chains' labels."""
+    posterior = idata.posterior
+    name = str(posterior.attrs.get("pemc_trace_group", "posterior"))
+    if name == "posterior" or name not in idata.groups():
+        return posterior, None
+    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    if stats is None or "mode_group" not in stats:
+        return idata[name], None
+    groups = np.asarray(stats["mode_group"].values)[:, 0]
+    return idata[name], [f"chain {c + 1} (group {int(g) + 1})" for c, g in enumerate(groups)]
 
 
 def _draw_all(makers: Sequence[tuple[str, Callable[[], Any]]], fresh: Path, out: Path,

@@ -126,6 +126,16 @@ def test_command_line_run_of_a_split_writes_its_record_pictures_and_report(
     title = page.split("<title>", 1)[1].split("</title>", 1)[0]
     assert "mode split" in title and "continuous-tempering" not in title, title
     assert estimates["title"].startswith("mode split")
+    # the trace shows each group's own chains, not the draws pooled across the groups
+    import arviz as az
+
+    from pemc_stan.output.figures import _traced_chains
+
+    traced, labels = _traced_chains(az.from_netcdf(str(out / "far.nc")))
+    assert labels is not None and {lab.split("(")[1] for lab in labels} == {"group 1)",
+                                                                           "group 2)"}
+    x = traced["x"].values  # (chains, draws): a chain stays in its mode
+    assert np.all((x > 0).all(axis=1) | (x < 0).all(axis=1))
 
 
 #: The 20-Gaussian mixture of Kou et al. (scenario a) on R^2 without its box: normalised,
