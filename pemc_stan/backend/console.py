@@ -189,11 +189,19 @@ def run_error(exc: RuntimeError, what: str = "CmdStan",
     return CmdStanRunError(f"{what} failed: {reason}{where}", reason, console)
 
 
+#: cmdstanpy's line for a chain ended by SIGINT, SIGTERM or SIGHUP ("error: code '-2'
+#: Unknown error -2"): an interrupted run, which pemc-stan reports in one line of its own.
+_INTERRUPTED_RE = re.compile(r"error: code '-(?:2|15|1)'")
+
+
 class _CollapseRepeats(logging.Filter):
-    """Rewrite a record's multi-line message with :func:`collapse_repeats`."""
+    """Rewrite a record's multi-line message with :func:`collapse_repeats`; drop
+    cmdstanpy's error line for a chain that an interruption ended."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
+        if record.levelno >= logging.ERROR and _INTERRUPTED_RE.search(message):
+            return False
         if message.count("\n") > 3:
             record.msg = "\n".join(collapse_repeats(message.splitlines()))
             record.args = ()
@@ -202,7 +210,8 @@ class _CollapseRepeats(logging.Filter):
 
 def collapse_cmdstanpy_messages() -> None:
     """Collapse repeated lines in cmdstanpy's log messages (e.g. its "Non-fatal error
-    during sampling" warning, hundreds of identical lines for a NaN density).
+    during sampling" warning, hundreds of identical lines for a NaN density), and leave
+    out its error line for chains ended by Ctrl-C (SIGINT), SIGTERM or SIGHUP.
 
     Idempotent.
 

@@ -87,6 +87,29 @@ def test_cmdstanpy_warnings_are_collapsed(caplog: object) -> None:
     assert records == ["Non-fatal error during sampling:\nsame line [repeated 400 times]"]
 
 
+def test_cmdstanpys_error_line_for_an_interrupted_chain_is_left_out() -> None:
+    """Ctrl-C ends the chains with SIGINT; cmdstanpy then logs "error: code '-2' Unknown
+    error -2", which pemc-stan's own one line replaces. Other exit codes are kept."""
+    import cmdstanpy.utils
+
+    collapse_cmdstanpy_messages()
+    log = cmdstanpy.utils.get_logger()
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    handler = Keep()
+    log.addHandler(handler)
+    try:
+        for code in (-2, -15, -1, -9, 70):
+            log.error("%s error: code '%d' %s", "CmdStan", code, "x")
+    finally:
+        log.removeHandler(handler)
+    assert records == ["CmdStan error: code '-9' x", "CmdStan error: code '70' x"]
+
+
 def test_a_console_path_with_spaces(tmp_path: Path) -> None:
     console = tmp_path / "my runs" / "m-stdout.txt"
     console.parent.mkdir()
