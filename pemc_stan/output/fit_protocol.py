@@ -91,16 +91,17 @@ def judged_run(fit: RunFit, folder: str | Path | None = None) -> dict[str, Any]:
     ------
     Nothing.
     """
-    run = getattr(fit.fit, "runset", None)
-    config = getattr(getattr(fit.fit, "metadata", None), "cmdstan_config", None) or {}
-    if run is None:
+    try:  # a cmdstanpy.CmdStanMCMC (a fit made of draws alone has none)
+        csv_files = list(fit.fit.runset.csv_files)
+        config = dict(fit.fit.metadata.cmdstan_config or {})
+        out: dict[str, Any] = {"chains": int(fit.fit.chains)}
+    except AttributeError:
         return {}
-    out: dict[str, Any] = {"chains": int(fit.fit.chains)}
     for name, key in _CONFIG:
         if key in config:
             value = config[key]
             out[name] = float(value) if name == "adapt_delta" else int(value)
-    csv = [Path(f) for f in getattr(run, "csv_files", [])]
+    csv = [Path(f) for f in csv_files]
     if csv:
         where = csv[0].parent
         if folder is not None and where.is_relative_to(Path(folder)):

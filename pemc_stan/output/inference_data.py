@@ -336,6 +336,7 @@ class InferenceDataConverter:
         if fit.follow_up is not None:
             attrs["pemc_follow_up"] = json.dumps(fit.follow_up.as_dict())
         judged = judged_run(fit)
+        judged.pop("csv_folder", None)  # where it was written; estimates.json says, relative
         if judged:  # chains, iterations and settings of the run the verdict judged
             attrs["pemc_judged_run"] = json.dumps(judged)
         search = fit.search

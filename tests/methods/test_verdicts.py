@@ -322,3 +322,31 @@ def test_a_scout_in_a_mode_the_search_missed_refuses_the_split(
     assert not isinstance(fit, split_fit.ModeSplitFit)
     notes = [m for m in fit.diagnostics(warn=False)["messages"] if "modes were not split" in m]
     assert notes and ("chains_agree" in notes[0] or "rhat" in notes[0]), notes
+
+
+def test_every_surface_describes_the_run_the_follow_up_ended_with(
+        cmdstan_installation: Any, tmp_path: Path) -> None:
+    """The command line, on the divergent run of the first test: the first run's CSV files
+    stay where they were written, and estimates.json, the report's header and the
+    InferenceData's attributes give the follow-up's run, the one the verdict judged."""
+    import arviz as az
+
+    from pemc_stan.cli import main
+
+    out = tmp_path / "run"
+    code = main(["sample", str(SQUARE / "model.stan"), "--data", str(SQUARE / "data.json"),
+                 "--method", "ct", "--split-modes", "never", "--seed", "5",
+                 "--adapt-delta", "0.5", "--budget", "8", "--output-dir", str(out)])
+    assert code in (0, 8)
+    estimates = json.loads((out / "estimates.json").read_text())
+    assert estimates["follow_up"]["steps"], "the premise: the first run is suspect"
+    judged, asked = estimates["sampler"], estimates["requested"]
+    assert asked["adapt_delta"] == 0.5 and judged["adapt_delta"] > 0.5
+    assert "follow_up" in judged["csv_folder"] and (out / judged["csv_folder"]).is_dir()
+    assert estimates["earlier_runs"] and judged["csv_folder"] not in estimates["earlier_runs"]
+    page = (out / "report.html").read_text()
+    assert f"in {judged['csv_folder']}" in page and "earlier runs:" in page
+    attrs = az.from_netcdf(str(out / "model.nc")).posterior.attrs
+    recorded = json.loads(attrs["pemc_judged_run"])
+    assert {k: recorded[k] for k in ("chains", "iter_sampling", "adapt_delta")} == {
+        k: judged[k] for k in ("chains", "iter_sampling", "adapt_delta")}
