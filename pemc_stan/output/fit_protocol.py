@@ -103,8 +103,8 @@ def judged_run(fit: RunFit, folder: str | Path | None = None) -> dict[str, Any]:
             out[name] = float(value) if name == "adapt_delta" else int(value)
     csv = [Path(f) for f in csv_files]
     if csv:
-        where = csv[0].parent
-        if folder is not None and where.is_relative_to(Path(folder)):
-            where = where.relative_to(Path(folder))
+        where = csv[0].parent.resolve()
+        if folder is not None and where.is_relative_to(Path(folder).resolve()):
+            where = where.relative_to(Path(folder).resolve())
         out["csv_folder"] = f"{where.as_posix()}/"
     return out
