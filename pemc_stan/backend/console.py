@@ -272,7 +272,12 @@ def rewrite_message(text: str) -> str:
             text = rewrite(text)
         except Exception as exc:  # a message must never be lost to its rewrite
             logger.debug("rewriting a CmdStan message failed: %s", exc)
-    return text
+    # Stan prefixes an error once more for each function it passes through: the generated
+    # program's density functions add one that the user's program does not have
+    return _REPEATED_PREFIX.sub("Exception: ", text)
+
+
+_REPEATED_PREFIX = re.compile(r"(?:Exception: ){2,}")
 
 
 # --------------------------------------------------------------------------- #

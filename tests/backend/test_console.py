@@ -207,3 +207,11 @@ def test_sampling_prints_nothing_but_warnings(cmdstan_installation: object,
     out, err = capfd.readouterr()
     assert "INFO" not in out + err, out + err
     assert "cmdstanpy" not in out + err, out + err
+
+
+def test_stans_repeated_exception_prefix_is_said_once() -> None:
+    from pemc_stan.backend.console import rewrite_message
+
+    text = "Exception: Exception: normal_lpdf: Scale parameter is 0, but must be positive!"
+    assert rewrite_message(text) == "Exception: normal_lpdf: Scale parameter is 0, but must be " \
+        "positive!"
