@@ -3,7 +3,9 @@ records routed to pemc-stan's logger, told in the user's lines."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,7 +73,15 @@ def test_cmdstanpy_warnings_are_collapsed(caplog: object) -> None:
 
     collapse_cmdstanpy_messages()
     collapse_cmdstanpy_messages()  # idempotent
-    log = cmdstanpy.utils.get_logger()
+    with _records(cmdstanpy.utils.get_logger()) as records:
+        cmdstanpy.utils.get_logger().warning("Non-fatal error during sampling:\n%s",
+                                             "\n".join(["same line"] * 400))
+    assert records == ["Non-fatal error during sampling:\nsame line [repeated 400 times]"]
+
+
+@contextlib.contextmanager
+def _records(log: logging.Logger) -> Iterator[list[str]]:
+    """The messages ``log`` passes to its handlers within the block."""
     records: list[str] = []
 
     class Keep(logging.Handler):
@@ -81,10 +91,9 @@ def test_cmdstanpy_warnings_are_collapsed(caplog: object) -> None:
     handler = Keep()
     log.addHandler(handler)
     try:
-        log.warning("Non-fatal error during sampling:\n%s", "\n".join(["same line"] * 400))
+        yield records
     finally:
         log.removeHandler(handler)
-    assert records == ["Non-fatal error during sampling:\nsame line [repeated 400 times]"]
 
 
 def test_cmdstanpys_error_line_for_an_interrupted_chain_is_left_out() -> None:
@@ -94,19 +103,9 @@ def test_cmdstanpys_error_line_for_an_interrupted_chain_is_left_out() -> None:
 
     collapse_cmdstanpy_messages()
     log = cmdstanpy.utils.get_logger()
-    records: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record.getMessage())
-
-    handler = Keep()
-    log.addHandler(handler)
-    try:
+    with _records(log) as records:
         for code in (-2, -15, -1, -9, 70):
             log.error("%s error: code '%d' %s", "CmdStan", code, "x")
-    finally:
-        log.removeHandler(handler)
     assert records == ["CmdStan error: code '-9' x", "CmdStan error: code '70' x"]
 
 
