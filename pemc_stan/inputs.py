@@ -388,8 +388,10 @@ def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str
         message = (f"{at} in {data_name} is {_spelled(first)}{more}: CmdStan accepts it for "
                    f"{where}, but a density or arithmetic that uses it is NaN or infinite, "
                    "so every draw may be rejected")
-        logger.warning(message)
+        # one channel: a log record at WARNING too would print it twice where logging is
+        # not configured (Python's last-resort handler), as sampling.fit.emit_warning says
         warnings.warn(message, PemcStanWarning, stacklevel=4)
+        logger.debug("warned: %s", message)
 
 
 def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],

@@ -216,3 +216,18 @@ def test_non_finite_json_data_are_checked_before_compiling(tmp_path: Path,
     path.write_text(json.dumps(_FINITE).replace('"k": [1, 2]', '"k": [1, NaN]'))  # bare NaN
     with pytest.raises(DataError, match=r"k\[2\] in bad.json is NaN"):
         pemc_stan.sample(_NON_FINITE_PROGRAM, path, method="ct")
+
+
+def test_a_nan_in_the_data_is_shown_once_where_logging_is_not_configured() -> None:
+    """Python's last-resort handler prints a library's WARNING records when the
+    application configured no logging: the warning alone must carry the message."""
+    import subprocess
+    import sys
+
+    code = ("import warnings, pemc_stan.inputs as i\n"
+            f"p = i.read_program({_NON_FINITE_PROGRAM!r})\n"
+            f"i.check_data(p, {{**{_FINITE!r}, 'y': [0.5, float('nan')]}}, 'd.json')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("y[2] in d.json is NaN") == 1, proc.stderr
