@@ -29,7 +29,7 @@ from typing import Any, TextIO
 logger = logging.getLogger(__name__)
 
 __all__ = ["Stage", "stage", "current", "STAGE_ATTRIBUTE", "format_elapsed", "StageLines",
-           "PROGRESS_INTERVAL", "interactive", "stage_lines"]
+           "PROGRESS_INTERVAL", "interactive", "is_terminal", "stage_lines"]
 
 #: Seconds between the lines that repeat a running stage off a terminal.
 PROGRESS_INTERVAL = 20.0
@@ -284,16 +284,20 @@ class StageLines(logging.Handler):
         super().close()
 
 
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for a closed or file-less stream)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def interactive() -> bool:
     """Whether progress is shown by default: standard error is a terminal, or the
     call runs in a Jupyter kernel (as cmdstanpy's ``show_progress``)."""
     import sys
 
-    try:
-        terminal = bool(sys.stderr.isatty())
-    except (AttributeError, ValueError):
-        terminal = False
-    return terminal or "ipykernel" in sys.modules
+    return is_terminal(sys.stderr) or "ipykernel" in sys.modules
 
 
 @contextlib.contextmanager

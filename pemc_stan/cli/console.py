@@ -57,7 +57,7 @@ def configure_logging(debug: bool, quiet: bool) -> None:
     stages = logging.getLogger(progress.__name__)
     for old in stages.handlers:
         old.close()
-    stages.handlers[:] = [StageLines(sys.stderr, periodic=not _is_terminal(sys.stderr))]
+    stages.handlers[:] = [StageLines(sys.stderr, periodic=not progress.is_terminal(sys.stderr))]
     stages.propagate = False
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -71,9 +71,3 @@ def configure_logging(debug: bool, quiet: bool) -> None:
     if not debug:
         warnings.showwarning = show
 
-
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False

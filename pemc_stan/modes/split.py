@@ -76,6 +76,7 @@ from pemc_stan.sampling.follow_up import (
     Budget,
     FollowUpStep,
     longer_can_fix,
+    next_adapt_delta,
 )
 from pemc_stan.sampling.model import MethodModel
 
@@ -102,7 +103,7 @@ MAX_EXTENSIONS = 2
 SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree")
 #: Predicted cost, in first runs, of the split run again at the next ``adapt_delta``: the
 #: smaller step made an iteration 1.4-1.55 times as long on a banana-shaped mode
-#: (docs/validation.md, "Why the constants are what they are").
+#: (docs/validation.md, "A mode's missed region").
 ADAPT_DELTA_COST = 1.5
 
 
@@ -309,11 +310,11 @@ def _next_step(outcome: SplitOutcome, budget: Budget, spent: float, unit: float,
             or not names <= {"divergences", *SPLIT_LONGER_REASONS}:
         return None
     if "divergences" in names:
-        higher = [d for d in ADAPT_DELTA_STEPS if d > adapt_delta + 1e-9]
+        higher = next_adapt_delta(adapt_delta)
         cost = unit * ADAPT_DELTA_COST
-        if not higher or not budget.allows(cost, spent):
+        if higher is None or not budget.allows(cost, spent):
             return None
-        return (f"adapt_delta {adapt_delta:g} -> {higher[0]:g} (mode split)", higher[0],
+        return (f"adapt_delta {adapt_delta:g} -> {higher:g} (mode split)", higher,
                 iter_sampling, cost)
     cost = unit * (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
     if not longer_can_fix(outcome.rhat, budget.factor) or not budget.allows(cost, spent):

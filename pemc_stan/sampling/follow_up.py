@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ADAPT_DELTA_STEPS", "TREEDEPTH_STEPS", "Budget", "DEFAULT_BUDGET",
            "LONGER_REASONS", "FollowUp", "FollowUpStep", "deeper_tree_cost", "follow_up",
+           "next_adapt_delta",
            "longer_can_fix", "plan_step"]
 
 #: The default budget: all runs together take at most this many times the first run's
@@ -169,6 +170,17 @@ def longer_can_fix(rhat: float, factor: float) -> bool:
     return not rhat**2 - 1.0 > factor * (RHAT_MAX**2 - 1.0)
 
 
+def next_adapt_delta(delta: float) -> float | None:
+    """The step of :data:`ADAPT_DELTA_STEPS` after ``delta`` (None past the last).
+
+    Raises
+    ------
+    Nothing.
+    """
+    higher = [d for d in ADAPT_DELTA_STEPS if d > delta + 1e-9]
+    return higher[0] if higher else None
+
+
 def deeper_tree_cost(fit: ExtendedFit, levels: int) -> float:
     """The predicted cost per iteration, relative to the last run's, of ``levels`` more
     tree depth: the transitions cut at the old depth may take ``2**levels`` times as
@@ -207,11 +219,11 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
     by_name = {r.name: r for r in reasons}
     if "divergences" in by_name:
         delta = float(settings["adapt_delta"])
-        higher = [d for d in ADAPT_DELTA_STEPS if d > delta + 1e-9]
-        if not higher:
+        higher = next_adapt_delta(delta)
+        if higher is None:
             return None
-        new = {**settings, "adapt_delta": higher[0]}
-        return (new, f"adapt_delta {delta:g} -> {higher[0]:g}",
+        new = {**settings, "adapt_delta": higher}
+        return (new, f"adapt_delta {delta:g} -> {higher:g}",
                 f"divergences ({by_name['divergences'].message})")
     if "max_treedepth" in by_name:
         depth = int(settings["max_treedepth"])
