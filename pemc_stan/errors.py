@@ -301,6 +301,25 @@ class CmdStanRunError(PemcStanError, RuntimeError):
         self.console = console
 
 
+class UnevaluableDensityError(CmdStanRunError):
+    """The model's log density fails (an exception, a NaN) wherever CmdStan starts, so
+    no approximation of the posterior -- and no sampler -- can run.
+
+    Attributes
+    ----------
+    remedy
+        What to do, one line.
+    data_problem
+        Whether a NaN or infinite value in the data is the likely cause.
+    """
+
+    def __init__(self, message: str, reason: str, remedy: str,
+                 data_problem: bool = False) -> None:
+        super().__init__(message, reason)
+        self.remedy = remedy
+        self.data_problem = data_problem
+
+
 class OutputPathError(PemcStanError):
     """An output folder or file cannot be used: what is wrong with the path, and what to do.
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["StanProgram", "read_program", "load_data", "check_data", "read_data", "CheckedData",
-           "ProgramSource"]
+           "ProgramSource", "non_finite_entries"]
 
 #: What a program may be given as.
 ProgramSource = Any  # str | os.PathLike[str] | cmdstanpy.CmdStanModel | ast.Program | StanProgram
@@ -392,6 +392,23 @@ def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str
         # not configured (Python's last-resort handler), as sampling.fit.emit_warning says
         warnings.warn(message, PemcStanWarning, stacklevel=4)
         logger.debug("warned: %s", message)
+
+
+def non_finite_entries(data: Mapping[str, Any] | None) -> list[str]:
+    """The data's NaN and infinite values, each as ``"y[2] (NaN)"``, in order.
+
+    Raises
+    ------
+    Nothing.
+    """
+    found = []
+    for name, value in (data or {}).items():
+        for index, leaf in _leaves(value):
+            odd = _non_finite(leaf)
+            if odd is not None:
+                at = f"{name}[{','.join(map(str, index))}]" if index else name
+                found.append(f"{at} ({_spelled(odd)})")
+    return found
 
 
 def check_data(program: StanProgram | ast.Program, data: Mapping[str, Any],

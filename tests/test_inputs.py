@@ -231,3 +231,11 @@ def test_a_nan_in_the_data_is_shown_once_where_logging_is_not_configured() -> No
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("y[2] in d.json is NaN") == 1, proc.stderr
+
+
+def test_non_finite_entries_lists_each_nan_and_infinity_where_it_is() -> None:
+    from pemc_stan.inputs import non_finite_entries
+
+    data = {"N": 2, "y": [[1.0, "NaN"], [float("inf"), 2.0]], "s": "-Inf", "ok": [1, 2]}
+    assert non_finite_entries(data) == ["y[1,2] (NaN)", "y[2,1] (Inf)", "s (-Inf)"]
+    assert non_finite_entries(None) == [] and non_finite_entries({"x": 1.5}) == []

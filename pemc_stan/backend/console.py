@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["collapse_repeats", "condense", "run_error", "is_cmdstan_failure",
            "collapse_cmdstanpy_messages", "routed_cmdstanpy_logging", "rewriting_messages",
-           "rewrite_message", "CMDSTANPY_LOGGER"]
+           "rewrite_message", "CMDSTANPY_LOGGER", "message_shapes"]
 
 #: The logger cmdstanpy's records go to within :func:`routed_cmdstanpy_logging`.
 CMDSTANPY_LOGGER = "pemc_stan.backend.cmdstanpy"
@@ -104,6 +104,23 @@ def _counted(line: str, n: int, same: bool) -> str:
     if n == 1:
         return line
     return f"{line} [repeated {n} times]" if same else f"{line} [and {n - 1} alike]"
+
+
+def message_shapes(text: str) -> list[str]:
+    """The shapes (numbers as ``#``) of the lines of ``text`` that carry a Stan message
+    (an ``Exception:``), its prefixes ("Rejecting initial value:", "Error", "Exception:")
+    left out: two runs whose density failed the same way share one.
+
+    Raises
+    ------
+    Nothing.
+    """
+    shapes = []
+    for line in text.splitlines():
+        at = line.rfind("Exception:")
+        if at >= 0:
+            shapes.append(_NUMBER_RE.sub("#", line[at + len("Exception:"):].strip()))
+    return shapes
 
 
 def condense(lines: Iterable[str]) -> list[str]:
@@ -308,7 +325,11 @@ class _ToLibrary(logging.Handler):
         new = [kind for kind in kinds if kind[0] not in self.seen]
         self.seen.update(kind[0] for kind in new)
         shown = new or kinds
-        text = "\n".join([head.rstrip(":") + ":",
+        during = head.rstrip(":").split()[-1]  # "sampling", "warmup", ...
+        head = (f"Stan rejected some proposals during {during}: the model's density raised "
+                "an error there, so each counts as zero density (the fit's verdict says "
+                "whether the run is still sound); Stan's messages")
+        text = "\n".join([head + ":",
                           *(f"  {_counted(line, n, same)}" for _, line, n, same in shown)])
         return (logging.WARNING if new else logging.DEBUG), text
 

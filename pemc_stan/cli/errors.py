@@ -21,6 +21,7 @@ from pemc_stan.errors import (
     StanProgramError,
     StanSemanticError,
     StanSyntaxError,
+    UnevaluableDensityError,
     UnsupportedConstructError,
 )
 
@@ -62,6 +63,9 @@ def cmdstan_error(exc: RuntimeError, data_path: Path | None) -> CliError | Runti
     ------
     Nothing (returns ``exc`` itself when it is not about the data).
     """
+    if isinstance(exc, UnevaluableDensityError):
+        return CliError(_one_line(str(exc)), exc.remedy,
+                        ExitCode.DATA if exc.data_problem else ExitCode.RUNTIME)
     text = str(exc.reason) if isinstance(exc, CmdStanRunError) else str(exc)
     data_words = ("data initialization", "Error in data or transformed data",
                   "variable does not exist", "mismatch in dimension",

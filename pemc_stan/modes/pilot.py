@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from typing import Any
 
@@ -38,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
+from pemc_stan.backend.console import condense, is_cmdstan_failure, message_shapes, run_error
 from pemc_stan.backend.pathfinder import (
     LogDensity,
     ModeGroup,
@@ -47,6 +49,8 @@ from pemc_stan.backend.pathfinder import (
     path_labels,
 )
 from pemc_stan.backend.progress import stage
+from pemc_stan.errors import CmdStanRunError, UnevaluableDensityError
+from pemc_stan.inputs import non_finite_entries
 from pemc_stan.methods.base_density import BaseDensity, moment_match
 from pemc_stan.methods.coordinates import BaseCoordinates, coordinate_draws
 from pemc_stan.modes.search import (
@@ -606,6 +610,7 @@ class BasePilot:
             cannot run the model).
         """
         self.notes = []
+        self.failures: list[tuple[str, str]] = []  # (approximation, CmdStan's reason)
         self.mode_centres = None
         self.search = None
         if first == "pathfinder" and not pathfinder:
@@ -634,7 +639,7 @@ class BasePilot:
                     base.info.update({"method": how})
                     break
                 except Exception as exc:
-                    self._note(how, exc)
+                    self._note(how, exc, final=how == order[-1])
             if base is None:
                 raise RuntimeError(
                     f"no base density could be fitted for {self.owner.name}: "
@@ -644,9 +649,57 @@ class BasePilot:
             log_z = self.importance_log_z(base, seed)
         return base, (None if log_z is None else float(log_z))
 
-    def _note(self, how: str, exc: BaseException) -> None:
-        reason = " ".join(str(exc).split())[:240] or type(exc).__name__
-        logger.warning("the %s fit of the base density failed (%s); trying the next one", how,
-                       reason)
+    def _note(self, how: str, exc: BaseException, final: bool = False) -> None:
+        """Record a failed approximation and warn, or raise when no other can work.
+
+        Raises
+        ------
+        UnevaluableDensityError
+            See :meth:`_unless_unevaluable`.
+        """
+        if isinstance(exc, RuntimeError) and is_cmdstan_failure(exc):
+            exc = run_error(exc, how)  # CmdStan's reason, not cmdstanpy's command line
+        text = exc.reason if isinstance(exc, CmdStanRunError) else str(exc)
+        reason = "; ".join(condense(ln.strip() for ln in text.splitlines() if ln.strip()))
+        reason = reason[:240] or type(exc).__name__
         self.notes.append((f"{how}_failed", f"the {how} fit of the base failed ({reason})",
                            "nothing to do when the next approximation worked"))
+        self.failures.append((how, text))
+        self._unless_unevaluable(final)
+        logger.warning("the %s fit of the base density failed (%s)%s", how, reason,
+                       "" if final else "; trying the next one")
+
+    def _unless_unevaluable(self, final: bool) -> None:
+        """Stop the approximations when the model's density cannot be evaluated: two
+        failed alike (the same Stan message at their start), or the last failed over a
+        NaN while the data hold NaN or infinite values.
+
+        Raises
+        ------
+        UnevaluableDensityError
+            Naming Stan's message and, when the data hold NaN or infinite values, them.
+        """
+        shared = [set(message_shapes(text)) for _, text in self.failures]
+        common = set.intersection(*shared) if len(shared) > 1 else set()
+        odd = non_finite_entries(self.owner.data)
+        last = self.failures[-1][1] if self.failures else ""
+        about_nan = bool(odd) and re.search(r"\b(nan|inf)\b", last, re.IGNORECASE) is not None
+        if not common and not (final and about_nan):
+            return
+        lines = [ln.strip() for ln in last.splitlines() if ln.strip()]
+        stan = [ln for ln in lines if message_shapes(ln)]
+        said = next((ln for ln in stan if message_shapes(ln)[0] in common),
+                    stan[0] if stan else lines[0] if lines else "no message")
+        said = re.sub(r"^.*?Exception:\s*|\s*\[(repeated|and) \d+ .*\]$", "", said)
+        tried = ", ".join(how for how, _ in self.failures)
+        message = (f"the log density of {self.owner.name} cannot be evaluated where CmdStan "
+                   f"starts ({tried} failed alike): {said}")
+        if about_nan:
+            shown = ", ".join(odd[:3]) + (f" and {len(odd) - 3} more" if len(odd) > 3 else "")
+            raise UnevaluableDensityError(
+                f"{message}; the data hold {shown}", said,
+                "replace or leave out the NaN and infinite values in the data (Stan has no "
+                "missing-value code: declare missing values as parameters)", data_problem=True)
+        raise UnevaluableDensityError(
+            message, said, "fix the statement the message names, or give inits= where the "
+            "density is finite")

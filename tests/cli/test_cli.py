@@ -329,6 +329,25 @@ def test_data_cmdstan_rejects_is_reported_with_cmdstans_reason(cmdstan_installat
 
 
 @pytest.mark.compiled
+def test_a_nan_the_density_uses_ends_the_run_naming_the_value_and_stans_line(
+        cmdstan_installation: object, tmp_path: Path) -> None:
+    """The data check only warns (a model may skip NaN values); when the density is NaN
+    wherever CmdStan starts, the run stops after two approximations failed alike, with
+    Stan's message, the model's line and the data's NaN, not cmdstanpy's command line."""
+    data = json.loads(NORMAL_DATA.read_text())
+    data["y"][4] = "NaN"
+    path = tmp_path / "gap.json"
+    path.write_text(json.dumps(data))
+    proc = run_cli("sample", str(NORMAL), "--data", str(path), "--method", "ct",
+                   "--output-dir", str(tmp_path / "out"), "--seed", "3")
+    cause = assert_cause_and_remedy(proc, ExitCode.DATA, "y[5] (NaN)", "normal_normal.stan",
+                                    "line 15", "cannot be evaluated")
+    assert "Command '" not in proc.stderr and "_ct.stan" not in cause
+    assert proc.stderr.count("y[5] in gap.json is NaN") == 1  # the data check's warning
+    assert "approximation of the base" not in proc.stderr.split("advi")[-1]  # no third try
+
+
+@pytest.mark.compiled
 def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: Path) -> None:
     """E[x] = 1.2 on the bimodal gallery model, and every output agrees with the others."""
     import arviz as az
@@ -491,3 +510,20 @@ def test_every_argument_error_ends_with_a_remedy(capsys: pytest.CaptureFixture[s
         assert "pemc-stan: remedy: " in err and "`pemc-stan sample --help` lists its options" \
             in err, err
         assert "did you mean" not in err, err
+
+
+def test_a_density_nan_everywhere_from_the_data_is_a_data_error_not_a_rejected_file() -> None:
+    from pemc_stan.cli.errors import ExitCode, cmdstan_error, describe_error
+    from pemc_stan.errors import UnevaluableDensityError
+
+    # Stan's "but must be not nan" would otherwise read as CmdStan rejecting the file
+    exc = UnevaluableDensityError(
+        "the log density of m cannot be evaluated where CmdStan starts (pathfinder, advi "
+        "failed alike): normal_lpdf: Random variable[2] is nan, but must be not nan!; the "
+        "data hold y[2] (NaN)", "normal_lpdf: Random variable[2] is nan, but must be not nan!",
+        "replace or leave out the NaN and infinite values in the data", data_problem=True)
+    cause, remedy, code = describe_error(cmdstan_error(exc, Path("d.json")))
+    assert code == ExitCode.DATA and "rejected" not in cause and "y[2] (NaN)" in cause
+    assert remedy.startswith("replace or leave out")
+    model_fault = UnevaluableDensityError("the log density of m cannot be evaluated", "r", "fix")
+    assert describe_error(cmdstan_error(model_fault, None))[2] == ExitCode.RUNTIME

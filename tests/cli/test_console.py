@@ -105,3 +105,14 @@ def test_sample_prints_its_stages_when_standard_error_is_no_terminal(
     assert any("pilot: mode search" in ln for ln in stages), proc.stderr
     assert any("CT round 1 of " in ln and "sampling 2 chains x " in ln for ln in stages), stages
     assert "cmdstanpy" not in proc.stderr and "Chain [1]" not in proc.stderr, proc.stderr
+
+
+def test_message_shapes_are_stans_messages_without_their_numbers_or_prefixes() -> None:
+    from pemc_stan.backend.console import message_shapes
+
+    text = ("Rejecting initial value:\n  Error evaluating the log probability at the initial "
+            "value.\nException: normal_lpdf: Scale parameter is -0.25, but must be positive! "
+            "(in 'm.stan', line 7, column 2 to column 20)\nIteration: 1 / 2000")
+    assert message_shapes(text) == ["normal_lpdf: Scale parameter is #, but must be positive! "
+                                     "(in 'm.stan', line #, column # to column #)"]
+    assert message_shapes("Chain [1] start processing") == []

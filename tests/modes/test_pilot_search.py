@@ -224,3 +224,61 @@ def test_the_search_is_limited_per_round_not_by_its_total_time(
     assert timeouts[-1] == (6, _round_timeout(1.0, 6))
     pilot.modes_from(starts, 5)  # no search to measure against: no limit
     assert timeouts[-1] == (6, None)
+
+
+_NAN_AT_START = ("Error during sampling:\nException: normal_lpdf: Random variable[2] is nan, "
+                 "but must be not nan! (in 'm.stan', line 3, column 4 to column 26)\n")
+
+
+def _failing_pilot(data: dict[str, object], reasons: dict[str, str]):  # type: ignore[no-untyped-def]
+    """A pilot whose Pathfinder and approximations raise ``reasons[how]``."""
+    from types import SimpleNamespace
+
+    from pemc_stan.modes.pilot import BasePilot
+
+    pilot = BasePilot(SimpleNamespace(name="m", data=data), SimpleNamespace(blocks=[object()]),
+                      num_paths=4, draws=100, covariance="diag")
+
+    def fail(how: str, seed: int | None = None):  # type: ignore[no-untyped-def]
+        raise RuntimeError(reasons[how])
+
+    pilot.pathfinder = lambda seed: fail("pathfinder")  # type: ignore[method-assign]
+    pilot.approximation = fail  # type: ignore[method-assign]
+    return pilot
+
+
+def test_approximations_stop_when_two_fail_alike_and_name_the_datas_nan() -> None:
+    from pemc_stan.errors import UnevaluableDensityError
+
+    alike = dict.fromkeys(("pathfinder", "advi", "laplace", "nuts"), _NAN_AT_START)
+    pilot = _failing_pilot({"N": 2, "y": [1.0, "NaN"]}, alike)
+    with pytest.raises(UnevaluableDensityError) as caught:
+        pilot.fit(1, want_base=True)
+    error = caught.value
+    assert [how for how, _ in pilot.failures] == ["pathfinder", "advi"]  # no third try
+    assert error.data_problem and "y[2] (NaN)" in str(error)
+    assert error.reason.startswith("normal_lpdf: Random variable[2] is nan")
+    assert "(in 'm.stan', line 3" in error.reason and "missing" in error.remedy
+
+
+def test_failures_that_differ_try_every_approximation_and_keep_the_general_error() -> None:
+    from pemc_stan.errors import UnevaluableDensityError
+
+    pilot = _failing_pilot({"N": 2}, {how: f"Exception: {how} broke at step {i}"
+                                      for i, how in enumerate(("pathfinder", "advi", "laplace",
+                                                               "nuts"))})
+    # numbers aside the messages differ in their words: the model is not at fault everywhere
+    with pytest.raises(RuntimeError, match="no base density could be fitted") as caught:
+        pilot.fit(1, want_base=True)
+    assert not isinstance(caught.value, UnevaluableDensityError)
+    assert len(pilot.failures) == 4
+
+
+def test_one_message_everywhere_without_bad_data_blames_the_model_not_the_data() -> None:
+    from pemc_stan.errors import UnevaluableDensityError
+
+    same = {how: "Exception: log_mix: lambda is 1.5, but must be in [0, 1]" for how in
+            ("pathfinder", "advi", "laplace", "nuts")}
+    with pytest.raises(UnevaluableDensityError) as caught:
+        _failing_pilot({"N": 2}, same).fit(1, want_base=True)
+    assert not caught.value.data_problem and "inits=" in caught.value.remedy
