@@ -10,7 +10,7 @@ each step changes what the verdict says is wrong, and the final run is judged.
 
 The remedies, in order (one per step):
 
-1. ``divergences`` → the next target acceptance of :data:`ADAPT_DELTA_STEPS`
+1. ``divergences`` or ``mode_acceptance`` → the next target acceptance of :data:`ADAPT_DELTA_STEPS`
    (a smaller step size; the warm-up runs again);
 2. ``max_treedepth`` → the next tree depth of :data:`TREEDEPTH_STEPS` (its cost is
    predicted with the cut transitions' share taking up to four times as long);
@@ -47,7 +47,7 @@ from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ADAPT_DELTA_STEPS", "TREEDEPTH_STEPS", "Budget", "DEFAULT_BUDGET",
+__all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budget", "DEFAULT_BUDGET",
            "LONGER_REASONS", "FollowUp", "FollowUpStep", "deeper_tree_cost", "follow_up",
            "next_adapt_delta",
            "longer_can_fix", "plan_step"]
@@ -58,6 +58,9 @@ DEFAULT_BUDGET = 4.0
 #: Target acceptance rates tried in turn after divergent transitions (CmdStan's default
 #: first).
 ADAPT_DELTA_STEPS = (0.8, 0.95, 0.99)
+#: Reasons whose remedy is a smaller step size (the next of :data:`ADAPT_DELTA_STEPS`):
+#: divergent transitions, and a mode whose acceptance shows the step too large for it.
+SMALLER_STEP_REASONS = ("divergences", "mode_acceptance")
 #: Maximum tree depths tried in turn after trajectories were cut (CmdStan's default first).
 TREEDEPTH_STEPS = (10, 12, 14)
 #: A step's cost is predicted as the last run's gradients per iteration times its
@@ -217,14 +220,15 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
     Nothing.
     """
     by_name = {r.name: r for r in reasons}
-    if "divergences" in by_name:
+    smaller_step = [by_name[n] for n in SMALLER_STEP_REASONS if n in by_name]
+    if smaller_step:
         delta = float(settings["adapt_delta"])
         higher = next_adapt_delta(delta)
         if higher is None:
             return None
         new = {**settings, "adapt_delta": higher}
         return (new, f"adapt_delta {delta:g} -> {higher:g}",
-                f"divergences ({by_name['divergences'].message})")
+                "; ".join(f"{r.name} ({r.message})" for r in smaller_step))
     if "max_treedepth" in by_name:
         depth = int(settings["max_treedepth"])
         deeper = [d for d in TREEDEPTH_STEPS if d > depth]

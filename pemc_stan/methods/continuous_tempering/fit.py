@@ -75,6 +75,12 @@ MERGE_CROSSINGS = 5
 MERGE_RATE = 0.05
 #: Fewest draws of a cell of its own (:meth:`strata`).
 MIN_CELL_DRAWS = 50
+#: A mode's cell whose mean acceptance statistic at beta > 0.5 is below this share of
+#: the other cells' was sampled with a step size too large for it (:meth:`mode_acceptance`;
+#: the measurements are in docs/validation.md, "A narrow mode beside a wide one").
+MODE_ACCEPT_RATIO = 2.0 / 3.0
+#: Fewest draws at beta > 0.5 in a cell for its acceptance to be judged.
+MODE_ACCEPT_DRAWS = 30
 
 
 class ContinuousTemperingFit(ExtendedFit):
@@ -495,11 +501,49 @@ class ContinuousTemperingFit(ExtendedFit):
             ses.append(float(est.std_error))
         return np.asarray(means), np.asarray(ses)
 
+    def mode_acceptance(self) -> tuple[float, int] | None:
+        """The lowest ratio of a mode cell's mean acceptance statistic at ``beta > 0.5`` to
+        the other cells', and that cell; None without two cells of the pilot's modes with
+        :data:`MODE_ACCEPT_DRAWS` such draws.
+
+        One step size serves every mode: in a mode much narrower than the rest, the
+        leapfrog steps are rejected, so the chains at high beta avoid it and its mass is
+        underestimated while every chain-level check passes.
+
+        Raises
+        ------
+        Nothing.
+        """
+        centres = self.mode_centres
+        if self.base is None or centres is None or centres.shape[0] < 2:
+            return None
+        beta = self.beta()
+        hot = beta > 0.5
+        z = self.base_z().reshape(-1, self.base.dim)
+        cells = self.base.nearest_centre(z, centres).reshape(beta.shape)
+        accept = np.nan_to_num(self._column("accept_stat__"), nan=0.0)
+        worst: tuple[float, int] | None = None
+        for k in range(centres.shape[0]):
+            mine, rest = hot & (cells == k), hot & (cells != k)
+            if mine.sum() < MODE_ACCEPT_DRAWS or rest.sum() < MODE_ACCEPT_DRAWS:
+                continue
+            ratio = float(accept[mine].mean() / max(accept[rest].mean(), 1e-12))
+            if worst is None or ratio < worst[0]:
+                worst = (ratio, k)
+        return worst
+
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
-        """The pilot, temperature, weights, eq-22 and log Z checks."""
+        """The pilot, temperature, weights, acceptance by mode, eq-22 and log Z checks."""
         for name, message, remedy in self.pilot_notes:
             if name == "pilot":  # a failed fit of the base that another one replaced is no fault
                 yield name, Reason(name, message, remedy)
+        found = self.mode_acceptance()
+        yield "mode_acceptance", None if found is None or found[0] >= MODE_ACCEPT_RATIO \
+            else Reason("mode_acceptance", f"at beta > 0.5 the chains' mean acceptance in "
+                        f"mode {found[1] + 1} of the pilot's is {found[0]:.2f} times that "
+                        "in the others: the step size is too large for that mode, so the "
+                        "chains avoid it and its mass is underestimated",
+                        "raise adapt_delta (a smaller step size)")
         yield from self._round_log_z_checks()
         lw = self.log_weights()
         kish = float(W.ess(lw.reshape(-1)))
