@@ -272,3 +272,14 @@ def test_the_verdict_names_cut_trajectories_past_a_tenth(hits: int, flagged: boo
         assert reason.name == "max_treedepth"
         assert f"{hits} of 1000" in reason.message and "max_treedepth=12" in reason.remedy
     assert treedepth_reason(TransitionCounts(1000, 0, None, 0)) is None
+
+
+def test_a_mode_sampled_with_too_large_a_step_gets_a_smaller_step_before_longer_runs() -> None:
+    cramped = Reason("mode_acceptance", "mode 2 accepts 0.25 times as often", "raise adapt_delta")
+    plan = plan_step((STUCK, cramped), {"adapt_delta": 0.8, "iter_sampling": 1000})
+    assert plan is not None
+    new, change, because = plan
+    assert new == {"adapt_delta": 0.95, "iter_sampling": 1000}
+    assert change == "adapt_delta 0.8 -> 0.95" and because.startswith("mode_acceptance (")
+    both = plan_step((DIVERGED, cramped), {"adapt_delta": 0.95, "iter_sampling": 1000})
+    assert both is not None and "divergences (" in both[2] and "mode_acceptance (" in both[2]

@@ -193,3 +193,32 @@ def test_a_cell_never_near_the_base_joins_a_neighbour() -> None:
     assert m.size == 2  # enough draws, no crossings at beta > 0.5
     joined, m = _join_crossed_cells(labels, mass, beta, log_w0)
     assert m.tolist() == pytest.approx([1.0]) and np.all(joined == 0)
+
+
+def _two_cell_fit(low: float, cell_two: float):  # type: ignore[no-untyped-def]
+    """Exact draws, the pilot's centres at -1 and ``cell_two``, the acceptance statistic
+    ``low`` at beta > 0.5 where x > 0.5 and 0.9 elsewhere."""
+    from fakes import exact_ct_frame
+
+    frame = exact_ct_frame(LOG_Z)
+    hot_two = (frame["pemc_beta"] > 0.5) & (frame["x"] > 0.5)
+    frame["accept_stat__"] = np.where(hot_two, low, 0.9)
+    return exact_ct_fit(LOG_Z, frame=frame, mode_centres=np.array([[-1.0], [cell_two]]))
+
+
+def test_a_mode_whose_transitions_are_rejected_at_high_beta_is_named_with_its_remedy() -> None:
+    fit = _two_cell_fit(0.3, 2.0)
+    ratio, cell = fit.mode_acceptance()
+    assert cell == 1 and ratio == pytest.approx(0.3 / 0.9)
+    reasons = {r.name: r for r in fit.check().reasons}
+    assert "mode 2 of the pilot's is 0.33 times" in reasons["mode_acceptance"].message
+    assert "adapt_delta" in reasons["mode_acceptance"].remedy
+
+
+def test_acceptance_alike_across_modes_or_one_mode_found_raises_nothing() -> None:
+    from pemc_stan.methods.continuous_tempering.fit import MODE_ACCEPT_RATIO
+
+    fit = _two_cell_fit(0.9 * MODE_ACCEPT_RATIO + 0.01, 2.0)  # just above the bound
+    assert fit.mode_acceptance()[0] >= MODE_ACCEPT_RATIO
+    assert "mode_acceptance" not in fit.check().names()
+    assert exact_ct_fit(LOG_Z).mode_acceptance() is None  # no centres: nothing to compare
