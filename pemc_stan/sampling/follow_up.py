@@ -47,9 +47,9 @@ from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budget", "DEFAULT_BUDGET",
-           "LONGER_REASONS", "FollowUp", "FollowUpStep", "deeper_tree_cost", "follow_up",
-           "next_adapt_delta",
+__all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budget",
+           "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep", "deeper_tree_cost",
+           "follow_up", "next_adapt_delta",
            "longer_can_fix", "plan_step"]
 
 #: The default budget: all runs together take at most this many times the first run's
