@@ -16,7 +16,7 @@ import pytest
 
 import pemc_stan
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.continuous_tempering.fit import MODE_ACCEPT_RATIO
+from pemc_stan.methods.continuous_tempering.cells import MODE_ACCEPT_RATIO
 from pemc_stan.modes.pilot import BasePilot
 
 pytestmark = pytest.mark.compiled

@@ -31,13 +31,17 @@ import cmdstanpy
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate, compare
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering import tempering as T
+from pemc_stan.methods.continuous_tempering.cells import (
+    MODE_ACCEPT_RATIO,
+    join_crossed_cells,
+    lowest_acceptance_ratio,
+)
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.tempering import FLAT, BetaBias, delta
 from pemc_stan.output.diagnostics import (
@@ -67,20 +71,6 @@ BASE_Z_MAX = 4.5
 #: iid base draws for the base masses of the post-stratification regions (binomial
 #: error ~ 1e-3 on a mass of 0.5, included in the standard errors).
 MASS_DRAWS = 200_000
-#: Fewest steps between two cells at beta > 0.5 that show they are one mode (:meth:`strata`).
-MERGE_CROSSINGS = 5
-#: ... and the least share of the steps between them that independent draws would make:
-#: parts of one mode are crossed at a rate of order 1 / (the autocorrelation time of the
-#: cell indicator), isolated modes only where a chain passes a barrier at beta > 0.5.
-MERGE_RATE = 0.05
-#: Fewest draws of a cell of its own (:meth:`strata`).
-MIN_CELL_DRAWS = 50
-#: A mode's cell whose mean acceptance statistic at beta > 0.5 is below this share of
-#: the other cells' was sampled with a step size too large for it (:meth:`mode_acceptance`;
-#: the measurements are in docs/validation.md, "A narrow mode beside a wide one").
-MODE_ACCEPT_RATIO = 2.0 / 3.0
-#: Fewest draws at beta > 0.5 in a cell for its acceptance to be judged.
-MODE_ACCEPT_DRAWS = 30
 
 
 class ContinuousTemperingFit(ExtendedFit):
@@ -258,12 +248,12 @@ class ContinuousTemperingFit(ExtendedFit):
         without base mass is merged into its neighbours (its centre is
         dropped).  Cells that are not separate modes are joined: when the
         chains step from one cell into another between consecutive draws both
-        at ``beta > 0.5`` at least ``MERGE_CROSSINGS`` times and at least
-        ``MERGE_RATE`` times as often as independent draws would (isolated modes
+        at ``beta > 0.5`` at least ``cells.MERGE_CROSSINGS`` times and at least
+        ``cells.MERGE_RATE`` times as often as independent draws would (isolated modes
         are crossed only near the base, or rarely where a barrier is low), the
         two count as one region (Pathfinder paths of one skewed,
         high-dimensional mode often end apart); a cell with
-        fewer than ``MIN_CELL_DRAWS`` draws joins a neighbour.  See
+        fewer than ``cells.MIN_CELL_DRAWS`` draws joins a neighbour.  See
         :mod:`pemc_stan.methods.continuous_tempering.tempering` for why: the
         regions' shares of ``Z`` then come from the known base masses and the
         draws inside each region, not from how often the chains changed mode.
@@ -285,7 +275,7 @@ class ContinuousTemperingFit(ExtendedFit):
                 mass = self.base.centre_masses(centres, MASS_DRAWS, rng)
                 empty = (mass <= 0) | (np.bincount(labels.ravel(), minlength=mass.size) == 0)
                 if not np.any(empty):
-                    labels, mass = _join_crossed_cells(labels, mass, self.beta(),
+                    labels, mass = join_crossed_cells(labels, mass, self.beta(),
                                                        self.log_weights_base())
                     if mass.size > 1:
                         out = T.Strata(labels, np.log(mass), MASS_DRAWS)
@@ -504,7 +494,7 @@ class ContinuousTemperingFit(ExtendedFit):
     def mode_acceptance(self) -> tuple[float, int] | None:
         """The lowest ratio of a mode cell's mean acceptance statistic at ``beta > 0.5`` to
         the other cells', and that cell; None without two cells of the pilot's modes with
-        :data:`MODE_ACCEPT_DRAWS` such draws.
+        :data:`~pemc_stan.methods.continuous_tempering.cells.MODE_ACCEPT_DRAWS` such draws.
 
         One step size serves every mode: in a mode much narrower than the rest, the
         leapfrog steps are rejected, so the chains at high beta avoid it and its mass is
@@ -521,16 +511,8 @@ class ContinuousTemperingFit(ExtendedFit):
         hot = beta > 0.5
         z = self.base_z().reshape(-1, self.base.dim)
         cells = self.base.nearest_centre(z, centres).reshape(beta.shape)
-        accept = np.nan_to_num(self._column("accept_stat__"), nan=0.0)
-        worst: tuple[float, int] | None = None
-        for k in range(centres.shape[0]):
-            mine, rest = hot & (cells == k), hot & (cells != k)
-            if mine.sum() < MODE_ACCEPT_DRAWS or rest.sum() < MODE_ACCEPT_DRAWS:
-                continue
-            ratio = float(accept[mine].mean() / max(accept[rest].mean(), 1e-12))
-            if worst is None or ratio < worst[0]:
-                worst = (ratio, k)
-        return worst
+        return lowest_acceptance_ratio(cells, hot, self._column("accept_stat__"),
+                                       centres.shape[0])
 
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The pilot, temperature, weights, acceptance by mode, eq-22 and log Z checks."""
@@ -759,72 +741,6 @@ class ContinuousTemperingFit(ExtendedFit):
                              "beta": np.asarray(self.beta()).reshape(-1),
                              "delta": np.asarray(self.delta()).reshape(-1),
                              "log_weight": lw.reshape(-1)})
-
-
-def _join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
-                        beta: NDArray[np.float64], log_w0: NDArray[np.float64] | None = None
-                        ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-    """Join cells that are not separate modes (see :meth:`ContinuousTemperingFit.strata`).
-
-    Repeatedly joins the two cells with the most steps between them at ``beta
-    > 0.5`` while that count is at least ``MERGE_CROSSINGS`` and at least
-    ``MERGE_RATE`` times ``2 H p_i p_j``, the count of ``H`` such steps between
-    independent draws whose shares of the cells are ``p_i`` and ``p_j``
-    (``bimodal_1d``, modes 6 sd apart: 0-6 steps against about 1300; one mode
-    split in two: a share of order one over the autocorrelation time); then a cell with
-    fewer than ``MIN_CELL_DRAWS`` draws, or whose base-end weights ``w_0``
-    (``log_w0``) have a Kish ESS below ``MIN_CELL_DRAWS / 5`` (its ``E[w_0 1_k]``,
-    the denominator of its share of ``Z``, rests on a few draws: a cell the
-    chains entered only near ``beta = 1``), joins the cell it is crossed into
-    most often, or the largest one.
-    ``labels`` and ``beta`` are (chains, draws); returns cells ``0..K'-1`` and
-    their summed masses.
-    """
-    labels = np.asarray(labels).copy()
-    mass = np.asarray(mass, dtype=float).copy()
-
-    def join(i: int, j: int) -> None:  # cell j into cell i, then relabel 0..K-2
-        nonlocal labels, mass
-        labels[labels == j] = i
-        labels[labels > j] -= 1
-        mass[i] += mass[j]
-        mass = np.delete(mass, j)
-
-    def crossings(hot_only: bool) -> NDArray[np.int_]:
-        step = labels[:, 1:] != labels[:, :-1]
-        if hot_only:
-            step &= (beta[:, 1:] > 0.5) & (beta[:, :-1] > 0.5)
-        counts = np.zeros((mass.size, mass.size), dtype=int)
-        np.add.at(counts, (labels[:, :-1][step], labels[:, 1:][step]), 1)
-        return counts + counts.T
-
-    hot = (beta[:, 1:] > 0.5) & (beta[:, :-1] > 0.5)
-    while mass.size > 1:
-        counts = crossings(True)
-        share = np.bincount(labels[:, 1:][hot], minlength=mass.size) / max(int(hot.sum()), 1)
-        independent = 2.0 * hot.sum() * np.outer(share, share)
-        counts[(counts < MERGE_CROSSINGS) | (counts < MERGE_RATE * independent)] = 0
-        i, j = np.unravel_index(int(np.argmax(counts)), counts.shape)
-        if counts[i, j] == 0:
-            break
-        join(int(min(i, j)), int(max(i, j)))
-    while mass.size > 1:
-        sizes = np.bincount(labels.ravel(), minlength=mass.size)
-        score = sizes.astype(float)
-        if log_w0 is not None:  # Kish ESS of w_0 in each cell, on the scale of the draws
-            kish = np.array([np.exp(2 * logsumexp(log_w0[labels == k])
-                                    - logsumexp(2 * log_w0[labels == k])) if sizes[k] else 0.0
-                             for k in range(mass.size)])
-            score = np.minimum(score, 5.0 * kish)
-        small = int(np.argmin(score))
-        if score[small] >= MIN_CELL_DRAWS:
-            break
-        counts = crossings(False)[small]
-        counts[small] = -1
-        other = int(np.argmax(counts)) if counts.max() > 0 else int(
-            np.argmax(np.where(np.arange(mass.size) == small, -1, sizes)))
-        join(min(small, other), max(small, other))
-    return labels.astype(np.intp), mass
 
 
 class _DrawView:

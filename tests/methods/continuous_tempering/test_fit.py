@@ -129,7 +129,7 @@ def test_cells_crossed_at_high_beta_are_one_mode() -> None:
     """Cells 0 and 1 are crossed often at beta > 0.5 (one mode split by the pilot), cell 2 only
     near the base (a separate mode), cell 3 holds 10 draws: 0+1 join, 3 joins the cell it
     steps into, 2 stays."""
-    from pemc_stan.methods.continuous_tempering.fit import _join_crossed_cells
+    from pemc_stan.methods.continuous_tempering.cells import join_crossed_cells
 
     rng = np.random.default_rng(0)
     labels = np.zeros((2, 600), dtype=np.intp)
@@ -139,11 +139,11 @@ def test_cells_crossed_at_high_beta_are_one_mode() -> None:
     beta[0, 295:305] = 0.01  # the step to cell 2 happens near the base
     labels[1, :590] = 2
     labels[1, 590:] = 3
-    out, mass = _join_crossed_cells(labels, np.array([0.3, 0.2, 0.4, 0.1]), beta)
+    out, mass = join_crossed_cells(labels, np.array([0.3, 0.2, 0.4, 0.1]), beta)
     assert mass.tolist() == pytest.approx([0.5, 0.5])  # {0, 1} and {2, 3}
     assert np.all(out[0, :300] == 0) and np.all(out[0, 300:] == 1) and np.all(out[1] == 1)
     # without crossings and with enough draws, nothing is joined
-    same, m = _join_crossed_cells(np.repeat([[0], [1]], 100, axis=1), np.array([0.5, 0.5]),
+    same, m = join_crossed_cells(np.repeat([[0], [1]], 100, axis=1), np.array([0.5, 0.5]),
                                   np.full((2, 100), 0.9))
     assert m.size == 2 and np.array_equal(same[:, 0], [0, 1])
 
@@ -153,7 +153,7 @@ def test_modes_crossed_rarely_at_high_beta_stay_apart() -> None:
     8000 draws (bimodal_1d: 0-6 times) are not one mode: independent draws would step
     between them about 2 * 8000 * 0.3 * 0.7 = 3360 times.  One mode split in two is
     crossed at a share of that of order one over its autocorrelation time."""
-    from pemc_stan.methods.continuous_tempering.fit import _join_crossed_cells
+    from pemc_stan.methods.continuous_tempering.cells import join_crossed_cells
 
     rng = np.random.default_rng(1)
     n = 2000
@@ -169,19 +169,19 @@ def test_modes_crossed_rarely_at_high_beta_stay_apart() -> None:
                 beta[c, cut - 1:cut + 1] = 0.02
     steps = (labels[:, 1:] != labels[:, :-1]) & (beta[:, 1:] > 0.5) & (beta[:, :-1] > 0.5)
     assert steps.sum() == 6
-    kept, m = _join_crossed_cells(labels, np.array([0.3, 0.7]), beta)
+    kept, m = join_crossed_cells(labels, np.array([0.3, 0.7]), beta)
     assert m.size == 2 and np.array_equal(kept, labels)
     # the same cells of one mode, crossed at a tenth of the independent rate, join
     flips = rng.random((4, n)) < 0.1 * 0.42
     one = np.cumsum(flips, axis=1) % 2
-    joined, m = _join_crossed_cells(one.astype(np.intp), np.array([0.3, 0.7]), np.full((4, n), 0.9))
+    joined, m = join_crossed_cells(one.astype(np.intp), np.array([0.3, 0.7]), np.full((4, n), 0.9))
     assert m.tolist() == pytest.approx([1.0])
 
 
 def test_a_cell_never_near_the_base_joins_a_neighbour() -> None:
     """A cell entered only near beta = 1 (its w_0 all tiny, one draw dominating) cannot give
     E[w_0 1_k], the denominator of its share of Z: it joins the cell it is crossed into."""
-    from pemc_stan.methods.continuous_tempering.fit import _join_crossed_cells
+    from pemc_stan.methods.continuous_tempering.cells import join_crossed_cells
 
     labels = np.repeat([[0] * 300 + [1] * 300], 2, axis=0).astype(np.intp)
     beta = np.full(labels.shape, 0.3)
@@ -189,9 +189,9 @@ def test_a_cell_never_near_the_base_joins_a_neighbour() -> None:
     log_w0[:, 300:] = -60.0
     log_w0[0, 450] = -1.0  # one draw of cell 1 carries its base-end weight
     mass = np.array([0.7, 0.3])
-    kept, m = _join_crossed_cells(labels, mass, beta)
+    kept, m = join_crossed_cells(labels, mass, beta)
     assert m.size == 2  # enough draws, no crossings at beta > 0.5
-    joined, m = _join_crossed_cells(labels, mass, beta, log_w0)
+    joined, m = join_crossed_cells(labels, mass, beta, log_w0)
     assert m.tolist() == pytest.approx([1.0]) and np.all(joined == 0)
 
 
@@ -216,7 +216,7 @@ def test_a_mode_whose_transitions_are_rejected_at_high_beta_is_named_with_its_re
 
 
 def test_acceptance_alike_across_modes_or_one_mode_found_raises_nothing() -> None:
-    from pemc_stan.methods.continuous_tempering.fit import MODE_ACCEPT_RATIO
+    from pemc_stan.methods.continuous_tempering.cells import MODE_ACCEPT_RATIO
 
     fit = _two_cell_fit(0.9 * MODE_ACCEPT_RATIO + 0.01, 2.0)  # just above the bound
     assert fit.mode_acceptance()[0] >= MODE_ACCEPT_RATIO
