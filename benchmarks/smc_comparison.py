@@ -25,9 +25,10 @@ Targets (``--targets``), each with exact answers:
 
 Samplers, each run ``--reps`` times with seeds ``--first-seed``, ``--first-seed`` + 1, ...:
 
-``ct``, ``pe``
+``ct``, ``pe``, ``ct_tempered``, ``pe_tempered``
     ``pemc_stan.sample(program, data, method=..., chains=, iter_sampling=, seed=)``
-    and nothing else (every method option at its default; ``--chains`` 4 and
+    and nothing else (every method option at its default, but the ``_tempered``
+    ones temper alone: ``split_modes='never'``; ``--chains`` 4 and
     ``--iter-sampling`` 1000 are the API's own defaults).  Moments by the fit's
     own estimator (``fit.expectation``), log Z by the method's default: CT's
     eq.-20 ``fit.log_z()``, PE's ``pemc_stan.evidence(fit)`` (bridge sampling on
@@ -93,7 +94,14 @@ WORKER = BENCH / "_smc_worker.py"
 RESULTS = BENCH / "results" / "smc_comparison.jsonl"
 MIXTURE_DIR = ROOT / "models" / "gaussian_mixture_20"
 DEFAULT_VENV = Path.home() / ".cache" / "pemc-stan" / "bench-pymc-venv"
-SAMPLERS = ("ct", "pe", "smc")
+SAMPLERS = ("ct", "pe", "ct_tempered", "pe_tempered", "smc")
+#: pemc-stan's samplers: (method, what else ``pemc_stan.sample`` is given).  The
+#: ``_tempered`` ones temper alone (``split_modes='never'``: no mode split).
+PEMC_SAMPLERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ct": ("ct", {}), "pe": ("pe", {}),
+    "ct_tempered": ("ct", {"split_modes": "never"}),
+    "pe_tempered": ("pe", {"split_modes": "never"}),
+}
 TARGETS = ("mixture_a", "mixture_b", "boltzmann")
 READY = ".pemc-bench-ready"
 
@@ -344,7 +352,8 @@ def pemc_run(target: Target, method: str, seed: int, chains: int, iter_sampling:
     target
         The target.
     method
-        ``"ct"`` or ``"pe"``.
+        A key of :data:`PEMC_SAMPLERS` (``"ct"``, ``"pe"``, ``"ct_tempered"``,
+        ``"pe_tempered"``).
     seed, chains, iter_sampling
         Passed to ``pemc_stan.sample`` (nothing else is, outside ``sample_kwargs``).
     sample_kwargs
@@ -359,11 +368,13 @@ def pemc_run(target: Target, method: str, seed: int, chains: int, iter_sampling:
     """
     import pemc_stan
 
+    name, given = PEMC_SAMPLERS[method]
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = pemc_stan.sample(target.program, target.data, method=method, chains=chains,
-                               iter_sampling=iter_sampling, seed=seed, **(sample_kwargs or {}))
+        fit = pemc_stan.sample(target.program, target.data, method=name, chains=chains,
+                               iter_sampling=iter_sampling, seed=seed,
+                               **given, **(sample_kwargs or {}))
     seconds = time.perf_counter() - t0
     out: dict[str, Any] = {"seconds": seconds}
     t0 = time.perf_counter()
@@ -537,7 +548,7 @@ def summarise(target: Target, runs: dict[str, list[dict[str, Any]]]) -> list[dic
             row[sampler] = {"rmse": rmse, "seconds": secs, "accuracy_per_second": acc,
                             "n_runs": len(ok), "bias": float(np.mean(err))}
         smc = row.get("smc", {}).get("accuracy_per_second", math.nan)
-        for sampler in ("ct", "pe"):
+        for sampler in PEMC_SAMPLERS:
             if sampler in row:
                 mine = row[sampler]["accuracy_per_second"]
                 row[f"{sampler}_over_smc"] = (mine / smc if math.isfinite(smc) and smc > 0
@@ -571,10 +582,11 @@ def format_table(rows: list[dict[str, Any]], samplers: list[str]) -> str:
     for s in samplers:
         head1 += f" | {s.upper():^28}"
         head2 += f" | {'RMSE':>9} {'s':>7} {'acc/s':>10}"
-    ratios = [s for s in ("ct", "pe") if s in samplers and "smc" in samplers]
+    ratios = [s for s in PEMC_SAMPLERS if s in samplers and "smc" in samplers]
+    widths = {s: max(8, len(s) + 4) for s in ratios}
     if ratios:
-        head1 += " | " + " ".join(f"{s.upper() + '/SMC':>8}" for s in ratios)
-        head2 += " | " + " ".join(f"{'acc/s':>8}" for _ in ratios)
+        head1 += " | " + " ".join(f"{s.upper() + '/SMC':>{widths[s]}}" for s in ratios)
+        head2 += " | " + " ".join(f"{'acc/s':>{widths[s]}}" for s in ratios)
     lines = [head1, head2, "-" * len(head2)]
     for r in rows:
         line = f"{r['target']:<10} {r['quantity']:<22}"
@@ -583,7 +595,8 @@ def format_table(rows: list[dict[str, Any]], samplers: list[str]) -> str:
             line += (f" | {_g(c.get('rmse', math.nan), 9)} {_g(c.get('seconds', math.nan), 7)}"
                      f" {_g(c.get('accuracy_per_second', math.nan), 10)}")
         if ratios:
-            line += " | " + " ".join(_g(r.get(f"{s}_over_smc", math.nan), 8) for s in ratios)
+            line += " | " + " ".join(_g(r.get(f"{s}_over_smc", math.nan), widths[s])
+                                     for s in ratios)
         lines.append(line)
     return "\n".join(lines)
 
@@ -688,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
         python, venv_seconds = ensure_pymc_venv(args.pymc_venv, args.pymc_spec)
         meta["pymc_venv"] = {"path": str(args.pymc_venv), "spec": args.pymc_spec,
                              "created_seconds": venv_seconds}
-    if any(s in samplers for s in ("ct", "pe")):
+    if any(s in samplers for s in PEMC_SAMPLERS):
         import pemc_stan
         from pemc_stan.backend import runtime
 
@@ -768,7 +781,7 @@ def main(argv: list[str] | None = None) -> int:
                       + (f": {why[:200]}" if why else "")
                       + (f" [log Z failed: {rec['log_z_error']}]" if "log_z_error" in rec
                          else ""), flush=True)
-        for s in ("ct", "pe"):
+        for s in PEMC_SAMPLERS:
             done = [r for r in runs.get(s, []) if "verdict" in r]
             if done:
                 suspect = sum(r["verdict"] != "ok" for r in done)
