@@ -188,6 +188,8 @@ def run_error(exc: RuntimeError, what: str = "CmdStan",
     head, _, tail = text.partition("Command and output files:")
     first, _, rest = head.partition("\n")
     reasons = _reason_lines(rest)
+    # a message that carries the whole console (optimize's) has its configuration too
+    reasons = [ln for ln in reasons if _REASON_RE.search(ln)] or reasons
     match = _CONSOLE_RE.search(text)
     console = Path(match.group(1)) if match else None
     if not reasons and console is not None and console.is_file():

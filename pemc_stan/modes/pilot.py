@@ -33,6 +33,7 @@ import logging
 import math
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,23 @@ def log_z_from_importance_weights(log_weights: np.ndarray) -> float:
         raise ValueError("no finite importance weight: the approximation puts no mass where "
                          "the density is positive")
     return float(logsumexp(lw) - np.log(lw.size))
+
+
+#: CmdStan's words for a run that could not start: every initial value was rejected.
+_AT_START_RE = re.compile(r"Rejecting initial value|Initialization (between|failed)|"
+                          r"initial value", re.IGNORECASE)
+
+
+def _at_start(text: str, console: Path | None) -> bool:
+    """Whether a failed CmdStan run failed where it started (its reason or its console
+    output says every initial value was rejected)."""
+    if _AT_START_RE.search(text):
+        return True
+    try:
+        return console is not None and _AT_START_RE.search(
+            console.read_text(errors="replace")) is not None
+    except OSError:
+        return False
 
 
 class BasePilot:
@@ -610,7 +628,8 @@ class BasePilot:
             cannot run the model).
         """
         self.notes = []
-        self.failures: list[tuple[str, str]] = []  # (approximation, CmdStan's reason)
+        #: (approximation, CmdStan's reason, whether it failed where it started)
+        self.failures: list[tuple[str, str, bool]] = []
         self.mode_centres = None
         self.search = None
         if first == "pathfinder" and not pathfinder:
@@ -660,38 +679,42 @@ class BasePilot:
         if isinstance(exc, RuntimeError) and is_cmdstan_failure(exc):
             exc = run_error(exc, how)  # CmdStan's reason, not cmdstanpy's command line
         text = exc.reason if isinstance(exc, CmdStanRunError) else str(exc)
+        console = exc.console if isinstance(exc, CmdStanRunError) else None
         reason = "; ".join(condense(ln.strip() for ln in text.splitlines() if ln.strip()))
         reason = reason[:240] or type(exc).__name__
         self.notes.append((f"{how}_failed", f"the {how} fit of the base failed ({reason})",
                            "nothing to do when the next approximation worked"))
-        self.failures.append((how, text))
+        self.failures.append((how, text, _at_start(text, console)))
         self._unless_unevaluable(final)
         logger.warning("the %s fit of the base density failed (%s)%s", how, reason,
                        "" if final else "; trying the next one")
 
     def _unless_unevaluable(self, final: bool) -> None:
         """Stop the approximations when the model's density cannot be evaluated: two
-        failed alike (the same Stan message at their start), or the last failed over a
-        NaN while the data hold NaN or infinite values.
+        failed alike at their start (the same Stan message, and CmdStan's "Rejecting
+        initial value" or "Initialization failed"), or, while the data hold NaN or
+        infinite values, two (or the last) failed over a NaN.
 
         Raises
         ------
         UnevaluableDensityError
             Naming Stan's message and, when the data hold NaN or infinite values, them.
         """
-        shared = [set(message_shapes(text)) for _, text in self.failures]
+        shared = [set(message_shapes(text)) for _, text, start in self.failures if start]
         common = set.intersection(*shared) if len(shared) > 1 else set()
         odd = non_finite_entries(self.owner.data)
         last = self.failures[-1][1] if self.failures else ""
-        about_nan = bool(odd) and re.search(r"\b(nan|inf)\b", last, re.IGNORECASE) is not None
-        if not common and not (final and about_nan):
+        over_nan = [re.search(r"\b(nan|inf)\b", text, re.IGNORECASE) is not None
+                    for _, text, _ in self.failures]
+        about_nan = bool(odd) and bool(over_nan) and over_nan[-1]
+        if not common and not (about_nan and (final or sum(over_nan) >= 2)):
             return
         lines = [ln.strip() for ln in last.splitlines() if ln.strip()]
         stan = [ln for ln in lines if message_shapes(ln)]
         said = next((ln for ln in stan if message_shapes(ln)[0] in common),
                     stan[0] if stan else lines[0] if lines else "no message")
         said = re.sub(r"^.*?Exception:\s*|\s*\[(repeated|and) \d+ .*\]$", "", said)
-        tried = ", ".join(how for how, _ in self.failures)
+        tried = ", ".join(how for how, _, _ in self.failures)
         message = (f"the log density of {self.owner.name} cannot be evaluated where CmdStan "
                    f"starts ({tried} failed alike): {said}")
         if about_nan:

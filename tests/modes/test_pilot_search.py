@@ -226,8 +226,10 @@ def test_the_search_is_limited_per_round_not_by_its_total_time(
     assert timeouts[-1] == (6, None)
 
 
-_NAN_AT_START = ("Error during sampling:\nException: normal_lpdf: Random variable[2] is nan, "
-                 "but must be not nan! (in 'm.stan', line 3, column 4 to column 26)\n")
+_NAN_AT_START = ("Error during sampling:\nRejecting initial value:\n  Error evaluating the log "
+                 "probability at the initial value.\nException: normal_lpdf: Random "
+                 "variable[2] is nan, but must be not nan! (in 'm.stan', line 3, column 4 to "
+                 "column 26)\n")
 
 
 def _failing_pilot(data: dict[str, object], reasons: dict[str, str]):  # type: ignore[no-untyped-def]
@@ -255,7 +257,7 @@ def test_approximations_stop_when_two_fail_alike_and_name_the_datas_nan() -> Non
     with pytest.raises(UnevaluableDensityError) as caught:
         pilot.fit(1, want_base=True)
     error = caught.value
-    assert [how for how, _ in pilot.failures] == ["pathfinder", "advi"]  # no third try
+    assert [how for how, _, _ in pilot.failures] == ["pathfinder", "advi"]  # no third try
     assert error.data_problem and "y[2] (NaN)" in str(error)
     assert error.reason.startswith("normal_lpdf: Random variable[2] is nan")
     assert "(in 'm.stan', line 3" in error.reason and "missing" in error.remedy
@@ -277,8 +279,41 @@ def test_failures_that_differ_try_every_approximation_and_keep_the_general_error
 def test_one_message_everywhere_without_bad_data_blames_the_model_not_the_data() -> None:
     from pemc_stan.errors import UnevaluableDensityError
 
-    same = {how: "Exception: log_mix: lambda is 1.5, but must be in [0, 1]" for how in
-            ("pathfinder", "advi", "laplace", "nuts")}
+    same = {how: "Rejecting initial value:\nException: log_mix: lambda is 1.5, but must be in "
+                 "[0, 1]" for how in ("pathfinder", "advi", "laplace", "nuts")}
+    pilot = _failing_pilot({"N": 2}, same)
     with pytest.raises(UnevaluableDensityError) as caught:
-        _failing_pilot({"N": 2}, same).fit(1, want_base=True)
+        pilot.fit(1, want_base=True)
     assert not caught.value.data_problem and "inits=" in caught.value.remedy
+    assert len(pilot.failures) == 2
+
+
+def test_one_message_that_is_not_where_cmdstan_starts_tries_every_approximation() -> None:
+    """Rejected proposals during a run that failed for another reason share their message
+    too; NUTS may still run such a model, so the approximations go on."""
+    from pemc_stan.errors import UnevaluableDensityError
+
+    during = {how: "Exception: log_mix: lambda is 1.5, but must be in [0, 1]" for how in
+              ("pathfinder", "advi", "laplace", "nuts")}
+    pilot = _failing_pilot({"N": 2}, during)
+    with pytest.raises(RuntimeError, match="no base density could be fitted") as caught:
+        pilot.fit(1, want_base=True)
+    assert not isinstance(caught.value, UnevaluableDensityError)
+    assert len(pilot.failures) == 4
+
+
+def test_a_nan_in_the_data_and_two_failures_over_a_nan_stop_the_approximations() -> None:
+    """Where the messages do not say where CmdStan failed, the data's NaN and two failures
+    that name a NaN are enough; with no NaN in the data the same failures go on."""
+    from pemc_stan.errors import UnevaluableDensityError
+
+    over_nan = dict.fromkeys(("pathfinder", "advi", "laplace", "nuts"),
+                             "Exception: normal_lpdf: Random variable[2] is nan")
+    pilot = _failing_pilot({"N": 2, "y": [1.0, float("nan")]}, over_nan)
+    with pytest.raises(UnevaluableDensityError):
+        pilot.fit(1, want_base=True)
+    assert len(pilot.failures) == 2
+    clean = _failing_pilot({"N": 2, "y": [1.0, 2.0]}, over_nan)
+    with pytest.raises(RuntimeError, match="no base density could be fitted"):
+        clean.fit(1, want_base=True)
+    assert len(clean.failures) == 4
