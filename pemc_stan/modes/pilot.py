@@ -137,8 +137,7 @@ def log_z_from_importance_weights(log_weights: np.ndarray) -> float:
 
 
 #: CmdStan's words for a run that could not start: every initial value was rejected.
-_AT_START_RE = re.compile(r"Rejecting initial value|Initialization (between|failed)|"
-                          r"initial value", re.IGNORECASE)
+_AT_START_RE = re.compile(r"initial value|Initialization (between|failed)", re.IGNORECASE)
 
 
 def _at_start(text: str, console: Path | None) -> bool:
