@@ -702,10 +702,10 @@ class BasePilot:
         shared = [set(message_shapes(text)) for _, text, start in self.failures if start]
         common = set.intersection(*shared) if len(shared) > 1 else set()
         odd = non_finite_entries(self.owner.data)
-        last = self.failures[-1][1] if self.failures else ""
+        last = self.failures[-1][1]  # called after each failure is recorded
         over_nan = [re.search(r"\b(nan|inf)\b", text, re.IGNORECASE) is not None
                     for _, text, _ in self.failures]
-        about_nan = bool(odd) and bool(over_nan) and over_nan[-1]
+        about_nan = bool(odd) and over_nan[-1]
         if not common and not (about_nan and (final or sum(over_nan) >= 2)):
             return
         lines = [ln.strip() for ln in last.splitlines() if ln.strip()]
