@@ -317,3 +317,28 @@ def test_a_nan_in_the_data_and_two_failures_over_a_nan_stop_the_approximations()
     with pytest.raises(RuntimeError, match="no base density could be fitted"):
         clean.fit(1, want_base=True)
     assert len(clean.failures) == 4
+
+
+def test_the_pilots_base_spreads_half_its_weight_evenly_over_the_major_modes() -> None:
+    from pemc_stan.methods.base_density import moment_match
+    from pemc_stan.modes.pilot import DEFENSIVE_SHARE, defensive_groups
+
+    # three modes: 0.899, 0.1 and 0.001 * 0.5 (minor: under NEW_MODE_SHARE)
+    p = np.array([0.8995, 0.1, 0.0005])
+    groups = [(np.array([k]), float(np.log(pk))) for k, pk in enumerate(p)]
+    q = np.exp([m for _, m in defensive_groups(groups)])
+    assert p[2] < NEW_MODE_SHARE
+    expected = (1 - DEFENSIVE_SHARE) * p + DEFENSIVE_SHARE * np.array([0.5, 0.5, 0.0])
+    np.testing.assert_allclose(q, expected, rtol=1e-12)
+    assert q.sum() == pytest.approx(1.0)
+    # the base built on them: modes at -10 and +10 (1-D), each with draws of sd 1
+    rng = np.random.default_rng(0)
+    z = np.concatenate([rng.normal(-10, 1, 4000), rng.normal(10, 1, 4000)])[:, None]
+    two = [(np.arange(4000), float(np.log(0.99))), (np.arange(4000, 8000), float(np.log(0.01)))]
+    base = moment_match(z, None, defensive_groups(two))
+    w = np.array([0.5 * 0.99 + 0.25, 0.5 * 0.01 + 0.25])
+    mean = w @ np.array([-10.0, 10.0])
+    var = 1.0 + w @ (np.array([-10.0, 10.0]) - mean) ** 2
+    assert base.mean[0] == pytest.approx(mean, abs=0.05)
+    assert base.sd[0] == pytest.approx(np.sqrt(var), rel=0.02)
+    assert base.sd[0] > 8.0  # the estimate alone (0.99 / 0.01) gives sd 2.2: +10 is 9 sd out
