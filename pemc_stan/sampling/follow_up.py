@@ -14,7 +14,12 @@ The remedies, in order (one per step):
    (a smaller step size; the warm-up runs again);
 2. ``max_treedepth`` → the next tree depth of :data:`TREEDEPTH_STEPS` (its cost is
    predicted with the cut transitions' share taking up to four times as long);
-3. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
+3. ``beta_ends`` under a method whose next run re-fits the bridge
+   (:attr:`~pemc_stan.sampling.model.MethodModel.refits_bridge`: continuous tempering's
+   bootstrap round) → one more round of the same length: the chains stayed at one end
+   because ``log zeta`` or the beta bias was off, and the round's draws re-fit both, so
+   the R-hat of the run that had them says nothing of the next;
+4. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
    round trips of beta, rounds that disagree, modes the run did not visit) → twice
    the sampling iterations of the last run, unless the run's R-hat is one that the
    budget's draws cannot bring under the verdict's bound (:func:`longer_can_fix`): then
@@ -200,8 +205,8 @@ def deeper_tree_cost(fit: ExtendedFit, levels: int) -> float:
     return 1.0 + share * (2.0**levels - 1.0)
 
 
-def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
-              ) -> tuple[dict[str, Any], str, str] | None:
+def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any],
+              refits_bridge: bool = False) -> tuple[dict[str, Any], str, str] | None:
     """The next step's settings for a suspect verdict, or None without a mechanical remedy.
 
     Parameters
@@ -210,6 +215,8 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
         The verdict's reasons.
     settings
         The last run's ``adapt_delta``, ``max_treedepth`` and ``iter_sampling``.
+    refits_bridge
+        Whether the method's next run re-fits ``log zeta`` and the beta bias.
 
     Returns
     -------
@@ -236,6 +243,9 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any]
             return ({**settings, "max_treedepth": deeper[0]},
                     f"max_treedepth {depth} -> {deeper[0]}",
                     f"max_treedepth ({by_name['max_treedepth'].message})")
+    if refits_bridge and "beta_ends" in by_name:
+        return (dict(settings), "one more bootstrap round (log zeta and the beta bias "
+                "re-fitted)", f"beta_ends ({by_name['beta_ends'].message})")
     longer = [by_name[n] for n in LONGER_REASONS if n in by_name]
     if not longer:
         return None
@@ -289,7 +299,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         verdict = fit.check()
         if verdict.ok:
             break
-        plan = plan_step(verdict.reasons, settings)
+        plan = plan_step(verdict.reasons, settings, model.refits_bridge)
         if plan is None:
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()),
                                              verdict="no mechanical remedy"))

@@ -99,6 +99,11 @@ class MethodModel:
         For a result that was not made through the registry.
     """
 
+    #: Whether :meth:`continue_from` re-fits what the run's bridge rests on (continuous
+    #: tempering's bootstrap round: ``log zeta``, the beta bias, the base), so that a run
+    #: of the same length can fix a bridge one end of which the chains rarely reached.
+    refits_bridge: bool = False
+
     def __init__(self, result: TransformResult, data: Any = None,
                  original_model: cmdstanpy.CmdStanModel | None = None) -> None:
         self.method: Method = result.require_method()

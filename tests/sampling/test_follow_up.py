@@ -66,6 +66,7 @@ class FakeModel:
 
     queue: list[FakeFit]
     calls: list[dict[str, Any]] = field(default_factory=list)
+    refits_bridge: bool = False
 
     def continue_from(self, fit: FakeFit, iter_warmup: int, iter_sampling: int,
                       seed: int | None, output_dir: Any = None, show_progress: bool = False,
@@ -75,9 +76,9 @@ class FakeModel:
         return self.queue.pop(0)
 
 
-def _run(first: FakeFit, queue: list[FakeFit], budget: float, **kw: Any
-         ) -> tuple[FakeFit, FakeModel]:
-    model = FakeModel(queue)
+def _run(first: FakeFit, queue: list[FakeFit], budget: float, refits_bridge: bool = False,
+         **kw: Any) -> tuple[FakeFit, FakeModel]:
+    model = FakeModel(queue, refits_bridge=refits_bridge)
     fit = follow_up(model, first, iter_warmup=1000, iter_sampling=first.iter_sampling,  # type: ignore[arg-type]
                     seed=5, budget=Budget(budget), **kw)
     return fit, model  # type: ignore[return-value]
@@ -283,3 +284,24 @@ def test_a_mode_sampled_with_too_large_a_step_gets_a_smaller_step_before_longer_
     assert change == "adapt_delta 0.8 -> 0.95" and because.startswith("mode_acceptance (")
     both = plan_step((DIVERGED, cramped), {"adapt_delta": 0.95, "iter_sampling": 1000})
     assert both is not None and "divergences (" in both[2] and "mode_acceptance (" in both[2]
+
+
+ONE_ENDED = Reason("beta_ends", "61.7% of the draws have beta < 0.05 and 0.0% beta > 0.95",
+                   "run more bootstrap rounds")
+
+
+def test_a_one_ended_bridge_gets_a_round_of_the_same_length_whatever_the_r_hat() -> None:
+    """boltzmann_20, continuous tempering, seed 2: a round whose log zeta and beta bias
+    left every draw near beta = 0 had R-hat 1.54; a longer run of it is beyond the
+    budget's law, but the next bootstrap round re-fits what kept the chains at one end
+    (it ended with R-hat 1.15 and log Z within one standard error)."""
+    first = FakeFit((_disagree(1.543), ONE_ENDED), 1000, rhat=1.543)
+    refitted = FakeFit((), 1000, rhat=1.02)
+    fit, model = _run(first, [refitted], 4.0, refits_bridge=True)
+    assert fit is refitted and [c["iter_sampling"] for c in model.calls] == [1000]
+    (step,) = fit.follow_up.steps
+    assert step.change.startswith("one more bootstrap round") and "61.7%" in step.because
+    # a method whose next run re-fits nothing has no such remedy: the R-hat rule holds
+    fit, model = _run(first, [refitted], 4.0, refits_bridge=False)
+    assert fit is first and model.calls == []
+    assert fit.follow_up.steps[0].verdict.startswith("not run: more draws cannot fix")

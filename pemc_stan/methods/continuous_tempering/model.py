@@ -63,6 +63,7 @@ class ContinuousTemperingModel(MethodModel):
     """
 
     result: ContinuousTemperingResult
+    refits_bridge = True  # each follow-up is a bootstrap round (:meth:`continue_from`)
 
     def __init__(self, result: ContinuousTemperingResult, data: Any = None,
                  original_model: cmdstanpy.CmdStanModel | None = None) -> None:
