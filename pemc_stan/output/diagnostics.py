@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
-           "UNVISITED_SHARE_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE", "treedepth_reason"]
+           "UNVISITED_SHARE_MIN", "UNVISITED_EXPECTED_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE", "treedepth_reason"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -40,6 +40,10 @@ CHAIN_Z_MAX = 5.0
 #: A mode the pilot found with at least this share of the mass it found must be visited by
 #: some draw of the target (``unvisited_modes``).
 UNVISITED_SHARE_MIN = 0.01
+#: ... and only when, at the pilot's share and the estimates' ESS, it should hold at least
+#: this many effective draws (a sampler that works leaves such a mode without a draw with
+#: probability about ``exp(-3)``, 5%); fewer, and no draw there is no evidence of a miss.
+UNVISITED_EXPECTED_MIN = 3.0
 
 
 class Note(NamedTuple):

@@ -688,20 +688,9 @@ class ExtendedFit:
             ses.append(float(np.std(chain, ddof=1) / np.sqrt(max(ess, 1.0))))
         return np.asarray(means), np.asarray(ses)
 
-    def hot_mask(self) -> NDArray[np.bool_]:
-        """Which particles, (chains, draws, K), sit at the target's end of the method's
-        tempering (the default: every particle is a draw of the target).
-
-        Raises
-        ------
-        Nothing.
-        """
-        lw = self.particle_log_weights()
-        return np.ones(lw.shape, dtype=bool)
-
-    def hot_coordinates(self) -> NDArray[np.float64] | None:
-        """Base coordinates (M, D) of the particles of :meth:`hot_mask`, or None when the
-        parameters have no base coordinates.
+    def particle_coordinates(self) -> NDArray[np.float64] | None:
+        """Base coordinates (M, D) of every particle in the order of ``target_weights()``
+        flattened; None when the parameters have no base coordinates.
 
         Raises
         ------
@@ -710,10 +699,9 @@ class ExtendedFit:
         coords = getattr(self.result, "coordinates", None)
         if coords is None or not coords.blocks:
             return None
-        mask = self.hot_mask()
         columns = self.parameter_columns()
         try:
-            values = np.stack([self.particles(c)[mask] for c in columns], axis=-1)
+            values = np.stack([self.particles(c).reshape(-1) for c in columns], axis=-1)
             z, _ = coords.forward(coordinate_draws(coords, values, columns, self.data),
                                   self.data)
         except Exception as exc:  # a type without coordinates, a missing column
@@ -721,9 +709,21 @@ class ExtendedFit:
             return None
         return np.asarray(z, dtype=float)
 
+    def target_weights(self) -> NDArray[np.float64]:
+        """Each particle's weight in :meth:`expectation`, (chains, draws, K), summing to one.
+
+        Raises
+        ------
+        Nothing.
+        """
+        lw = self.particle_log_weights()
+        w = np.exp(lw - np.max(lw, axis=-1, keepdims=True))
+        w = w / np.sum(w, axis=-1, keepdims=True)
+        return np.asarray(w / (w.shape[0] * w.shape[1]), dtype=float)
+
     def unvisited_modes(self) -> list[tuple[int, float]]:
-        """The pilot's modes that no particle of :meth:`hot_mask` visits
-        (:func:`~pemc_stan.sampling.checks.unvisited_modes`).
+        """The pilot's modes to which the target estimates give less than one effective
+        draw's weight (:func:`~pemc_stan.sampling.checks.unvisited_modes`).
 
         Raises
         ------

@@ -31,6 +31,7 @@ import cmdstanpy
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+from scipy.special import logsumexp
 
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
@@ -349,6 +350,16 @@ class ContinuousTemperingFit(ExtendedFit):
         """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
         return self.log_weights()[..., None]
 
+    def target_weights(self) -> NDArray[np.float64]:
+        """The eq-21 weights of the draws (post-stratified, :meth:`log_weights`),
+        normalised over all draws, shape (chains, draws, 1)."""
+        lw = self.log_weights()
+        return np.asarray(np.exp(lw - logsumexp(lw)), dtype=float)[..., None]
+
+    def particle_coordinates(self) -> NDArray[np.float64] | None:
+        """Base coordinates of every draw (None without a base)."""
+        return None if self.base is None else self.base_z().reshape(-1, self.base.dim)
+
     def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:
         """``log Z`` by eq 20 (``"ct"``) or by thermodynamic integration over the
         reweighted beta draws (``"ti"``, grid of ``settings["ti_grid"]`` points).
@@ -562,18 +573,6 @@ class ContinuousTemperingFit(ExtendedFit):
                 f"the final round differ by {z:.1f} standard errors: the two runs saw "
                 "different parts of the target, or an error bar is too small",
                 "run longer (iter_sampling) or more bootstrap rounds")
-
-    def hot_coordinates(self) -> NDArray[np.float64] | None:
-        """Base coordinates of the draws at ``beta > NEAR_ONE`` (None without a base).
-
-        Raises
-        ------
-        Nothing.
-        """
-        if self.base is None:
-            return None
-        hot = self.beta().reshape(-1) > NEAR_ONE
-        return self.base_z().reshape(-1, self.base.dim)[hot]
 
     def _round_log_z_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The checks this run's own eq-20 estimate rests on: beta round trips per chain,

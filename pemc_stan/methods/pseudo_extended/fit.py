@@ -250,15 +250,6 @@ class PseudoExtendedFit(ExtendedFit):
     # parameters
     # ------------------------------------------------------------------ #
 
-    def hot_mask(self) -> NDArray[np.bool_]:
-        """The pseudo-samples at inverse temperature above 0.95, (chains, draws, N).
-
-        Raises
-        ------
-        Nothing.
-        """
-        return np.asarray(self.beta() > 0.95)
-
     def particle_columns(self) -> dict[str, list[str]]:
         """Original column -> its N copies' PE columns (copy ``k`` of ``mu[2]`` is
         ``mu[k,2]`` when arrayed, ``pemc_mu_k[2]`` when unrolled)."""
