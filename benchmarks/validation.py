@@ -286,6 +286,7 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
             "treedepth_share": nuts.max_treedepth_hits / max(nuts.transitions, 1),
             "divergent_share": nuts.divergences / max(nuts.transitions, 1),
             "follow_up": fit.follow_up.describe() if fit.follow_up is not None else [],
+            "stage_seconds": fit.follow_up.seconds if fit.follow_up is not None else {},
             **measure(case, frame, log_z, fit_expectation(fit))}
 
 

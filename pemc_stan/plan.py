@@ -10,6 +10,7 @@ follow-ups draw from one budget.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from pemc_stan.modes.split import split_modes
@@ -50,15 +51,33 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     first: dict[str, Any] = dict(chains=chains, iter_warmup=iter_warmup,
                                  iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
                                  show_progress=show_progress)
+    seconds: dict[str, float] = {}  # wall time of each stage, for the record
+    began = time.monotonic()
+
+    def lap(stage: str) -> None:
+        nonlocal began
+        now = time.monotonic()
+        seconds[stage] = round(now - began, 3)
+        began = now
+
     found = model.search_modes(seed)
+    lap("search")
     fit: ExtendedFit | None = None
     if model.wants_split():
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
         fit = outcome.fit
         found = found.noted(outcome.note())
+        if outcome.tried or fit is not None:
+            lap("split" if fit is not None else "refused_split")
     if fit is None:
         fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
+        lap("method")
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
-    return follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
-                     seed=seed, budget=budget, output_dir=output_dir,
-                     show_progress=show_progress, **later)
+    fit = follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
+                    seed=seed, budget=budget, output_dir=output_dir,
+                    show_progress=show_progress, **later)
+    lap("follow_ups")
+    record = getattr(fit, "follow_up", None)
+    if record is not None:
+        record.seconds = seconds
+    return fit

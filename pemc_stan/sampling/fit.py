@@ -746,15 +746,15 @@ class ExtendedFit:
 
     def _report(self, info: dict[str, Any], msgs: list[str], warn: bool,
                 category: type[Warning]) -> dict[str, Any]:
-        """Attach the pilot's search (``pilot_modes``, ``modes_found``, ``search_radius``),
-        the follow-up steps (``follow_up``, when any were considered) and the advice to
-        ``info`` and, with ``warn``, warn and log each message."""
+        """Attach the pilot's search, the follow-up steps and the stages' wall seconds
+        and the advice to ``info``; with ``warn``, warn and log each message."""
         if self.search is not None:
             info["pilot_modes"] = self.search.describe()
             info["modes_found"] = self.search.major_modes
             info["search_radius"] = self.search.radius
-        if self.follow_up is not None and self.follow_up.steps:
-            info["follow_up"] = self.follow_up.describe()
+        if self.follow_up is not None:
+            info.update({"follow_up": self.follow_up.describe()} if self.follow_up.steps else {})
+            info.update({"stage_seconds": dict(self.follow_up.seconds)})
         info["messages"] = msgs
         if warn:
             for m in msgs:

@@ -145,12 +145,17 @@ class FollowUp:
         All runs' gradient evaluations together.
     steps
         The steps, in order.
+    seconds
+        Wall seconds of the run's stages (:func:`~pemc_stan.plan.run_plan`): ``search``,
+        ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
+        ``follow_ups``.
     """
 
     budget: float
     first_gradients: int
     spent: int
     steps: list[FollowUpStep] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> list[str]:
         """One line per step (empty when nothing was done)."""
@@ -159,7 +164,8 @@ class FollowUp:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
         return {"budget": self.budget, "first_gradients": self.first_gradients,
-                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps]}
+                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps],
+                "seconds": dict(self.seconds)}
 
 
 def longer_can_fix(rhat: float, factor: float) -> bool:

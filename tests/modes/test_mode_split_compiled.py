@@ -279,6 +279,7 @@ def test_a_split_refused_for_slow_mixing_runs_longer_and_says_so(
     assert fit.gradients() > fit.run_gradients() > 0
     assert fit.follow_up.first_gradients == fit.gradients()
     assert fit.follow_up.steps[0].gradients == fit.run_gradients()
+    assert list(fit.follow_up.seconds) == ["search", "split", "follow_ups"]
     _within(fit.expectation("x").mean, fit.expectation("x").mcse, EXACT_MEAN)
 
 
@@ -290,6 +291,12 @@ def test_with_budget_one_a_refused_split_is_not_run_again(
     assert seen == ["300"]
     assert not isinstance(fit, ModeSplitFit)  # it tempered
     assert not fit.follow_up.steps
+    # the refused split's wall time is recorded beside the tempered run's, and shown
+    seconds = fit.follow_up.seconds
+    assert list(seconds) == ["search", "refused_split", "method", "follow_ups"], seconds
+    assert seconds["refused_split"] > 0 and seconds["method"] > 0
+    assert fit.diagnostics(warn=False)["stage_seconds"] == seconds
+    assert fit.follow_up.as_dict()["seconds"] == seconds
 
 
 #: Two banana-shaped modes (the shared suite's curved_pair_2d): x1 ~ N(c, s1^2),
