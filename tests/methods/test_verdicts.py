@@ -371,3 +371,46 @@ def test_every_surface_describes_the_run_the_follow_up_ended_with(
     recorded = json.loads(attrs["pemc_judged_run"])
     assert {k: recorded[k] for k in ("chains", "iter_sampling", "adapt_delta")} == {
         k: judged[k] for k in ("chains", "iter_sampling", "adapt_delta")}
+
+
+#: Three independent bimodal factors (the kind of the shared suite's product_bimodal_5):
+#: 8 modes, each factor w_i N(a_i, s_a_i^2) + (1 - w_i) N(b_i, s_b_i^2); normalised.
+PRODUCT = """
+data {
+  int<lower=1> d;
+  vector<lower=0, upper=1>[d] w;
+  vector[d] a;
+  vector<lower=0>[d] s_a;
+  vector[d] b;
+  vector<lower=0>[d] s_b;
+}
+parameters {
+  vector[d] x;
+}
+model {
+  for (i in 1:d)
+    target += log_mix(w[i], normal_lpdf(x[i] | a[i], s_a[i]), normal_lpdf(x[i] | b[i], s_b[i]));
+}
+"""
+PRODUCT_DATA = {"d": 3, "w": [0.3, 0.6, 0.45], "a": [-3.0, -2.5, -3.5], "s_a": [0.7, 0.5, 0.6],
+                "b": [3.0, 2.5, 2.0], "s_b": [0.5, 0.8, 0.7]}
+
+
+def test_tempering_alone_on_a_product_of_bimodal_factors_is_right_and_ok(
+        cmdstan_installation: Any) -> None:
+    """Continuous tempering with the defaults and no split on 8 modes: every mean, every
+    mode mass P(x_i < 0) and log Z within 4 of their standard errors, and judged ok."""
+    from scipy.stats import norm
+
+    w, a, s_a, b, s_b = (np.asarray(PRODUCT_DATA[k], dtype=float)
+                         for k in ("w", "a", "s_a", "b", "s_b"))
+    fit = pemc_stan.sample(PRODUCT, PRODUCT_DATA, method="ct", split_modes="never", seed=1)
+    assert fit.check().ok, fit.check()
+    for i in range(3):
+        mean = fit.expectation(f"x[{i + 1}]")
+        assert abs(mean.mean - (w[i] * a[i] + (1 - w[i]) * b[i])) < 4 * mean.mcse, (i, mean)
+        neg = fit.expectation(lambda v, i=i: (v[f"x[{i + 1}]"] < 0).astype(float))
+        exact = w[i] * norm.cdf(-a[i] / s_a[i]) + (1 - w[i]) * norm.cdf(-b[i] / s_b[i])
+        assert abs(neg.mean - exact) < 4 * neg.mcse and neg.mcse < 0.05, (i, neg, exact)
+    log_z = fit.log_z()
+    assert log_z is not None and abs(log_z.log_z) < 4 * log_z.std_error < 0.6, log_z
