@@ -17,7 +17,7 @@ on tempered multimodal targets means fewer moves between modes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
-           "UNVISITED_SHARE_MIN", "UNVISITED_EXPECTED_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE", "treedepth_reason"]
+           "UNVISITED_SHARE_MIN", "UNVISITED_EXPECTED_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE",
+           "treedepth_reason"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -284,9 +285,12 @@ def treedepth_advice(counts: TransitionCounts) -> str | None:
             "double the cost of an iteration).")
 
 
-def treedepth_reason(counts: TransitionCounts) -> Reason | None:
+def treedepth_reason(counts: TransitionCounts,
+                     flat: Sequence[tuple[str, int]] = ()) -> Reason | None:
     """The verdict's ``max_treedepth`` reason, or None when at most
     :data:`TREEDEPTH_SUSPECT_SHARE` of the transitions stopped at ``max_treedepth``.
+    ``flat``: parameters the density uses only in comparisons, ``(name, line)``
+    (:func:`~pemc_stan.stan.analysis.compared_only_parameters`), named as the likely cause.
 
     Raises
     ------
@@ -297,10 +301,18 @@ def treedepth_reason(counts: TransitionCounts) -> Reason | None:
     share = counts.max_treedepth_hits / counts.transitions
     if not share > TREEDEPTH_SUSPECT_SHARE:
         return None
+    deeper = (f"pass max_treedepth={counts.max_treedepth + 2} (each level can double an "
+              "iteration's cost), or a larger budget so that the follow-ups raise it")
+    cause = ""
+    if flat:
+        where = ", ".join(f"{n} (line {line})" for n, line in flat)
+        cause = (f"; the model uses {where} only in comparisons, so its density is flat "
+                 "between the points where they change and HMC has no gradient to turn "
+                 "a trajectory along it")
+        deeper = ("marginalise it out (sum the density over the intervals between those "
+                  "points, as the Stan User's Guide does for a change point), or " + deeper)
     return Reason(
         "max_treedepth", f"{counts.max_treedepth_hits} of {counts.transitions} transitions "
         f"({100 * share:.0f}%) stopped at max_treedepth={counts.max_treedepth}: their "
         "trajectories were cut short, so the chains may not have crossed between modes or "
-        "reached a mode's far regions", f"pass max_treedepth={counts.max_treedepth + 2} "
-        "(each level can double an iteration's cost), or a larger budget so that the "
-        "follow-ups raise it")
+        "reached a mode's far regions" + cause, deeper)

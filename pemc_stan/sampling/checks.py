@@ -22,6 +22,7 @@ from pemc_stan.output.diagnostics import (
     chains_disagree,
     treedepth_reason,
 )
+from pemc_stan.stan.analysis import compared_only_parameters
 
 if TYPE_CHECKING:
     from pemc_stan.sampling.fit import ExtendedFit
@@ -108,6 +109,12 @@ def search_incomplete(fit: ExtendedFit) -> Reason | None:
         "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
 
 
+def _compared_only(fit: ExtendedFit) -> list[tuple[str, int]]:
+    """The fit's program's parameters used only in comparisons (none when unknown)."""
+    tree = getattr(getattr(getattr(fit, "result", None), "program", None), "tree", None)
+    return [] if tree is None else compared_only_parameters(tree)
+
+
 def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
     nuts = fit.nuts_counts()
@@ -119,7 +126,7 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
                         "region of a mode), so the draws may miss it" if fit.any_divergence
                         else "the extended target was not explored faithfully"),
                     "increase adapt_delta (e.g. 0.95), or reparameterise the model")
-    yield "max_treedepth", treedepth_reason(nuts)
+    yield "max_treedepth", treedepth_reason(nuts, _compared_only(fit))
     worst_rhat = (float("nan"), "")
     worst_ess: tuple[float, str, str] = (float("inf"), "", "")
     worst_chain = (0.0, "")

@@ -717,3 +717,47 @@ def heavy_tailed_priors(program: ast.Program, analysis: Analysis | None = None
             if name in HEAVY_TAILED_DISTRIBUTIONS:
                 found.append((name, c.line))
     return found
+
+
+#: Stan's comparison operators (their value is 0 or 1 whatever their operands' change).
+COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+
+
+def compared_only_parameters(program: ast.Program) -> list[tuple[str, int]]:
+    """Parameters that the transformed parameters and model blocks use only as operands
+    of comparisons (``t < s ? mu1 : mu2``), apart from their own ``~`` prior: the
+    density is piecewise constant along them, so HMC has no gradient there.
+    ``(name, line of the first comparison)`` pairs, in name order.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if program.parameters is None:
+        return []
+    names = {n for st in program.parameters.stmts if isinstance(st, ast.VarDecl)
+             for n in st.names}
+    compared: dict[str, int] = {}
+    elsewhere: set[str] = set()
+
+    def visit(node: ast.Node, in_comparison: bool) -> None:
+        if isinstance(node, ast.Tilde) and isinstance(node.arg, ast.Variable) \
+                and node.arg.name in names:  # the parameter's own prior
+            children = [*node.args, *([node.truncation] if node.truncation else [])]
+        elif isinstance(node, ast.Variable):
+            if node.name in names:
+                if in_comparison:
+                    compared.setdefault(node.name, node.line)
+                else:
+                    elsewhere.add(node.name)
+            return
+        else:
+            children = list(ast.children(node))
+        inner = in_comparison or (isinstance(node, ast.BinaryOp) and node.op in COMPARISONS)
+        for child in children:
+            visit(child, inner)
+
+    for block in (program.transformed_parameters, program.model):
+        for st in () if block is None else block.stmts:
+            visit(st, False)
+    return sorted((n, line) for n, line in compared.items() if n not in elsewhere)

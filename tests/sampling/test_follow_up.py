@@ -275,6 +275,18 @@ def test_the_verdict_names_cut_trajectories_past_a_tenth(hits: int, flagged: boo
     assert treedepth_reason(TransitionCounts(1000, 0, None, 0)) is None
 
 
+def test_cut_trajectories_name_a_parameter_used_only_in_comparisons_and_its_remedy() -> None:
+    """changepoint_normal: ``s`` enters only through ``t < s`` (line 17); trajectories run to
+    the depth limit because nothing turns them along ``s``, and the remedy that helps is
+    to marginalise it; the deeper tree stays the mechanical one."""
+    reason = treedepth_reason(TransitionCounts(4000, 0, 10, 4000), [("s", 17)])
+    assert reason is not None
+    assert "uses s (line 17) only in comparisons" in reason.message
+    assert reason.remedy.startswith("marginalise it out") and "max_treedepth=12" in reason.remedy
+    plain = treedepth_reason(TransitionCounts(4000, 0, 10, 4000))
+    assert plain is not None and "comparisons" not in plain.message
+
+
 def test_a_mode_sampled_with_too_large_a_step_gets_a_smaller_step_before_longer_runs() -> None:
     cramped = Reason("mode_acceptance", "mode 2 accepts 0.25 times as often", "raise adapt_delta")
     plan = plan_step((STUCK, cramped), {"adapt_delta": 0.8, "iter_sampling": 1000})

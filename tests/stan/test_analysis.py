@@ -7,7 +7,12 @@ import pytest
 
 from pemc_stan.errors import UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.stan.analysis import ReservedPrefixError, analyse, check_reserved_prefix
+from pemc_stan.stan.analysis import (
+    ReservedPrefixError,
+    analyse,
+    check_reserved_prefix,
+    compared_only_parameters,
+)
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.symbols import build_symbol_table, suffix_kind
 
@@ -236,3 +241,28 @@ def test_reserved_prefix_accepts_other_names() -> None:
     program = parse("parameters { real mu_pemc; real pemc; } model { mu_pemc ~ normal(0, 1); }",
                     check=False)
     check_reserved_prefix(program)
+
+
+CHANGE_POINT = """
+data { int N; vector[N] y; }
+parameters { real mu1; real mu2; real<lower=0, upper=N> s; real<lower=0> tau; }
+model {
+  s ~ uniform(0, N);
+  mu1 ~ normal(0, 5);
+  mu2 ~ normal(0, 5);
+  tau ~ exponential(1);
+  for (t in 1:N)
+    y[t] ~ normal(t < s ? mu1 : mu2, 1);
+  if (tau > 3) target += -tau;
+}
+"""
+
+
+def test_a_parameter_used_only_in_comparisons_is_found_with_its_line() -> None:
+    """``s`` enters the density only through ``t < s`` (its own prior aside): flat between
+    the data's times.  ``mu1``/``mu2`` are compared nowhere; ``tau`` is compared (line 11)
+    but also used as a value, so the density has a gradient along it."""
+    assert compared_only_parameters(parse(CHANGE_POINT, check=False)) == [("s", 10)]
+    smooth = CHANGE_POINT.replace("t < s ? mu1 : mu2", "mu1 + (mu2 - mu1) * inv_logit(t - s)")
+    assert compared_only_parameters(parse(smooth, check=False)) == []
+    assert compared_only_parameters(parse("model { }", check=False)) == []
