@@ -9,6 +9,7 @@ follow-ups draw from one budget.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -19,6 +20,8 @@ from pemc_stan.sampling.follow_up import Budget, follow_up
 from pemc_stan.sampling.model import MethodModel
 
 __all__ = ["run_plan"]
+
+logger = logging.getLogger(__name__)
 
 
 def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling: int,
@@ -80,4 +83,5 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds
+    logger.info("wall seconds by stage: %s", ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return fit

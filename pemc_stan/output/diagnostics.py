@@ -38,12 +38,13 @@ ESS_MIN = 100.0
 DIVERGENT_SHARE_MAX = 0.01
 #: Per-chain estimates that differ by more than this many combined standard errors disagree.
 CHAIN_Z_MAX = 5.0
-#: A mode the pilot found with at least this share of the mass it found must be visited by
-#: some draw of the target (``unvisited_modes``).
+#: A mode the pilot found with at least this share of the mass it found must get at least
+#: one effective draw's weight in the estimates (``unvisited_modes``) ...
 UNVISITED_SHARE_MIN = 0.01
-#: ... and only when, at the pilot's share and the estimates' ESS, it should hold at least
-#: this many effective draws (a sampler that works leaves such a mode without a draw with
-#: probability about ``exp(-3)``, 5%); fewer, and no draw there is no evidence of a miss.
+#: ... when, at the pilot's share and the estimates' ESS, it should hold at least this
+#: many effective draws: a sampler that works leaves it with fewer than one with
+#: probability at most 4 exp(-3), 20% (Poisson, mean 3: no draw or one), and about
+#: exp(-3), 5%, for none; with fewer expected, an empty cell is no evidence of a miss.
 UNVISITED_EXPECTED_MIN = 3.0
 
 

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["shared_checks", "unvisited_modes", "unvisited_reason", "search_incomplete"]
+__all__ = ["estimates_ess", "shared_checks", "unvisited_modes", "unvisited_reason",
+           "search_incomplete"]
 
 
 def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[int, float]]:
@@ -44,9 +45,11 @@ def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[in
     near 1).  With ``ess`` effective draws, a cell whose weight is under ``1 / ess``
     holds no effective draw; it is named only when the pilot's share says it should
     hold ``UNVISITED_EXPECTED_MIN`` of them (product_bimodal_5: a 1% mode without a draw
-    near beta = 1 among 280, where CT's estimates had an ESS near 700 -- absent by
-    chance one run in twenty).  Without ``ess``, the weights' Kish ESS.  Empty without a
-    search, with fewer than two modes found, or without base coordinates.
+    near beta = 1 among 280, one run in twenty by chance, while CT's eq-21 weights, which
+    reach the draws at every beta, gave its cell its share).  ``ess``: the smallest ESS
+    of the weighted estimates of the parameters (:func:`estimates_ess`, the slowest
+    column being the one that moves between modes); computed when not given.  Empty
+    without a search, with fewer than two modes found, or without base coordinates.
 
     Raises
     ------
@@ -67,12 +70,26 @@ def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[in
     if not total > 0:
         return []
     w = w / total
-    n = float(ess) if ess is not None and np.isfinite(ess) else 1.0 / float(np.sum(w**2))
+    n = float(estimates_ess(fit) if ess is None else ess)
+    if not np.isfinite(n):
+        n = 1.0 / float(np.sum(w**2))
     weight = np.bincount(search.base.nearest_centre(z[ok], centres), weights=w[ok],
                          minlength=len(centres))
     return [(k, float(p)) for k, p in enumerate(search.major_shares)
             if p >= UNVISITED_SHARE_MIN and weight[k] * n < 1.0
             and p * n >= UNVISITED_EXPECTED_MIN]
+
+
+def estimates_ess(fit: ExtendedFit) -> float:
+    """The smallest ESS of the weighted estimates of the parameters' means (NaN: none).
+
+    Raises
+    ------
+    Nothing.
+    """
+    values = [float(fit.expectation(c).ess) for c in fit.parameter_columns()]
+    finite = [v for v in values if np.isfinite(v)]
+    return min(finite) if finite else float("nan")
 
 
 def unvisited_reason(fit: ExtendedFit, ess: float | None = None) -> Reason | None:
@@ -162,8 +179,8 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
         f"(< {ESS_MIN:.0f})", "run longer (iter_sampling)")
     if fit.search is not None:
         finite = [e for e in own_ess if np.isfinite(e)]
-        yield "unvisited_modes", unvisited_reason(fit, float(np.median(finite))
-                                                  if finite else None)
+        yield "unvisited_modes", unvisited_reason(fit, min(finite) if finite
+                                                  else float("nan"))
         yield "mode_search", search_incomplete(fit)
     if n_chains > 1:
         yield "chains_agree", None if worst_chain[0] <= CHAIN_Z_MAX else Reason(

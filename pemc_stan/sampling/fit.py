@@ -754,7 +754,6 @@ class ExtendedFit:
             info["search_radius"] = self.search.radius
         if self.follow_up is not None:
             info.update({"follow_up": self.follow_up.describe()} if self.follow_up.steps else {})
-            info.update({"stage_seconds": dict(self.follow_up.seconds)})
         info["messages"] = msgs
         if warn:
             for m in msgs:

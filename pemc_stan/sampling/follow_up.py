@@ -18,7 +18,8 @@ The remedies, in order (one per step):
    (:attr:`~pemc_stan.sampling.model.MethodModel.refits_bridge`: continuous tempering's
    bootstrap round) → one more round of the same length: the chains stayed at one end
    because ``log zeta`` or the beta bias was off, and the round's draws re-fit both, so
-   the R-hat of the run that had them says nothing of the next;
+   the R-hat of the run that had them says nothing of the next (not twice in a row:
+   a bridge still one-ended after its re-fit takes the remedies below);
 4. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
    round trips of beta, rounds that disagree, modes the run did not visit) → twice
    the sampling iterations of the last run, unless the run's R-hat is one that the
@@ -148,7 +149,8 @@ class FollowUp:
     seconds
         Wall seconds of the run's stages (:func:`~pemc_stan.plan.run_plan`): ``search``,
         ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
-        ``follow_ups``.
+        ``follow_ups``.  Kept out of :meth:`as_dict`: what a run writes depends on its
+        seed, not on its machine's load.
     """
 
     budget: float
@@ -164,8 +166,7 @@ class FollowUp:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
         return {"budget": self.budget, "first_gradients": self.first_gradients,
-                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps],
-                "seconds": dict(self.seconds)}
+                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps]}
 
 
 def longer_can_fix(rhat: float, factor: float) -> bool:
@@ -301,16 +302,18 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         "iter_sampling": iter_sampling}
     last_cost = first
     k = 0
+    bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
             break
-        plan = plan_step(verdict.reasons, settings, model.refits_bridge)
+        plan = plan_step(verdict.reasons, settings, model.refits_bridge and not bridged)
         if plan is None:
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()),
                                              verdict="no mechanical remedy"))
             break
         new, change, because = plan
+        bridged = change.startswith("one more bootstrap round")
         rhat = fit.worst_rhat() if "rhat" in verdict.names() else float("nan")
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(rhat,
                                                                                     factor):

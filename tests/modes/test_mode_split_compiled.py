@@ -291,12 +291,12 @@ def test_with_budget_one_a_refused_split_is_not_run_again(
     assert seen == ["300"]
     assert not isinstance(fit, ModeSplitFit)  # it tempered
     assert not fit.follow_up.steps
-    # the refused split's wall time is recorded beside the tempered run's, and shown
+    # the refused split's wall time is recorded beside the tempered run's, and kept out
+    # of what the run writes (estimates.json depends on the seed, not the machine's load)
     seconds = fit.follow_up.seconds
     assert list(seconds) == ["search", "refused_split", "method", "follow_ups"], seconds
     assert seconds["refused_split"] > 0 and seconds["method"] > 0
-    assert fit.diagnostics(warn=False)["stage_seconds"] == seconds
-    assert fit.follow_up.as_dict()["seconds"] == seconds
+    assert "seconds" not in fit.follow_up.as_dict()
 
 
 #: Two banana-shaped modes (the shared suite's curved_pair_2d): x1 ~ N(c, s1^2),

@@ -317,3 +317,15 @@ def test_a_one_ended_bridge_gets_a_round_of_the_same_length_whatever_the_r_hat()
     fit, model = _run(first, [refitted], 4.0, refits_bridge=False)
     assert fit is first and model.calls == []
     assert fit.follow_up.steps[0].verdict.startswith("not run: more draws cannot fix")
+
+
+def test_a_bridge_still_one_ended_after_its_round_takes_the_other_remedies() -> None:
+    """The bootstrap round for beta_ends is not taken twice in a row: a bridge that its
+    re-fit did not open is not a log-zeta problem, and the R-hat rule decides again."""
+    first = FakeFit((ONE_ENDED,), 1000)
+    again = FakeFit((_disagree(1.543), ONE_ENDED), 1000, rhat=1.543)
+    fit, model = _run(first, [again, FakeFit((), 1000)], 8.0, refits_bridge=True)
+    assert fit is again and [c["iter_sampling"] for c in model.calls] == [1000]
+    first_step, second_step = fit.follow_up.steps
+    assert first_step.change.startswith("one more bootstrap round")
+    assert second_step.verdict.startswith("not run: more draws cannot fix")
