@@ -223,11 +223,12 @@ SPLIT_PROGRAM = "parameters { real x; } model { x ~ normal(0, 10); }"
 
 def split_fit(log_z: list[float], log_z_se: list[float], means: list[float],
               sds: list[float], chain_groups: list[int], n_draws: int = 2000,
-              seed: int = 5, divergent: int = 0) -> ModeSplitFit:
+              seed: int = 5, divergent: int = 0, cut: int = 0) -> ModeSplitFit:
     """A mode split of :data:`SPLIT_PROGRAM` on i.i.d. draws: chain ``c`` holds ``n_draws``
     draws of N(``means[g]``, ``sds[g]``^2), ``g = chain_groups[c]``, and group ``g``'s bridge
     mass is ``log_z[g]`` with standard error ``log_z_se[g]`` (one mode per group, every
-    draw in its group's cell); the first ``divergent`` transitions diverged."""
+    draw in its group's cell); the first ``divergent`` transitions diverged, and the first
+    ``cut`` stopped at ``max_treedepth=10``."""
     from pemc_stan.estimators.log_z import EvidenceEstimate
 
     rng = np.random.default_rng(seed)
@@ -240,7 +241,10 @@ def split_fit(log_z: list[float], log_z_se: list[float], means: list[float],
     masses = [EvidenceEstimate(lz, se, "bridge") for lz, se in zip(log_z, log_z_se, strict=True)]
     flags = np.zeros(x.size)
     flags[:divergent] = 1.0
-    return ModeSplitFit(FrameRun({"divergent__": flags, "x": x.reshape(-1)}, len(groups)),
+    depth = np.full(x.size, 4.0)
+    depth[:cut] = 10.0
+    return ModeSplitFit(FrameRun({"divergent__": flags, "treedepth__": depth, "x": x.reshape(-1)},
+                                 len(groups), max_depth=10),
                         transform_result(SPLIT_PROGRAM, method="ct"), groups=groups,
                         mode_log_z=masses, search=search,
                         cells=np.repeat(groups[:, None], n_draws, axis=1),

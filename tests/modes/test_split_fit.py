@@ -168,3 +168,15 @@ def test_one_divergent_transition_makes_a_split_suspect() -> None:
     reasons = {r.name: r for r in split_fit(*args, divergent=1).check().reasons}
     assert "1 of 8000 transitions" in reasons["divergences"].message
     assert "adapt_delta" in reasons["divergences"].remedy
+
+
+def test_cut_trajectories_alone_leave_a_split_ok_and_are_named_beside_other_reasons() -> None:
+    """Plain NUTS whose trajectories stop at the maximum tree depth is slow, not biased (as
+    Stan says): with 90% of the transitions cut and nothing else wrong the split is ok (its
+    diagnostics still advise the deeper tree); beside another reason it is named too."""
+    args = ([0.0, 0.0], [0.01, 0.01], [-3.0, 3.0], [1.0, 1.0], [0, 0, 1, 1])
+    cut = split_fit(*args, cut=7200)
+    assert cut.check().ok, cut.check()
+    assert any("max_treedepth" in m for m in cut.diagnostics(warn=False)["messages"])
+    both = split_fit(*args, cut=7200, divergent=1).check()
+    assert {"divergences", "max_treedepth"} <= set(both.names())
