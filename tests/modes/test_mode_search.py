@@ -43,10 +43,16 @@ def test_the_pilot_finds_a_mode_far_outside_where_stan_starts(cmdstan_installati
     assert search.centres.ravel()[order] == pytest.approx([0.0, 14.0], abs=0.2)
     assert np.asarray(search.major_shares)[order] == pytest.approx([0.6, 0.4], abs=0.05)
     assert abs(log_z) < 0.05  # one mode found would give log 0.6 = -0.51
-    # the base covers both modes: the mixture's mean 5.6 and sd 6.9
+    # the base covers both modes: the moments of the mixture with the defensive masses
+    # (half the weight even over the two modes: 0.55 / 0.45), mean 6.3 and sd 7.0
+    from pemc_stan.modes.pilot import DEFENSIVE_SHARE
+
+    q = (1 - DEFENSIVE_SHARE) * np.array([0.6, 0.4]) + DEFENSIVE_SHARE * np.array([0.5, 0.5])
+    mean = 14.0 * q[1]
+    sd = math.sqrt(q[0] * 1.0 + q[1] * 0.25 + q[0] * q[1] * 14.0**2)
     assert base is not None
-    assert base.mean[0] == pytest.approx(5.6, abs=0.3) and base.sd[0] == pytest.approx(6.9,
-                                                                                       abs=0.3)
+    assert base.mean[0] == pytest.approx(mean, abs=0.3) and base.sd[0] == pytest.approx(sd,
+                                                                                        abs=0.3)
 
 
 def test_ct_with_the_defaults_gets_the_far_mode_and_says_how_it_searched(
