@@ -140,12 +140,6 @@ class ModeSplitFit(ExtendedFit):
         lw = np.log(self.mode_weights())[self._groups] - np.log(counts[self._groups])
         return np.repeat(lw[:, None, None], n_draws, axis=1)
 
-    def target_weights(self) -> NDArray[np.float64]:
-        """``p_g / n_g`` for every draw of group ``g`` (the weights of :meth:`expectation`),
-        shape (chains, draws, 1), summing to one."""
-        lw = self.particle_log_weights()
-        return np.asarray(np.exp(lw - logsumexp(lw)), dtype=float)
-
     def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
                     **ignored: Any) -> WeightedEstimate:
         """``E[f] = sum_g p_g E_g[f]`` with its delta-method standard error.

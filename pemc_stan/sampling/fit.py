@@ -710,16 +710,17 @@ class ExtendedFit:
         return np.asarray(z, dtype=float)
 
     def target_weights(self) -> NDArray[np.float64]:
-        """Each particle's weight in :meth:`expectation`, (chains, draws, K), summing to one.
+        """Each particle's weight in :meth:`expectation`, (chains, draws, K), summing to one
+        (over all draws when ``resampling="pooled"``, else within a draw / the draws).
 
         Raises
         ------
         Nothing.
         """
         lw = self.particle_log_weights()
-        w = np.exp(lw - np.max(lw, axis=-1, keepdims=True))
-        w = w / np.sum(w, axis=-1, keepdims=True)
-        return np.asarray(w / (w.shape[0] * w.shape[1]), dtype=float)
+        if self.resampling == "pooled":
+            return np.exp(W.log_normalise(lw.reshape(-1))).reshape(lw.shape)
+        return np.exp(W.log_normalise(lw, axis=-1)) / (lw.shape[0] * lw.shape[1])
 
     def unvisited_modes(self) -> list[tuple[int, float]]:
         """The pilot's modes to which the target estimates give less than one effective

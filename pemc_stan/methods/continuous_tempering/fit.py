@@ -31,7 +31,6 @@ import cmdstanpy
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
@@ -349,12 +348,6 @@ class ContinuousTemperingFit(ExtendedFit):
     def particle_log_weights(self) -> NDArray[np.float64]:
         """``log w_1`` as one particle per draw, shape (chains, draws, 1)."""
         return self.log_weights()[..., None]
-
-    def target_weights(self) -> NDArray[np.float64]:
-        """The eq-21 weights of the draws (post-stratified, :meth:`log_weights`),
-        normalised over all draws, shape (chains, draws, 1)."""
-        lw = self.log_weights()
-        return np.asarray(np.exp(lw - logsumexp(lw)), dtype=float)[..., None]
 
     def particle_coordinates(self) -> NDArray[np.float64] | None:
         """Base coordinates of every draw (None without a base)."""
