@@ -42,6 +42,64 @@ def test_unseen_share_estimates_the_missed_basin_share() -> None:
     assert np.mean(est) == pytest.approx(np.mean(missed), abs=0.005)
 
 
+
+def _groups_from_hits(hits: list[list[int]]) -> tuple[list[tuple[np.ndarray, float]],
+                                                      np.ndarray]:
+    """Mode groups (one draw per path that reached the mode) and the draws' path labels."""
+    labels = np.array([p for mode in hits for p in mode], dtype=np.intp)
+    groups, start = [], 0
+    for mode in hits:
+        groups.append((np.arange(start, start + len(mode)), 0.0))
+        start += len(mode)
+    return groups, labels
+
+
+def test_a_restart_singleton_counts_only_at_a_mode_the_radius_rounds_missed() -> None:
+    from pemc_stan.modes.pilot import restart_counts
+
+    # paths 0-9 are radius rounds, 10-29 restarts (first = 10)
+    hits = [[0, 1, 10, 11, 12], [2, 13], [14], [15, 16], list(range(17, 30))]
+    groups, labels = _groups_from_hits(hits)
+    major = np.ones(len(hits), dtype=bool)
+    # mode 1 (one restart, found by a radius path) is no singleton; mode 2 (one restart,
+    # nothing else) is; mode 3 was found by restarts alone, twice; minor modes are left out
+    assert sorted(restart_counts(groups, major, labels, 10)) == [1, 2, 13]
+    major[2] = False
+    assert sorted(restart_counts(groups, major, labels, 10)) == [2, 13]
+
+
+def test_the_restarts_unseen_share_estimates_the_mass_both_searches_missed() -> None:
+    """Simulated searches: radius rounds that find each mode with a chance of their own,
+    then restarts that reach the modes in proportion to their mass.  Singletons only
+    at modes the radius rounds missed average to the mass neither found; counting every
+    restart singleton reports the small modes' mass as missing."""
+    from pemc_stan.modes.pilot import restart_counts
+
+    rng = np.random.default_rng(5)
+    mass = np.array([0.3, 0.2, 0.15, 0.1, 0.08, 0.06, 0.04, 0.03, 0.02, 0.01, 0.005, 0.005])
+    radius_finds = np.array([0.9] * 8 + [0.5] * 4)
+    n = 240
+    new, old, missed = [], [], []
+    for _ in range(3000):
+        found = rng.random(mass.size) < radius_finds
+        hits = np.bincount(rng.choice(mass.size, size=n, p=mass), minlength=mass.size)
+        paths = [([0] if f else []) + list(range(1, 1 + h))
+                 for f, h in zip(found, hits, strict=True)]
+        groups, labels = _groups_from_hits(paths)
+        major = np.array([len(p) > 0 for p in paths])
+        kept = [(g, m) for g, m in zip(groups, major, strict=True) if m]
+        counts = restart_counts([g for g, _ in kept], np.ones(len(kept), dtype=bool),
+                                labels, 1)
+        new.append(sum(c == 1 for c in counts) / n)
+        old.append(float(np.sum(hits == 1)) / n)
+        missed.append(float(mass[~found & (hits == 0)].sum()))
+    se = np.std(np.array(new) - np.array(missed)) / np.sqrt(len(new))
+    assert abs(np.mean(new) - np.mean(missed)) < 4 * se + 2e-4
+    # the small modes' singletons: about twice the missed mass, far beyond the noise
+    bias_old = np.array(old) - np.array(missed)
+    assert np.mean(bias_old) > 4 * np.std(bias_old) / np.sqrt(len(old))
+    assert np.mean(old) > 1.5 * np.mean(missed)
+
 def test_mode_search_record() -> None:
     search = ModeSearch((2.0, 8.0, 32.0), 4, 3, 56, "unseen share 0.018 <= 0.02",
                         (0.5, 0.3, 0.2, 1e-6), np.zeros((3, 2)), (0.5, 0.3, 0.2))
