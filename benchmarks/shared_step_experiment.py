@@ -14,7 +14,9 @@ per-chain`` nothing is patched (CmdStan's own adaptation: the package's behaviou
 ``--equilibrium SEED DRAWS`` instead runs CT on ``heavy_tail_pair_2d`` with
 ``split_modes='never'`` and ``budget=1`` and prints the share of draws in the narrow
 mode's cell (within 1.5 of (3, 3)) by band of beta, and E[x[1]] in its standard errors
-(exact -0.5; at equilibrium the cell holds 30% of the mass at beta = 1).
+(exact -0.5; at equilibrium the cell holds 30% of the mass at beta = 1), with a second
+standard error of E[x[1]] from tours between visits to beta < 0.05 (regenerative: the
+tours' weighted sums taken as independent).
 
 The findings are in docs/validation.md, "One step size for every chain (experiment)".
 
@@ -71,6 +73,24 @@ def patch_shared_step() -> None:
     MethodModel._launch = shared  # type: ignore[method-assign,assignment]
 
 
+def tour_standard_error(beta: np.ndarray, values: np.ndarray, log_w: np.ndarray,
+                        near_zero: float = 0.05) -> tuple[int, float]:
+    """Tours between entries into ``beta < near_zero`` (per chain), and the standard
+    error of the ``w_1``-weighted mean of ``values`` from the tours' sums."""
+    w = np.exp(log_w - np.max(log_w))
+    sums: list[tuple[float, float]] = []
+    for c in range(beta.shape[0]):
+        low = beta[c] < near_zero
+        starts = np.flatnonzero(low & ~np.r_[False, low[:-1]])
+        cuts = np.r_[0, starts[starts > 0], beta.shape[1]]
+        sums += [(float(np.sum(w[c, a:b] * values[c, a:b])), float(np.sum(w[c, a:b])))
+                 for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    a, b = np.array(sums).T
+    mean = a.sum() / b.sum()
+    n = a.size
+    return n, float(np.sqrt(np.sum((a - mean * b) ** 2) * n / (n - 1)) / b.sum())
+
+
 def equilibrium(seed: int, draws: int) -> dict[str, Any]:
     """Narrow-cell share by beta band and E[x[1]] of one CT run of ``heavy_tail_pair_2d``."""
     import pemc_stan
@@ -83,11 +103,12 @@ def equilibrium(seed: int, draws: int) -> dict[str, Any]:
     narrow = np.hypot(x1 - 3, x2 - 3) < 1.5
     band = np.clip((beta * 10).astype(int), 0, 9)
     est = fit.expectation("x[1]")
+    tours, tour_se = tour_standard_error(fit.beta(), fit._column("x[1]"), fit.log_weights())
     return {"seed": seed, "draws": draws, "verdict": "ok" if fit.check().ok else "suspect",
             "narrow_share_by_beta": [round(float(narrow[band == b].mean()), 3)
                                      for b in range(10)],
             "mean_x1": est.mean, "mcse_x1": est.mcse, "z_x1": (est.mean + 0.5) / est.mcse,
-            "round_trips": fit.round_trips(),
+            "round_trips": fit.round_trips(), "tours": tours, "tour_se_x1": tour_se,
             "step_sizes": np.unique(fit._column("stepsize__")[:, 0]).round(4).tolist()}
 
 
