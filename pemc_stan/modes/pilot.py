@@ -158,12 +158,8 @@ def restart_counts(groups: list[ModeGroup], major: NDArray[np.bool_],
     ------
     Nothing.
     """
-    counts = []
-    for (idx, _), is_major in zip(groups, major, strict=True):
-        own = labels[idx]
-        if is_major and not np.any(own < first):
-            counts.append(int(np.unique(own[own >= first]).size))
-    return [c for c in counts if c > 0]
+    paths = [labels[idx] for (idx, _), m in zip(groups, major, strict=True) if m]
+    return [int(np.unique(p).size) for p in paths if p.size and np.all(p >= first)]
 
 
 def log_z_from_importance_weights(log_weights: np.ndarray) -> float:
