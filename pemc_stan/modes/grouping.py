@@ -3,17 +3,23 @@ of each group's chains.
 
 A draw's cell is its nearest mode centre; chains that share cells are sampled together,
 so their cells form one group (:func:`cell_groups`), judged by its own chains
-(:func:`group_stats`).
+(:func:`group_stats`).  A curved or heavy-tailed mode reaches past the midpoint to its
+neighbour's centre, so its draws there can be relabelled by the chains that sampled
+them (:func:`draw_cells`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg import solve_triangular
+from scipy.spatial import cKDTree
 
 from pemc_stan.output.diagnostics import convergence_stats
 
-__all__ = ["LEFT_SHARE_MAX", "cell_groups", "group_stats", "worst_rhat"]
+__all__ = ["LEFT_SHARE_MAX", "DrawCells", "cell_groups", "draw_cells", "group_stats", "worst_rhat"]
 
 #: A chain stayed in its cell when at most this share of its draws lie nearer another
 #: cell's centre (draws in a wide mode's tail can be nearer a narrow neighbour's).
@@ -101,3 +107,94 @@ def _two_halves(draws: NDArray[np.float64]) -> NDArray[np.float64]:
         return draws
     half = draws.shape[1] // 2
     return np.stack([draws[0, :half], draws[0, half:2 * half]])
+
+
+
+@dataclass(frozen=True)
+class DrawCells:
+    """Cells around the draws themselves: a point's cell is its nearest draw's
+    (Euclidean after whitening by ``chol``, a fixed partition of the space).
+
+    Attributes
+    ----------
+    tree
+        The whitened draws.
+    cells
+        Each draw's cell (its chain's home, :func:`draw_cells`).
+    mean, chol
+        The whitening: ``z -> chol^-1 (z - mean)``.
+    """
+
+    tree: cKDTree
+    cells: NDArray[np.intp]
+    mean: NDArray[np.float64]
+    chol: NDArray[np.float64]
+
+    def labels(self, z: NDArray[np.float64]) -> NDArray[np.intp]:
+        """The cell of every row of ``z`` (S, D)."""
+        _, nearest = self.tree.query(_whiten(z, self.mean, self.chol))
+        return self.cells[np.asarray(nearest, dtype=np.intp)]
+
+
+def _whiten(z: NDArray[np.float64], mean: NDArray[np.float64], chol: NDArray[np.float64]
+            ) -> NDArray[np.float64]:
+    za = np.atleast_2d(np.asarray(z, dtype=float))
+    return np.asarray(solve_triangular(chol, (za - mean).T, lower=True).T)
+
+
+def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np.float64],
+               cov: NDArray[np.float64]) -> tuple[DrawCells, NDArray[np.intp]]:
+    """Cells that follow the modes' own shapes, from the chains that sampled them.
+
+    The nearest centre in one metric cuts a banana's arms or a heavy-tailed mode's
+    tail off at the midpoint to the next centre, so a chain that never leaves its mode
+    seems to visit its neighbour's cell and the two modes are grouped.  Here every
+    chain has a home, the cell of most of its draws, and a draw's cell is the home of
+    the chain of its nearest draw *in another chain*: a chain's draws in its own
+    mode's arm lie among the draws of the mode's other chains, while a chain that
+    crosses into another mode meets that mode's chains there.  (Every mode the search
+    found has chains started at its centre, so it has at least two.)
+
+    Parameters
+    ----------
+    z
+        The chains' draws (chains, draws, D) in base coordinates.
+    cells
+        Their nearest-centre cells (chains, draws).
+    mean, cov
+        The metric: the search's Gaussian.
+
+    Returns
+    -------
+    (DrawCells, labels)
+        The partition (every draw labelled by its own chain's home, for regions) and
+        the draws' cells by the other chains (chains, draws).
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match, or ``cov`` is not positive definite.
+    """
+    za = np.asarray(z, dtype=float)
+    labels = np.asarray(cells, dtype=np.intp)
+    if za.ndim != 3 or labels.shape != za.shape[:2]:
+        raise ValueError(f"draws of shape {za.shape} do not match cells of shape "
+                         f"{labels.shape}")
+    n_chains, n_draws, dim = za.shape
+    try:
+        chol = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=float)))
+    except np.linalg.LinAlgError as exc:
+        raise ValueError("the metric's covariance is not positive definite") from exc
+    white = _whiten(za.reshape(-1, dim), np.asarray(mean, dtype=float), chol)
+    home = np.array([np.bincount(row).argmax() for row in labels], dtype=np.intp)
+    owner = np.repeat(home, n_draws)
+    chain = np.repeat(np.arange(n_chains), n_draws)
+    out = np.empty_like(labels)
+    for c in range(n_chains):
+        others = chain != c
+        if not others.any():
+            out[c] = home[c]
+            continue
+        _, nearest = cKDTree(white[others]).query(white[chain == c])
+        out[c] = owner[others][np.asarray(nearest, dtype=np.intp)]
+    return DrawCells(cKDTree(white), owner, np.asarray(mean, dtype=float), chol), out

@@ -46,7 +46,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import cmdstanpy
@@ -59,7 +59,7 @@ from pemc_stan.errors import PemcStanError
 from pemc_stan.methods.coordinates import coordinate_draws
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
-from pemc_stan.modes.grouping import cell_groups, group_stats, worst_rhat
+from pemc_stan.modes.grouping import cell_groups, draw_cells, group_stats, worst_rhat
 from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.modes.split_fit import ModeSplitFit
 from pemc_stan.modes.wide import (
@@ -502,11 +502,25 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
     centres = np.asarray(search.centres, dtype=float)
     z = _base_coordinates(model, coords, run)
     n_chains, n_draws, dim = z.shape
-    cells = search.base.nearest_centre(z.reshape(-1, dim), centres).reshape(n_chains, n_draws)
+    classify: Callable[[NDArray[np.float64]], NDArray[np.intp]] = \
+        lambda zz: search.base.nearest_centre(zz, centres)  # noqa: E731 (one place to swap)
+    cells = classify(z.reshape(-1, dim)).reshape(n_chains, n_draws)
     groups, outside, members = cell_groups(cells, len(centres))
     program = model.program
     names = list(program.parameter_names)
     slow = _unmixed_group(run, names, groups, len(members))
+    if slow is not None:  # a curved or heavy-tailed mode's draws past the midpoint
+        try:
+            by_draws, cells_d = draw_cells(z, cells, search.base.mean, search.base.cov)
+        except ValueError:
+            by_draws = None
+        if by_draws is not None:
+            groups_d, outside_d, members_d = cell_groups(cells_d, len(centres))
+            if _unmixed_group(run, names, groups_d, len(members_d)) is None:
+                logger.info("mode split: cells drawn around the chains' draws (%s); %d "
+                            "group(s) of modes", slow[0], len(members_d))
+                cells, groups, outside, members = cells_d, groups_d, outside_d, members_d
+                classify, slow = by_draws.labels, None
     if slow is not None:
         refused = SplitOutcome(why=slow[0], tried=True, names=("rhat",))
         refused.rhat = slow[1]
@@ -518,7 +532,7 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
             def region(values: Mapping[str, NDArray[np.float64]],
                        cells_g: list[int] = cells_g) -> NDArray[np.bool_]:
                 zg, _ = coords.forward(values, model.data)
-                return np.isin(search.base.nearest_centre(zg, centres), cells_g)
+                return np.isin(classify(zg), cells_g)
 
             try:
                 masses.append(bridge_from_draws(

@@ -9,7 +9,7 @@ import pytest
 
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods import registry
-from pemc_stan.modes.grouping import LEFT_SHARE_MAX, cell_groups
+from pemc_stan.modes.grouping import LEFT_SHARE_MAX, cell_groups, draw_cells
 from pemc_stan.modes.split import SplitOutcome
 
 
@@ -54,6 +54,75 @@ def test_a_chain_belongs_where_its_draws_are_and_an_abandoned_cell_to_no_group()
 def test_cell_indices_out_of_range_raise() -> None:
     with pytest.raises(ValueError, match=r"0\.\.1"):
         cell_groups(np.array([[0, 2]]), 2)
+
+
+def _banana(rng: np.random.Generator, n: int, sign: float) -> np.ndarray:
+    """iid draws of one banana of the validation case ``curved_pair_2d``."""
+    c, s1, m, k = (-2.5, 1.0, -1.0, 0.8) if sign < 0 else (2.5, 0.8, 1.0, -0.8)
+    x1 = rng.normal(c, s1, n)
+    return np.column_stack([x1, rng.normal(m + k * (x1 - c) ** 2, 0.35)])
+
+
+def _nearest(z: np.ndarray, centres: np.ndarray, mean: np.ndarray, cov: np.ndarray
+             ) -> np.ndarray:
+    w = np.linalg.inv(np.linalg.cholesky(cov))
+    d = ((z - mean) @ w.T)[:, None, :] - ((centres - mean) @ w.T)[None, :, :]
+    return np.argmin(np.sum(d * d, axis=2), axis=1)
+
+
+def test_cells_drawn_around_the_draws_keep_a_banana_s_arms_in_its_own_mode() -> None:
+    # three chains per banana; the nearest centre in the covering metric cuts the arms
+    rng = np.random.default_rng(11)
+    z = np.stack([_banana(rng, 1000, -1.0) for _ in range(3)]
+                 + [_banana(rng, 1000, 1.0) for _ in range(3)])
+    flat = z.reshape(-1, 2)
+    mean, cov = flat.mean(axis=0), np.cov(flat, rowvar=False)
+    centres = np.array([z[:3].reshape(-1, 2).mean(axis=0), z[3:].reshape(-1, 2).mean(axis=0)])
+    cells = _nearest(flat, centres, mean, cov).reshape(6, 1000)
+    _, _, members = cell_groups(cells, 2)
+    assert members == [[0, 1]]  # the arms past the midpoint merge the two modes
+    partition, labels = draw_cells(z, cells, mean, cov)
+    groups, outside, members = cell_groups(labels, 2)
+    assert members == [[0], [1]] and groups.tolist() == [0, 0, 0, 1, 1, 1]
+    assert np.all(outside <= LEFT_SHARE_MAX)
+    fresh = [_banana(rng, 20000, -1.0), _banana(rng, 20000, 1.0)]  # the partition itself
+    wrong = [np.mean(partition.labels(f) != k) for k, f in enumerate(fresh)]
+    by_centre = [np.mean(_nearest(f, centres, mean, cov) != k) for k, f in enumerate(fresh)]
+    assert max(wrong) < 0.001 and max(by_centre) > 0.005  # by the centres: about 1%
+
+
+def test_cells_drawn_around_the_draws_still_see_a_chain_cross_between_modes() -> None:
+    rng = np.random.default_rng(12)
+    a, b = np.array([-2.0, 0.0]), np.array([2.0, 0.0])
+    z = np.stack([rng.normal(a, 0.7, (1000, 2)), rng.normal(a, 0.7, (1000, 2)),
+                  rng.normal(b, 0.7, (1000, 2)), rng.normal(b, 0.7, (1000, 2)),
+                  np.concatenate([rng.normal(a, 0.7, (500, 2)), rng.normal(b, 0.7, (500, 2))])])
+    cells = _nearest(z.reshape(-1, 2), np.stack([a, b]), np.zeros(2), np.eye(2)).reshape(5, 1000)
+    _, labels = draw_cells(z, cells, np.zeros(2), np.eye(2))
+    groups, _, members = cell_groups(labels, 2)
+    assert members == [[0, 1]] and groups.tolist() == [0, 0, 0, 0, 0]
+
+
+def test_a_chain_in_a_mode_the_search_missed_joins_a_found_mode_s_group() -> None:
+    # its draws are labelled by the other chains' nearest draws, so it cannot hide as a
+    # group of its own: it sits with the chains of the mode nearest it, and disagrees
+    rng = np.random.default_rng(13)
+    a, b, missed = np.array([-3.0, 0.0]), np.array([3.0, 0.0]), np.array([-3.0, 6.0])
+    z = np.stack([rng.normal(a, 0.5, (1000, 2)), rng.normal(a, 0.5, (1000, 2)),
+                  rng.normal(b, 0.5, (1000, 2)), rng.normal(b, 0.5, (1000, 2)),
+                  rng.normal(missed, 0.5, (1000, 2))])
+    cells = _nearest(z.reshape(-1, 2), np.stack([a, b]), np.zeros(2), np.eye(2)).reshape(5, 1000)
+    _, labels = draw_cells(z, cells, np.zeros(2), np.eye(2))
+    groups, _, members = cell_groups(labels, 2)
+    assert members == [[0], [1]] and groups.tolist() == [0, 0, 1, 1, 0]
+
+
+def test_cells_drawn_around_the_draws_check_their_shapes() -> None:
+    with pytest.raises(ValueError, match="do not match"):
+        draw_cells(np.zeros((2, 10, 2)), np.zeros((2, 9), dtype=int), np.zeros(2), np.eye(2))
+    with pytest.raises(ValueError, match="positive definite"):
+        draw_cells(np.zeros((2, 10, 2)), np.zeros((2, 10), dtype=int), np.zeros(2),
+                   np.zeros((2, 2)))
 
 
 def test_outcome_notes_say_why_the_method_ran() -> None:
