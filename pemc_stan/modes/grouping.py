@@ -21,6 +21,8 @@ from pemc_stan.output.diagnostics import convergence_stats
 
 __all__ = ["LEFT_SHARE_MAX", "DrawCells", "cell_groups", "draw_cells", "group_stats", "worst_rhat"]
 
+#: Draws per chain that :func:`draw_cells` keeps (evenly spaced).
+THINNED_DRAWS = 250
 #: A chain stayed in its cell when at most this share of its draws lie nearer another
 #: cell's centre (draws in a wide mode's tail can be nearer a narrow neighbour's).
 LEFT_SHARE_MAX = 0.01
@@ -118,9 +120,9 @@ class DrawCells:
     Attributes
     ----------
     tree
-        The whitened draws.
+        The whitened (thinned) draws.
     cells
-        Each draw's cell (its chain's home, :func:`draw_cells`).
+        Each of them's cell (its chain's home, :func:`draw_cells`).
     mean, chol
         The whitening: ``z -> chol^-1 (z - mean)``.
     """
@@ -153,7 +155,10 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
     the chain of its nearest draw *in another chain*: a chain's draws in its own
     mode's arm lie among the draws of the mode's other chains, while a chain that
     crosses into another mode meets that mode's chains there.  (Every mode the search
-    found has chains started at its centre, so it has at least two.)
+    found has chains started at its centre, so it has at least two.)  Each chain is
+    thinned to :data:`THINNED_DRAWS` evenly spaced draws, which stand for the draws
+    around them in time: with every draw, 24 chains of 1,000 draws in 19 dimensions
+    took 12 s.
 
     Parameters
     ----------
@@ -167,8 +172,8 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
     Returns
     -------
     (DrawCells, labels)
-        The partition (every draw labelled by its own chain's home, for regions) and
-        the draws' cells by the other chains (chains, draws).
+        The partition (every thinned draw labelled by its own chain's home, for
+        regions) and the draws' cells by the other chains (chains, draws).
 
     Raises
     ------
@@ -185,10 +190,14 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
         chol = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=float)))
     except np.linalg.LinAlgError as exc:
         raise ValueError("the metric's covariance is not positive definite") from exc
-    white = _whiten(za.reshape(-1, dim), np.asarray(mean, dtype=float), chol)
+    keep = np.unique(np.linspace(0, n_draws - 1, min(n_draws, THINNED_DRAWS)).round()
+                     ).astype(np.intp)
+    white = _whiten(za[:, keep].reshape(-1, dim), np.asarray(mean, dtype=float), chol)
     home = np.array([np.bincount(row).argmax() for row in labels], dtype=np.intp)
-    owner = np.repeat(home, n_draws)
-    chain = np.repeat(np.arange(n_chains), n_draws)
+    owner = np.repeat(home, keep.size)
+    chain = np.repeat(np.arange(n_chains), keep.size)
+    # every draw stands with the thinned draw nearest it in time
+    nearest_kept = np.abs(np.arange(n_draws)[:, None] - keep[None, :]).argmin(axis=1)
     out = np.empty_like(labels)
     for c in range(n_chains):
         others = chain != c
@@ -196,5 +205,5 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
             out[c] = home[c]
             continue
         _, nearest = cKDTree(white[others]).query(white[chain == c])
-        out[c] = owner[others][np.asarray(nearest, dtype=np.intp)]
+        out[c] = owner[others][np.asarray(nearest, dtype=np.intp)][nearest_kept]
     return DrawCells(cKDTree(white), owner, np.asarray(mean, dtype=float), chol), out

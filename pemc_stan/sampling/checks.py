@@ -144,6 +144,8 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
                         else "the extended target was not explored faithfully"),
                     "increase adapt_delta (e.g. 0.95), or reparameterise the model")
     yield "max_treedepth", treedepth_reason(nuts, _compared_only(fit))
+    for later in fit.later_checks:  # evidence from outside the fit (the run's plan)
+        yield later(fit)
     worst_rhat = (float("nan"), "")
     worst_ess: tuple[float, str, str] = (float("inf"), "", "")
     worst_chain = (0.0, "")

@@ -9,10 +9,9 @@ changes the target).  :class:`ExtendedFit` holds everything that is the
 same for all of them: columns, self-normalised expectations with their
 Monte-Carlo standard errors, resampled draws of the original parameters,
 the original model's transformed parameters and generated quantities on
-them, NUTS diagnostics, ``summary()`` and ``to_inference_data()``.  A method
-overrides only what differs: where its particles live
-(:meth:`ExtendedFit.particle_columns`), their log weights
-(:meth:`ExtendedFit.particle_log_weights`) and its own diagnostics.
+them, NUTS diagnostics, ``summary()`` and ``to_inference_data()``.  A method overrides
+only what differs: where its particles live (:meth:`ExtendedFit.particle_columns`),
+their log weights (:meth:`ExtendedFit.particle_log_weights`) and its own diagnostics.
 """
 
 from __future__ import annotations
@@ -148,9 +147,10 @@ class ExtendedFit:
     #: :func:`pemc_stan.pipeline.run`).  ``seed`` is this run's own: a bootstrap
     #: round's or follow-up's seed is derived from it.
     run_seed: int | None = None
-    #: How widely the pilot searched for modes (:class:`~pemc_stan.modes.search.ModeSearch`;
-    #: set per fit by methods with a search, None otherwise).
+    #: The pilot's search for modes (:class:`~pemc_stan.modes.search.ModeSearch`, or None).
     search: Any = None
+    #: Checks of evidence from outside the fit, set per fit by the run's plan.
+    later_checks: tuple[Callable[[Any], tuple[str, Reason | None]], ...] = ()
     #: Reasons that alone do not make the verdict suspect (they stay in the diagnostics).
     minor_reasons: ClassVar[frozenset[str]] = frozenset()
     #: Any divergence is suspect (NUTS on the user's model), else past DIVERGENT_SHARE_MAX.
