@@ -2,7 +2,8 @@
 
 The method's pilot searches for modes; when the method wants it and the modes are
 separated, each group of modes is sampled by its own NUTS chains (the mode split);
-otherwise the method runs as itself (tempering), told why the split was refused; then
+otherwise the method runs as itself (tempering), told why the split was refused, and
+judged also by the refused split's chains (a scout in a mode the search missed); then
 the follow-ups apply the verdict's mechanical remedies.  The split's longer run and the
 follow-ups draw from one budget.
 """
@@ -14,6 +15,7 @@ import os
 import time
 from typing import Any
 
+from pemc_stan.modes.scouts import SplitDraws, scouts_check
 from pemc_stan.modes.split import split_modes
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
@@ -66,9 +68,10 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     found = model.search_modes(seed)
     lap("search")
     fit: ExtendedFit | None = None
+    refused: SplitDraws | None = None
     if model.wants_split():
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
-        fit = outcome.fit
+        fit, refused = outcome.fit, outcome.draws
         found = found.noted(outcome.note())
         if outcome.tried or fit is not None:
             lap("split" if fit is not None else "refused_split")
@@ -80,6 +83,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
                     seed=seed, budget=budget, output_dir=output_dir,
                     show_progress=show_progress, **later)
     lap("follow_ups")
+    if refused is not None:  # the refused split's chains judge the tempered run too
+        fit.later_checks = (*fit.later_checks, scouts_check(refused, seed))
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds

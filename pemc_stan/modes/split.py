@@ -60,6 +60,7 @@ from pemc_stan.methods.coordinates import coordinate_draws
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, draw_cells, group_stats, worst_rhat
+from pemc_stan.modes.scouts import SplitDraws
 from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.modes.split_fit import ModeSplitFit
 from pemc_stan.modes.wide import (
@@ -130,6 +131,9 @@ class SplitOutcome:
         (:func:`~pemc_stan.modes.wide.mode_gaussians`).
     rhat
         Refused for R-hat within a group: the largest (else NaN).
+    draws
+        The last refused run's chains (:class:`~pemc_stan.modes.scouts.SplitDraws`),
+        which judge the tempered run that follows; None when none ran or was read.
     """
 
     def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
@@ -138,6 +142,7 @@ class SplitOutcome:
         self.unexplained: NDArray[np.float64] | None = None
         self.modes: ModeGaussians = []
         self.rhat = float("nan")
+        self.draws: SplitDraws | None = None
 
     def note(self) -> Note | None:
         """What the method's fit tells of a split that was refused (None: accepted, or
@@ -345,7 +350,7 @@ def _remedied(model: MethodModel, coords: Any, search: ModeSearch,
                  None if output_dir is None else os.path.join(output_dir, f"split_again_{k}"),
                  show_progress, {**kwargs, "adapt_delta": delta})
     if isinstance(again, SplitOutcome):
-        return SplitOutcome(why=f"{outcome.why}; {change}: {again.why}", tried=True)
+        return _refusal(f"{outcome.why}; {change}: {again.why}", again, outcome)
     judged = _judge(model, coords, search, again, None if seed is None else seed + k)
     done = (*steps, FollowUpStep(change, outcome.why, _earlier_gradients(again),
                                  "ok" if judged.fit is not None else "suspect"))
@@ -355,13 +360,21 @@ def _remedied(model: MethodModel, coords: Any, search: ModeSearch,
                            seed=seed, output_dir=output_dir, show_progress=show_progress,
                            kwargs={**kwargs, "adapt_delta": delta}, steps=done, unit=cost)
         if judged.fit is None:
-            return SplitOutcome(why=f"{outcome.why}; after {change}: {judged.why}",
-                                tried=True, names=judged.names)
+            return _refusal(f"{outcome.why}; after {change}: {judged.why}", judged)
         judged.fit.earlier_gradients += _earlier_gradients(run)
         return judged
     judged.fit.split_steps = list(done)
     judged.fit.earlier_gradients = _earlier_gradients(run)
     return judged
+
+
+def _refusal(why: str, last: SplitOutcome, earlier: SplitOutcome | None = None
+             ) -> SplitOutcome:
+    """A refusal that says ``why``, with the names and the chains of the ``last``
+    outcome (its draws, else the ``earlier``'s)."""
+    out = SplitOutcome(why=why, tried=True, names=last.names)
+    out.draws = last.draws if last.draws is not None or earlier is None else earlier.draws
+    return out
 
 
 def _run(model: MethodModel, title: str, inits: list[Mapping[str, Any]] | None, chains: int,
@@ -475,8 +488,7 @@ def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdSt
                         else os.path.join(output_dir, "split_extended"),
                         show_progress=show_progress, budget=budget, extend=extend, **kwargs)
     if again.fit is None:
-        return SplitOutcome(why=f"{refused.why}; {change}: {again.why}", tried=True,
-                            names=again.names)
+        return _refusal(f"{refused.why}; {change}: {again.why}", again, refused)
     again.fit.split_steps.insert(0, FollowUpStep(change, refused.why,
                                                  again.fit.run_gradients(), "ok"))
     again.fit.earlier_gradients += _earlier_gradients(run)
@@ -487,9 +499,17 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
            seed: int | None) -> SplitOutcome:
     """Cells, masses and the verdict of a split's run (a refusal that says why)."""
     try:
-        return _judge_run(model, coords, search, run, seed)
+        outcome = _judge_run(model, coords, search, run, seed)
     except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
         return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+    if outcome.fit is None:
+        names = list(model.program.parameter_names)
+        outcome.draws = SplitDraws(
+            _base_coordinates(model, coords, run), np.asarray(search.base.mean, dtype=float),
+            np.asarray(search.base.cov, dtype=float), _group_draws(
+                run, names, np.ones(run.chains, dtype=bool)), model.program, model.data,
+            coords)
+    return outcome
 
 
 def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,

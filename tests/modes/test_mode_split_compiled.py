@@ -96,6 +96,30 @@ def test_a_mode_its_connected_group_hardly_visits_is_flagged(far_fit: ModeSplitF
     assert "mode_occupancy" in reasons
 
 
+def test_a_refused_split_s_chains_name_the_mode_a_tempered_run_missed(
+        far_fit: ModeSplitFit) -> None:
+    # the split's real chains (scouts and two per mode) against tempered particles that
+    # never left the heavier mode: the chains in the other mode are named, with its
+    # mass by bridge sampling on their own draws (30%); against particles of both
+    # modes nothing is
+    from pemc_stan.modes.scouts import SplitDraws, missed_regions
+
+    run = far_fit.fit
+    x = np.asarray(run.draws(concat_chains=False), dtype=float)[:, :, list(
+        run.column_names).index("x")].T  # (chains, draws)
+    base = far_fit.search.base
+    split = SplitDraws(x[:, :, None], np.asarray(base.mean), np.asarray(base.cov), {"x": x},
+                       far_fit.result.program, far_fit.data, far_fit.result.coordinates)
+    rng = np.random.default_rng(4)
+    heavy = rng.normal(15, 1, (4000, 1))
+    found = missed_regions(split, heavy, np.ones(4000), 4000.0, np.log(0.7), seed=5)
+    in_light = sorted(int(c) for c in np.flatnonzero(x.mean(axis=1) < 0))
+    assert in_light and sorted(c for c, _ in found) == in_light[:len(found)]
+    assert found and all(0.04 < share < 0.3 for _, share in found), found
+    both = np.concatenate([rng.normal(-10, 0.5, (1200, 1)), heavy[:2800]])
+    assert missed_regions(split, both, np.ones(4000), 4000.0, 0.0, seed=5) == []
+
+
 def test_never_split_tempers(compiled) -> None:
     fit = pemc_stan.sample(FAR_MIXTURE, seed=3, split_modes="never", iter_sampling=300,
                            bootstrap_rounds=0)

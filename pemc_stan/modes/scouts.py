@@ -1,0 +1,224 @@
+"""What a refused split's chains tell the tempered run that follows it.
+
+The mode split runs NUTS on the user's unchanged model from Stan's own starting points
+(the scouts) and at every mode the search found.  When it is refused, the run tempers
+from a base that covers the modes found, and a scout that stayed in a mode the search
+missed is the only evidence left of that mode: on ``heavy_tail_pair_2d``, seed 5, the
+search found the wide mode alone, a scout sat in the narrow one (30% of the mass), the
+split was refused for its chains' R-hat (1.54), and the tempered run, which never
+reached that mode, was judged ok with its estimates 25-39 standard errors off.
+
+:func:`missed_regions` measures the tempered draws' weight in each split chain's
+region (the points nearer its draws than any other chain's), and for a chain whose
+region holds no effective tempered draw estimates the region's mass by bridge sampling
+on the chain's own draws.  A material share of the mass is a reason of the tempered
+fit's verdict (:func:`scouts_check`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+from scipy.special import logsumexp
+
+from pemc_stan.errors import PemcStanError
+from pemc_stan.modes.bridge import bridge_from_draws
+from pemc_stan.modes.grouping import THINNED_DRAWS
+from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
+
+__all__ = ["SplitDraws", "missed_regions", "region_weights", "scouts_check"]
+
+logger = logging.getLogger(__name__)
+
+#: At most this many chains' masses are estimated, those of least tempered weight first
+#: (a bridge costs 1-3 s).
+MAX_BRIDGES = 4
+
+
+@dataclass(frozen=True)
+class SplitDraws:
+    """A refused split's chains, for the tempered run's verdict.
+
+    Attributes
+    ----------
+    z
+        Their draws in base coordinates, (chains, draws, D).
+    mean, cov
+        The metric: the search's Gaussian.
+    draws
+        The chains' parameter draws per name, ``(chains, draws, *shape)``.
+    program, data
+        The user's program and data (for bridge sampling).
+    coords
+        The base coordinates (:class:`~pemc_stan.methods.coordinates.BaseCoordinates`).
+    """
+
+    z: NDArray[np.float64]
+    mean: NDArray[np.float64]
+    cov: NDArray[np.float64]
+    draws: Mapping[str, NDArray[np.float64]]
+    program: Any
+    data: Mapping[str, Any] | None
+    coords: Any
+
+    def whitened(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Rows of ``z`` (S, D) in the metric's whitened coordinates."""
+        chol = np.linalg.cholesky(np.atleast_2d(self.cov))
+        return np.asarray(np.linalg.solve(chol, (np.atleast_2d(z) - self.mean).T).T)
+
+    def thinned(self) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+        """Each chain's :data:`THINNED_DRAWS` evenly spaced draws, whitened (C * T, D),
+        and their chains."""
+        n_chains, n_draws, dim = self.z.shape
+        keep = np.unique(np.linspace(0, n_draws - 1, min(n_draws, THINNED_DRAWS)).round()
+                         ).astype(np.intp)
+        return (self.whitened(self.z[:, keep].reshape(-1, dim)),
+                np.repeat(np.arange(n_chains), keep.size))
+
+
+def region_weights(white: NDArray[np.float64], chain: NDArray[np.intp],
+                   particles: NDArray[np.float64], weights: NDArray[np.float64]
+                   ) -> NDArray[np.float64]:
+    """The total weight of the ``particles`` (whitened, (P, D)) whose nearest draw
+    (``white``, of chains ``chain``) belongs to each chain: its region's.
+
+    Raises
+    ------
+    ValueError
+        If ``particles`` and ``weights`` do not match.
+    """
+    if particles.shape[0] != weights.size:
+        raise ValueError(f"{weights.size} weights for {particles.shape[0]} particles")
+    _, nearest = cKDTree(white).query(particles)
+    return np.asarray(np.bincount(chain[np.asarray(nearest, dtype=np.intp)], weights=weights,
+                                  minlength=int(chain.max()) + 1), dtype=float)
+
+
+def missed_regions(split: SplitDraws, particles: NDArray[np.float64],
+                   weights: NDArray[np.float64], ess: float, log_z: float,
+                   seed: int | None = None) -> list[tuple[int, float]]:
+    """The split's chains whose regions (the points nearer their draws than any other
+    chain's) the tempered run missed: under one effective draw of its weight where
+    the region's mass, by bridge sampling on the chain's own draws, is at least
+    :data:`UNVISITED_SHARE_MIN` of the whole and should have drawn
+    :data:`UNVISITED_EXPECTED_MIN` effective draws.  ``(chain, share)`` pairs.
+
+    Chains are judged one by one, not grouped by mode: a chain that crosses between
+    two modes would join them.  Where several chains share a mode, each region is a
+    part of it, and so is its tempered weight.
+
+    Parameters
+    ----------
+    split
+        The refused split's chains.
+    particles, weights
+        The tempered fit's particles in base coordinates (P, D) and their target
+        weights.
+    ess
+        The tempered estimates' effective sample size.
+    log_z
+        The tempered run's ``log Z`` (of the mass it saw).
+    seed
+        Seed of the bridge's proposal draws.
+
+    Raises
+    ------
+    Nothing: a region whose mass cannot be estimated is left out.
+    """
+    ok = np.isfinite(weights) & np.all(np.isfinite(particles), axis=1)
+    w = np.where(ok, weights, 0.0)
+    if not np.sum(w) > 0 or split.z.shape[0] < 2 or not np.isfinite(log_z):
+        return []
+    white, chain = split.thinned()
+    held = region_weights(white, chain, split.whitened(particles[ok]), w[ok] / np.sum(w))
+    n = float(ess) if np.isfinite(ess) and ess > 0 else 1.0 / float(np.sum((w / np.sum(w)) ** 2))
+    out = []
+    for c in [int(c) for c in np.argsort(held) if held[c] * n < 1.0][:MAX_BRIDGES]:
+        mass = _region_log_mass(split, white, chain, c, seed)
+        if mass is None:
+            continue
+        share = float(np.exp(mass - logsumexp([mass, log_z])))
+        if share >= UNVISITED_SHARE_MIN and share * n >= UNVISITED_EXPECTED_MIN:
+            out.append((c, share))
+    return out
+
+
+def _region_log_mass(split: SplitDraws, white: NDArray[np.float64], chain: NDArray[np.intp],
+                     c: int, seed: int | None) -> float | None:
+    """``log`` of the mass of the points nearer chain ``c``'s draws than any other
+    chain's, by bridge sampling on its draws (None when it fails)."""
+    mine = chain == c
+    tree = cKDTree(white)
+
+    def region(values: Mapping[str, NDArray[np.float64]]) -> NDArray[np.bool_]:
+        zg, _ = split.coords.forward(values, split.data)
+        _, nearest = tree.query(split.whitened(zg))
+        return np.asarray(mine[np.asarray(nearest, dtype=np.intp)])
+
+    try:
+        est = bridge_from_draws(split.program, split.data,
+                                {k: v[[c]] for k, v in split.draws.items()},
+                                name=getattr(split.program, "name", "model"), seed=seed,
+                                region=region)
+    except (ValueError, RuntimeError, PemcStanError) as exc:
+        logger.info("the mass of a refused split's chain %d could not be estimated (%s)",
+                    c + 1, " ".join(str(exc).split())[:160])
+        return None
+    return float(est.log_z) if np.isfinite(est.log_z) else None
+
+
+def scouts_check(split: SplitDraws, seed: int | None = None
+                 ) -> Callable[[Any], tuple[str, Reason | None]]:
+    """The ``split_chains`` check of a tempered fit (an
+    :attr:`~pemc_stan.sampling.fit.ExtendedFit.later_checks` entry) run after a split
+    that was refused: :func:`missed_regions` of its particles, weights, ESS and
+    ``log Z`` (its own estimate, else its pilot's offset).  It looks only when every
+    other check passed: it is there to catch a wrong run that looks fine, and a suspect
+    run is already flagged (with few effective draws, many chains' regions would need
+    their masses estimated)."""
+    from pemc_stan.sampling.checks import estimates_ess
+
+    def check(fit: Any) -> tuple[str, Reason | None]:
+        if getattr(fit, "_split_chains", None) is not None:
+            return fit._split_chains
+        fit._split_chains = ("split_chains", None)  # while the other checks run
+        found: list[tuple[int, float]] = []
+        z = fit.particle_coordinates()
+        if fit.check().ok and z is not None and z.ndim == 2 \
+                and z.shape[1] == split.z.shape[2]:
+            found = missed_regions(split, z, fit.target_weights().reshape(-1),
+                                   estimates_ess(fit), _log_z(fit), seed)
+        reason = None
+        if found:
+            said = ", ".join(f"chain {c + 1} ({100 * share:.0f}% of the mass)"
+                             for c, share in found)
+            reason = Reason(
+                "split_chains", "NUTS chains of the refused mode split stayed where the "
+                f"tempered draws never went: {said}, by bridge sampling on the chain's "
+                "draws; a mode the search missed is missing from these estimates",
+                "search longer (raise num_paths), or start chains there (inits)")
+        fit._split_chains = ("split_chains", reason)
+        return "split_chains", reason
+
+    return check
+
+
+def _log_z(fit: Any) -> float:
+    """The tempered fit's ``log Z``: its own estimate, else its pilot's offset."""
+    try:
+        est = fit.log_z()
+    except Exception:  # an estimator that cannot run here: fall back to the offset
+        est = None
+    if est is not None and np.isfinite(est.log_z):
+        return float(est.log_z)
+    for name in ("log_zeta", "log_scale"):
+        value = getattr(fit, name, None)
+        if value is not None and np.isfinite(value):
+            return float(value)
+    return float("nan")

@@ -1,0 +1,101 @@
+"""A refused split's chains judging the tempered run (fast: the masses are stubbed;
+the compiled test with real bridge sampling is in test_mode_split_compiled.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pemc_stan.modes import scouts
+from pemc_stan.modes.scouts import SplitDraws, missed_regions, region_weights, scouts_check
+from pemc_stan.output.diagnostics import Reason, Verdict
+
+
+def _split(rng: np.random.Generator, centres: list[float]) -> SplitDraws:
+    """One chain of 1,000 draws at each centre (2-D, unit sd)."""
+    z = np.stack([rng.normal(c, 1.0, (1000, 2)) for c in centres])
+    return SplitDraws(z, np.zeros(2), 100.0 * np.eye(2), {"x": z}, None, None, None)
+
+
+def test_each_chain_s_region_holds_the_particles_nearest_its_draws() -> None:
+    white = np.array([[0.0, 0.0], [1.0, 0.0], [10.0, 0.0]])
+    chain = np.array([0, 0, 1])
+    particles = np.array([[0.2, 0.0], [9.0, 0.0], [12.0, 0.0], [0.9, 0.1]])
+    held = region_weights(white, chain, particles, np.array([0.1, 0.2, 0.3, 0.4]))
+    assert held == pytest.approx([0.5, 0.5])
+
+
+def test_chains_where_the_tempered_draws_went_need_no_mass(monkeypatch) -> None:
+    rng = np.random.default_rng(1)
+    split = _split(rng, [-10.0, -10.0, 15.0])
+    monkeypatch.setattr(scouts, "_region_log_mass", _unexpected)
+    particles = np.concatenate([rng.normal(-10, 1, (300, 2)), rng.normal(15, 1, (700, 2))])
+    assert missed_regions(split, particles, np.ones(1000), 1000.0, 0.0) == []
+
+
+def _unexpected(*args: Any) -> float:
+    raise AssertionError("no mass should be estimated")
+
+
+@pytest.mark.parametrize("share, named", [(0.3, True), (0.002, False)])
+def test_a_chain_alone_where_the_tempered_draws_never_went_is_named_by_its_mass(
+        monkeypatch, share: float, named: bool) -> None:
+    rng = np.random.default_rng(2)
+    split = _split(rng, [15.0, 15.0, -10.0])  # the third chain sits where nothing went
+    asked: list[int] = []
+
+    def mass(split: SplitDraws, white: Any, chain: Any, c: int, seed: Any) -> float:
+        asked.append(c)
+        return float(np.log(share / (1 - share)))  # against log Z = 0 of the rest
+
+    monkeypatch.setattr(scouts, "_region_log_mass", mass)
+    particles = rng.normal(15, 1, (1000, 2))
+    found = missed_regions(split, particles, np.ones(1000), 1000.0, 0.0)
+    assert asked == [2]
+    assert found == ([(2, pytest.approx(share))] if named else [])
+
+
+class _Fit:
+    """A tempered fit's surface for the check: particles, weights, verdict, log Z."""
+
+    later_checks: tuple[Any, ...] = ()
+
+    def __init__(self, particles: np.ndarray, other_reason: bool) -> None:
+        self._z, self.other_reason = particles, other_reason
+
+    def particle_coordinates(self) -> np.ndarray:
+        return self._z
+
+    def target_weights(self) -> np.ndarray:
+        return np.ones(self._z.shape[0])
+
+    def check(self) -> Verdict:
+        names, reasons = ["ess"], []
+        if self.other_reason:
+            reasons.append(Reason("ess", "few draws", "run longer"))
+        for later in self.later_checks:
+            name, found = later(self)
+            names.append(name)
+            reasons += [found] if found is not None else []
+        return Verdict(tuple(reasons), tuple(names))
+
+    def log_z(self) -> None:
+        return None
+
+    log_zeta = 0.0
+
+
+@pytest.mark.parametrize("other_reason", [False, True])
+def test_the_check_names_a_missed_chain_only_when_nothing_else_flags_the_run(
+        monkeypatch, other_reason: bool) -> None:
+    rng = np.random.default_rng(3)
+    split = _split(rng, [15.0, 15.0, -10.0])
+    monkeypatch.setattr(scouts, "_region_log_mass", lambda *a: float(np.log(0.3 / 0.7)))
+    monkeypatch.setattr("pemc_stan.sampling.checks.estimates_ess", lambda fit: 1000.0)
+    fit = _Fit(rng.normal(15, 1, (1000, 2)), other_reason)
+    fit.later_checks = (scouts_check(split),)
+    names = [r.name for r in fit.check().reasons]
+    assert names == (["ess"] if other_reason else ["split_chains"])
+    assert "chain 3 (30% of the mass)" in str(fit.check()) or other_reason
