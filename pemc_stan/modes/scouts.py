@@ -12,13 +12,13 @@ reached that mode, was judged ok with its estimates 25-39 standard errors off.
 region (the points nearer its draws than any other chain's), and for a chain whose
 region holds no effective tempered draw estimates the region's mass by bridge sampling
 on the chain's own draws.  A material share of the mass is a reason of the tempered
-fit's verdict (:func:`scouts_check`).
+fit's verdict (:class:`ScoutsCheck`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import THINNED_DRAWS
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
 
-__all__ = ["SplitDraws", "missed_regions", "region_weights", "scouts_check"]
+__all__ = ["ScoutsCheck", "SplitDraws", "missed_regions", "region_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -173,27 +173,39 @@ def _region_log_mass(split: SplitDraws, white: NDArray[np.float64], chain: NDArr
     return float(est.log_z) if np.isfinite(est.log_z) else None
 
 
-def scouts_check(split: SplitDraws, seed: int | None = None
-                 ) -> Callable[[Any], tuple[str, Reason | None]]:
+class ScoutsCheck:
     """The ``split_chains`` check of a tempered fit (an
     :attr:`~pemc_stan.sampling.fit.ExtendedFit.later_checks` entry) run after a split
     that was refused: :func:`missed_regions` of its particles, weights, ESS and
     ``log Z`` (its own estimate, else its pilot's offset).  It looks only when every
     other check passed: it is there to catch a wrong run that looks fine, and a suspect
     run is already flagged (with few effective draws, many chains' regions would need
-    their masses estimated)."""
-    from pemc_stan.sampling.checks import estimates_ess
+    their masses estimated).  A class, not a closure, so that a fit still pickles.
 
-    def check(fit: Any) -> tuple[str, Reason | None]:
+    Parameters
+    ----------
+    split
+        The refused split's chains.
+    seed
+        Seed of the bridges' proposal draws.
+    """
+
+    def __init__(self, split: SplitDraws, seed: int | None = None) -> None:
+        self.split, self.seed = split, seed
+
+    def __call__(self, fit: Any) -> tuple[str, Reason | None]:
+        """``("split_chains", reason or None)`` for ``fit`` (computed once per fit)."""
+        from pemc_stan.sampling.checks import estimates_ess
+
         if getattr(fit, "_split_chains", None) is not None:
             return fit._split_chains
         fit._split_chains = ("split_chains", None)  # while the other checks run
         found: list[tuple[int, float]] = []
         z = fit.particle_coordinates()
         if fit.check().ok and z is not None and z.ndim == 2 \
-                and z.shape[1] == split.z.shape[2]:
-            found = missed_regions(split, z, fit.target_weights().reshape(-1),
-                                   estimates_ess(fit), _log_z(fit), seed)
+                and z.shape[1] == self.split.z.shape[2]:
+            found = missed_regions(self.split, z, fit.target_weights().reshape(-1),
+                                   estimates_ess(fit), _log_z(fit), self.seed)
         reason = None
         if found:
             said = ", ".join(f"chain {c + 1} ({100 * share:.0f}% of the mass)"
@@ -205,8 +217,6 @@ def scouts_check(split: SplitDraws, seed: int | None = None
                 "search longer (raise num_paths), or start chains there (inits)")
         fit._split_chains = ("split_chains", reason)
         return "split_chains", reason
-
-    return check
 
 
 def _log_z(fit: Any) -> float:

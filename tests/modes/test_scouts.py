@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pemc_stan.modes import scouts
-from pemc_stan.modes.scouts import SplitDraws, missed_regions, region_weights, scouts_check
+from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, missed_regions, region_weights
 from pemc_stan.output.diagnostics import Reason, Verdict
 
 
@@ -95,7 +95,15 @@ def test_the_check_names_a_missed_chain_only_when_nothing_else_flags_the_run(
     monkeypatch.setattr(scouts, "_region_log_mass", lambda *a: float(np.log(0.3 / 0.7)))
     monkeypatch.setattr("pemc_stan.sampling.checks.estimates_ess", lambda fit: 1000.0)
     fit = _Fit(rng.normal(15, 1, (1000, 2)), other_reason)
-    fit.later_checks = (scouts_check(split),)
+    fit.later_checks = (ScoutsCheck(split),)
     names = [r.name for r in fit.check().reasons]
     assert names == (["ess"] if other_reason else ["split_chains"])
     assert "chain 3 (30% of the mass)" in str(fit.check()) or other_reason
+
+
+def test_the_check_pickles_with_the_fit_it_judges() -> None:
+    import pickle
+
+    split = _split(np.random.default_rng(4), [0.0, 5.0])
+    again = pickle.loads(pickle.dumps(ScoutsCheck(split, seed=3)))
+    assert again.seed == 3 and np.array_equal(again.split.z, split.z)

@@ -1,0 +1,43 @@
+"""The run's plan (fast: the split, the method's run and the follow-ups are stubbed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pemc_stan import plan
+from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws
+from pemc_stan.modes.split import SplitOutcome
+from pemc_stan.sampling.follow_up import Budget
+from pemc_stan.sampling.model import Found
+
+
+class _Fit:
+    later_checks: tuple[Any, ...] = ()
+
+
+class _Model:
+    def search_modes(self, seed: Any) -> Found:
+        return Found()
+
+    def wants_split(self) -> bool:
+        return True
+
+    def sample(self, **kwargs: Any) -> _Fit:
+        return _Fit()
+
+
+@pytest.mark.parametrize("refused", [True, False])
+def test_a_refused_split_s_chains_are_attached_to_the_tempered_fit(
+        monkeypatch, refused: bool) -> None:
+    draws = SplitDraws(np.zeros((2, 3, 1)), np.zeros(1), np.eye(1), {}, None, None, None)
+    outcome = SplitOutcome(why="rhat: ...", tried=True, names=("rhat",))
+    outcome.draws = draws if refused else None
+    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
+    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
+    fit = plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
+                        output_dir=None, show_progress=False, budget=Budget())
+    checks = [c for c in fit.later_checks if isinstance(c, ScoutsCheck)]
+    assert [c.split for c in checks] == ([draws] if refused else [])
