@@ -19,7 +19,8 @@ from scipy.spatial import cKDTree
 
 from pemc_stan.output.diagnostics import convergence_stats
 
-__all__ = ["LEFT_SHARE_MAX", "DrawCells", "cell_groups", "draw_cells", "group_stats", "worst_rhat"]
+__all__ = ["LEFT_SHARE_MAX", "DrawCells", "cell_groups", "draw_cells", "group_stats",
+           "thinned_index", "worst_rhat"]
 
 #: Draws per chain that :func:`draw_cells` keeps (evenly spaced).
 THINNED_DRAWS = 250
@@ -144,6 +145,12 @@ def _whiten(z: NDArray[np.float64], mean: NDArray[np.float64], chol: NDArray[np.
     return np.asarray(solve_triangular(chol, (za - mean).T, lower=True).T)
 
 
+def thinned_index(n_draws: int) -> NDArray[np.intp]:
+    """At most :data:`THINNED_DRAWS` evenly spaced indices of ``n_draws`` draws."""
+    return np.unique(np.linspace(0, n_draws - 1, min(n_draws, THINNED_DRAWS)).round()
+                     ).astype(np.intp)
+
+
 def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np.float64],
                cov: NDArray[np.float64]) -> tuple[DrawCells, NDArray[np.intp]]:
     """Cells that follow the modes' own shapes, from the chains that sampled them.
@@ -190,8 +197,7 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
         chol = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=float)))
     except np.linalg.LinAlgError as exc:
         raise ValueError("the metric's covariance is not positive definite") from exc
-    keep = np.unique(np.linspace(0, n_draws - 1, min(n_draws, THINNED_DRAWS)).round()
-                     ).astype(np.intp)
+    keep = thinned_index(n_draws)
     white = _whiten(za[:, keep].reshape(-1, dim), np.asarray(mean, dtype=float), chol)
     home = np.array([np.bincount(row).argmax() for row in labels], dtype=np.intp)
     owner = np.repeat(home, keep.size)

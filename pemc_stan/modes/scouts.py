@@ -29,7 +29,7 @@ from scipy.special import logsumexp
 
 from pemc_stan.errors import PemcStanError
 from pemc_stan.modes.bridge import bridge_from_draws
-from pemc_stan.modes.grouping import THINNED_DRAWS
+from pemc_stan.modes.grouping import thinned_index
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
 
 __all__ = ["ScoutsCheck", "SplitDraws", "missed_regions", "region_weights"]
@@ -73,11 +73,10 @@ class SplitDraws:
         return np.asarray(np.linalg.solve(chol, (np.atleast_2d(z) - self.mean).T).T)
 
     def thinned(self) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-        """Each chain's :data:`THINNED_DRAWS` evenly spaced draws, whitened (C * T, D),
-        and their chains."""
+        """Each chain's thinned draws (:func:`~pemc_stan.modes.grouping.thinned_index`),
+        whitened, (C * T, D), and their chains."""
         n_chains, n_draws, dim = self.z.shape
-        keep = np.unique(np.linspace(0, n_draws - 1, min(n_draws, THINNED_DRAWS)).round()
-                         ).astype(np.intp)
+        keep = thinned_index(n_draws)
         return (self.whitened(self.z[:, keep].reshape(-1, dim)),
                 np.repeat(np.arange(n_chains), keep.size))
 
