@@ -19,8 +19,8 @@ from scipy.spatial import cKDTree
 
 from pemc_stan.output.diagnostics import convergence_stats
 
-__all__ = ["LEFT_SHARE_MAX", "DrawCells", "cell_groups", "draw_cells", "group_stats",
-           "thinned_index", "worst_rhat"]
+__all__ = ["LEFT_SHARE_MAX", "DrawCells", "cell_groups", "draw_cells", "draw_partition",
+           "group_stats", "thinned_index", "worst_rhat"]
 
 #: Draws per chain that :func:`draw_cells` keeps (evenly spaced).
 THINNED_DRAWS = 250
@@ -112,7 +112,6 @@ def _two_halves(draws: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.stack([draws[0, :half], draws[0, half:2 * half]])
 
 
-
 @dataclass(frozen=True)
 class DrawCells:
     """Cells around the draws themselves: a point's cell is its nearest draw's
@@ -149,6 +148,32 @@ def thinned_index(n_draws: int) -> NDArray[np.intp]:
     """At most :data:`THINNED_DRAWS` evenly spaced indices of ``n_draws`` draws."""
     return np.unique(np.linspace(0, n_draws - 1, min(n_draws, THINNED_DRAWS)).round()
                      ).astype(np.intp)
+
+
+def draw_partition(z: NDArray[np.float64], labels: NDArray[np.intp],
+                   mean: NDArray[np.float64], cov: NDArray[np.float64]) -> DrawCells:
+    """The partition around the chains' thinned draws (:func:`thinned_index`), each
+    labelled with its chain's entry of ``labels`` (chains,).
+
+    Raises
+    ------
+    ValueError
+        If ``z`` is not (chains, draws, D) with one label per chain, or ``cov`` is not
+        positive definite.
+    """
+    za = np.asarray(z, dtype=float)
+    if za.ndim != 3 or np.shape(labels) != za.shape[:1]:
+        raise ValueError(f"draws of shape {za.shape} do not match {np.shape(labels)} "
+                         "chain labels")
+    try:
+        chol = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=float)))
+    except np.linalg.LinAlgError as exc:
+        raise ValueError("the metric's covariance is not positive definite") from exc
+    keep = thinned_index(za.shape[1])
+    m = np.asarray(mean, dtype=float)
+    white = _whiten(za[:, keep].reshape(-1, za.shape[2]), m, chol)
+    return DrawCells(cKDTree(white), np.repeat(np.asarray(labels, dtype=np.intp), keep.size),
+                     m, chol)
 
 
 def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np.float64],
@@ -192,15 +217,11 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
     if za.ndim != 3 or labels.shape != za.shape[:2]:
         raise ValueError(f"draws of shape {za.shape} do not match cells of shape "
                          f"{labels.shape}")
-    n_chains, n_draws, dim = za.shape
-    try:
-        chol = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=float)))
-    except np.linalg.LinAlgError as exc:
-        raise ValueError("the metric's covariance is not positive definite") from exc
-    keep = thinned_index(n_draws)
-    white = _whiten(za[:, keep].reshape(-1, dim), np.asarray(mean, dtype=float), chol)
+    n_chains, n_draws, _ = za.shape
     home = np.array([np.bincount(row).argmax() for row in labels], dtype=np.intp)
-    owner = np.repeat(home, keep.size)
+    partition = draw_partition(za, home, mean, cov)
+    white = np.asarray(partition.tree.data)
+    keep = thinned_index(n_draws)
     chain = np.repeat(np.arange(n_chains), keep.size)
     # every draw stands with the thinned draw nearest it in time
     nearest_kept = np.abs(np.arange(n_draws)[:, None] - keep[None, :]).argmin(axis=1)
@@ -211,5 +232,5 @@ def draw_cells(z: NDArray[np.float64], cells: NDArray[np.intp], mean: NDArray[np
             out[c] = home[c]
             continue
         _, nearest = cKDTree(white[others]).query(white[chain == c])
-        out[c] = owner[others][np.asarray(nearest, dtype=np.intp)][nearest_kept]
-    return DrawCells(cKDTree(white), owner, np.asarray(mean, dtype=float), chol), out
+        out[c] = partition.cells[others][np.asarray(nearest, dtype=np.intp)][nearest_kept]
+    return partition, out

@@ -24,12 +24,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.spatial import cKDTree
 from scipy.special import logsumexp
 
 from pemc_stan.errors import PemcStanError
 from pemc_stan.modes.bridge import bridge_from_draws
-from pemc_stan.modes.grouping import thinned_index
+from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
 
 __all__ = ["ScoutsCheck", "SplitDraws", "missed_regions", "region_weights"]
@@ -67,25 +66,22 @@ class SplitDraws:
     data: Mapping[str, Any] | None
     coords: Any
 
-    def whitened(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Rows of ``z`` (S, D) in the metric's whitened coordinates."""
-        chol = np.linalg.cholesky(np.atleast_2d(self.cov))
-        return np.asarray(np.linalg.solve(chol, (np.atleast_2d(z) - self.mean).T).T)
+    def partition(self) -> DrawCells:
+        """The points nearer each chain's thinned draws than any other chain's, labelled
+        by chain (:func:`~pemc_stan.modes.grouping.draw_partition`).
 
-    def thinned(self) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
-        """Each chain's thinned draws (:func:`~pemc_stan.modes.grouping.thinned_index`),
-        whitened, (C * T, D), and their chains."""
-        n_chains, n_draws, dim = self.z.shape
-        keep = thinned_index(n_draws)
-        return (self.whitened(self.z[:, keep].reshape(-1, dim)),
-                np.repeat(np.arange(n_chains), keep.size))
+        Raises
+        ------
+        ValueError
+            If the metric's covariance is not positive definite.
+        """
+        return draw_partition(self.z, np.arange(self.z.shape[0]), self.mean, self.cov)
 
 
-def region_weights(white: NDArray[np.float64], chain: NDArray[np.intp],
-                   particles: NDArray[np.float64], weights: NDArray[np.float64]
-                   ) -> NDArray[np.float64]:
-    """The total weight of the ``particles`` (whitened, (P, D)) whose nearest draw
-    (``white``, of chains ``chain``) belongs to each chain: its region's.
+def region_weights(partition: DrawCells, particles: NDArray[np.float64],
+                   weights: NDArray[np.float64], n_chains: int) -> NDArray[np.float64]:
+    """The total weight of the ``particles`` (P, D) in each chain's region of the
+    ``partition`` (labelled by chain).
 
     Raises
     ------
@@ -94,9 +90,8 @@ def region_weights(white: NDArray[np.float64], chain: NDArray[np.intp],
     """
     if particles.shape[0] != weights.size:
         raise ValueError(f"{weights.size} weights for {particles.shape[0]} particles")
-    _, nearest = cKDTree(white).query(particles)
-    return np.asarray(np.bincount(chain[np.asarray(nearest, dtype=np.intp)], weights=weights,
-                                  minlength=int(chain.max()) + 1), dtype=float)
+    return np.asarray(np.bincount(partition.labels(particles), weights=weights,
+                                  minlength=n_chains), dtype=float)
 
 
 def missed_regions(split: SplitDraws, particles: NDArray[np.float64],
@@ -134,12 +129,15 @@ def missed_regions(split: SplitDraws, particles: NDArray[np.float64],
     w = np.where(ok, weights, 0.0)
     if not np.sum(w) > 0 or split.z.shape[0] < 2 or not np.isfinite(log_z):
         return []
-    white, chain = split.thinned()
-    held = region_weights(white, chain, split.whitened(particles[ok]), w[ok] / np.sum(w))
+    try:
+        partition = split.partition()
+    except ValueError:  # a metric that is not positive definite: nothing to weigh by
+        return []
+    held = region_weights(partition, particles[ok], w[ok] / np.sum(w), split.z.shape[0])
     n = float(ess) if np.isfinite(ess) and ess > 0 else 1.0 / float(np.sum((w / np.sum(w)) ** 2))
     out = []
     for c in [int(c) for c in np.argsort(held) if held[c] * n < 1.0][:MAX_BRIDGES]:
-        mass = _region_log_mass(split, white, chain, c, seed)
+        mass = _region_log_mass(split, partition, c, seed)
         if mass is None:
             continue
         share = float(np.exp(mass - logsumexp([mass, log_z])))
@@ -148,17 +146,13 @@ def missed_regions(split: SplitDraws, particles: NDArray[np.float64],
     return out
 
 
-def _region_log_mass(split: SplitDraws, white: NDArray[np.float64], chain: NDArray[np.intp],
-                     c: int, seed: int | None) -> float | None:
-    """``log`` of the mass of the points nearer chain ``c``'s draws than any other
-    chain's, by bridge sampling on its draws (None when it fails)."""
-    mine = chain == c
-    tree = cKDTree(white)
-
+def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int | None
+                     ) -> float | None:
+    """``log`` of the mass of chain ``c``'s region of the ``partition``, by bridge
+    sampling on its draws (None when it fails)."""
     def region(values: Mapping[str, NDArray[np.float64]]) -> NDArray[np.bool_]:
         zg, _ = split.coords.forward(values, split.data)
-        _, nearest = tree.query(split.whitened(zg))
-        return np.asarray(mine[np.asarray(nearest, dtype=np.intp)])
+        return np.asarray(partition.labels(zg) == c)
 
     try:
         est = bridge_from_draws(split.program, split.data,

@@ -499,13 +499,14 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
            seed: int | None) -> SplitOutcome:
     """Cells, masses and the verdict of a split's run (a refusal that says why)."""
     try:
-        outcome = _judge_run(model, coords, search, run, seed)
+        z = _base_coordinates(model, coords, run)
+        outcome = _judge_run(model, coords, search, run, z, seed)
     except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
         return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
     if outcome.fit is None:
         names = list(model.program.parameter_names)
         outcome.draws = SplitDraws(
-            _base_coordinates(model, coords, run), np.asarray(search.base.mean, dtype=float),
+            z, np.asarray(search.base.mean, dtype=float),
             np.asarray(search.base.cov, dtype=float), _group_draws(
                 run, names, np.ones(run.chains, dtype=bool)), model.program, model.data,
             coords)
@@ -513,14 +514,15 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
 
 
 def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
-               run: cmdstanpy.CmdStanMCMC, seed: int | None) -> SplitOutcome:
-    """:func:`_judge` without the refusal for draws that cannot be mapped.  The wide
+               run: cmdstanpy.CmdStanMCMC, z: NDArray[np.float64], seed: int | None
+               ) -> SplitOutcome:
+    """:func:`_judge` without the refusal for draws that cannot be mapped (``z``: the
+    run's draws in base coordinates, (chains, draws, D)).  The wide
     importance sampler (:func:`~pemc_stan.modes.wide.wide_sample`) runs only for a split
     every other check
     passed: it can only refuse it, and on the Boltzmann relaxation it took 4-25 s to
     draw for a split its chains' R-hat had already refused."""
     centres = np.asarray(search.centres, dtype=float)
-    z = _base_coordinates(model, coords, run)
     n_chains, n_draws, dim = z.shape
     classify: Callable[[NDArray[np.float64]], NDArray[np.intp]] = \
         lambda zz: search.base.nearest_centre(zz, centres)  # noqa: E731 (one place to swap)

@@ -20,10 +20,10 @@ def _split(rng: np.random.Generator, centres: list[float]) -> SplitDraws:
 
 
 def test_each_chain_s_region_holds_the_particles_nearest_its_draws() -> None:
-    white = np.array([[0.0, 0.0], [1.0, 0.0], [10.0, 0.0]])
-    chain = np.array([0, 0, 1])
+    z = np.array([[[0.0, 0.0], [1.0, 0.0]], [[10.0, 0.0], [10.0, 0.0]]])  # (chains, draws, D)
+    split = SplitDraws(z, np.zeros(2), np.eye(2), {"x": z}, None, None, None)
     particles = np.array([[0.2, 0.0], [9.0, 0.0], [12.0, 0.0], [0.9, 0.1]])
-    held = region_weights(white, chain, particles, np.array([0.1, 0.2, 0.3, 0.4]))
+    held = region_weights(split.partition(), particles, np.array([0.1, 0.2, 0.3, 0.4]), 2)
     assert held == pytest.approx([0.5, 0.5])
 
 
@@ -46,7 +46,7 @@ def test_a_chain_alone_where_the_tempered_draws_never_went_is_named_by_its_mass(
     split = _split(rng, [15.0, 15.0, -10.0])  # the third chain sits where nothing went
     asked: list[int] = []
 
-    def mass(split: SplitDraws, white: Any, chain: Any, c: int, seed: Any) -> float:
+    def mass(split: SplitDraws, partition: Any, c: int, seed: Any) -> float:
         asked.append(c)
         return float(np.log(share / (1 - share)))  # against log Z = 0 of the rest
 
