@@ -12,6 +12,7 @@ compiled.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -52,12 +53,20 @@ class StanProgram:
         The parsed program.
     path
         The ``.stan`` file it was read from, if any.
+    marginalised
+        Parameters of ``original`` this program sums out of the model and draws in its
+        generated quantities (:mod:`pemc_stan.methods.marginalise`); empty for a user's
+        program.
+    original
+        The user's program, when this one was rewritten from it.
     """
 
     text: str
     name: str
     tree: ast.Program
     path: Path | None = None
+    marginalised: tuple[str, ...] = ()
+    original: StanProgram | None = None
 
     @functools.cached_property
     def analysis(self) -> Analysis:
@@ -134,7 +143,7 @@ def read_program(source: ProgramSource, name: str | None = None) -> StanProgram:
     if isinstance(source, StanProgram):
         if name is None or name == source.name:
             return source
-        return StanProgram(source.text, name, source.tree, source.path)
+        return dataclasses.replace(source, name=name)
     if isinstance(source, ast.Program):
         from pemc_stan.stan.printer import print_program
 

@@ -35,7 +35,7 @@ STAGES: tuple[tuple[str, frozenset[str]], ...] = (
      "templates, options, the registry; the model and fit every method shares, its checks "
      "and follow-ups",
      frozenset({"methods.result", "methods.coordinates", "methods.coordinate_code",
-                "methods.base_density", "methods.templates",
+                "methods.base_density", "methods.templates", "methods.marginalise",
                 "methods.options", "methods.registry", "sampling"})),
     ("modes: the pilot's search, the mode split and its checks, density programs, "
      "bridge sampling", frozenset({"modes"})),

@@ -21,7 +21,8 @@ from pemc_stan.errors import OptionsError
 
 __all__ = ["MethodOptions", "option", "cli_fields", "field_names", "check_int", "check_number",
            "check_choice", "REPARAMETERIZE_CHOICES", "reparameterize_option",
-           "SPLIT_MODES_CHOICES", "split_modes_option"]
+           "SPLIT_MODES_CHOICES", "split_modes_option", "MARGINALISE_CHOICES",
+           "marginalise_option"]
 
 #: ``reparameterize``: non-centre hierarchical normal priors (``auto``) or not (``none``).
 REPARAMETERIZE_CHOICES = ("auto", "none")
@@ -67,6 +68,24 @@ def reparameterize_option() -> Any:
     return option("auto", "non-centre hierarchical normal priors by offset/multiplier in the "
                   "generated program (auto) or not (none); the model is unchanged",
                   choices=REPARAMETERIZE_CHOICES)
+
+
+#: ``marginalise``: sum out a parameter used only in comparisons (``auto``) or not (``none``).
+MARGINALISE_CHOICES = ("auto", "none")
+
+
+def marginalise_option() -> Any:
+    """The ``marginalise`` field both methods share (see
+    :mod:`pemc_stan.methods.marginalise`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return option("auto", "sum a parameter the model uses only in comparisons (a change "
+                  "point) out of the sampled program and draw it back in generated "
+                  "quantities (auto) or sample it as written (none)",
+                  choices=MARGINALISE_CHOICES)
 
 
 #: ``split_modes``: sample separated modes one by one when the evidence allows (``auto``),

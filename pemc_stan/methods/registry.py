@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pemc_stan.errors import OptionsError, UnsupportedConstructError
+from pemc_stan.methods.marginalise import marginalise
 from pemc_stan.methods.options import MethodOptions, field_names
 from pemc_stan.methods.result import TransformResult
 from pemc_stan.sampling.fit import ExtendedFit
@@ -164,6 +165,8 @@ class Method:
             As the method's transformation.
         """
         try:
+            if getattr(options, "marginalise", "none") == "auto":
+                program = marginalise(program)
             result: TransformResult = self.transform(program, options)
         except RecursionError:
             from pemc_stan.stan.parser import nesting_error

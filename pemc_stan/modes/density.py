@@ -24,14 +24,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.backend.console import is_cmdstan_failure, run_error
+from pemc_stan.backend.standalone import generated_column, write_draws_csv
 from pemc_stan.inputs import StanProgram, read_program
 from pemc_stan.stan import ast
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
 
-__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "density_program", "generated_column",
-           "model_log_density", "write_draws_csv"]
+__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "density_program", "model_log_density"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
@@ -76,37 +75,6 @@ def density_program(program: str | ast.Program | StanProgram, filename: str = "<
     return print_program(out)
 
 
-_CSV_HEADER = """# stan_version_major = 2
-# stan_version_minor = 35
-# stan_version_patch = 0
-# model = {model}
-# method = sample
-#   sample
-#     num_samples = {n}
-#     num_warmup = 1
-#     save_warmup = false
-#     thin = 1
-#     adapt
-#       engaged = false
-#     algorithm = fixed_param
-#     num_chains = 1
-# id = 1
-# random
-#   seed = 1
-# output
-#   sig_figs = 18
-"""
-
-
-def _column_names(name: str, shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
-    """Stan CSV names (``a.1.2``, column-major like CmdStan) and indices of one parameter."""
-    if not shape:
-        return [(name, ())]
-    out = []
-    for rev in np.ndindex(*shape[::-1]):
-        idx = rev[::-1]
-        out.append((name + "".join(f".{i + 1}" for i in idx), idx))
-    return out
 
 
 class DensityEvaluator:
@@ -176,47 +144,6 @@ class DensityEvaluator:
                                 f"{self.name}_model")
 
 
-def write_draws_csv(draws: Mapping[str, NDArray[np.float64]], path: Path,
-                    name: str = "model") -> int:
-    """Write constrained draws as the Stan CSV of a fixed-parameter run; return their number.
-
-    Parameters
-    ----------
-    draws
-        Constrained values per parameter, ``(n, *shape)`` each, in the order of the
-        model's ``parameters`` block.
-    path
-        The file written.
-    name
-        Model name written in the CSV's comments.
-
-    Raises
-    ------
-    OSError
-        If the file cannot be written.
-    """
-    names = list(draws)
-    n = int(np.shape(draws[names[0]])[0])
-    cols: list[str] = []
-    values: list[NDArray[np.float64]] = []
-    for nm in names:
-        arr = np.asarray(draws[nm], dtype=float)
-        for col, idx in _column_names(nm, arr.shape[1:]):
-            cols.append(col)
-            key: tuple[Any, ...] = (slice(None), *idx)
-            values.append(arr[key])
-    mat = np.column_stack(values) if values else np.zeros((n, 0))
-    sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
-    lines = [_CSV_HEADER.format(model=name, n=n).rstrip("\n"), ",".join(sampler + cols)]
-    zeros = ",".join(["0"] * len(sampler))
-    lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
-    lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
-                  "#                0 seconds (Sampling)", "#                0 seconds (Total)",
-                  "# "])
-    path.write_text("\n".join(lines) + "\n")
-    return n
-
-
 def model_log_density(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
                       draws: Mapping[str, NDArray[np.float64]]) -> NDArray[np.float64]:
     """``log gamma(x)`` up to one additive constant at constrained draws of a compiled model.
@@ -255,67 +182,3 @@ def model_log_density(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | N
     return out
 
 
-def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
-                     draws: Mapping[str, NDArray[np.float64]], column: str, run_dir: Path,
-                     name: str = "model") -> NDArray[np.float64]:
-    """One generated quantity of a compiled model at given parameter values.
-
-    The values are written as a fixed-parameter CmdStan run and the model's
-    standalone ``generate_quantities`` is run on it.
-
-    Parameters
-    ----------
-    model
-        The compiled model.
-    data
-        Its data.
-    draws
-        Constrained values per parameter, ``(n, *shape)`` each, in the order of
-        the model's ``parameters`` block.
-    column
-        The generated quantity to read (a scalar).
-    run_dir
-        Where the CSV files go.
-    name
-        Model name written in the CSV's comments.
-
-    Returns
-    -------
-    ndarray, shape (n,)
-        NaN where CmdStan could not evaluate it.
-
-    Raises
-    ------
-    RuntimeError
-        If CmdStan's generate_quantities fails.
-    """
-    path = run_dir / "draws.csv"
-    n = write_draws_csv(draws, path, name)
-    try:
-        gq = model.generate_quantities(data=dict(data) if data else None,
-                                       previous_fit=[str(path)], seed=1,
-                                       gq_output_dir=str(run_dir / "gq"), sig_figs=18)
-    except RuntimeError as err:
-        if not is_cmdstan_failure(err):
-            raise
-        raise run_error(err, f"evaluating {column} with CmdStan's generate_quantities") from err
-    return _read_column(gq.runset.csv_files[0], column, n)
-
-
-def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:
-    header: list[str] | None = None
-    rows: list[str] = []
-    for line in Path(csv_file).read_text().splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if header is None:
-            header = line.split(",")
-        else:
-            rows.append(line)
-    if header is None or column not in header:
-        raise RuntimeError(f"{csv_file} has no column {column}")
-    j = header.index(column)
-    out = np.array([float(r.split(",")[j]) for r in rows])
-    if out.size != n:
-        raise RuntimeError(f"generate_quantities returned {out.size} rows for {n} draws")
-    return out

@@ -6,9 +6,9 @@ program into an *extended* program whose draws carry, at each iteration,
 pseudo-samples for pseudo-extended MCMC, one draw with its ``beta = 1``
 weight for continuous tempering, one unweighted draw for a method that only
 changes the target).  :class:`ExtendedFit` holds everything that is the
-same for all of them: columns, self-normalised expectations with their
-Monte-Carlo standard errors, resampled draws of the original parameters,
-the original model's transformed parameters and generated quantities on
+same for all of them: columns, self-normalised expectations with their Monte-Carlo
+standard errors, resampled draws of the original parameters (a summed-out one drawn by
+the program), the original model's transformed parameters and generated quantities on
 them, NUTS diagnostics, ``summary()`` and ``to_inference_data()``.  A method overrides
 only what differs: where its particles live (:meth:`ExtendedFit.particle_columns`),
 their log weights (:meth:`ExtendedFit.particle_log_weights`) and its own diagnostics.
@@ -30,9 +30,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan.backend.console import (
-    routed_cmdstanpy_logging,
-)
+from pemc_stan.backend.console import routed_cmdstanpy_logging
+from pemc_stan.backend.standalone import generated_at
 from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
@@ -180,8 +179,8 @@ class ExtendedFit:
         self._index: NDArray[np.intp] | None = None
         self._chain_index: NDArray[np.intp] | None = None
         self._convergence: pd.DataFrame | None = None
-        #: The follow-up runs ``sample`` made after the first run's verdict
-        #: (:class:`~pemc_stan.sampling.follow_up.FollowUp`; empty when none).
+        self._marginal: dict[str, NDArray[np.float64]] = {}
+        #: The follow-up runs ``sample`` made after the first run's verdict (FollowUp).
         self.follow_up: Any = None
 
     # ------------------------------------------------------------------ identity
@@ -239,9 +238,17 @@ class ExtendedFit:
             If ``column`` is not a column of an original parameter.
         """
         cols = self.particle_columns().get(column)
-        if cols is None:
+        if cols is not None:
+            return self._stack(cols)
+        if column not in self.program.marginalised:
             raise KeyError(f"{column!r} is not a parameter column of the original model")
-        return self._stack(cols)
+        if column not in self._marginal:  # summed out (methods.marginalise): drawn by the GQ
+            with routed_cmdstanpy_logging():
+                self._marginal[column] = generated_at(
+                    self._original(), self.data, {c: self._stack(k) for c, k in
+                                                  self.particle_columns().items()},
+                    column, self.program.name, seed=self.seed or 1)
+        return self._marginal[column]
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """Unnormalised log weights of the particles, shape (chains, draws, K).
@@ -301,7 +308,7 @@ class ExtendedFit:
         return self._estimate(h)
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
-        """Weighted mean, MCSE and ESS of every original parameter column.
+        """Weighted mean, MCSE and ESS of every original parameter column (summed-out too).
 
         Parameters
         ----------
@@ -314,7 +321,7 @@ class ExtendedFit:
             For an invalid keyword value.
         """
         rows = []
-        for c in self.parameter_columns():
+        for c in (*self.parameter_columns(), *self.program.marginalised):
             est = self.expectation(c, **kwargs)
             rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
         table = pd.DataFrame(rows, columns=["name", "mean", "mcse", "ess"]).set_index("name")
@@ -481,21 +488,14 @@ class ExtendedFit:
         RuntimeError
             If CmdStan's generate_quantities fails.
         """
-        if self._resampled is not None:
-            return self._resampled
-        if output_dir:
-            with routed_cmdstanpy_logging():
-                resampled = recompute_quantities(
-                    self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
-                    self._original, self.seed, Path(output_dir))
-        else:  # the draws are read into memory: no CSVs are left behind
+        if self._resampled is None:
+            # without output_dir the draws are read into memory: no CSVs are left behind
             with tempfile.TemporaryDirectory(prefix="pemc_gq_") as tmp, \
                     routed_cmdstanpy_logging():
-                resampled = recompute_quantities(
+                self._resampled = recompute_quantities(
                     self.program, self.data, self.resampled_parameters_pd(), self._write_csvs,
-                    self._original, self.seed, Path(tmp))
-        self._resampled = resampled
-        return resampled
+                    self._original, self.seed, Path(output_dir or tmp))
+        return self._resampled
 
     def _write_csvs(self, params: pd.DataFrame, out_dir: Path) -> list[str]:
         sampler = [c for c in SAMPLER_COLUMNS if c in self._col]

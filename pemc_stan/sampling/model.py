@@ -111,7 +111,10 @@ class MethodModel:
         self.program: StanProgram = result.program
         self.data: dict[str, Any] = read_data(self.program, data)
         self._method_model: cmdstanpy.CmdStanModel | None = None
-        self._orig_model: cmdstanpy.CmdStanModel | None = original_model
+        # a compiled user program does not fit a program rewritten from it (a summed-out
+        # parameter): that one is compiled instead
+        self._orig_model: cmdstanpy.CmdStanModel | None = (
+            None if self.program.original is not None else original_model)
         #: Runs the chains elsewhere (``pemc_stan.backend.chains.DaskChainRunner``); None: here.
         self.chain_runner: Callable[..., cmdstanpy.CmdStanMCMC] | None = None
 

@@ -102,7 +102,8 @@ def _identifiers(program: ast.Program) -> Iterator[tuple[str, str, ast.Node]]:
 
 
 def check_reserved_prefix(program: ast.Program, filename: str = "<string>") -> None:
-    """Reject programs with an identifier starting with ``pemc_``.
+    """Reject programs with an identifier starting with ``pemc_`` (except those pemc-stan
+    wrote itself, ``program.generated``).
 
     Parameters
     ----------
@@ -121,7 +122,7 @@ def check_reserved_prefix(program: ast.Program, filename: str = "<string>") -> N
         For the first offending identifier, naming it with its line and column.
     """
     for name, what, node in _identifiers(program):
-        if name.startswith(RESERVED_PREFIX):
+        if name.startswith(RESERVED_PREFIX) and name not in program.generated:
             raise ReservedPrefixError(
                 f"{filename}, line {node.line}, column {node.column}: {what} name '{name}' "
                 f"uses the prefix '{RESERVED_PREFIX}', which pemc-stan reserves for the "

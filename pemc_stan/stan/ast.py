@@ -609,6 +609,10 @@ class Program(Node):
     transformed_parameters: ProgramBlock | None = None
     model: ProgramBlock | None = None
     generated_quantities: ProgramBlock | None = None
+    #: Identifiers with the reserved prefix that pemc-stan itself wrote into the program
+    #: (a marginalised parameter's functions and data): not the user's, so not rejected.
+    generated: frozenset[str] = field(default=frozenset(), compare=False, repr=False,
+                                      kw_only=True)
 
     def blocks(self) -> Iterator[FunctionsBlock | ProgramBlock]:
         """Yield the blocks that are present, in program order."""

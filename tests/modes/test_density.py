@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pemc_stan.evidence import parameter_names
-from pemc_stan.modes.density import _column_names, density_program
+from pemc_stan.modes.density import density_program
 
 PROGRAM = """
 data { int N; vector[N] y; }
@@ -25,12 +25,6 @@ def test_density_program_outputs_the_full_log_density() -> None:
     assert "real pemc_log_gamma = pemc_log_density(mu, sigma, y);" in code
     assert "normal_rng" not in code
     assert parameter_names(PROGRAM) == ["mu", "sigma"]
-
-
-def test_column_names_are_column_major_like_cmdstan() -> None:
-    assert [c for c, _ in _column_names("a", ())] == ["a"]
-    assert [c for c, _ in _column_names("m", (2, 3))] == [
-        "m.1.1", "m.2.1", "m.1.2", "m.2.2", "m.1.3", "m.2.3"]
 
 
 def _wide_draws(n: int, seed: int, found: int = 2

@@ -404,9 +404,7 @@ class ContinuousTemperingFit(ExtendedFit):
             For an unknown column.
         """
         if isinstance(f, str):
-            if f not in self._param_columns:
-                raise KeyError(f"{f!r} is not a parameter column of the original model")
-            values = self._column(f)
+            values = self.particles(f)[..., 0]
         else:
             values = np.asarray(f(_DrawView(self)), dtype=float)
         d = self.delta()
@@ -742,6 +740,4 @@ class _DrawView:
         self._fit = fit
 
     def __getitem__(self, column: str) -> NDArray[np.float64]:
-        if column not in self._fit._param_columns:
-            raise KeyError(f"{column!r} is not a parameter column of the original model")
-        return self._fit._column(column)
+        return self._fit.particles(column)[..., 0]

@@ -25,13 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.backend.progress import stage
+from pemc_stan.backend.standalone import generated_column
 from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import log_z_estimate, pooled_log_ratio
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.tempering import BetaBias, length_bias
-from pemc_stan.modes.density import generated_column
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
 from pemc_stan.sampling.model import Found, MethodModel

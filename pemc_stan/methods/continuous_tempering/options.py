@@ -10,6 +10,7 @@ from pemc_stan.errors import OptionsError
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.options import (
     BETA_MARGINALS,
+    MARGINALISE_CHOICES,
     REPARAMETERIZE_CHOICES,
     SPLIT_MODES_CHOICES,
     MethodOptions,
@@ -18,6 +19,7 @@ from pemc_stan.methods.options import (
     check_int,
     check_number,
     first_round_size,
+    marginalise_option,
     option,
     reparameterize_option,
     split_modes_option,
@@ -141,6 +143,13 @@ class ContinuousTemperingOptions(MethodOptions):
         scale as offset and multiplier (Stan's non-centred parameterisation,
         :mod:`pemc_stan.stan.reparameterize`; the base density then lives in
         those coordinates); ``"none"`` keeps the declarations as written.
+    marginalise
+        ``"auto"`` (the default): a parameter the model uses only in comparisons
+        (``t < s ? mu1 : mu2``), along which the density is piecewise constant and HMC
+        has no gradient, is summed out of the sampled program over the intervals where
+        the density is constant and drawn back from its conditional in generated
+        quantities (:mod:`pemc_stan.methods.marginalise`; same posterior, same log Z);
+        ``"none"``: sampled as written.
     split_modes
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by
@@ -179,6 +188,7 @@ class ContinuousTemperingOptions(MethodOptions):
         "how bootstrap rounds spread time over temperatures (length: evenly along the "
         "bridge's thermodynamic length and in beta; flat: the paper's joint)")
     reparameterize: str = reparameterize_option()
+    marginalise: str = marginalise_option()
     split_modes: str = split_modes_option()
 
     def validate(self) -> ContinuousTemperingOptions:
@@ -196,6 +206,7 @@ class ContinuousTemperingOptions(MethodOptions):
         """
         check_choice("temper", self.temper, TEMPER_CHOICES)
         check_choice("reparameterize", self.reparameterize, REPARAMETERIZE_CHOICES)
+        check_choice("marginalise", self.marginalise, MARGINALISE_CHOICES)
         check_choice("split_modes", self.split_modes, SPLIT_MODES_CHOICES)
         if isinstance(self.base, BaseDensity):
             self.base.validate()

@@ -11,11 +11,13 @@ from typing import Any
 from pemc_stan.errors import OptionsError
 from pemc_stan.methods.options import (
     BETA_MARGINALS,
+    MARGINALISE_CHOICES,
     REPARAMETERIZE_CHOICES,
     SPLIT_MODES_CHOICES,
     MethodOptions,
     beta_marginal_option,
     check_choice,
+    marginalise_option,
     option,
     reparameterize_option,
     split_modes_option,
@@ -264,6 +266,13 @@ class PseudoExtendedOptions(MethodOptions):
         generated program by offset/multiplier
         (:mod:`pemc_stan.stan.reparameterize`: the funnel between ``theta``
         and ``tau`` goes, the model stays); ``"none"``: as written.
+    marginalise
+        ``"auto"`` (the default): a parameter the model uses only in comparisons
+        (``t < s ? mu1 : mu2``), along which the density is piecewise constant and HMC
+        has no gradient, is summed out of the sampled program over the intervals where
+        the density is constant and drawn back from its conditional in generated
+        quantities (:mod:`pemc_stan.methods.marginalise`; same posterior, same log Z);
+        ``"none"``: sampled as written.
     split_modes
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by
@@ -299,6 +308,7 @@ class PseudoExtendedOptions(MethodOptions):
         "fits a bias on beta that spreads the copies' time along the bridge (length), or "
         "one round with the uniform g (flat)")
     reparameterize: str = reparameterize_option()
+    marginalise: str = marginalise_option()
     split_modes: str = split_modes_option()
 
     def validate(self) -> PseudoExtendedOptions:
@@ -358,6 +368,7 @@ class PseudoExtendedOptions(MethodOptions):
             raise OptionsError("log_scale", self.log_scale, "a finite number or None (pilot "
                                "estimate)")
         check_choice("reparameterize", self.reparameterize, REPARAMETERIZE_CHOICES)
+        check_choice("marginalise", self.marginalise, MARGINALISE_CHOICES)
         check_choice("split_modes", self.split_modes, SPLIT_MODES_CHOICES)
         check_choice("beta_marginal", self.beta_marginal, BETA_MARGINALS)
         return self

@@ -1,0 +1,202 @@
+"""Constrained draws through CmdStan's standalone ``generate_quantities``.
+
+Draws given as arrays (not a CmdStan run's output) are written as the Stan CSV of a
+fixed-parameter run (:func:`write_draws_csv`), which CmdStan's standalone
+``generate_quantities`` reads as a previous fit; :func:`generated_column` reads one of
+the generated quantities back.  The density programs of the mode split and a
+marginalised parameter's draws (:meth:`pemc_stan.sampling.fit.ExtendedFit.particles`)
+use them.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import cmdstanpy
+import numpy as np
+from numpy.typing import NDArray
+
+from pemc_stan.backend.console import is_cmdstan_failure, run_error
+
+__all__ = ["generated_at", "generated_column", "write_draws_csv"]
+
+_CSV_HEADER = """# stan_version_major = 2
+# stan_version_minor = 35
+# stan_version_patch = 0
+# model = {model}
+# method = sample
+#   sample
+#     num_samples = {n}
+#     num_warmup = 1
+#     save_warmup = false
+#     thin = 1
+#     adapt
+#       engaged = false
+#     algorithm = fixed_param
+#     num_chains = 1
+# id = 1
+# random
+#   seed = 1
+# output
+#   sig_figs = 18
+"""
+
+
+def _column_names(name: str, shape: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+    """Stan CSV names (``a.1.2``, column-major like CmdStan) and indices of one parameter."""
+    if not shape:
+        return [(name, ())]
+    out = []
+    for rev in np.ndindex(*shape[::-1]):
+        idx = rev[::-1]
+        out.append((name + "".join(f".{i + 1}" for i in idx), idx))
+    return out
+
+
+def write_draws_csv(draws: Mapping[str, NDArray[np.float64]], path: Path,
+                    name: str = "model") -> int:
+    """Write constrained draws as the Stan CSV of a fixed-parameter run; return their number.
+
+    Parameters
+    ----------
+    draws
+        Constrained values per parameter, ``(n, *shape)`` each, in the order of the
+        model's ``parameters`` block.
+    path
+        The file written.
+    name
+        Model name written in the CSV's comments.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written.
+    """
+    names = list(draws)
+    n = int(np.shape(draws[names[0]])[0])
+    cols: list[str] = []
+    values: list[NDArray[np.float64]] = []
+    for nm in names:
+        arr = np.asarray(draws[nm], dtype=float)
+        for col, idx in _column_names(nm, arr.shape[1:]):
+            cols.append(col)
+            key: tuple[Any, ...] = (slice(None), *idx)
+            values.append(arr[key])
+    mat = np.column_stack(values) if values else np.zeros((n, 0))
+    sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
+    lines = [_CSV_HEADER.format(model=name, n=n).rstrip("\n"), ",".join(sampler + cols)]
+    zeros = ",".join(["0"] * len(sampler))
+    lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
+    lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
+                  "#                0 seconds (Sampling)", "#                0 seconds (Total)",
+                  "# "])
+    path.write_text("\n".join(lines) + "\n")
+    return n
+
+
+def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
+                     draws: Mapping[str, NDArray[np.float64]], column: str, run_dir: Path,
+                     name: str = "model", seed: int = 1) -> NDArray[np.float64]:
+    """One generated quantity of a compiled model at given parameter values.
+
+    The values are written as a fixed-parameter CmdStan run and the model's
+    standalone ``generate_quantities`` is run on it.
+
+    Parameters
+    ----------
+    model
+        The compiled model.
+    data
+        Its data.
+    draws
+        Constrained values per parameter, ``(n, *shape)`` each, in the order of
+        the model's ``parameters`` block.
+    column
+        The generated quantity to read (a scalar).
+    run_dir
+        Where the CSV files go.
+    name
+        Model name written in the CSV's comments.
+    seed
+        Seed of the generated quantities' random numbers.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        NaN where CmdStan could not evaluate it.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan's generate_quantities fails.
+    """
+    path = run_dir / "draws.csv"
+    n = write_draws_csv(draws, path, name)
+    try:
+        gq = model.generate_quantities(data=dict(data) if data else None,
+                                       previous_fit=[str(path)], seed=seed,
+                                       gq_output_dir=str(run_dir / "gq"), sig_figs=18)
+    except RuntimeError as err:
+        if not is_cmdstan_failure(err):
+            raise
+        raise run_error(err, f"evaluating {column} with CmdStan's generate_quantities") from err
+    return _read_column(gq.runset.csv_files[0], column, n)
+
+
+def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:
+    header: list[str] | None = None
+    rows: list[str] = []
+    for line in Path(csv_file).read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if header is None:
+            header = line.split(",")
+        else:
+            rows.append(line)
+    if header is None or column not in header:
+        raise RuntimeError(f"{csv_file} has no column {column}")
+    j = header.index(column)
+    out = np.array([float(r.split(",")[j]) for r in rows])
+    if out.size != n:
+        raise RuntimeError(f"generate_quantities returned {out.size} rows for {n} draws")
+    return out
+
+
+def _dotted(column: str) -> str:
+    """``mu[1,2]`` -> ``mu.1.2``."""
+    m = re.fullmatch(r"([^\[]+)\[(.*)\]", column)
+    return column if m is None else m.group(1) + "." + ".".join(
+        s.strip() for s in m.group(2).split(","))
+
+
+def generated_at(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
+                 columns: Mapping[str, NDArray[np.float64]], column: str,
+                 name: str = "model", seed: int = 1) -> NDArray[np.float64]:
+    """:func:`generated_column` at draws given column by column, in any shape.
+
+    Parameters
+    ----------
+    columns
+        Every parameter column (CmdStan bracket names, ``theta[2]``) in the model's
+        order, each an array of one shape.
+    model, data, column, name, seed
+        As :func:`generated_column`.
+
+    Returns
+    -------
+    ndarray
+        Of the columns' shape.
+
+    Raises
+    ------
+    RuntimeError
+        If CmdStan's generate_quantities fails.
+    """
+    shape = np.shape(next(iter(columns.values())))
+    flat = {_dotted(c): np.asarray(v, dtype=float).reshape(-1) for c, v in columns.items()}
+    with tempfile.TemporaryDirectory(prefix="pemc_gq_") as tmp:
+        return generated_column(model, data, flat, column, Path(tmp), name, seed).reshape(shape)

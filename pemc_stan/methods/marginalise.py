@@ -1,0 +1,313 @@
+"""Marginalising a parameter the model uses only in comparisons (a change point).
+
+A parameter ``s`` that the density reads only through comparisons such as
+``t < s ? mu1 : mu2`` makes the density piecewise constant along ``s``: between two
+consecutive points where a comparison changes (the values of the comparisons' other
+sides, and the bounds), nothing depends on ``s``.  HMC has no gradient along it, its
+trajectories drift to the tree depth limit, and the chains do not mix between the
+intervals (docs/validation.md, "changepoint_normal").  The integral over ``s`` is then a
+finite sum, as the Stan User's Guide writes a change point:
+
+    p(theta, y) = int p(theta, s, y) ds = sum_k (c_k - c_{k-1}) p(theta, m_k, y),
+
+with ``c_0 < c_1 < ... < c_K`` the distinct points (clipped to ``s``'s bounds) and
+``m_k`` the midpoint of interval ``k`` (any point of it gives the same density).  The
+marginalised program samples ``theta`` only, with the same normalising constant, and
+draws ``s`` back in generated quantities from its conditional: an interval with
+probability proportional to its term, then uniformly within it.
+
+:func:`marginalise` rewrites a program so when exactly one parameter qualifies:
+
+* a ``real`` declared alone, with a lower and an upper bound of data;
+* in the model block (and nowhere in transformed parameters), every use of it is an
+  operand of a comparison, ``s < e``, ``e >= s``, ..., whose other side ``e`` is
+  an expression of data and of the loop variables of the ``for`` loops around it
+  (their bounds data too), or its own prior, ``s ~ uniform(a, b)`` with data ``a``,
+  ``b`` (a density constant along ``s``, so the sum stays exact; ``a`` and ``b``
+  join the points);
+* the model block's statements that use it read no local variable of the model
+  block's top level and not ``target()``, and no ``while`` loop holds a comparison
+  with it; the program defines no ``_lp`` function.
+
+The points are computed in transformed data (loops copied from the model), so the
+rewritten program takes the user's data unchanged.  Other programs are returned as
+they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pemc_stan.inputs import StanProgram
+from pemc_stan.methods.templates import render
+from pemc_stan.stan import ast
+from pemc_stan.stan.analysis import (
+    COMPARISONS,
+    RESERVED_PREFIX,
+    check_reserved_prefix,
+    compared_only_parameters,
+)
+from pemc_stan.stan.logdensity import log_density_functions
+from pemc_stan.stan.parser import parse
+from pemc_stan.stan.printer import print_expr, print_program, print_stmt, print_type
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Site", "marginalise"]
+
+#: The template of the marginalised program.
+_TEMPLATE = "marginalised.stan.jinja"
+#: The generated log density with the marginalised parameter as an argument.
+_JOINT = "pemc_marginal_log_density"
+
+
+@dataclass(frozen=True)
+class Site:
+    """A point where the density may change along the parameter: ``point``, evaluated
+    inside ``loops`` (the ``for`` loops around the comparison, outermost first)."""
+
+    point: ast.Expr
+    loops: tuple[ast.For | ast.ForEach, ...] = ()
+
+
+class _Refused(Exception):
+    """The parameter cannot be marginalised (the message says why, for the log)."""
+
+
+def _names(node: ast.Node) -> set[str]:
+    return {n.name for n in ast.walk(node) if isinstance(n, ast.Variable)}
+
+
+def _calls(node: ast.Node) -> set[str]:
+    return {n.name for n in ast.walk(node) if isinstance(n, ast.Call)}
+
+
+def _globals(block: ast.ProgramBlock | None) -> set[str]:
+    return set() if block is None else {
+        n for st in block.stmts if isinstance(st, ast.VarDecl) for n in st.names}
+
+
+class _Sites:
+    """The comparison sites of ``name`` in the statements that use it (raises
+    :class:`_Refused` for any other use)."""
+
+    def __init__(self, name: str, data: set[str]) -> None:
+        self.name, self.data = name, data
+        self.sites: list[Site] = []
+
+    def _require_data(self, expr: ast.Expr, loops: tuple[ast.For | ast.ForEach, ...],
+                      what: str) -> None:
+        known = self.data | {lp.var for lp in loops}
+        if not _names(expr) <= known or any(c.endswith(("_rng", "_lp")) for c in _calls(expr)):
+            raise _Refused(f"{what} {print_expr(expr)} is not a function of data and loop "
+                           "variables")
+
+    def visit(self, node: ast.Node, loops: tuple[ast.For | ast.ForEach, ...]) -> None:
+        if self.name not in _names(node):
+            return
+        if isinstance(node, ast.While):
+            raise _Refused("a while loop uses it")
+        if isinstance(node, (ast.For, ast.ForEach)):
+            bounds = (node.lower, node.upper) if isinstance(node, ast.For) else (node.iterable,)
+            for b in bounds:
+                self._require_data(b, loops, "a loop bound")
+            self.visit(node.body, (*loops, node))
+            return
+        if isinstance(node, ast.BinaryOp) and node.op in COMPARISONS:
+            for mine, other in ((node.left, node.right), (node.right, node.left)):
+                if mine == ast.Variable(self.name) and self.name not in _names(other):
+                    self._require_data(other, loops, "a comparison's other side")
+                    self.sites.append(Site(other, loops))
+                    return
+        if isinstance(node, ast.Variable):
+            raise _Refused(f"line {node.line} uses it outside a plain comparison")
+        for child in ast.children(node):
+            self.visit(child, loops)
+
+
+def _declaration(tree: ast.Program, name: str) -> ast.VarDecl:
+    assert tree.parameters is not None
+    for st in tree.parameters.stmts:
+        if isinstance(st, ast.VarDecl) and name in st.names:
+            t = st.type
+            if len(st.names) == 1 and isinstance(t, ast.BasicType) and t.name == "real" \
+                    and isinstance(t.constraint, ast.Bounds) \
+                    and t.constraint.lower is not None and t.constraint.upper is not None:
+                return st
+            raise _Refused("it is not a real declared alone with a lower and an upper bound")
+    raise _Refused("no declaration")
+
+
+def _bounds(decl: ast.VarDecl) -> tuple[ast.Expr, ast.Expr]:
+    """The lower and upper bound of a declaration :func:`_declaration` accepted."""
+    t = decl.type
+    assert isinstance(t, ast.BasicType) and isinstance(t.constraint, ast.Bounds)
+    assert t.constraint.lower is not None and t.constraint.upper is not None
+    return t.constraint.lower, t.constraint.upper
+
+
+def _prior_points(stmt: ast.Stmt, name: str, data: set[str]) -> tuple[ast.Expr, ...] | None:
+    """The bounds of ``name ~ uniform(a, b)`` (None when ``stmt`` is not its prior)."""
+    if not (isinstance(stmt, ast.Tilde) and stmt.arg == ast.Variable(name)):
+        return None
+    if stmt.distribution != "uniform" or stmt.truncation is not None \
+            or not all(_names(a) <= data for a in stmt.args):
+        raise _Refused(f"its prior (line {stmt.line}) is not uniform with data bounds")
+    return stmt.args
+
+
+def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], list[ast.Expr]]:
+    decl = _declaration(tree, name)
+    if len(_globals(tree.parameters)) == 1:
+        raise _Refused("it is the only parameter: there would be nothing left to sample")
+    data = _globals(tree.data) | _globals(tree.transformed_data)
+    low, high = _bounds(decl)
+    if not (_names(low) | _names(high)) <= data:
+        raise _Refused("its bounds are not data")
+    if tree.transformed_parameters is not None \
+            and name in _names(ast.Block(tree.transformed_parameters.stmts)):
+        raise _Refused("the transformed parameters use it")
+    if tree.functions is not None and any(
+            f.name.endswith("_lp") for f in tree.functions.functions):
+        raise _Refused("the program defines _lp functions")
+    assert tree.model is not None
+    local = _globals(tree.model)
+    sites = _Sites(name, data)
+    points: list[ast.Expr] = [low, high]
+    for st in tree.model.stmts:
+        if name not in _names(st):
+            continue
+        if _names(st) & local or any(isinstance(n, ast.TargetValue) for n in ast.walk(st)):
+            raise _Refused(f"line {st.line} reads a local variable of the model or target()")
+        prior = _prior_points(st, name, data)
+        if prior is not None:
+            points.extend(prior)
+        else:
+            sites.visit(st, ())
+    return decl, sites.sites, points
+
+
+def _indent(text: str, depth: int) -> str:
+    return "\n".join("  " * depth + line if line else line for line in text.split("\n"))
+
+
+def _point_code(sites: list[Site], fill: bool, lower: str, upper: str) -> Iterator[str]:
+    """Statements counting (``fill`` False) or storing the sites' points, clipped."""
+    for site in sites:
+        if fill:
+            body = ("pemc_marginal_i += 1;\n"
+                    f"pemc_marginal_points[pemc_marginal_i] = fmin(fmax({print_expr(site.point)}"
+                    f", {lower}), {upper});")
+        else:
+            body = "pemc_marginal_n += 1;"
+        for loop in reversed(site.loops):
+            head = (f"for ({loop.var} in {print_expr(loop.lower)}:{print_expr(loop.upper)})"
+                    if isinstance(loop, ast.For)
+                    else f"for ({loop.var} in {print_expr(loop.iterable)})")
+            body = f"{head} {{\n{_indent(body, 1)}\n}}"
+        yield body
+
+
+def marginalise(program: StanProgram) -> StanProgram:
+    """The program with its one compared-only parameter summed out (module docstring),
+    or ``program`` itself when no parameter qualifies.
+
+    The result's ``marginalised`` names the parameter (now a generated quantity drawn
+    from its conditional) and ``original`` is ``program``.
+
+    Raises
+    ------
+    ReservedPrefixError
+        If the program uses an identifier starting with ``pemc_``.
+    StanProgramError
+        If stanc rejects the rewritten program (a defect of this module: please report).
+    """
+    tree = program.tree
+    check_reserved_prefix(tree, program.path.name if program.path else program.name)
+    flat = compared_only_parameters(tree)
+    if len(flat) != 1 or program.marginalised:
+        return program
+    name, line = flat[0]
+    try:
+        decl, sites, points = _analyse(tree, name)
+    except _Refused as why:
+        logger.info("%s uses %s (line %d) only in comparisons but it is not marginalised: %s",
+                    program.name, name, line, why)
+        return program
+    text = _render(program, name, line, decl, sites, points)
+    new = parse(text, f"{program.name}.stan")
+    generated = frozenset(n for n, _, _ in _identifiers(new) if n.startswith(RESERVED_PREFIX))
+    new = dataclasses.replace(new, generated=generated)
+    logger.info("%s: %s (line %d) is used only in comparisons: summed over the intervals "
+                "between the points where they change, and drawn back in generated "
+                "quantities", program.name, name, line)
+    return StanProgram(text, program.name, new, program.path, marginalised=(name,),
+                       original=program)
+
+
+def _identifiers(tree: ast.Program) -> Iterator[tuple[str, str, ast.Node]]:
+    from pemc_stan.stan.analysis import _identifiers as identifiers
+
+    return identifiers(tree)
+
+
+def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
+            sites: list[Site], points: list[ast.Expr]) -> str:
+    tree = program.tree
+    assert tree.model is not None and tree.parameters is not None
+    uses = [st for st in tree.model.stmts if name in _names(st)]
+    rest = [st for st in tree.model.stmts if name not in _names(st)]
+    joint_tree = dataclasses.replace(
+        tree, model=ast.ProgramBlock("model", tuple(uses)), generated_quantities=None)
+    fns = log_density_functions(joint_tree, program.name)
+    joint = dataclasses.replace(fns.density, name=_JOINT)
+    others = [p for p in fns.parameters if p != name]
+    args = [*others, "pemc_marginal_lower", "pemc_marginal_upper", *fns.data]
+    params = [p for p in joint.params if p.name != name]
+    at = len(params) - len(fns.data)
+    bound_params = [ast.Param(ast.BasicType("vector"), f"pemc_marginal_{b}", data_only=True)
+                    for b in ("lower", "upper")]
+    signature = ", ".join(_param(p) for p in (*params[:at], *bound_params, *params[at:]))
+    joint_args = ", ".join(
+        "0.5 * (pemc_marginal_lower[pemc_k] + pemc_marginal_upper[pemc_k])" if p == name else p
+        for p in (*fns.parameters, *fns.data))
+    lower, upper = (print_expr(b) for b in _bounds(decl))
+    first = tree.model.stmts.index(uses[0])
+    before = [st for st in rest if tree.model.stmts.index(st) < first]
+    after = [st for st in rest if tree.model.stmts.index(st) > first]
+    params_block = [st for st in tree.parameters.stmts if st is not decl]
+
+    def stmts(block: list[ast.Stmt] | tuple[ast.Stmt, ...] | None) -> str:
+        return "\n".join(print_stmt(s, 1) for s in block or ())
+
+    def blk(b: ast.ProgramBlock | None) -> str:
+        return stmts(b.stmts if b is not None else None)
+
+    user_functions = print_program(ast.Program(functions=tree.functions)).split("\n")[1:-2] \
+        if tree.functions is not None else []
+    joint_text = print_program(ast.Program(functions=ast.FunctionsBlock((joint,)))
+                               ).split("\n")[1:-2]
+    return render(
+        _TEMPLATE, model_name=program.name, name=name, line=line, joint_name=_JOINT,
+        functions="\n".join(user_functions), joint="\n".join(joint_text),
+        signature=signature, joint_args=joint_args, args=", ".join(args),
+        data=blk(tree.data), transformed_data=blk(tree.transformed_data),
+        n_points=len(points),
+        fixed_points="\n".join(
+            f"  pemc_marginal_points[{i + 1}] = "
+            + (print_expr(p) if i < 2 else f"fmin(fmax({print_expr(p)}, {lower}), {upper})")
+            + ";" for i, p in enumerate(points)),
+        count="\n".join(_indent(c, 1) for c in _point_code(sites, False, lower, upper)),
+        fill="\n".join(_indent(c, 2) for c in _point_code(sites, True, lower, upper)),
+        parameters=stmts(params_block), transformed_parameters=blk(tree.transformed_parameters),
+        model_before=stmts(before), model_after=stmts(after),
+        declared=print_type(decl.type), generated_quantities=blk(tree.generated_quantities),
+        has_tp=tree.transformed_parameters is not None,
+        has_gq=tree.generated_quantities is not None)
+
+
+def _param(p: ast.Param) -> str:
+    return f"{'data ' if p.data_only else ''}{print_type(p.type)} {p.name}"

@@ -1,0 +1,32 @@
+"""Draws written for CmdStan's standalone generated quantities
+(:mod:`pemc_stan.backend.standalone`; nothing compiles)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pemc_stan.backend.standalone import _column_names, _dotted, write_draws_csv
+
+
+def test_column_names_are_column_major_like_cmdstan() -> None:
+    assert [c for c, _ in _column_names("a", ())] == ["a"]
+    assert [c for c, _ in _column_names("m", (2, 3))] == [
+        "m.1.1", "m.2.1", "m.1.2", "m.2.2", "m.1.3", "m.2.3"]
+
+
+def test_bracket_columns_become_cmdstan_header_names() -> None:
+    assert _dotted("mu") == "mu"
+    assert _dotted("theta[2]") == "theta.2"
+    assert _dotted("m[1, 3]") == "m.1.3"
+
+
+def test_draws_are_written_one_row_each_in_the_given_order(tmp_path: Path) -> None:
+    path = tmp_path / "draws.csv"
+    n = write_draws_csv({"b": np.array([1.0, 2.0]), "a": np.array([[3.0, 4.0], [5.0, 6.0]])},
+                        path)
+    rows = [r for r in path.read_text().splitlines() if r and not r.startswith("#")]
+    assert n == 2
+    assert rows[0] == "lp__,accept_stat__,b,a.1,a.2"
+    assert [float(v) for v in rows[2].split(",")[2:]] == [2.0, 5.0, 6.0]

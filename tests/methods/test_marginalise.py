@@ -1,0 +1,136 @@
+"""A parameter used only in comparisons, summed out (:mod:`pemc_stan.methods.marginalise`).
+
+What the rewritten program says (stanc accepts it; nothing compiles) and which programs
+are left as written; the sampled answers against exact ones are in
+``test_marginalise_compiled.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import pemc_stan
+from pemc_stan.errors import ReservedPrefixError
+from pemc_stan.inputs import read_program
+from pemc_stan.methods.marginalise import marginalise
+from pemc_stan.stan.analysis import check_reserved_prefix
+
+CHANGE_POINT = """
+data {
+  int<lower=1> N;
+  vector[N] y;
+}
+parameters {
+  real mu1;
+  real mu2;
+  real<lower=0, upper=N> s;
+}
+model {
+  mu1 ~ normal(0, 5);
+  mu2 ~ normal(0, 5);
+  s ~ uniform(0, N);
+  for (t in 1:N)
+    y[t] ~ normal(t < s ? mu1 : mu2, 1);
+}
+generated quantities {
+  real jump = mu2 - mu1;
+}
+"""
+
+
+def _rewritten(code: str) -> tuple[str, tuple[str, ...]]:
+    program = read_program(code)
+    out = marginalise(program)
+    return out.text, out.marginalised
+
+
+def test_a_change_point_is_summed_out_and_drawn_back_in_generated_quantities() -> None:
+    program = read_program(CHANGE_POINT)
+    out = marginalise(program)
+    assert out.marginalised == ("s",) and out.original is program
+    assert out.parameter_names == ["mu1", "mu2"]
+    text = out.text
+    # the model's own statements stay readable: the priors of the others as written, the
+    # statements using s inside the generated log density (all constants)
+    assert "  mu1 ~ normal(0, 5);\n  mu2 ~ normal(0, 5);" in text
+    assert "pemc_lp += normal_lpdf(y[t] | t < s ? mu1 : mu2, 1);" in text
+    assert "pemc_lp += uniform_lpdf(s | 0, N);" in text
+    assert "target += log_sum_exp(pemc_marginal_intervals(mu1, mu2, pemc_marginal_lower, " \
+        "pemc_marginal_upper, N, y));" in text
+    # the points: its bounds, then t for every t of the loop, clipped to (0, N)
+    assert "pemc_marginal_points[pemc_marginal_i] = fmin(fmax(t, 0), N);" in text
+    # s comes back with its declared bounds, before the user's generated quantities
+    gq = text[text.index("generated quantities {"):]
+    assert gq.index("real<lower=0, upper=N> s = pemc_marginal_rng(") < gq.index("real jump")
+    check_reserved_prefix(out.tree)  # its own identifiers are not the user's
+
+
+def test_points_inside_nested_loops_and_data_vectors_are_collected() -> None:
+    code = """
+data { int J; int N; array[J] vector[N] x; array[J] vector[N] y; }
+parameters { real mu; real<lower=min(x[1]), upper=max(x[1])> c; }
+model {
+  mu ~ normal(0, 1);
+  for (j in 1:J) {
+    for (i in 1:N) {
+      if (c <= x[j, i]) y[j, i] ~ normal(mu, 1);
+      else y[j, i] ~ normal(-mu, 1);
+    }
+  }
+}
+"""
+    text, names = _rewritten(code)
+    assert names == ("c",)
+    assert "for (j in 1:J) {\n      for (i in 1:N) {\n        pemc_marginal_i += 1;" in text
+    assert "fmin(fmax(x[j, i], min(x[1])), max(x[1]))" in text
+
+
+@pytest.mark.parametrize("model", [
+    # used inside arithmetic: its points would not be the other side's values
+    "s ~ uniform(0, N); for (t in 1:N) y[t] ~ normal(t < 2 * s ? mu : -mu, 1);",
+    # a prior that is not constant along it
+    "s ~ normal(5, 2); for (t in 1:N) y[t] ~ normal(t < s ? mu : -mu, 1);",
+    # the other side depends on a parameter
+    "for (t in 1:N) y[t] ~ normal(t * mu < s ? mu : -mu, 1);",
+    # a while loop
+    "int t = 1; while (t <= N) { y[t] ~ normal(t < s ? mu : -mu, 1); t += 1; }",
+])
+def test_other_uses_leave_the_program_as_written(model: str) -> None:
+    code = ("data { int N; vector[N] y; } parameters { real mu; real<lower=0, upper=N> s; }"
+            f" model {{ mu ~ normal(0, 1); {model} }}")
+    text, names = _rewritten(code)
+    assert names == () and "pemc_" not in text
+
+
+@pytest.mark.parametrize("code", [
+    # the only parameter: nothing would be left to sample
+    "data { int N; vector[N] y; } parameters { real<lower=0, upper=N> s; }"
+    " model { for (t in 1:N) y[t] ~ normal(t < s ? 1 : -1, 1); }",
+    # unbounded above
+    "data { int N; vector[N] y; } parameters { real mu; real<lower=0> s; }"
+    " model { mu ~ normal(0, 1); for (t in 1:N) y[t] ~ normal(t < s ? mu : -mu, 1); }",
+    # two change points
+    "data { int N; vector[N] y; } parameters { real mu; real<lower=0, upper=N> s1;"
+    " real<lower=0, upper=N> s2; } model { mu ~ normal(0, 1);"
+    " for (t in 1:N) y[t] ~ normal(t < s1 ? mu : t < s2 ? 0 : -mu, 1); }",
+])
+def test_programs_it_cannot_sum_exactly_are_left_as_written(code: str) -> None:
+    assert _rewritten(code)[1] == ()
+
+
+def test_the_methods_sample_the_summed_program_unless_told_not_to() -> None:
+    for method in ("ct", "pe"):
+        result = pemc_stan.transform_result(CHANGE_POINT, method=method)
+        assert result.program.marginalised == ("s",)
+        assert "pemc_marginal_intervals(" in result.stan_code
+        assert "real<lower=0, upper=N> s;" not in result.stan_code
+        kept = pemc_stan.transform_result(CHANGE_POINT, method=method, marginalise="none")
+        assert kept.program.marginalised == ()
+        assert "real<lower=0, upper=N> s;" in kept.stan_code
+
+
+def test_a_user_s_reserved_identifier_is_still_rejected() -> None:
+    code = CHANGE_POINT.replace("real mu1;", "real pemc_mu1;").replace(
+        "mu1 ~", "pemc_mu1 ~").replace("? mu1", "? pemc_mu1").replace("- mu1", "- pemc_mu1")
+    with pytest.raises(ReservedPrefixError, match="pemc_mu1"):
+        pemc_stan.transform_result(code, method="ct")

@@ -1,0 +1,101 @@
+"""A change point summed out, against exact answers (compiled).
+
+``y_t ~ N(t < s ? mu1 : mu2, 1)``, ``mu ~ N(0, 5^2)``, ``s ~ U(0, N)``: for ``s`` in
+``(j, j + 1)`` the first ``j`` points are in the first regime, so given ``j`` the
+model is conjugate and
+
+    Z = sum_j (1 / N) m(y_{1:j}) m(y_{j+1:N}),   m(y_A) = N(y_A | 0, I + 25 11'),
+
+with ``E[s | j] = j + 1/2`` and ``E[mu1 | j] = 25 sum_{t <= j} y_t / (1 + 25 j)``.
+The defaults sum ``s`` out (HMC has no gradient along it) and must give these within
+their standard errors, with an ok verdict, and ``s`` among the draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from scipy.stats import multivariate_normal
+
+import pemc_stan
+
+pytestmark = pytest.mark.compiled
+
+CHANGE_POINT = """
+data {
+  int<lower=1> N;
+  vector[N] y;
+}
+parameters {
+  real mu1;
+  real mu2;
+  real<lower=0, upper=N> s;
+}
+model {
+  mu1 ~ normal(0, 5);
+  mu2 ~ normal(0, 5);
+  s ~ uniform(0, N);
+  for (t in 1:N)
+    y[t] ~ normal(t < s ? mu1 : mu2, 1);
+}
+generated quantities {
+  real jump = mu2 - mu1;
+}
+"""
+
+
+def _data() -> dict[str, Any]:
+    rng = np.random.default_rng(20261129)
+    y = np.concatenate([rng.normal(0.6, 1.0, 11), rng.normal(-0.4, 1.0, 19)])
+    return {"N": len(y), "y": y.tolist()}
+
+
+def _exact(y: np.ndarray) -> dict[str, float]:
+    n = len(y)
+
+    def log_m(part: np.ndarray) -> float:
+        k = len(part)
+        if k == 0:
+            return 0.0
+        return float(multivariate_normal(np.zeros(k), np.eye(k) + 25.0).logpdf(part))
+
+    terms = np.array([-np.log(n) + log_m(y[:j]) + log_m(y[j:]) for j in range(n)])
+    w = np.exp(terms - logsumexp(terms))
+    mu1 = np.array([25.0 * y[:j].sum() / (1.0 + 25.0 * j) for j in range(n)])
+    return {"log_z": float(logsumexp(terms)), "s": float(w @ (np.arange(n) + 0.5)),
+            "mu1": float(w @ mu1), "P(s < 15)": float(w[:15].sum())}
+
+
+def _within(est: float, se: float, exact: float) -> None:
+    assert 0 < se < 0.25 * max(abs(exact), 1.0)  # an error bar that can fail the test
+    assert abs(est - exact) <= 4 * se, (est, se, exact)
+
+
+def test_a_summed_out_change_point_gives_the_exact_posterior_and_log_z(compiled: Any) -> None:
+    data = _data()
+    exact = _exact(np.asarray(data["y"]))
+    fit = pemc_stan.sample(CHANGE_POINT, data=data, seed=4)
+    assert fit.program.marginalised == ("s",)
+    assert fit.check().ok, fit.check()
+    for key in ("s", "mu1"):
+        est = fit.expectation(key)
+        _within(est.mean, est.mcse, exact[key])
+    early = fit.expectation(lambda v: (v["s"] < 15).astype(float))
+    _within(early.mean, early.mcse, exact["P(s < 15)"])
+    log_z = fit.log_z()
+    _within(log_z.log_z, log_z.std_error, exact["log_z"])
+    draws = fit.resampled_draws_pd()
+    assert draws["s"].between(0, data["N"]).all()
+    assert np.allclose(draws["jump"], draws["mu2"] - draws["mu1"])
+
+
+def test_a_tempered_run_draws_the_summed_out_parameter_at_every_particle(compiled: Any) -> None:
+    data = _data()
+    fit = pemc_stan.sample(CHANGE_POINT, data=data, seed=4, split_modes="never", budget=1)
+    s, mu1 = fit.particles("s"), fit.particles("mu1")
+    assert s.shape == mu1.shape
+    assert ((s > 0) & (s < data["N"])).all()
+    assert len(np.unique(s)) > 0.9 * s.size  # a fresh draw at each particle
