@@ -266,7 +266,7 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
     warm = method_model(program, data, method=method)  # compile outside the timed run
     warm.method_model()
     warm.original_model()
-    _ = DensityEvaluator(program, data, program.name).model  # the mode split's bridge
+    _ = DensityEvaluator(warm.program, data, program.name).model  # the mode split's bridge
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
