@@ -88,6 +88,16 @@ Cases (kinds the shared suite lacks):
     component weights; mu | y, k and theta[j] | mu, y are Gaussian, so every mean and sd is
     closed form. Check: one million draws of (k, mu, theta) from the exact posterior, and log Z
     by importance sampling of mu (theta integrated out).
+
+``poisson_changepoint``
+    Counts y[t] ~ Poisson(t < s ? early : late), t = 1..50, early, late ~ gamma(2, 1), and no
+    prior statement for s in (0, 50): its density as written is 1 there, so log Z integrates s
+    against length. The model is written the way users write it, with a local vector of rates
+    filled in a loop, and the shift is weak, so s has several modes. Exact: for s in (j, j + 1)
+    the first j counts are early, and given j both rates are gamma-Poisson conjugate:
+    Z = sum_j m(y_1..j) m(y_j+1..50), m the negative-binomial marginal; the posterior is the
+    mixture over j with s uniform in its interval. Check: Monte Carlo draws from the exact
+    posterior, and log Z by importance sampling from the prior (s uniform on (0, 50)).
 """
 
 from __future__ import annotations
@@ -735,10 +745,96 @@ def hier_bimodal_8() -> Checks:
             _mc("P(mu < 0)", p_neg, (mu < 0).astype(float))]
 
 
+# --------------------------------------------------------------- poisson_changepoint
+
+POISSON_CP_MODEL = """\
+// Counts whose rate changes at an unknown continuous time s (no prior statement: flat on
+// (0, T)); the model uses s only in a comparison.
+data {
+  int<lower=1> T;
+  array[T] int<lower=0> y;
+}
+parameters {
+  real<lower=0> early;
+  real<lower=0> late;
+  real<lower=0, upper=T> s;
+}
+model {
+  vector[T] rate;
+  early ~ gamma(2, 1);
+  late ~ gamma(2, 1);
+  for (t in 1:T)
+    rate[t] = t < s ? early : late;
+  y ~ poisson(rate);
+}
+"""
+POISSON_CP_PRIOR = (2.0, 1.0)  # gamma shape, rate
+
+
+def _poisson_cp_data() -> list[int]:
+    rng = np.random.default_rng(50)
+    t = np.arange(1, 51)
+    return [int(v) for v in rng.poisson(np.where(t < 24.5, 3.0, 2.2))]
+
+
+def _gamma_poisson_log_marginal(y: np.ndarray) -> float:
+    a, b = POISSON_CP_PRIOR
+    n, total = y.size, float(y.sum())
+    return float(a * math.log(b) - special.gammaln(a) + special.gammaln(a + total)
+                 - (a + total) * math.log(b + n) - special.gammaln(y + 1.0).sum())
+
+
+def poisson_changepoint() -> Checks:
+    """A Poisson change point at a continuous time; gamma-Poisson conjugate given its interval."""
+    from scipy.stats import gamma as gamma_dist
+
+    y = np.array(_poisson_cp_data())
+    n = y.size
+    a, b = POISSON_CP_PRIOR
+    log_p = np.array([_gamma_poisson_log_marginal(y[:j]) + _gamma_poisson_log_marginal(y[j:])
+                      for j in range(n)])  # s in (j, j + 1): width 1, density 1
+    log_z = float(logsumexp(log_p))
+    w = np.exp(log_p - log_z)
+    j = np.arange(n)
+    shape = {"early": a + np.array([y[:k].sum() for k in j]),
+             "late": a + np.array([y[k:].sum() for k in j])}
+    rate = {"early": b + j, "late": b + (n - j)}
+    mean, sd = {}, {}
+    mean["s"], _ = _moments(w, j + 0.5)
+    sd["s"] = math.sqrt(float(w @ ((j + 0.5) ** 2 + 1 / 12)) - mean["s"] ** 2)
+    for k in ("early", "late"):
+        m_k = shape[k] / rate[k]
+        mean[k] = float(w @ m_k)
+        sd[k] = math.sqrt(float(w @ (shape[k] / rate[k] ** 2 + m_k**2)) - mean[k] ** 2)
+    p_early = float(w @ gamma_dist.sf(3.0, shape["early"], scale=1 / rate["early"]))
+    truth = {"log_z": log_z, "mean": mean, "sd": sd,
+             "prob": {"s < 25": float(w[:25].sum()), "early > 3": p_early}}
+    write_case("poisson_changepoint", POISSON_CP_MODEL, {"T": n, "y": y.tolist()}, truth)
+
+    rng = np.random.default_rng(51)
+    k = rng.choice(n, N_MC, p=w)
+    s_draw = k + rng.random(N_MC)
+    early = rng.gamma(shape["early"][k], 1 / rate["early"][k])
+    # log Z from the prior: early, late ~ gamma(2, 1), s ~ U(0, n) (density 1 = n * U's)
+    eq, lq, sq = rng.gamma(a, 1 / b, N_MC), rng.gamma(a, 1 / b, N_MC), rng.uniform(0, n, N_MC)
+    log_iw = np.full(N_MC, math.log(n))
+    for t in range(1, n + 1):
+        lam = np.where(t < sq, eq, lq)
+        log_iw += y[t - 1] * np.log(lam) - lam - special.gammaln(y[t - 1] + 1.0)
+    iw = np.exp(log_iw - log_iw.max())
+    return [("log_z (importance sampling)", log_z, float(logsumexp(log_iw) - math.log(N_MC)),
+             float(iw.std() / iw.mean() / math.sqrt(N_MC))),
+            _mc("mean s", mean["s"], s_draw), _mc("sd s", sd["s"], s_draw, "sd"),
+            _mc("mean early", mean["early"], early), _mc("sd early", sd["early"], early, "sd"),
+            _mc("P(s < 25)", truth["prob"]["s < 25"], (s_draw < 25).astype(float)),
+            _mc("P(early > 3)", p_early, (early > 3).astype(float))]
+
+
 CASES = {"square_sign": square_sign, "exchangeable_3": exchangeable_3,
          "separated_20d": separated_20d, "spike_slab_5": spike_slab_5,
          "boltzmann_10": boltzmann_10, "heavy_tail_pair_2d": heavy_tail_pair_2d,
-         "overlap_triple_2d": overlap_triple_2d, "hier_bimodal_8": hier_bimodal_8}
+         "overlap_triple_2d": overlap_triple_2d, "hier_bimodal_8": hier_bimodal_8,
+         "poisson_changepoint": poisson_changepoint}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,9 +25,10 @@ probability proportional to its term, then uniformly within it.
   (their bounds data too), or its own prior, ``s ~ uniform(a, b)`` with data ``a``,
   ``b`` (a density constant along ``s``, so the sum stays exact; ``a`` and ``b``
   join the points);
-* the model block's statements that use it read no local variable of the model
-  block's top level and not ``target()``, and no ``while`` loop holds a comparison
-  with it; the program defines no ``_lp`` function.
+* the model block's statements that use it, with every statement sharing a top-level
+  local variable with them (they all go into the summed density), do not read
+  ``target()``, and no ``while`` loop holds a comparison with it; the program defines
+  no ``_lp`` function.
 
 The points are computed in transformed data (loops copied from the model), so the
 rewritten program takes the user's data unchanged.  Other programs are returned as
@@ -159,6 +160,28 @@ def _prior_points(stmt: ast.Stmt, name: str, data: set[str]) -> tuple[ast.Expr, 
     return stmt.args
 
 
+def _split_model(model: ast.ProgramBlock, name: str) -> tuple[list[ast.Stmt], list[ast.Stmt]]:
+    """The model block's statements that go into the summed density (those using ``name``,
+    and every statement using a top-level local they use, until none is left out), and
+    the others, each in program order."""
+    local, stmts = _globals(model), model.stmts
+    moved = [name in _names(st) for st in stmts]
+    while True:
+        shared = set().union(*(_names(st) & local for st, m in zip(stmts, moved, strict=True)
+                               if m))
+        more = [m or bool(shared & (_names(st) | _declared(st)))
+                for st, m in zip(stmts, moved, strict=True)]
+        if more == moved:
+            break
+        moved = more
+    return ([st for st, m in zip(stmts, moved, strict=True) if m],
+            [st for st, m in zip(stmts, moved, strict=True) if not m])
+
+
+def _declared(stmt: ast.Stmt) -> set[str]:
+    return set(stmt.names) if isinstance(stmt, ast.VarDecl) else set()
+
+
 def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], list[ast.Expr]]:
     decl = _declaration(tree, name)
     if len(_globals(tree.parameters)) == 1:
@@ -174,14 +197,13 @@ def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], lis
             f.name.endswith("_lp") for f in tree.functions.functions):
         raise _Refused("the program defines _lp functions")
     assert tree.model is not None
-    local = _globals(tree.model)
     sites = _Sites(name, data)
     points: list[ast.Expr] = [low, high]
-    for st in tree.model.stmts:
+    for st in _split_model(tree.model, name)[0]:
+        if any(isinstance(n, ast.TargetValue) for n in ast.walk(st)):
+            raise _Refused(f"line {st.line} reads target()")
         if name not in _names(st):
             continue
-        if _names(st) & local or any(isinstance(n, ast.TargetValue) for n in ast.walk(st)):
-            raise _Refused(f"line {st.line} reads a local variable of the model or target()")
         prior = _prior_points(st, name, data)
         if prior is not None:
             points.extend(prior)
@@ -258,8 +280,7 @@ def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
             sites: list[Site], points: list[ast.Expr]) -> str:
     tree = program.tree
     assert tree.model is not None and tree.parameters is not None
-    uses = [st for st in tree.model.stmts if name in _names(st)]
-    rest = [st for st in tree.model.stmts if name not in _names(st)]
+    uses, rest = _split_model(tree.model, name)
     joint_tree = dataclasses.replace(
         tree, model=ast.ProgramBlock("model", tuple(uses)), generated_quantities=None)
     fns = log_density_functions(joint_tree, program.name)
@@ -275,9 +296,9 @@ def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
         "0.5 * (pemc_marginal_lower[pemc_k] + pemc_marginal_upper[pemc_k])" if p == name else p
         for p in (*fns.parameters, *fns.data))
     lower, upper = (print_expr(b) for b in _bounds(decl))
-    first = tree.model.stmts.index(uses[0])
-    before = [st for st in rest if tree.model.stmts.index(st) < first]
-    after = [st for st in rest if tree.model.stmts.index(st) > first]
+    where = {id(st): i for i, st in enumerate(tree.model.stmts)}
+    before = [st for st in rest if where[id(st)] < where[id(uses[0])]]
+    after = [st for st in rest if where[id(st)] > where[id(uses[0])]]
     params_block = [st for st in tree.parameters.stmts if st is not decl]
 
     def stmts(block: list[ast.Stmt] | tuple[ast.Stmt, ...] | None) -> str:

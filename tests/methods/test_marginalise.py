@@ -134,3 +134,27 @@ def test_a_user_s_reserved_identifier_is_still_rejected() -> None:
         "mu1 ~", "pemc_mu1 ~").replace("? mu1", "? pemc_mu1").replace("- mu1", "- pemc_mu1")
     with pytest.raises(ReservedPrefixError, match="pemc_mu1"):
         pemc_stan.transform_result(code, method="ct")
+
+
+def test_a_local_the_comparisons_fill_goes_into_the_summed_density_with_its_statements() -> None:
+    code = """
+data { int<lower=1> T; array[T] int<lower=0> y; }
+parameters { real<lower=0> early; real<lower=0> late; real<lower=0, upper=T> s; }
+model {
+  vector[T] rate;
+  early ~ gamma(2, 1);
+  for (t in 1:T)
+    rate[t] = t < s ? early : late;
+  late ~ gamma(2, 1);
+  y ~ poisson(rate);
+}
+"""
+    text, names = _rewritten(code)
+    assert names == ("s",)
+    density = text[text.index("real pemc_marginal_log_density("):text.index("return pemc_lp;")]
+    assert "vector[T] rate;" in density and "poisson_lpmf(y | rate)" in density
+    assert "gamma" not in density  # the priors of the others stay in the model block
+    model = text[text.index("model {"):text.index("generated quantities {")]
+    # the sum stands where the first of its statements stood (here the local's declaration)
+    assert model.index("log_sum_exp") < model.index("early ~ gamma(2, 1);") \
+        < model.index("late ~ gamma(2, 1);")
