@@ -31,7 +31,6 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.backend.console import routed_cmdstanpy_logging
-from pemc_stan.backend.standalone import generated_at
 from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
@@ -53,6 +52,7 @@ from pemc_stan.output.generated_quantities import (
 )
 from pemc_stan.sampling import checks
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
+from pemc_stan.sampling.marginal import ColumnView, averaged, marginal_draws
 
 logger = logging.getLogger(__name__)
 
@@ -97,16 +97,6 @@ def leapfrog_gradients(steps: NDArray[np.float64], config: Mapping[str, Any]) ->
     thin = max(int(config.get("thin", 1) or 1), 1)
     return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
                      * steps.shape[1]))
-
-
-class _ColumnView:
-    """``view["x"]`` -> the particles of original column ``x``, shape (chains, draws, K)."""
-
-    def __init__(self, fit: ExtendedFit) -> None:
-        self._fit = fit
-
-    def __getitem__(self, column: str) -> NDArray[np.float64]:
-        return self._fit.particles(column)
 
 
 class ExtendedFit:
@@ -229,8 +219,9 @@ class ExtendedFit:
         """Columns (CmdStan names) of the original parameters, in output order."""
         return list(self.particle_columns())
 
-    def particles(self, column: str) -> NDArray[np.float64]:
-        """The particles of one original column, shape (chains, draws, K).
+    def particles(self, column: str, draw: int = 0) -> NDArray[np.float64]:
+        """The particles of one original column, shape (chains, draws, K) (of a summed-out
+        parameter: its draw number ``draw`` of :mod:`pemc_stan.sampling.marginal`).
 
         Raises
         ------
@@ -243,12 +234,8 @@ class ExtendedFit:
         if column not in self.program.marginalised:
             raise KeyError(f"{column!r} is not a parameter column of the original model")
         if column not in self._marginal:  # summed out (methods.marginalise): drawn by the GQ
-            with routed_cmdstanpy_logging():
-                self._marginal[column] = generated_at(
-                    self._original(), self.data, {c: self._stack(k) for c, k in
-                                                  self.particle_columns().items()},
-                    column, self.program.name, seed=self.seed or 1)
-        return self._marginal[column]
+            self._marginal[column] = marginal_draws(self, column)
+        return self._marginal[column][draw]
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """Unnormalised log weights of the particles, shape (chains, draws, K).
@@ -272,10 +259,9 @@ class ExtendedFit:
                                 mcse=sd / np.sqrt(ess), ess=ess)
 
     def _values(self, f: Callable[[Any], NDArray[np.float64]] | str) -> NDArray[np.float64]:
-        """Values of ``f`` at every particle, shape (chains, draws, K)."""
-        if isinstance(f, str):
-            return self.particles(f)
-        return np.asarray(f(_ColumnView(self)), dtype=float)
+        """Values of ``f`` at every particle, shape (chains, draws, K) (averaged over a
+        summed-out parameter's draws, :mod:`pemc_stan.sampling.marginal`)."""
+        return averaged(self, (lambda v: v[f]) if isinstance(f, str) else f, ColumnView)
 
     def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
         """``E[f(x)]`` with within-draw self-normalised weights, and its MCSE.

@@ -54,6 +54,7 @@ from pemc_stan.output.diagnostics import (
 )
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
+from pemc_stan.sampling.marginal import averaged
 from pemc_stan.sampling.model import Found
 
 logger = logging.getLogger(__name__)
@@ -403,10 +404,7 @@ class ContinuousTemperingFit(ExtendedFit):
         KeyError
             For an unknown column.
         """
-        if isinstance(f, str):
-            values = self.particles(f)[..., 0]
-        else:
-            values = np.asarray(f(_DrawView(self)), dtype=float)
+        values = averaged(self, (lambda v: v[f]) if isinstance(f, str) else f, _DrawView)
         d = self.delta()
         est = T.weighted_expectations(values, d, "target", strata=self.strata(), bias=self.bias)
         lw = self.log_weights()
@@ -736,8 +734,8 @@ class ContinuousTemperingFit(ExtendedFit):
 class _DrawView:
     """``view["x"]`` -> draws of column ``x``, shape (chains, draws)."""
 
-    def __init__(self, fit: ContinuousTemperingFit) -> None:
-        self._fit = fit
+    def __init__(self, fit: ContinuousTemperingFit, draw: int = 0) -> None:
+        self._fit, self._draw = fit, draw
 
     def __getitem__(self, column: str) -> NDArray[np.float64]:
-        return self._fit.particles(column)[..., 0]
+        return self._fit.particles(column, self._draw)[..., 0]
