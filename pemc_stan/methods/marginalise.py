@@ -25,10 +25,22 @@ probability proportional to its term, then uniformly within it.
   (their bounds data too), or its own prior, ``s ~ uniform(a, b)`` with data ``a``,
   ``b`` (a density constant along ``s``, so the sum stays exact; ``a`` and ``b``
   join the points);
+* a comparison under a condition that is not copied (a parameter's ``if``, a branch of
+  ``?:``, the right side of ``&&``/``||``, a loop that can ``break``) has a side that
+  cannot fail to evaluate (variables, literals, ``+ - *``); the data conditions of
+  ``if`` statements are copied with the loops;
 * the model block's statements that use it, with every statement sharing a top-level
-  local variable with them (they all go into the summed density), do not read
-  ``target()``, and no ``while`` loop holds a comparison with it; the program defines
-  no ``_lp`` function.
+  local variable with them, go into the summed density; the model block reads no
+  ``target()`` and has no ``reject``/``fatal_error`` (a rejection in one interval would
+  reject every draw), no ``while`` loop holds a comparison with it, no other declaration
+  uses it, and the program defines no ``_lp`` function.
+
+The summed density keeps every constant (each ``~`` its full ``_lpdf``), as all of
+pemc-stan does; Stan's own ``~`` drops a statement whose arguments are constants given
+the comparisons (``y ~ poisson(t < s ? 3 : 5)``), so plain Stan would sample ``s`` flat
+there.  A density that throws in some interval (a scale that a comparison makes
+negative) throws for every draw once summed: the user's model must be valid on all of
+``s``'s range.
 
 The points are computed in transformed data (loops copied from the model), so the
 rewritten program takes the user's data unchanged.  Other programs are returned as
@@ -42,6 +54,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pemc_stan.errors import StanProgramError
 from pemc_stan.inputs import StanProgram
 from pemc_stan.methods.templates import render
 from pemc_stan.stan import ast
@@ -54,6 +67,7 @@ from pemc_stan.stan.analysis import (
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_expr, print_program, print_stmt, print_type
+from pemc_stan.stan.symbols import SymbolTable, build_symbol_table, is_scalar_expr
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +79,19 @@ _TEMPLATE = "marginalised.stan.jinja"
 _JOINT = "pemc_marginal_log_density"
 
 
+#: What surrounds a comparison in the model: ``for`` loops, and the data conditions of the
+#: ``if`` statements it is under (the expression, or its negation in an ``else``).
+Around = ast.For | ast.ForEach | ast.Expr
+
+
 @dataclass(frozen=True)
 class Site:
     """A point where the density may change along the parameter: ``point``, evaluated
-    inside ``loops`` (the ``for`` loops around the comparison, outermost first)."""
+    inside ``loops`` (the ``for`` loops and data ``if`` conditions around the comparison,
+    outermost first)."""
 
     point: ast.Expr
-    loops: tuple[ast.For | ast.ForEach, ...] = ()
+    loops: tuple[Around, ...] = ()
 
 
 class _Refused(Exception):
@@ -99,14 +119,17 @@ class _Sites:
         self.name, self.data = name, data
         self.sites: list[Site] = []
 
-    def _require_data(self, expr: ast.Expr, loops: tuple[ast.For | ast.ForEach, ...],
-                      what: str) -> None:
-        known = self.data | {lp.var for lp in loops}
+    def _require_data(self, expr: ast.Expr, loops: tuple[Around, ...], what: str) -> None:
+        known = self.data | {lp.var for lp in loops if isinstance(lp, (ast.For, ast.ForEach))}
         if not _names(expr) <= known or any(c.endswith(("_rng", "_lp")) for c in _calls(expr)):
             raise _Refused(f"{what} {print_expr(expr)} is not a function of data and loop "
                            "variables")
 
-    def visit(self, node: ast.Node, loops: tuple[ast.For | ast.ForEach, ...]) -> None:
+    def visit(self, node: ast.Node, loops: tuple[Around, ...], guarded: bool = False) -> None:
+        """Collect the sites under ``node``; ``guarded``: under a condition not copied
+        into transformed data (a parameter's ``if``, a branch of ``?:``, the right side of
+        ``&&``/``||``, a loop that can ``break`` or ``continue``), where only a point that
+        cannot fail to evaluate is collected."""
         if self.name not in _names(node):
             return
         if isinstance(node, ast.While):
@@ -115,18 +138,49 @@ class _Sites:
             bounds = (node.lower, node.upper) if isinstance(node, ast.For) else (node.iterable,)
             for b in bounds:
                 self._require_data(b, loops, "a loop bound")
-            self.visit(node.body, (*loops, node))
+            stops = any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(node.body))
+            self.visit(node.body, (*loops, node), guarded or stops)
+            return
+        if isinstance(node, ast.If):
+            self.visit(node.cond, loops, guarded)
+            known = self.data | {lp.var for lp in loops if not isinstance(lp, ast.Expr)}
+            data_cond = _names(node.cond) <= known and not guarded
+            for branch, cond in ((node.then, node.cond),
+                                 (node.otherwise, ast.UnaryOp("!", node.cond, parens=True))):
+                if branch is not None:
+                    self.visit(branch, (*loops, cond) if data_cond else loops,
+                               guarded or not data_cond)
+            return
+        if isinstance(node, ast.Conditional):
+            self.visit(node.cond, loops, guarded)
+            self.visit(node.if_true, loops, True)
+            self.visit(node.if_false, loops, True)
+            return
+        if isinstance(node, ast.BinaryOp) and node.op in ("&&", "||"):
+            self.visit(node.left, loops, guarded)
+            self.visit(node.right, loops, True)
             return
         if isinstance(node, ast.BinaryOp) and node.op in COMPARISONS:
             for mine, other in ((node.left, node.right), (node.right, node.left)):
                 if mine == ast.Variable(self.name) and self.name not in _names(other):
                     self._require_data(other, loops, "a comparison's other side")
+                    if guarded and not _cannot_fail(other):
+                        raise _Refused(f"the comparison with {print_expr(other)} (line "
+                                       f"{node.line}) is under a condition of parameters")
                     self.sites.append(Site(other, loops))
                     return
         if isinstance(node, ast.Variable):
             raise _Refused(f"line {node.line} uses it outside a plain comparison")
         for child in ast.children(node):
-            self.visit(child, loops)
+            self.visit(child, loops, guarded)
+
+
+def _cannot_fail(expr: ast.Expr) -> bool:
+    """Whether evaluating ``expr`` cannot throw: variables, literals, ``+ - *``."""
+    return all(isinstance(n, (ast.Variable, ast.IntLit, ast.RealLit))
+               or (isinstance(n, ast.UnaryOp) and n.op in "+-")
+               or (isinstance(n, ast.BinaryOp) and n.op in ("+", "-", "*"))
+               for n in ast.walk(expr))
 
 
 def _declaration(tree: ast.Program, name: str) -> ast.VarDecl:
@@ -150,13 +204,14 @@ def _bounds(decl: ast.VarDecl) -> tuple[ast.Expr, ast.Expr]:
     return t.constraint.lower, t.constraint.upper
 
 
-def _prior_points(stmt: ast.Stmt, name: str, data: set[str]) -> tuple[ast.Expr, ...] | None:
+def _prior_points(stmt: ast.Stmt, name: str, data: set[str], table: SymbolTable
+                  ) -> tuple[ast.Expr, ...] | None:
     """The bounds of ``name ~ uniform(a, b)`` (None when ``stmt`` is not its prior)."""
     if not (isinstance(stmt, ast.Tilde) and stmt.arg == ast.Variable(name)):
         return None
     if stmt.distribution != "uniform" or stmt.truncation is not None \
-            or not all(_names(a) <= data for a in stmt.args):
-        raise _Refused(f"its prior (line {stmt.line}) is not uniform with data bounds")
+            or not all(_names(a) <= data and is_scalar_expr(a, table) for a in stmt.args):
+        raise _Refused(f"its prior (line {stmt.line}) is not uniform with scalar data bounds")
     return stmt.args
 
 
@@ -167,8 +222,8 @@ def _split_model(model: ast.ProgramBlock, name: str) -> tuple[list[ast.Stmt], li
     local, stmts = _globals(model), model.stmts
     moved = [name in _names(st) for st in stmts]
     while True:
-        shared = set().union(*(_names(st) & local for st, m in zip(stmts, moved, strict=True)
-                               if m))
+        shared = set().union(*((_names(st) | _declared(st)) & local
+                               for st, m in zip(stmts, moved, strict=True) if m))
         more = [m or bool(shared & (_names(st) | _declared(st)))
                 for st, m in zip(stmts, moved, strict=True)]
         if more == moved:
@@ -190,21 +245,24 @@ def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], lis
     low, high = _bounds(decl)
     if not (_names(low) | _names(high)) <= data:
         raise _Refused("its bounds are not data")
-    if tree.transformed_parameters is not None \
-            and name in _names(ast.Block(tree.transformed_parameters.stmts)):
-        raise _Refused("the transformed parameters use it")
+    for block in (tree.transformed_parameters, tree.parameters):
+        others = [st for st in block.stmts if st is not decl] if block is not None else []
+        if name in _names(ast.Block(tuple(others))):
+            raise _Refused(f"the {block.name if block else ''} block uses it")
     if tree.functions is not None and any(
             f.name.endswith("_lp") for f in tree.functions.functions):
         raise _Refused("the program defines _lp functions")
     assert tree.model is not None
+    if any(isinstance(n, (ast.TargetValue, ast.Reject, ast.FatalError))
+           for n in ast.walk(tree.model)):
+        raise _Refused("the model block reads target() or may reject a draw")
     sites = _Sites(name, data)
     points: list[ast.Expr] = [low, high]
+    table = build_symbol_table(tree)
     for st in _split_model(tree.model, name)[0]:
-        if any(isinstance(n, ast.TargetValue) for n in ast.walk(st)):
-            raise _Refused(f"line {st.line} reads target()")
         if name not in _names(st):
             continue
-        prior = _prior_points(st, name, data)
+        prior = _prior_points(st, name, data, table)
         if prior is not None:
             points.extend(prior)
         else:
@@ -228,7 +286,8 @@ def _point_code(sites: list[Site], fill: bool, lower: str, upper: str) -> Iterat
         for loop in reversed(site.loops):
             head = (f"for ({loop.var} in {print_expr(loop.lower)}:{print_expr(loop.upper)})"
                     if isinstance(loop, ast.For)
-                    else f"for ({loop.var} in {print_expr(loop.iterable)})")
+                    else f"for ({loop.var} in {print_expr(loop.iterable)})"
+                    if isinstance(loop, ast.ForEach) else f"if ({print_expr(loop)})")
             body = f"{head} {{\n{_indent(body, 1)}\n}}"
         yield body
 
@@ -244,8 +303,6 @@ def marginalise(program: StanProgram) -> StanProgram:
     ------
     ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
-    StanProgramError
-        If stanc rejects the rewritten program (a defect of this module: please report).
     """
     tree = program.tree
     check_reserved_prefix(tree, program.path.name if program.path else program.name)
@@ -260,7 +317,12 @@ def marginalise(program: StanProgram) -> StanProgram:
                     program.name, name, line, why)
         return program
     text = _render(program, name, line, decl, sites, points)
-    new = parse(text, f"{program.name}.stan")
+    try:
+        new = parse(text, f"{program.name}.stan")
+    except StanProgramError as err:  # a case this module should have refused
+        logger.warning("%s: summing out %s (line %d) gave a program stanc rejects, so it is "
+                       "sampled as written; please report: %s", program.name, name, line, err)
+        return program
     generated = frozenset(n for n, _, _ in _identifiers(new) if n.startswith(RESERVED_PREFIX))
     new = dataclasses.replace(new, generated=generated)
     logger.info("%s: %s (line %d) is used only in comparisons: summed over the intervals "
@@ -293,7 +355,8 @@ def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
                     for b in ("lower", "upper")]
     signature = ", ".join(_param(p) for p in (*params[:at], *bound_params, *params[at:]))
     joint_args = ", ".join(
-        "0.5 * (pemc_marginal_lower[pemc_k] + pemc_marginal_upper[pemc_k])" if p == name else p
+        "pemc_marginal_lower[pemc_k] + 0.5 * (pemc_marginal_upper[pemc_k] - "
+        "pemc_marginal_lower[pemc_k])" if p == name else p
         for p in (*fns.parameters, *fns.data))
     lower, upper = (print_expr(b) for b in _bounds(decl))
     where = {id(st): i for i, st in enumerate(tree.model.stmts)}

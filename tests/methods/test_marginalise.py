@@ -158,3 +158,46 @@ model {
     # the sum stands where the first of its statements stood (here the local's declaration)
     assert model.index("log_sum_exp") < model.index("early ~ gamma(2, 1);") \
         < model.index("late ~ gamma(2, 1);")
+
+
+@pytest.mark.parametrize("model", [
+    # a rejection in one interval would reject every draw of the sum
+    "mu ~ normal(0, 1); if (mu > 0 && s > N - 1) reject(\"no\");"
+    " for (t in 1:N) y[t] ~ normal(t < s ? mu : -mu, 1);",
+    # target() read by a statement left in the model block
+    "for (t in 1:N) y[t] ~ normal(t < s ? mu : -mu, 1); target += 0.5 * target();",
+    # a vectorised prior: its bounds are not points
+    "mu ~ normal(0, 1); s ~ uniform(y, y + 1); for (t in 1:N) y[t] ~ normal(t < s ? mu : -mu, 1);",
+    # an index that may be out of range where a parameter's condition guards it
+    "mu ~ normal(0, 1); for (t in 1:N) { if (mu > 0) y[t] ~ normal(y[t - 1] < s ? mu : -mu, 1); }",
+])
+def test_sums_that_would_not_be_exact_leave_the_program_as_written(model: str) -> None:
+    code = ("data { int N; vector[N] y; } parameters { real mu; real<lower=0, upper=N> s; }"
+            f" model {{ {model} }}")
+    assert _rewritten(code)[1] == ()
+
+
+def test_another_declaration_using_it_leaves_the_program_as_written() -> None:
+    code = ("data { int N; vector[N] y; } parameters { real<lower=0, upper=N> s; real<lower=s> z; }"
+            " model { z ~ normal(0, 1); for (t in 1:N) y[t] ~ normal(t < s ? z : -z, 1); }")
+    assert _rewritten(code)[1] == ()
+
+
+def test_a_data_condition_around_a_comparison_is_copied_with_the_loops() -> None:
+    code = ("data { int N; vector[N] x; vector[N] y; } parameters { real mu; "
+            "real<lower=0, upper=10> s; } model { mu ~ normal(0, 1); for (t in 1:N) "
+            "{ if (t > 1) y[t] ~ normal(x[t - 1] < s ? mu : -mu, 1); else y[t] ~ normal(0, 1); } }")
+    text, names = _rewritten(code)
+    assert names == ("s",)
+    assert "for (t in 1:N) {\n      if (t > 1) {\n        pemc_marginal_i += 1;" in text
+
+
+def test_a_local_declared_with_the_comparison_moves_with_its_readers() -> None:
+    code = ("data { int N; vector[N] y; real t0; }"
+            " parameters { real mu; real<lower=0, upper=N> s; }"
+            " model { real m = t0 < s ? 1 : 0; real a, b; b = m; a = 1;"
+            " mu ~ normal(a * b, 1); y ~ normal(mu, 1); }")
+    text, names = _rewritten(code)
+    assert names == ("s",)
+    density = text[text.index("real pemc_marginal_log_density("):text.index("return pemc_lp;")]
+    assert "normal_lpdf(mu | a * b, 1)" in density and "normal_lpdf(y | mu, 1)" not in density
