@@ -8,34 +8,13 @@ are left as written; the sampled answers against exact ones are in
 from __future__ import annotations
 
 import pytest
+from change_point import CHANGE_POINT
 
 import pemc_stan
 from pemc_stan.errors import ReservedPrefixError
 from pemc_stan.inputs import read_program
 from pemc_stan.methods.marginalise import marginalise
 from pemc_stan.stan.analysis import check_reserved_prefix
-
-CHANGE_POINT = """
-data {
-  int<lower=1> N;
-  vector[N] y;
-}
-parameters {
-  real mu1;
-  real mu2;
-  real<lower=0, upper=N> s;
-}
-model {
-  mu1 ~ normal(0, 5);
-  mu2 ~ normal(0, 5);
-  s ~ uniform(0, N);
-  for (t in 1:N)
-    y[t] ~ normal(t < s ? mu1 : mu2, 1);
-}
-generated quantities {
-  real jump = mu2 - mu1;
-}
-"""
 
 
 def _rewritten(code: str) -> tuple[str, tuple[str, ...]]:

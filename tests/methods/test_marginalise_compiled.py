@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from change_point import CHANGE_POINT
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
@@ -24,27 +25,6 @@ import pemc_stan
 
 pytestmark = pytest.mark.compiled
 
-CHANGE_POINT = """
-data {
-  int<lower=1> N;
-  vector[N] y;
-}
-parameters {
-  real mu1;
-  real mu2;
-  real<lower=0, upper=N> s;
-}
-model {
-  mu1 ~ normal(0, 5);
-  mu2 ~ normal(0, 5);
-  s ~ uniform(0, N);
-  for (t in 1:N)
-    y[t] ~ normal(t < s ? mu1 : mu2, 1);
-}
-generated quantities {
-  real jump = mu2 - mu1;
-}
-"""
 
 
 def _data() -> dict[str, Any]:

@@ -144,12 +144,8 @@ class ContinuousTemperingOptions(MethodOptions):
         :mod:`pemc_stan.stan.reparameterize`; the base density then lives in
         those coordinates); ``"none"`` keeps the declarations as written.
     marginalise
-        ``"auto"`` (the default): a parameter the model uses only in comparisons
-        (``t < s ? mu1 : mu2``), along which the density is piecewise constant and HMC
-        has no gradient, is summed out of the sampled program over the intervals where
-        the density is constant and drawn back from its conditional in generated
-        quantities (:mod:`pemc_stan.methods.marginalise`; same posterior, same log Z);
-        ``"none"``: sampled as written.
+        ``"auto"`` (the default): a change point (a parameter used only in comparisons)
+        is summed out and drawn back (:mod:`pemc_stan.methods.marginalise`); ``"none"``.
     split_modes
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by
