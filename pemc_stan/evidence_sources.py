@@ -231,7 +231,8 @@ def _estimate(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike[str
     """
     if isinstance(model_or_fit, ExtendedFit):
         d = load_data(data) if data is not None else dict(model_or_fit.data)
-        gaps = check_prior(model_or_fit.program, d)
+        prog = model_or_fit.program  # the user's own, when it was rewritten (a sum)
+        gaps = check_prior(prog.original or prog, d)
         return _with_gaps(_from_extended_fit(model_or_fit, m, opts, out_dir, d), gaps)
     if isinstance(model_or_fit, cmdstanpy.CmdStanMCMC):
         prog, d = _mcmc_inputs(model_or_fit, opts.estimator, m, program, data)

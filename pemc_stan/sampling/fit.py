@@ -642,7 +642,7 @@ class ExtendedFit:
         ------
         Nothing (the error is returned, not raised).
         """
-        return improper_prior(self.program, self.data)
+        return improper_prior(self.program.original or self.program, self.data)
 
     def chain_groups(self) -> NDArray[np.intp]:
         """The group of each chain, shape (chains,): chains of one group sample the same

@@ -79,3 +79,13 @@ def test_a_tempered_run_draws_the_summed_out_parameter_at_every_particle(compile
     assert s.shape == mu1.shape
     assert ((s > 0) & (s < data["N"])).all()
     assert len(np.unique(s)) > 0.9 * s.size  # a fresh draw at each particle
+
+
+def test_the_evidence_still_names_the_summed_out_parameter_s_prior_mass(compiled: Any) -> None:
+    from pemc_stan.errors import PriorNormalisationWarning
+
+    flat = CHANGE_POINT.replace("  s ~ uniform(0, N);\n", "")  # density 1 on (0, N)
+    fit = pemc_stan.sample(flat, data=_data(), seed=4)
+    assert fit.program.marginalised == ("s",)
+    with pytest.warns(PriorNormalisationWarning, match="'s' has no prior statement"):
+        pemc_stan.evidence(fit)
