@@ -60,9 +60,9 @@ from pemc_stan.methods.templates import render
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     COMPARISONS,
-    RESERVED_PREFIX,
     check_reserved_prefix,
     compared_only_parameters,
+    reserved_identifiers,
 )
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.parser import parse
@@ -323,19 +323,12 @@ def marginalise(program: StanProgram) -> StanProgram:
         logger.warning("%s: summing out %s (line %d) gave a program stanc rejects, so it is "
                        "sampled as written; please report: %s", program.name, name, line, err)
         return program
-    generated = frozenset(n for n, _, _ in _identifiers(new) if n.startswith(RESERVED_PREFIX))
-    new = dataclasses.replace(new, generated=generated)
+    new = dataclasses.replace(new, generated=reserved_identifiers(new))
     logger.info("%s: %s (line %d) is used only in comparisons: summed over the intervals "
                 "between the points where they change, and drawn back in generated "
                 "quantities", program.name, name, line)
     return StanProgram(text, program.name, new, program.path, marginalised=(name,),
                        original=program)
-
-
-def _identifiers(tree: ast.Program) -> Iterator[tuple[str, str, ast.Node]]:
-    from pemc_stan.stan.analysis import _identifiers as identifiers
-
-    return identifiers(tree)
 
 
 def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,

@@ -62,6 +62,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "RESERVED_PREFIX",
+    "reserved_identifiers",
     "ReservedPrefixError",
     "UnsupportedConstructError",
     "Dependencies",
@@ -99,6 +100,16 @@ def _identifiers(program: ast.Program) -> Iterator[tuple[str, str, ast.Node]]:
             yield node.var, "loop variable", node
         elif isinstance(node, ast.Tilde):
             yield node.distribution, "distribution", node
+
+
+def reserved_identifiers(program: ast.Program) -> frozenset[str]:
+    """Every identifier of ``program`` that starts with the reserved prefix ``pemc_``.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return frozenset(n for n, _, _ in _identifiers(program) if n.startswith(RESERVED_PREFIX))
 
 
 def check_reserved_prefix(program: ast.Program, filename: str = "<string>") -> None:
