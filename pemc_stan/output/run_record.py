@@ -105,8 +105,10 @@ def write_run_sources(fit: Any, folder: str | Path, name: str | None = None,
     """Write what a report needs besides the InferenceData and ``estimates.json``.
 
     ``stan/<name>.stan`` (the user's program), ``stan/<name>_<method>.stan`` (the
-    generated program), ``modes.json`` (:func:`mode_centres`, when the fit has
-    them) and ``summary.csv`` (``table``, when given).
+    generated program), ``stan/<name>_marginalised.stan`` (the program sampled, when a
+    parameter was summed out: CmdStan's messages name its lines), ``modes.json``
+    (:func:`mode_centres`, when the fit has them) and ``summary.csv`` (``table``, when
+    given).
 
     Parameters
     ----------
@@ -139,7 +141,10 @@ def write_run_sources(fit: Any, folder: str | Path, name: str | None = None,
         short = result.require_method().short
     except ValueError:
         short = str(fit.method)
-    (sources / f"{stem}.stan").write_text(_with_newline(result.program.text))
+    program = result.program
+    (sources / f"{stem}.stan").write_text(_with_newline((program.original or program).text))
+    if program.original is not None:  # the program sampled, with a parameter summed out
+        (sources / f"{stem}_marginalised.stan").write_text(_with_newline(program.text))
     (sources / f"{stem}_{short}.stan").write_text(_with_newline(str(result.stan_code)))
     written = [f"{SOURCES_DIR}/"]
     modes = mode_centres(fit)
@@ -255,7 +260,8 @@ def _read_sources(folder: Path, stem: str) -> tuple[tuple[str, str] | None,
                                                     tuple[str, str] | None]:
     sources = folder / SOURCES_DIR
     user = sources / f"{stem}.stan"
-    generated = sorted(p for p in sources.glob(f"{stem}_*.stan")) if sources.is_dir() else []
+    generated = sorted(p for p in sources.glob(f"{stem}_*.stan")
+                       if p.name != f"{stem}_marginalised.stan") if sources.is_dir() else []
     user_program = (f"{SOURCES_DIR}/{user.name}", user.read_text()) if user.is_file() else None
     generated_program = ((f"{SOURCES_DIR}/{generated[0].name}", generated[0].read_text())
                          if generated else None)

@@ -13,6 +13,7 @@ their standard errors, with an ok verdict, and ``s`` among the draws.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
 import pemc_stan
+from pemc_stan.output.run_record import _read_sources, write_run_sources
 
 pytestmark = pytest.mark.compiled
 
@@ -54,7 +56,8 @@ def _within(est: float, se: float, exact: float) -> None:
     assert abs(est - exact) <= 4 * se, (est, se, exact)
 
 
-def test_a_summed_out_change_point_gives_the_exact_posterior_and_log_z(compiled: Any) -> None:
+def test_a_summed_out_change_point_gives_the_exact_posterior_and_log_z(
+        compiled: Any, tmp_path: Path) -> None:
     data = _data()
     exact = _exact(np.asarray(data["y"]))
     fit = pemc_stan.sample(CHANGE_POINT, data=data, seed=4)
@@ -70,6 +73,12 @@ def test_a_summed_out_change_point_gives_the_exact_posterior_and_log_z(compiled:
     draws = fit.resampled_draws_pd()
     assert draws["s"].between(0, data["N"]).all()
     assert np.allclose(draws["jump"], draws["mu2"] - draws["mu1"])
+    # the run record keeps the user's program, and the one sampled beside it
+    write_run_sources(fit, tmp_path, "cp")
+    assert (tmp_path / "stan" / "cp.stan").read_text() == CHANGE_POINT
+    assert "pemc_marginal_intervals" in (tmp_path / "stan" / "cp_marginalised.stan").read_text()
+    user, generated = _read_sources(tmp_path, "cp")
+    assert user is not None and generated is not None and generated[0] == "stan/cp_ct.stan"
 
 
 def test_a_tempered_run_draws_the_summed_out_parameter_at_every_particle(compiled: Any) -> None:
