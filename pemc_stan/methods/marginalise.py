@@ -71,7 +71,7 @@ from pemc_stan.stan.symbols import SymbolTable, build_symbol_table, is_scalar_ex
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Site", "marginalise"]
+__all__ = ["Site", "marginalise", "refusal"]
 
 #: The template of the marginalised program.
 _TEMPLATE = "marginalised.stan.jinja"
@@ -290,6 +290,25 @@ def _point_code(sites: list[Site], fill: bool, lower: str, upper: str) -> Iterat
                     if isinstance(loop, ast.ForEach) else f"if ({print_expr(loop)})")
             body = f"{head} {{\n{_indent(body, 1)}\n}}"
         yield body
+
+
+def refusal(tree: ast.Program) -> str:
+    """Why a program's compared-only parameters cannot be summed out (``""`` when it has
+    none, or when :func:`marginalise` would sum one out), for the verdict's advice.
+
+    Raises
+    ------
+    Nothing.
+    """
+    flat = compared_only_parameters(tree)
+    if len(flat) > 1:
+        return f"{len(flat)} parameters are used only in comparisons (one can be summed out)"
+    try:
+        if flat:
+            _analyse(tree, flat[0][0])
+    except _Refused as why:
+        return str(why)
+    return ""
 
 
 def marginalise(program: StanProgram) -> StanProgram:

@@ -286,12 +286,14 @@ def treedepth_advice(counts: TransitionCounts) -> str | None:
             "double the cost of an iteration).")
 
 
-def treedepth_reason(counts: TransitionCounts,
-                     flat: Sequence[tuple[str, int]] = ()) -> Reason | None:
+def treedepth_reason(counts: TransitionCounts, flat: Sequence[tuple[str, int]] = (),
+                     kept: str = "") -> Reason | None:
     """The verdict's ``max_treedepth`` reason, or None when at most
     :data:`TREEDEPTH_SUSPECT_SHARE` of the transitions stopped at ``max_treedepth``.
     ``flat``: parameters the density uses only in comparisons, ``(name, line)``
-    (:func:`~pemc_stan.stan.analysis.compared_only_parameters`), named as the likely cause.
+    (:func:`~pemc_stan.stan.analysis.compared_only_parameters`), named as the likely cause;
+    ``kept``: why pemc-stan did not sum them out itself
+    (:func:`~pemc_stan.methods.marginalise.refusal`).
 
     Raises
     ------
@@ -311,7 +313,9 @@ def treedepth_reason(counts: TransitionCounts,
                  "between the points where they change and HMC has no gradient to turn "
                  "a trajectory along it")
         deeper = ("marginalise it out (sum the density over the intervals between those "
-                  "points, as the Stan User's Guide does for a change point), or " + deeper)
+                  "points, as the Stan User's Guide does for a change point"
+                  + (f"; pemc-stan does this itself when it can, but not here: {kept}"
+                     if kept else "") + "), or " + deeper)
     return Reason(
         "max_treedepth", f"{counts.max_treedepth_hits} of {counts.transitions} transitions "
         f"({100 * share:.0f}%) stopped at max_treedepth={counts.max_treedepth}: their "

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pemc_stan.methods.marginalise import refusal
 from pemc_stan.modes.search import UNSEEN_SHARE_MAX
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
@@ -126,12 +127,6 @@ def search_incomplete(fit: ExtendedFit) -> Reason | None:
         "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
 
 
-def _compared_only(fit: ExtendedFit) -> list[tuple[str, int]]:
-    """The fit's program's parameters used only in comparisons (none when unknown)."""
-    tree = getattr(getattr(getattr(fit, "result", None), "program", None), "tree", None)
-    return [] if tree is None else compared_only_parameters(tree)
-
-
 def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
     nuts = fit.nuts_counts()
@@ -143,7 +138,11 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
                         "region of a mode), so the draws may miss it" if fit.any_divergence
                         else "the extended target was not explored faithfully"),
                     "increase adapt_delta (e.g. 0.95), or reparameterise the model")
-    yield "max_treedepth", treedepth_reason(nuts, _compared_only(fit))
+    tree = getattr(getattr(getattr(fit, "result", None), "program", None), "tree", None)
+    flat = [] if tree is None else compared_only_parameters(tree)
+    kept = (refusal(tree) or "marginalise='none' was given") if tree is not None and flat \
+        else ""
+    yield "max_treedepth", treedepth_reason(nuts, flat, kept)
     for later in fit.later_checks:  # evidence from outside the fit (the run's plan)
         yield later(fit)
     worst_rhat = (float("nan"), "")

@@ -180,3 +180,16 @@ def test_a_local_declared_with_the_comparison_moves_with_its_readers() -> None:
     assert names == ("s",)
     density = text[text.index("real pemc_marginal_log_density("):text.index("return pemc_lp;")]
     assert "normal_lpdf(mu | a * b, 1)" in density and "normal_lpdf(y | mu, 1)" not in density
+
+
+def test_the_verdict_is_told_why_a_compared_only_parameter_was_kept() -> None:
+    from pemc_stan.methods.marginalise import refusal
+
+    assert refusal(read_program(CHANGE_POINT).tree) == ""  # it would be summed out
+    loop = ("data { int N; vector[N] y; } parameters { real mu; real<lower=0, upper=N> s; }"
+            " model { int t = 1; while (t <= N) { y[t] ~ normal(t < s ? mu : -mu, 1); t += 1; } }")
+    assert refusal(read_program(loop).tree) == "a while loop uses it"
+    two = ("data { int N; vector[N] y; } parameters { real mu; real<lower=0, upper=N> s1;"
+           " real<lower=0, upper=N> s2; } model { mu ~ normal(0, 1);"
+           " for (t in 1:N) y[t] ~ normal(t < s1 ? mu : t < s2 ? 0 : -mu, 1); }")
+    assert refusal(read_program(two).tree).startswith("2 parameters are used only")

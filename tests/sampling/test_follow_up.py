@@ -285,6 +285,10 @@ def test_cut_trajectories_name_a_parameter_used_only_in_comparisons_and_its_reme
     assert reason.remedy.startswith("marginalise it out") and "max_treedepth=12" in reason.remedy
     plain = treedepth_reason(TransitionCounts(4000, 0, 10, 4000))
     assert plain is not None and "comparisons" not in plain.message
+    kept = treedepth_reason(TransitionCounts(4000, 0, 10, 4000), [("s", 17)],
+                            "a while loop uses it")
+    assert kept is not None and "does this itself when it can, but not here: a while loop " \
+        "uses it" in kept.remedy
 
 
 def test_a_mode_sampled_with_too_large_a_step_gets_a_smaller_step_before_longer_runs() -> None:
