@@ -97,7 +97,9 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     import arviz as az
 
-    params = [p for p in fit.program.parameter_names if p in idata.posterior.data_vars]
+    summed = list(fit.program.marginalised)  # summed out of the program, drawn back
+    params = [p for p in (*fit.program.parameter_names, *summed)
+              if p in idata.posterior.data_vars]
     stats = pd.DataFrame(az.summary(idata, var_names=params or None, kind="stats",
                                     hdi_prob=0.9))
     stats.index = [stan_label(str(i)) for i in stats.index]
@@ -105,7 +107,7 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
         warnings.simplefilter("ignore")  # the verdict is reported by the caller
         weighted = fit.summary()
     mixing = fit.convergence()
-    rows = list(fit.parameter_columns())
+    rows = [*fit.parameter_columns(), *summed]
     table = pd.DataFrame(index=pd.Index(rows))
     for col, source in (("mean", "mean"), ("mcse", "mcse"), ("ess_mean", "ess")):
         if source in weighted.columns:
@@ -235,6 +237,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
         "expectations": {str(n): {k: json_safe(row[k]) for k in weighted.columns}
                          for n, row in weighted.iterrows()},
         "log_z": log_z,
+        "marginalised": list(fit.program.marginalised),
         "diagnostics": json_safe(diagnostics),
         "verdict": {"status": verdict.status, "checks": list(verdict.checks),
                     "reasons": [dataclasses.asdict(r) for r in verdict.reasons]},

@@ -24,6 +24,7 @@ from scipy.stats import multivariate_normal
 
 import pemc_stan
 from pemc_stan.output.run_record import _read_sources, write_run_sources
+from pemc_stan.output.writers import summary_table
 
 pytestmark = pytest.mark.compiled
 
@@ -73,6 +74,10 @@ def test_a_summed_out_change_point_gives_the_exact_posterior_and_log_z(
     draws = fit.resampled_draws_pd()
     assert draws["s"].between(0, data["N"]).all()
     assert np.allclose(draws["jump"], draws["mu2"] - draws["mu1"])
+    # the summary table has the summed-out parameter's row too
+    table, _ = summary_table(fit, fit.to_inference_data())
+    assert table.loc["s", "mean"] == pytest.approx(fit.expectation("s").mean)
+    assert table.loc["s", "hdi_5%"] < table.loc["s", "hdi_95%"]
     # the run record keeps the user's program, and the one sampled beside it
     write_run_sources(fit, tmp_path, "cp")
     assert (tmp_path / "stan" / "cp.stan").read_text() == CHANGE_POINT
