@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from pemc_stan.backend.console import is_cmdstan_failure, run_error
 
-__all__ = ["generated_at", "generated_column", "write_draws_csv"]
+__all__ = ["generated_at", "generated_column", "stan_to_dotted", "write_draws_csv"]
 
 _CSV_HEADER = """# stan_version_major = 2
 # stan_version_minor = 35
@@ -166,11 +166,17 @@ def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:
     return out
 
 
-def _dotted(column: str) -> str:
-    """``mu[1,2]`` -> ``mu.1.2``."""
+def stan_to_dotted(column: str) -> str:
+    """``mu[1,2]`` -> ``mu.1.2`` (the Stan CSV header form of a column name).
+
+    Raises
+    ------
+    Nothing.
+    """
     m = re.fullmatch(r"([^\[]+)\[(.*)\]", column)
-    return column if m is None else m.group(1) + "." + ".".join(
-        s.strip() for s in m.group(2).split(","))
+    if m is None:
+        return column
+    return m.group(1) + "." + ".".join(s.strip() for s in m.group(2).split(","))
 
 
 def generated_at(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
@@ -197,6 +203,6 @@ def generated_at(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
         If CmdStan's generate_quantities fails.
     """
     shape = np.shape(next(iter(columns.values())))
-    flat = {_dotted(c): np.asarray(v, dtype=float).reshape(-1) for c, v in columns.items()}
+    flat = {stan_to_dotted(c): np.asarray(v, dtype=float).reshape(-1) for c, v in columns.items()}
     with tempfile.TemporaryDirectory(prefix="pemc_gq_") as tmp:
         return generated_column(model, data, flat, column, Path(tmp), name, seed).reshape(shape)

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 from pemc_stan.errors import StanProgramError
 from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.templates import render
+from pemc_stan.methods.templates import block_text, functions_text, render
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     COMPARISONS,
@@ -66,7 +66,7 @@ from pemc_stan.stan.analysis import (
 )
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.parser import parse
-from pemc_stan.stan.printer import print_expr, print_program, print_stmt, print_type
+from pemc_stan.stan.printer import print_expr, print_type
 from pemc_stan.stan.symbols import SymbolTable, build_symbol_table, is_scalar_expr
 
 logger = logging.getLogger(__name__)
@@ -377,18 +377,14 @@ def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
     params_block = [st for st in tree.parameters.stmts if st is not decl]
 
     def stmts(block: list[ast.Stmt] | tuple[ast.Stmt, ...] | None) -> str:
-        return "\n".join(print_stmt(s, 1) for s in block or ())
+        return block_text(ast.ProgramBlock("", tuple(block or ())))
 
     def blk(b: ast.ProgramBlock | None) -> str:
-        return stmts(b.stmts if b is not None else None)
+        return block_text(b)
 
-    user_functions = print_program(ast.Program(functions=tree.functions)).split("\n")[1:-2] \
-        if tree.functions is not None else []
-    joint_text = print_program(ast.Program(functions=ast.FunctionsBlock((joint,)))
-                               ).split("\n")[1:-2]
     return render(
         _TEMPLATE, model_name=program.name, name=name, line=line, joint_name=_JOINT,
-        functions="\n".join(user_functions), joint="\n".join(joint_text),
+        functions=functions_text(tree, ()), joint=functions_text(ast.Program(), (joint,)),
         signature=signature, joint_args=joint_args, args=", ".join(args),
         data=blk(tree.data), transformed_data=blk(tree.transformed_data),
         n_points=len(points),

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.backend.standalone import stan_to_dotted
 from pemc_stan.inputs import StanProgram
 from pemc_stan.stan import ast
 from pemc_stan.stan.declared_types import local_type
@@ -56,19 +56,6 @@ def _tparam_decls(program: ast.Program) -> list[ast.VarDecl]:
     if block is None:
         return []
     return [s for s in block.stmts if isinstance(s, ast.VarDecl)]
-
-
-def stan_to_dotted(column: str) -> str:
-    """``mu[1,2]`` -> ``mu.1.2`` (the Stan CSV header form of a column name).
-
-    Raises
-    ------
-    Nothing.
-    """
-    m = re.fullmatch(r"([^\[]+)\[(.*)\]", column)
-    if m is None:
-        return column
-    return m.group(1) + "." + ".".join(s.strip() for s in m.group(2).split(","))
 
 
 def write_resampled_csvs(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pemc_stan.backend.standalone import _column_names, _dotted, write_draws_csv
+from pemc_stan.backend.standalone import _column_names, stan_to_dotted, write_draws_csv
 
 
 def test_column_names_are_column_major_like_cmdstan() -> None:
@@ -17,9 +17,9 @@ def test_column_names_are_column_major_like_cmdstan() -> None:
 
 
 def test_bracket_columns_become_cmdstan_header_names() -> None:
-    assert _dotted("mu") == "mu"
-    assert _dotted("theta[2]") == "theta.2"
-    assert _dotted("m[1, 3]") == "m.1.3"
+    assert stan_to_dotted("mu") == "mu"
+    assert stan_to_dotted("theta[2]") == "theta.2"
+    assert stan_to_dotted("m[1, 3]") == "m.1.3"
 
 
 def test_draws_are_written_one_row_each_in_the_given_order(tmp_path: Path) -> None:
