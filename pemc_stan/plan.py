@@ -69,9 +69,15 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     lap("search")
     fit: ExtendedFit | None = None
     refused: SplitDraws | None = None
+    refused_gradients = 0  # a refused split's runs: part of the first attempt
     if model.wants_split():
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
         fit, refused = outcome.fit, outcome.draws
+        # A split refused for divergences buys no more tempered draws: tempering meets
+        # the regions NUTS could not enter, and on curved_pair_2d more tempered draws
+        # made its verdict pass 5.6-7.2 standard errors off (docs/validation.md).
+        if fit is None and "divergences" not in outcome.names:
+            refused_gradients = outcome.gradients
         found = found.noted(outcome.note())
         if outcome.tried or fit is not None:
             lap("split" if fit is not None else "refused_split")
@@ -81,7 +87,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
     fit = follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
                     seed=seed, budget=budget, output_dir=output_dir,
-                    show_progress=show_progress, **later)
+                    show_progress=show_progress, refused_gradients=refused_gradients, **later)
     lap("follow_ups")
     if refused is not None:  # the refused split's chains judge the tempered run too
         fit.later_checks = (*fit.later_checks, ScoutsCheck(refused, seed))

@@ -41,3 +41,17 @@ def test_a_refused_split_s_chains_are_attached_to_the_tempered_fit(
                         output_dir=None, show_progress=False, budget=Budget())
     checks = [c for c in fit.later_checks if isinstance(c, ScoutsCheck)]
     assert [c.split for c in checks] == ([draws] if refused else [])
+
+
+@pytest.mark.parametrize(("names", "counted"), [(("rhat",), 5000), (("divergences",), 0),
+                                                (("divergences", "rhat"), 0)])
+def test_a_refused_split_s_gradients_join_the_first_attempt_unless_it_diverged(
+        monkeypatch, names: tuple[str, ...], counted: int) -> None:
+    outcome = SplitOutcome(why="...", tried=True, names=names)
+    outcome.gradients = 5000
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
+    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: seen.update(k) or fit)
+    plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
+                  output_dir=None, show_progress=False, budget=Budget())
+    assert seen["refused_gradients"] == counted

@@ -134,6 +134,9 @@ class SplitOutcome:
     draws
         The last refused run's chains (:class:`~pemc_stan.modes.scouts.SplitDraws`),
         which judge the tempered run that follows; None when none ran or was read.
+    gradients
+        Gradient evaluations of every run of a refused split (0: none ran or was read):
+        the follow-ups' budget counts them (:func:`~pemc_stan.sampling.follow_up.follow_up`).
     """
 
     def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
@@ -143,6 +146,7 @@ class SplitOutcome:
         self.modes: ModeGaussians = []
         self.rhat = float("nan")
         self.draws: SplitDraws | None = None
+        self.gradients = 0
 
     def note(self) -> Note | None:
         """What the method's fit tells of a split that was refused (None: accepted, or
@@ -360,7 +364,7 @@ def _remedied(model: MethodModel, coords: Any, search: ModeSearch,
                            seed=seed, output_dir=output_dir, show_progress=show_progress,
                            kwargs={**kwargs, "adapt_delta": delta}, steps=done, unit=cost)
         if judged.fit is None:
-            return _refusal(f"{outcome.why}; after {change}: {judged.why}", judged)
+            return _refusal(f"{outcome.why}; after {change}: {judged.why}", judged, outcome)
         judged.fit.earlier_gradients += _earlier_gradients(run)
         return judged
     judged.fit.split_steps = list(done)
@@ -374,6 +378,7 @@ def _refusal(why: str, last: SplitOutcome, earlier: SplitOutcome | None = None
     outcome (its draws, else the ``earlier``'s)."""
     out = SplitOutcome(why=why, tried=True, names=last.names)
     out.draws = last.draws if last.draws is not None or earlier is None else earlier.draws
+    out.gradients = last.gradients + (0 if earlier is None else earlier.gradients)
     return out
 
 
@@ -502,8 +507,11 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
         z = _base_coordinates(model, coords, run)
         outcome = _judge_run(model, coords, search, run, z, seed)
     except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
-        return SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+        outcome = SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
+        outcome.gradients = _earlier_gradients(run)
+        return outcome
     if outcome.fit is None:
+        outcome.gradients = _earlier_gradients(run)
         names = list(model.program.parameter_names)
         outcome.draws = SplitDraws(
             z, np.asarray(search.base.mean, dtype=float),

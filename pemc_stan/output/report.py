@@ -325,9 +325,11 @@ def _advice_html(estimates: Mapping[str, Any]) -> str:
         if follow_lines:
             parts.append("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in follow_lines) + "</ul>")
         if isinstance(follow, Mapping):
+            refused = follow.get("refused_split_gradients") or 0
+            of = f", {_fmt(refused)} of them a refused mode split's" if refused else ""
             parts.append(f'<p class="note">gradient budget {_fmt(follow.get("budget"))} times '
-                         f'the first run ({_fmt(follow.get("first_gradients"))} gradients); '
-                         f'spent {_fmt(follow.get("spent_gradients"))}.</p>')
+                         f'the first attempt ({_fmt(follow.get("first_gradients"))} gradients'
+                         f'{of}); spent {_fmt(follow.get("spent_gradients"))}.</p>')
     return "\n".join(parts)
 
 

@@ -141,11 +141,13 @@ class FollowUp:
     budget
         The budget, in multiples of the first run's gradient evaluations.
     first_gradients
-        The first run's gradient evaluations.
+        The first attempt's gradient evaluations (a refused mode split's included).
     spent
         All runs' gradient evaluations together.
     steps
         The steps, in order.
+    refused_gradients
+        Of ``first_gradients``, those of a mode split refused before the method ran.
     seconds
         Wall seconds of the run's stages (:func:`~pemc_stan.plan.run_plan`): ``search``,
         ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
@@ -157,6 +159,7 @@ class FollowUp:
     first_gradients: int
     spent: int
     steps: list[FollowUpStep] = field(default_factory=list)
+    refused_gradients: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
     def describe(self) -> list[str]:
@@ -166,6 +169,7 @@ class FollowUp:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
         return {"budget": self.budget, "first_gradients": self.first_gradients,
+                "refused_split_gradients": self.refused_gradients,
                 "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps]}
 
 
@@ -265,7 +269,7 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any],
 def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sampling: int,
               seed: int | None, budget: Budget,
               output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
-              **cmdstanpy_kwargs: Any) -> ExtendedFit:
+              refused_gradients: int = 0, **cmdstanpy_kwargs: Any) -> ExtendedFit:
     """Apply the verdict's mechanical remedies to ``fit`` within ``budget`` (module docstring).
 
     Parameters
@@ -279,7 +283,10 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         and uses ``seed + 1000 k``).
     budget
         The run's budget: all runs' gradient evaluations together, in multiples of the
-        first run's (a factor of 1: no follow-up).
+        first attempt's (a factor of 1: no follow-up).
+    refused_gradients
+        Gradient evaluations of a mode split refused before ``fit``'s run: part of the
+        first attempt, as an accepted split's runs are.
 
     Returns
     -------
@@ -292,15 +299,18 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     RuntimeError
         If CmdStan fails in a follow-up run.
     """
-    first = max(fit.gradients(), 1)
+    own = max(fit.gradients(), 1)
+    first = own + max(refused_gradients, 0)
     factor = budget.factor
+    draws_factor = factor * first / own  # the budget in multiples of this run's draws
     # steps the method took within its run (the mode split run longer) come first
-    record = FollowUp(factor, first, first, list(fit.split_steps))
+    record = FollowUp(factor, first, first, list(fit.split_steps), refused_gradients=max(
+        refused_gradients, 0))
     settings: dict[str, Any] = {
         "adapt_delta": cmdstanpy_kwargs.pop("adapt_delta", None) or ADAPT_DELTA_STEPS[0],
         "max_treedepth": cmdstanpy_kwargs.pop("max_treedepth", None) or TREEDEPTH_STEPS[0],
         "iter_sampling": iter_sampling}
-    last_cost = first
+    last_cost = own
     k = 0
     bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
     while factor > 1:
@@ -315,14 +325,14 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         new, change, because = plan
         bridged = change.startswith("one more bootstrap round")
         rhat = fit.worst_rhat() if "rhat" in verdict.names() else float("nan")
-        if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(rhat,
-                                                                                    factor):
+        if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(
+                rhat, draws_factor):
             record.steps.append(FollowUpStep(change, because, 0, (
                 f"not run: more draws cannot fix an R-hat of {rhat:.3f} (within the budget's "
-                f"{factor:g} times the draws it could fall to "
-                f"{math.sqrt(1 + (rhat**2 - 1) / factor):.3f} at best)")))
-            logger.info("follow-up %s not run: R-hat %.3f is beyond what %g times the draws "
-                        "can fix", change, rhat, factor)
+                f"{draws_factor:.3g} times the draws it could fall to "
+                f"{math.sqrt(1 + (rhat**2 - 1) / draws_factor):.3f} at best)")))
+            logger.info("follow-up %s not run: R-hat %.3f is beyond what %.3g times the "
+                        "draws can fix", change, rhat, draws_factor)
             break
         scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
         scale *= deeper_tree_cost(fit, new["max_treedepth"] - settings["max_treedepth"])

@@ -310,3 +310,14 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
     # nothing new: no extension
     pilot.modes_from = lambda starts, seed, per_path: (reached[0][:1], reached[1][:1])
     assert _extend_search(model, search, refused, 1) is None  # type: ignore[arg-type]
+
+
+def test_a_refusal_counts_the_gradients_of_every_run_behind_it() -> None:
+    from pemc_stan.modes.split import SplitOutcome, _refusal
+
+    first = SplitOutcome(why="divergences: ...", tried=True, names=("divergences",))
+    again = SplitOutcome(why="rhat: ...", tried=True, names=("rhat",))
+    first.gradients, again.gradients = 7000, 11000
+    out = _refusal("divergences: ...; after adapt_delta 0.8 -> 0.95: rhat: ...", again, first)
+    assert out.gradients == 18000 and out.names == ("rhat",)
+    assert _refusal("rhat", again).gradients == 11000

@@ -197,6 +197,20 @@ def test_an_r_hat_beyond_what_the_budget_can_fix_runs_nothing_more() -> None:
     assert fit.follow_up.spent == first.gradients()
 
 
+def test_a_refused_split_s_runs_count_in_the_first_attempt() -> None:
+    """The R-hat of 1.445 above, after a refused split that took three times the tempered
+    run's gradients: the budget is four times both together, sixteen times the tempered
+    run's draws, and by the law they can bring it under the bound."""
+    first = FakeFit((_disagree(1.445), STUCK), 1000, rhat=1.445)
+    later = FakeFit((), 2000, rhat=1.04)
+    fit, model = _run(first, [later], 4.0, refused_gradients=3 * first.gradients())
+    assert fit is later and [c["iter_sampling"] for c in model.calls] == [2000]
+    record = fit.follow_up
+    assert record.first_gradients == 4 * first.gradients()
+    assert record.as_dict()["refused_split_gradients"] == 3 * first.gradients()
+    assert record.spent == record.first_gradients + later.run_gradients()
+
+
 def test_an_r_hat_the_budget_can_fix_gets_its_longer_run() -> None:
     first = FakeFit((_disagree(1.12),), 1000, rhat=1.12)
     fixed = FakeFit((), 2000, rhat=1.03)
