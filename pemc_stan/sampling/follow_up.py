@@ -26,10 +26,12 @@ The remedies, in order (one per step):
    budget's draws cannot bring under the verdict's bound (:func:`longer_can_fix`): then
    no step is run, and the record says why.
 
-The budget is in gradient evaluations (leapfrog steps) of the first run
-(:meth:`~pemc_stan.sampling.fit.ExtendedFit.gradients`, its pilots' Pathfinder
-paths not counted): ``budget=4`` lets all runs together take four times the first
-run's; a step whose predicted cost (:data:`PREDICTION_MARGIN`) would pass it is not
+The budget is in gradient evaluations (leapfrog steps) of the first attempt: the
+first run (:meth:`~pemc_stan.sampling.fit.ExtendedFit.gradients`, an accepted mode
+split's earlier runs included, its pilots' Pathfinder paths not counted) and a mode
+split refused before it, unless refused for divergences (``refused_gradients``, from
+:func:`~pemc_stan.plan.run_plan`): ``budget=4`` lets all runs together take four times
+the first attempt's; a step whose predicted cost (:data:`PREDICTION_MARGIN`) would pass it is not
 started (a run's cost is known only once it ran, so the margin makes passing it
 unlikely, not impossible).  ``budget=1`` makes no
 follow-up.  Each step is recorded (:class:`FollowUpStep`) in the fit's
