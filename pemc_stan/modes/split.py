@@ -77,7 +77,6 @@ from pemc_stan.sampling.follow_up import (
     Budget,
     FollowUpStep,
     longer_can_fix,
-    next_adapt_delta,
 )
 from pemc_stan.sampling.model import MethodModel
 
@@ -102,10 +101,12 @@ MAX_EXTENSIONS = 2
 #: more, twice as long, from where its chains ended (:func:`_remedied`), when the
 #: follow-up budget allows.
 SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree")
-#: Predicted cost, in first runs, of the split run again at the next ``adapt_delta``: the
-#: smaller step made an iteration 1.4-1.55 times as long on a banana-shaped mode
-#: (docs/validation.md, "A mode's missed region").
-ADAPT_DELTA_COST = 1.5
+#: Predicted cost of the split run again one step further along ``ADAPT_DELTA_STEPS``, in
+#: multiples of the run before it (``k`` steps: this to the power ``k``): on a
+#: banana-shaped mode 0.8 -> 0.95 made an iteration 1.4-1.55 times as long, and
+#: 0.8 -> 0.99 about 2.6 times (docs/validation.md, "A mode's missed region"; "The
+#: split's last step first").  Measured, so the budget takes it without a further margin.
+ADAPT_DELTA_COST = 1.6
 
 
 class SplitOutcome:
@@ -310,21 +311,29 @@ def _next_step(outcome: SplitOutcome, budget: Budget, spent: float, unit: float,
     after the first took.
 
     Divergences first (a higher ``adapt_delta``: the chains must reach all of each mode
-    before their mixing is judged), then slow mixing within a group (twice the draws,
-    when by :func:`longer_can_fix` the budget's draws can fix the R-hat).  None when
-    the refusal names anything else or the budget does not allow the step.
+    before their mixing is judged): the next step of ``ADAPT_DELTA_STEPS`` when the
+    budget can pay for every step left, else the furthest step it can pay for, so that
+    the one run it allows is the likeliest to pass.  Then slow mixing within a group
+    (twice the draws, when by :func:`longer_can_fix` the budget's draws can fix the
+    R-hat).  None when the refusal names anything else or the budget does not allow
+    the step.
     """
     names = set(outcome.names)
     if outcome.fit is not None or not names \
             or not names <= {"divergences", *SPLIT_LONGER_REASONS}:
         return None
     if "divergences" in names:
-        higher = next_adapt_delta(adapt_delta)
-        cost = unit * ADAPT_DELTA_COST
-        if higher is None or not budget.allows(cost, spent):
-            return None
-        return (f"adapt_delta {adapt_delta:g} -> {higher:g} (mode split)", higher,
-                iter_sampling, cost)
+        rungs = [d for d in ADAPT_DELTA_STEPS if d > adapt_delta + 1e-9]
+        costs = [unit * ADAPT_DELTA_COST ** (k + 1) for k in range(len(rungs))]
+        if rungs and budget.allows(sum(costs), spent, margin=1.0):
+            k = 0
+        else:
+            fits = [k for k in range(len(rungs)) if budget.allows(costs[k], spent, margin=1.0)]
+            if not fits:
+                return None
+            k = fits[-1]
+        return (f"adapt_delta {adapt_delta:g} -> {rungs[k]:g} (mode split)", rungs[k],
+                iter_sampling, costs[k])
     cost = unit * (iter_warmup + 2 * iter_sampling) / max(iter_warmup + iter_sampling, 1)
     if not longer_can_fix(outcome.rhat, budget.factor) or not budget.allows(cost, spent):
         return None

@@ -94,15 +94,17 @@ class Budget:
 
     factor: float = DEFAULT_BUDGET
 
-    def allows(self, scale: float, spent: float = 0.0) -> bool:
+    def allows(self, scale: float, spent: float = 0.0,
+               margin: float = PREDICTION_MARGIN) -> bool:
         """Whether, after the first run and ``spent`` more of its cost, one more run of
-        ``scale`` times its cost fits, predicted at :data:`PREDICTION_MARGIN` times that.
+        ``scale`` times its cost fits, predicted at ``margin`` times that (a run whose
+        prediction already carries its margin passes 1).
 
         Raises
         ------
         Nothing.
         """
-        return 1.0 + spent + PREDICTION_MARGIN * scale <= self.factor
+        return 1.0 + spent + margin * scale <= self.factor
 
 
 @dataclass(frozen=True)

@@ -262,13 +262,22 @@ def test_a_split_that_diverged_runs_again_with_a_smaller_step_first() -> None:
     from pemc_stan.sampling.follow_up import ADAPT_DELTA_STEPS, Budget
 
     both = _refused("divergences", "rhat", rhat=1.08)
-    assert _next_step(both, Budget(), 0.0, 1.0, 1000, 1000, 0.8) == (
-        "adapt_delta 0.8 -> 0.95 (mode split)", 0.95, 1000, ADAPT_DELTA_COST)
-    step = _next_step(both, Budget(8.0), 1.5, 1.5, 1000, 1000, 0.95)
-    assert step is not None and step[1] == 0.99 and step[3] == pytest.approx(1.5 * 1.5)
+    c = ADAPT_DELTA_COST
+    # a budget that pays for every step left takes them in turn
+    assert _next_step(both, Budget(8.0), 0.0, 1.0, 1000, 1000, 0.8) == (
+        "adapt_delta 0.8 -> 0.95 (mode split)", 0.95, 1000, c)
+    step = _next_step(both, Budget(8.0), c, c, 1000, 1000, 0.95)
+    assert step is not None and step[1] == 0.99 and step[3] == pytest.approx(c * c)
     assert _next_step(both, Budget(8.0), 0.0, 1.0, 1000, 1000, ADAPT_DELTA_STEPS[-1]) is None
-    # the default budget allows one step after the first run, not two
-    assert _next_step(both, Budget(), 1.5, 1.5, 1000, 1000, 0.95) is None
+    # the default budget pays for one of them (1 + c + c^2 > 4 >= 1 + c^2): the last,
+    # which passed wherever the one before did (curved_pair_2d; docs/validation.md)
+    assert 1 + c + c * c > 4.0 >= 1 + c * c
+    assert _next_step(both, Budget(), 0.0, 1.0, 1000, 1000, 0.8) == (
+        "adapt_delta 0.8 -> 0.99 (mode split)", 0.99, 1000, pytest.approx(c * c))
+    # and nothing more after it
+    assert _next_step(both, Budget(), c, c, 1000, 1000, 0.95) is None
+    assert _next_step(both, Budget(3.0), 0.0, 1.0, 1000, 1000, 0.8) == (
+        "adapt_delta 0.8 -> 0.95 (mode split)", 0.95, 1000, c)
 
 
 def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() -> None:

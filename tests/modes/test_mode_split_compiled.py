@@ -361,3 +361,18 @@ def test_a_split_whose_chains_miss_a_bananas_arms_is_not_judged_ok(compiled, see
     assert right or not verdict.ok, (second, log_z, verdict)
     if isinstance(fit, ModeSplitFit):
         assert fit.nuts_counts().divergences == 0 or not verdict.ok
+
+
+def test_with_the_default_budget_the_bananas_split_at_adapt_delta_0_99(compiled) -> None:
+    """The default budget pays for one more run of a split that diverged, and it is the
+    last step of the ladder: the split at 0.99 reaches the arms, right and ok, where
+    the step to 0.95 kept divergences and the run tempered, suspect."""
+    fit = pemc_stan.sample(BANANAS, seed=1)
+    assert isinstance(fit, ModeSplitFit) and fit.check().ok, fit.check()
+    (step,) = fit.split_steps
+    assert step.change == "adapt_delta 0.8 -> 0.99 (mode split)" and step.verdict == "ok"
+    assert fit.nuts_counts().divergences == 0
+    second, exact = fit.expectation(lambda v: v["x[2]"] ** 2), _banana_second_moment()
+    assert abs(second.mean - exact) < 4 * second.mcse and second.mcse < 0.1 * exact
+    log_z = fit.log_z()
+    assert abs(log_z.log_z) < 4 * log_z.std_error and log_z.std_error < 0.15
