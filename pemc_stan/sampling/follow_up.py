@@ -83,13 +83,15 @@ LONGER_REASONS = ("rhat", "ess", "chains_agree", "beta_round_trips", "beta_ends"
 
 @dataclass(frozen=True)
 class Budget:
-    """A run's budget: all its runs together take at most ``factor`` times the first run's
-    gradient evaluations.  The mode split's longer run and the follow-ups draw from it.
+    """A run's budget: all its runs together take at most ``factor`` times the first
+    attempt's gradient evaluations.  The mode split's further runs and the follow-ups
+    draw from it.
 
     Attributes
     ----------
     factor
-        The budget, in multiples of the first run's gradient evaluations (1: nothing more).
+        The budget, in multiples of the first attempt's gradient evaluations (1: nothing
+        more).
     """
 
     factor: float = DEFAULT_BUDGET
@@ -143,7 +145,7 @@ class FollowUp:
     Attributes
     ----------
     budget
-        The budget, in multiples of the first run's gradient evaluations.
+        The budget, in multiples of the first attempt's gradient evaluations.
     first_gradients
         The first attempt's gradient evaluations (a refused mode split's included).
     spent
