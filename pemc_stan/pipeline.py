@@ -111,7 +111,7 @@ class SamplerArgs:
     show_progress: bool = option(False, "progress bars", cli=False)
     extra: dict[str, Any] = field(default_factory=dict, metadata={"cli": False})
     #: Follow-up runs' budget (:mod:`pemc_stan.sampling.follow_up`): all runs together
-    #: take at most this many times the first run's gradient evaluations; 1: none.
+    #: take at most this many times the first attempt's gradient evaluations; 1: none.
     budget: float = option(DEFAULT_BUDGET, "follow-up budget", cli=False)
     adapt_delta: float | None = option(
         None, "NUTS target acceptance rate in (0, 1) (default: CmdStan's, 0.8)",
@@ -158,7 +158,7 @@ class SamplerArgs:
             if self.seed > 2**32 - 1:
                 raise OptionsError("seed", self.seed, "an integer in [0, 2^32 - 1]")
         check_number("budget", self.budget, 1.0,
-                     expected="a number >= 1 (times the first run's gradient evaluations; "
+                     expected="a number >= 1 (times the first attempt's gradient evaluations; "
                               "1: no follow-up runs)")
         if not isinstance(self.show_progress, bool):
             raise OptionsError("show_progress", self.show_progress, "True or False")
@@ -522,8 +522,9 @@ def sample(
         When the first run's verdict names a problem with a mechanical remedy
         (divergences: a higher ``adapt_delta``; chains that mix too slowly: twice the
         draws, continuing from where the run ended), follow-up runs apply it while all
-        runs together take at most ``budget`` times the first run's gradient
-        evaluations (:mod:`pemc_stan.sampling.follow_up`); ``budget=1`` makes none.
+        runs together take at most ``budget`` times the first attempt's gradient
+        evaluations (the mode split's runs and the method's first run:
+        :mod:`pemc_stan.sampling.follow_up`); ``budget=1`` makes none.
         The steps are in ``fit.follow_up``.
     **kwargs
         The method's options (``n_pseudo=5``, ``base_covariance="dense"``, ...)

@@ -83,7 +83,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="B",
                    help="follow-up runs that apply the verdict's remedies (a higher "
                         "adapt_delta, more draws from where the run ended) may take all runs "
-                        f"together to B times the first run's gradients (default "
+                        f"together to B times the first attempt's gradients (default "
                         f"{DEFAULT_BUDGET:g}; 1: no follow-up)")
     p.add_argument("--output-dir", metavar="DIR",
                    help="output directory (default ./<model>_<method>_output); it holds one "

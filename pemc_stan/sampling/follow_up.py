@@ -60,7 +60,7 @@ __all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budg
            "follow_up", "next_adapt_delta",
            "longer_can_fix", "plan_step"]
 
-#: The default budget: all runs together take at most this many times the first run's
+#: The default budget: all runs together take at most this many times the first attempt's
 #: gradient evaluations.
 DEFAULT_BUDGET = 4.0
 #: Target acceptance rates tried in turn after divergent transitions (CmdStan's default
@@ -346,7 +346,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         if record.spent + predicted > factor * first:
             record.steps.append(FollowUpStep(change, because, 0, "over budget: not run"))
             logger.info("follow-up %s not run: it would take the run past its budget "
-                        "(%g times the first run's gradient evaluations)", change, factor)
+                        "(%g times the first attempt's gradient evaluations)", change, factor)
             break
         k += 1
         logger.info("follow-up %d: %s after %s", k, change, because)
