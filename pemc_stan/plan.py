@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws
+from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import split_modes
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
@@ -90,7 +90,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
                     show_progress=show_progress, refused_gradients=refused_gradients, **later)
     lap("follow_ups")
     if refused is not None:  # the refused split's chains judge the tempered run too
-        fit.later_checks = (*fit.later_checks, ScoutsCheck(refused, seed))
+        fit.later_checks = (*fit.later_checks, ScoutsCheck(refused, seed),
+                            SpreadCheck(refused))
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pemc_stan import plan
-from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws
+from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import SplitOutcome
 from pemc_stan.sampling.follow_up import Budget
 from pemc_stan.sampling.model import Found
@@ -39,8 +39,8 @@ def test_a_refused_split_s_chains_are_attached_to_the_tempered_fit(
     monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
     fit = plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
                         output_dir=None, show_progress=False, budget=Budget())
-    checks = [c for c in fit.later_checks if isinstance(c, ScoutsCheck)]
-    assert [c.split for c in checks] == ([draws] if refused else [])
+    checks = [c for c in fit.later_checks if isinstance(c, ScoutsCheck | SpreadCheck)]
+    assert [c.split for c in checks] == ([draws, draws] if refused else [])
 
 
 @pytest.mark.parametrize(("names", "counted"), [(("rhat",), 5000), (("divergences",), 0),

@@ -13,6 +13,14 @@ region (the points nearer its draws than any other chain's), and for a chain who
 region holds no effective tempered draw estimates the region's mass by bridge sampling
 on the chain's own draws.  A material share of the mass is a reason of the tempered
 fit's verdict (:class:`ScoutsCheck`).
+
+:func:`narrower_than_every_chain` looks at spread: each chain samples the target
+restricted to where it went, and by the law of total variance the target's variance of a
+parameter is at least the smallest of those restricted variances (the chains started
+at every mode the search found).  A tempered run whose variance is far below every
+chain's missed a wide part of the target (on ``changepoint_normal``, CT's draws stayed on
+the peak that the data make and never reached the prior's slab under it: var[mu1] 0.3
+where every chain of the refused split saw about 4; :class:`SpreadCheck`).
 """
 
 from __future__ import annotations
@@ -31,13 +39,19 @@ from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
 
-__all__ = ["ScoutsCheck", "SplitDraws", "missed_regions", "region_weights"]
+__all__ = ["SPREAD_RATIO_MAX", "ScoutsCheck", "SplitDraws", "SpreadCheck", "missed_regions",
+           "narrower_than_every_chain", "region_weights"]
 
 logger = logging.getLogger(__name__)
 
 #: At most this many chains' masses are estimated, those of least tempered weight first
 #: (a bridge costs 1-3 s).
 MAX_BRIDGES = 4
+#: A tempered variance this many times below every split chain's own (an sd half as
+#: wide) is a miss: a chain's variance of 1,000 draws is off by a factor of 4 only far
+#: out in its sampling error, and the law of total variance allows none below the
+#: smallest (module docstring).
+SPREAD_RATIO_MAX = 4.0
 
 
 @dataclass(frozen=True)
@@ -225,3 +239,74 @@ def _log_z(fit: Any) -> float:
         if value is not None and np.isfinite(value):
             return float(value)
     return float("nan")
+
+
+def _columns(draws: Mapping[str, NDArray[np.float64]]) -> dict[str, NDArray[np.float64]]:
+    """Scalar and vector parameters' draws by column (``"x"``, ``"x[2]"``), (chains,
+    draws) each; other shapes are left out."""
+    out: dict[str, NDArray[np.float64]] = {}
+    for name, v in draws.items():
+        v = np.asarray(v, dtype=float)
+        if v.ndim == 2:
+            out[name] = v
+        elif v.ndim == 3:
+            out.update({f"{name}[{i + 1}]": v[:, :, i] for i in range(v.shape[2])})
+    return out
+
+
+def narrower_than_every_chain(split: SplitDraws, fit: Any) -> list[tuple[str, float, float]]:
+    """The columns whose tempered variance (``fit``'s weighted estimate) is at least
+    :data:`SPREAD_RATIO_MAX` times below every split chain's own: ``(column, tempered
+    variance, smallest chain variance)``.
+
+    Raises
+    ------
+    Nothing: a column the fit does not estimate is left out.
+    """
+    out = []
+    for column, x in _columns(split.draws).items():
+        if x.shape[0] < 2 or x.shape[1] < 2:
+            continue
+        smallest = float(np.min(np.var(x, axis=1)))
+        try:
+            centre = float(fit.expectation(column).mean)
+            var = float(fit.expectation(lambda v, c=column, m=centre: (v[c] - m) ** 2).mean)
+        except (KeyError, ValueError):
+            continue
+        if np.isfinite(var) and smallest > SPREAD_RATIO_MAX * max(var, 0.0):
+            out.append((column, var, smallest))
+    return out
+
+
+class SpreadCheck:
+    """The ``split_spread`` check of a tempered fit run after a refused split
+    (:func:`narrower_than_every_chain`), only when every other check passed, as
+    :class:`ScoutsCheck`.  A class, not a closure, so that a fit still pickles.
+
+    Parameters
+    ----------
+    split
+        The refused split's chains.
+    """
+
+    def __init__(self, split: SplitDraws) -> None:
+        self.split = split
+
+    def __call__(self, fit: Any) -> tuple[str, Reason | None]:
+        """``("split_spread", reason or None)`` for ``fit`` (computed once per fit)."""
+        if getattr(fit, "_split_spread", None) is not None:
+            return fit._split_spread
+        fit._split_spread = ("split_spread", None)  # while the other checks run
+        found = narrower_than_every_chain(self.split, fit) if fit.check().ok else []
+        reason = None
+        if found:
+            said = ", ".join(f"{c} (variance {v:.3g}; every chain at least {w:.3g})"
+                             for c, v, w in found[:3])
+            reason = Reason(
+                "split_spread", "the tempered draws spread far less than each NUTS chain "
+                f"of the refused mode split: {said}; the tempered run missed a wide part "
+                "of the target (a slab under a peak, a heavy tail)",
+                "run the mode split longer (iter_sampling, budget) so that it is accepted, "
+                "or reparameterise; the tempered estimates leave that part out")
+        fit._split_spread = ("split_spread", reason)
+        return "split_spread", reason

@@ -107,3 +107,54 @@ def test_the_check_pickles_with_the_fit_it_judges() -> None:
     split = _split(np.random.default_rng(4), [0.0, 5.0])
     again = pickle.loads(pickle.dumps(ScoutsCheck(split, seed=3)))
     assert again.seed == 3 and np.array_equal(again.split.z, split.z)
+
+
+class _WeightedFit:
+    """A tempered fit whose weighted draws of x are N(0, var) (expectations exact)."""
+
+    def __init__(self, var: float, ok: bool = True) -> None:
+        self.var, self.ok = var, ok
+
+    def expectation(self, f: Any) -> Any:
+        from types import SimpleNamespace
+
+        if isinstance(f, str):
+            if f != "x":
+                raise KeyError(f)
+            return SimpleNamespace(mean=0.0)
+        return SimpleNamespace(mean=self.var)
+
+    def check(self) -> Verdict:
+        return Verdict(() if self.ok else (Reason("rhat", "...", "..."),), ("rhat",))
+
+
+def _chains(sds: list[float], seed: int = 3) -> SplitDraws:
+    rng = np.random.default_rng(seed)
+    x = np.stack([rng.normal(0.0, s, 1000) for s in sds])  # (chains, draws)
+    return SplitDraws(np.zeros((len(sds), 1000, 1)), np.zeros(1), np.eye(1), {"x": x}, None,
+                      None, None)
+
+
+def test_tempered_draws_narrower_than_every_chain_are_a_miss() -> None:
+    """changepoint_normal with tempering alone (seeds 2, 3): CT's variance of mu1 was
+    0.06-0.14 where every plain NUTS chain on the same program had 2.3-8.1."""
+    from pemc_stan.modes.scouts import SPREAD_RATIO_MAX, narrower_than_every_chain
+
+    wide = _chains([1.6, 1.8, 2.0, 2.8])
+    ((column, var, smallest),) = narrower_than_every_chain(wide, _WeightedFit(0.1))
+    assert column == "x" and var == 0.1 and smallest == pytest.approx(1.6**2, rel=0.15)
+    # right, or narrower than one chain only (that chain's region may hold little mass)
+    assert narrower_than_every_chain(wide, _WeightedFit(3.0)) == []
+    assert narrower_than_every_chain(_chains([0.3, 1.8, 2.0, 2.8]), _WeightedFit(0.1)) == []
+    # the bound is a factor, not a test of equality: a variance a bit low is left alone
+    assert narrower_than_every_chain(wide, _WeightedFit(1.6**2 / (SPREAD_RATIO_MAX - 1))) == []
+
+
+def test_the_spread_check_names_the_miss_only_when_the_other_checks_passed() -> None:
+    from pemc_stan.modes.scouts import SpreadCheck
+
+    name, reason = SpreadCheck(_chains([1.6, 1.8, 2.0, 2.8]))(_WeightedFit(0.1))
+    assert name == "split_spread" and reason is not None
+    assert "x (variance 0.1; every chain at least 2." in reason.message
+    assert SpreadCheck(_chains([1.6, 1.8]))(_WeightedFit(0.1, ok=False)) == ("split_spread",
+                                                                               None)
