@@ -27,7 +27,7 @@ and 0.14 where every plain NUTS chain of the same program saw 2.3 or more;
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,28 +203,39 @@ class ScoutsCheck:
 
     def __call__(self, fit: Any) -> tuple[str, Reason | None]:
         """``("split_chains", reason or None)`` for ``fit`` (computed once per fit)."""
+        return _once(fit, "split_chains", lambda: self._reason(fit))
+
+    def _reason(self, fit: Any) -> Reason | None:
         from pemc_stan.sampling.checks import estimates_ess
 
-        if getattr(fit, "_split_chains", None) is not None:
-            return fit._split_chains
-        fit._split_chains = ("split_chains", None)  # while the other checks run
-        found: list[tuple[int, float]] = []
         z = fit.particle_coordinates()
-        if fit.check().ok and z is not None and z.ndim == 2 \
-                and z.shape[1] == self.split.z.shape[2]:
-            found = missed_regions(self.split, z, fit.target_weights().reshape(-1),
-                                   estimates_ess(fit), _log_z(fit), self.seed)
-        reason = None
-        if found:
-            said = ", ".join(f"chain {c + 1} ({100 * share:.0f}% of the mass)"
-                             for c, share in found)
-            reason = Reason(
-                "split_chains", "NUTS chains of the refused mode split stayed where the "
-                f"tempered draws never went: {said}, by bridge sampling on the chain's "
-                "draws; a mode the search missed is missing from these estimates",
-                "search longer (raise num_paths), or start chains there (inits)")
-        fit._split_chains = ("split_chains", reason)
-        return "split_chains", reason
+        if z is None or z.ndim != 2 or z.shape[1] != self.split.z.shape[2]:
+            return None
+        found = missed_regions(self.split, z, fit.target_weights().reshape(-1),
+                               estimates_ess(fit), _log_z(fit), self.seed)
+        if not found:
+            return None
+        said = ", ".join(f"chain {c + 1} ({100 * share:.0f}% of the mass)"
+                         for c, share in found)
+        return Reason(
+            "split_chains", "NUTS chains of the refused mode split stayed where the "
+            f"tempered draws never went: {said}, by bridge sampling on the chain's "
+            "draws; a mode the search missed is missing from these estimates",
+            "search longer (raise num_paths), or start chains there (inits)")
+
+
+def _once(fit: Any, name: str, find: Callable[[], Reason | None]) -> tuple[str, Reason | None]:
+    """``(name, reason or None)`` of a later check, computed once per fit (kept on it as
+    ``_<name>``) and only when every other check passed: these checks are there to catch
+    a wrong run that looks fine (while ``find`` runs, the fit's own verdict sees this one
+    as passed)."""
+    attr = f"_{name}"
+    if getattr(fit, attr, None) is not None:
+        return getattr(fit, attr)
+    setattr(fit, attr, (name, None))
+    out = (name, find() if fit.check().ok else None)
+    setattr(fit, attr, out)
+    return out
 
 
 def _log_z(fit: Any) -> float:
@@ -243,15 +254,13 @@ def _log_z(fit: Any) -> float:
 
 
 def _columns(draws: Mapping[str, NDArray[np.float64]]) -> dict[str, NDArray[np.float64]]:
-    """Scalar and vector parameters' draws by column (``"x"``, ``"x[2]"``), (chains,
-    draws) each; other shapes are left out."""
+    """Draws by CmdStan column (``"x"``, ``"x[2]"``, ``"m[1,2]"``), (chains, draws) each."""
     out: dict[str, NDArray[np.float64]] = {}
     for name, v in draws.items():
         v = np.asarray(v, dtype=float)
-        if v.ndim == 2:
-            out[name] = v
-        elif v.ndim == 3:
-            out.update({f"{name}[{i + 1}]": v[:, :, i] for i in range(v.shape[2])})
+        for idx in np.ndindex(*v.shape[2:]):
+            column = f"{name}[{','.join(str(i + 1) for i in idx)}]" if idx else name
+            out[column] = v[(slice(None), slice(None)) + idx]
     return out
 
 
@@ -295,19 +304,17 @@ class SpreadCheck:
 
     def __call__(self, fit: Any) -> tuple[str, Reason | None]:
         """``("split_spread", reason or None)`` for ``fit`` (computed once per fit)."""
-        if getattr(fit, "_split_spread", None) is not None:
-            return fit._split_spread
-        fit._split_spread = ("split_spread", None)  # while the other checks run
-        found = narrower_than_every_chain(self.split, fit) if fit.check().ok else []
-        reason = None
-        if found:
-            said = ", ".join(f"{c} (variance {v:.3g}; every chain at least {w:.3g})"
-                             for c, v, w in found[:3])
-            reason = Reason(
-                "split_spread", "the tempered draws spread far less than each NUTS chain "
-                f"of the refused mode split: {said}; the tempered run missed a wide part "
-                "of the target (a slab under a peak, a heavy tail)",
-                "run the mode split longer (iter_sampling, budget) so that it is accepted, "
-                "or reparameterise; the tempered estimates leave that part out")
-        fit._split_spread = ("split_spread", reason)
-        return "split_spread", reason
+        return _once(fit, "split_spread", lambda: self._reason(fit))
+
+    def _reason(self, fit: Any) -> Reason | None:
+        found = narrower_than_every_chain(self.split, fit)
+        if not found:
+            return None
+        said = ", ".join(f"{c} (variance {v:.3g}; every chain at least {w:.3g})"
+                         for c, v, w in found[:3])
+        return Reason(
+            "split_spread", "the tempered draws spread far less than each NUTS chain of the "
+            f"refused mode split: {said}; the tempered run missed a wide part of the target "
+            "(a slab under a peak, a heavy tail)",
+            "run the mode split longer (iter_sampling, budget) so that it is accepted, or "
+            "reparameterise; the tempered estimates leave that part out")

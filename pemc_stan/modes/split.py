@@ -512,15 +512,16 @@ def _split_extended(model: MethodModel, search: ModeSearch, run: cmdstanpy.CmdSt
 def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.CmdStanMCMC,
            seed: int | None) -> SplitOutcome:
     """Cells, masses and the verdict of a split's run (a refusal that says why)."""
+    z: NDArray[np.float64] | None = None
     try:
         z = _base_coordinates(model, coords, run)
         outcome = _judge_run(model, coords, search, run, z, seed)
     except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
         outcome = SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
-        outcome.gradients = _earlier_gradients(run)
-        return outcome
+        z = None  # no chains to judge the tempered run by
     if outcome.fit is None:
         outcome.gradients = _earlier_gradients(run)
+    if outcome.fit is None and z is not None:
         names = list(model.program.parameter_names)
         outcome.draws = SplitDraws(
             z, np.asarray(search.base.mean, dtype=float),
