@@ -10,6 +10,7 @@ follow-ups draw from one budget.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -82,6 +83,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         if outcome.tried or fit is not None:
             lap("split" if fit is not None else "refused_split")
     if fit is None:
+        if refused is not None and found.base is not None:  # the base: what the chains saw
+            found = dataclasses.replace(found, base=refused.base(found.base))
         fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
         lap("method")
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}

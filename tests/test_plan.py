@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pemc_stan import plan
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import SplitOutcome
 from pemc_stan.sampling.follow_up import Budget
@@ -55,3 +56,28 @@ def test_a_refused_split_s_gradients_join_the_first_attempt_unless_it_diverged(
     plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
                   output_dir=None, show_progress=False, budget=Budget())
     assert seen["refused_gradients"] == counted
+
+
+def test_the_tempered_run_after_a_refused_split_starts_from_its_chains_base(monkeypatch) -> None:
+    rng = np.random.default_rng(0)
+    z = rng.normal(0.0, 3.0, size=(4, 500, 1))  # the chains went wide
+    outcome = SplitOutcome(why="chains_agree: ...", tried=True, names=("chains_agree",))
+    outcome.draws = SplitDraws(z, np.zeros(1), np.eye(1), {}, None, None, None)
+    pilot = BaseDensity(np.zeros(1), 0.04 * np.eye(1), "diag", {"method": "pathfinder"})
+    seen: dict[str, Any] = {}
+
+    class Model(_Model):
+        def search_modes(self, seed: Any) -> Found:
+            return Found(base=pilot)
+
+        def sample(self, **kwargs: Any) -> _Fit:
+            seen.update(kwargs)
+            return _Fit()
+
+    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
+    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
+    plan.run_plan(Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
+                  output_dir=None, show_progress=False, budget=Budget())
+    base = seen["found"].base
+    assert base.cov[0, 0] == pytest.approx(np.var(z), rel=1e-6)
+    assert base.info["method"] == "pathfinder" and "from" in base.info

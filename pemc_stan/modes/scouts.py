@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.errors import PemcStanError
+from pemc_stan.methods.base_density import BaseDensity, moment_match
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
@@ -91,6 +92,24 @@ class SplitDraws:
             If the metric's covariance is not positive definite.
         """
         return draw_partition(self.z, np.arange(self.z.shape[0]), self.mean, self.cov)
+
+    def base(self, like: BaseDensity) -> BaseDensity:
+        """The Gaussian of these chains' pooled draws, in ``like``'s covariance form and
+        tails: the tempered run's base after the refusal.
+
+        The search's base sits on the modes it found; the chains started at each of them
+        and also saw what no mode shows, such as the prior's slab under a change point's
+        peak, which a tempered run from the search's base never reaches (docs/validation.md,
+        "A refused split's chains as the base").
+
+        Raises
+        ------
+        ValueError
+            If the draws have no finite spread.
+        """
+        pooled = moment_match(self.z.reshape(-1, self.z.shape[-1]), covariance=like.covariance)
+        return replace(pooled, info={**like.info, "from": "the refused split's chains"},
+                       df=like.df).validate()
 
 
 def region_weights(partition: DrawCells, particles: NDArray[np.float64],

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes import scouts
 from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, missed_regions, region_weights
 from pemc_stan.output.diagnostics import Reason, Verdict
@@ -158,3 +159,16 @@ def test_the_spread_check_names_the_miss_only_when_the_other_checks_passed() -> 
     assert "x (variance 0.1; every chain at least 2." in reason.message
     assert SpreadCheck(_chains([1.6, 1.8]))(_WeightedFit(0.1, ok=False)) == ("split_spread",
                                                                                None)
+
+
+def test_the_chains_base_has_their_pooled_moments_in_the_given_form_and_tails() -> None:
+    rng = np.random.default_rng(3)
+    z = np.concatenate([rng.normal(-2.0, 1.0, size=(2, 2000, 2)),
+                        rng.normal(2.0, 0.5, size=(2, 2000, 2))])  # two chains per mode
+    like = BaseDensity(np.zeros(2), np.eye(2), "dense", df=5.0)
+    base = SplitDraws(z, np.zeros(2), np.eye(2), {}, None, None, None).base(like)
+    pooled = z.reshape(-1, 2)
+    assert base.covariance == "dense" and base.df == 5.0
+    np.testing.assert_allclose(base.mean, pooled.mean(axis=0), atol=1e-12)
+    np.testing.assert_allclose(base.cov, np.cov(pooled.T, bias=True), rtol=1e-6, atol=1e-6)
+    assert base.cov[0, 0] == pytest.approx(4.0 + 0.625, rel=0.05)  # spread of the means + within

@@ -264,7 +264,8 @@ class ContinuousTemperingModel(MethodModel):
             try:
                 new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
                                    None, opts.covariance_form)
-                if found.mode_centres is not None and found.base is not None:
+                if found.base is not None and (found.mode_centres is not None
+                                               or "from" in found.base.info):
                     new = covering(new, found.base)  # the pilot's base
                 new = new.with_df(opts.base_df)
                 new.info.update({"method": "bootstrap", "round": fit.round + 1})
