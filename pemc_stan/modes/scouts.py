@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.errors import PemcStanError
-from pemc_stan.methods.base_density import BaseDensity, moment_match
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
@@ -94,22 +94,28 @@ class SplitDraws:
         return draw_partition(self.z, np.arange(self.z.shape[0]), self.mean, self.cov)
 
     def base(self, like: BaseDensity) -> BaseDensity:
-        """The Gaussian of these chains' pooled draws, in ``like``'s covariance form and
-        tails: the tempered run's base after the refusal.
+        """``like`` (the search's base) widened, coordinate by coordinate, to the spread
+        these chains saw within themselves: each marginal scale grows to the median over
+        the chains of a chain's own variance where that is wider; the location and the
+        correlations stay.
 
-        The search's base sits on the modes it found; the chains started at each of them
-        and also saw what no mode shows, such as the prior's slab under a change point's
-        peak, which a tempered run from the search's base never reaches (docs/validation.md,
-        "A refused split's chains as the base").
+        The search's base sits on the modes it found; a chain also wanders through what
+        no mode shows, such as the prior's slab under a change point's peak, which a
+        tempered run from the search's base never reaches.  Within-chain spread, not the
+        pooled draws: a chain stuck far away in a region of no mass would otherwise pull a
+        quarter of the base there (docs/validation.md, "A refused split's chains widen the
+        base").
 
         Raises
         ------
         ValueError
-            If the draws have no finite spread.
+            If the chains' draws and ``like`` differ in dimension.
         """
-        pooled = moment_match(self.z.reshape(-1, self.z.shape[-1]), covariance=like.covariance)
-        return replace(pooled, info={**like.info, "from": "the refused split's chains"},
-                       df=like.df).validate()
+        within = np.median(np.var(self.z, axis=1), axis=0)  # (D,)
+        scale = np.sqrt(np.maximum(1.0, within / np.diag(np.asarray(like.cov, dtype=float))))
+        cov = np.asarray(like.cov, dtype=float) * np.outer(scale, scale)
+        return replace(like, cov=cov, info={**like.info, "from": "the refused split's chains"}
+                       ).validate()
 
 
 def region_weights(partition: DrawCells, particles: NDArray[np.float64],

@@ -161,14 +161,14 @@ def test_the_spread_check_names_the_miss_only_when_the_other_checks_passed() -> 
                                                                                None)
 
 
-def test_the_chains_base_has_their_pooled_moments_in_the_given_form_and_tails() -> None:
+def test_the_chains_widen_the_base_to_their_own_spread_and_no_further() -> None:
     rng = np.random.default_rng(3)
-    z = np.concatenate([rng.normal(-2.0, 1.0, size=(2, 2000, 2)),
-                        rng.normal(2.0, 0.5, size=(2, 2000, 2))])  # two chains per mode
-    like = BaseDensity(np.zeros(2), np.eye(2), "dense", df=5.0)
+    z = np.stack([rng.normal(0.0, [3.0, 0.5], size=(4000, 2)) for _ in range(3)]
+                 + [rng.normal(40.0, 0.1, size=(4000, 2))])  # one chain stuck far away
+    like = BaseDensity(np.zeros(2), np.array([[1.0, 0.5], [0.5, 1.0]]), "dense", df=5.0)
     base = SplitDraws(z, np.zeros(2), np.eye(2), {}, None, None, None).base(like)
-    pooled = z.reshape(-1, 2)
-    assert base.covariance == "dense" and base.df == 5.0
-    np.testing.assert_allclose(base.mean, pooled.mean(axis=0), atol=1e-12)
-    np.testing.assert_allclose(base.cov, np.cov(pooled.T, bias=True), rtol=1e-6, atol=1e-6)
-    assert base.cov[0, 0] == pytest.approx(4.0 + 0.625, rel=0.05)  # spread of the means + within
+    assert base.covariance == "dense" and base.df == 5.0 and "from" in base.info
+    np.testing.assert_array_equal(base.mean, like.mean)  # the far chain moves nothing
+    # x1: the chains' own variance 9 (median over chains); x2: the base was wider already
+    assert base.cov[0, 0] == pytest.approx(9.0, rel=0.05) and base.cov[1, 1] == 1.0
+    assert base.cov[0, 1] / np.sqrt(base.cov[0, 0]) == pytest.approx(0.5)  # correlation kept
