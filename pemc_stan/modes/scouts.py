@@ -22,6 +22,10 @@ chain's missed a wide part of the target (on ``changepoint_normal``, CT's draws 
 the peak that the data make and never reached the prior's slab under it: var[mu1] 0.06
 and 0.14 where every plain NUTS chain of the same program saw 2.3 or more;
 :class:`SpreadCheck`).
+
+The chains also widen the tempered run's base (:meth:`SplitDraws.base`): from the
+search's base alone, that change point's tempered run is wrong whenever its split is
+refused.
 """
 
 from __future__ import annotations
