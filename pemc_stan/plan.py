@@ -20,7 +20,7 @@ from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import split_modes
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
-from pemc_stan.sampling.model import MethodModel
+from pemc_stan.sampling.model import Found, MethodModel
 
 __all__ = ["run_plan"]
 
@@ -84,7 +84,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
             lap("split" if fit is not None else "refused_split")
     if fit is None:
         if refused is not None and found.base is not None:  # the base: what the chains saw
-            found = dataclasses.replace(found, base=refused.base(found.base))
+            found = _widened(found, refused)
         fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
         lap("method")
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
@@ -100,3 +100,15 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         record.seconds = seconds
     logger.info("wall seconds by stage: %s", ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return fit
+
+
+def _widened(found: Found, refused: SplitDraws) -> Found:
+    """``found`` with its base widened to the refused split's chains
+    (:meth:`~pemc_stan.modes.scouts.SplitDraws.base`), or as it was when they cannot be
+    compared (logged: the run goes on from the search's base)."""
+    try:
+        return dataclasses.replace(found, base=refused.base(found.base), widened=True)
+    except ValueError as exc:
+        logger.warning("the refused split's chains could not widen the base (%s); the "
+                       "tempered run starts from the search's base", exc)
+        return found

@@ -80,4 +80,13 @@ def test_the_tempered_run_after_a_refused_split_starts_from_its_chains_base(monk
                   output_dir=None, show_progress=False, budget=Budget())
     base = seen["found"].base
     assert base.cov[0, 0] == pytest.approx(np.median(np.var(z, axis=1)), rel=1e-6)
-    assert base.info["method"] == "pathfinder" and "from" in base.info
+    assert base.info["method"] == "pathfinder" and "widened" in base.info
+    assert seen["found"].widened
+
+
+def test_chains_that_cannot_widen_the_base_leave_the_search_s(caplog) -> None:
+    pilot = BaseDensity(np.zeros(2), np.eye(2))
+    found = Found(base=pilot)
+    refused = SplitDraws(np.ones((2, 5, 3)), np.zeros(3), np.eye(3), {}, None, None, None)
+    assert plan._widened(found, refused) is found
+    assert "could not widen the base" in caplog.text

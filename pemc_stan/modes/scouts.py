@@ -115,11 +115,14 @@ class SplitDraws:
         ValueError
             If the chains' draws and ``like`` differ in dimension.
         """
+        if self.z.shape[-1] != like.dim:
+            raise ValueError(f"the chains have {self.z.shape[-1]} base coordinates and the "
+                             f"base {like.dim}")
         within = np.median(np.var(self.z, axis=1), axis=0)  # (D,)
         scale = np.sqrt(np.maximum(1.0, within / np.diag(np.asarray(like.cov, dtype=float))))
         cov = np.asarray(like.cov, dtype=float) * np.outer(scale, scale)
-        return replace(like, cov=cov, info={**like.info, "from": "the refused split's chains"}
-                       ).validate()
+        return replace(like, cov=cov, info={**like.info, "widened": "the refused split's "
+                                            "chains"}).validate()
 
 
 def region_weights(partition: DrawCells, particles: NDArray[np.float64],

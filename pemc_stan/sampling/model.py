@@ -60,6 +60,9 @@ class Found:
         The distinct modes as (K, D) means in base coordinates (None for fewer than two).
     failure
         Why the pilot failed when the run goes on without its estimate (None: it did not).
+    widened
+        Whether ``base`` was widened to a refused split's chains
+        (:meth:`~pemc_stan.modes.scouts.SplitDraws.base`): later rounds keep covering it.
     """
 
     base: Any = None
@@ -68,6 +71,7 @@ class Found:
     notes: tuple[Note, ...] = ()
     mode_centres: Any = None
     failure: str | None = None
+    widened: bool = False
 
     def noted(self, note: Note | None) -> Found:
         """This with one more note (itself for None)."""

@@ -167,8 +167,10 @@ def test_the_chains_widen_the_base_to_their_own_spread_and_no_further() -> None:
                  + [rng.normal(40.0, 0.1, size=(4000, 2))])  # one chain stuck far away
     like = BaseDensity(np.zeros(2), np.array([[1.0, 0.5], [0.5, 1.0]]), "dense", df=5.0)
     base = SplitDraws(z, np.zeros(2), np.eye(2), {}, None, None, None).base(like)
-    assert base.covariance == "dense" and base.df == 5.0 and "from" in base.info
+    assert base.covariance == "dense" and base.df == 5.0 and "widened" in base.info
     np.testing.assert_array_equal(base.mean, like.mean)  # the far chain moves nothing
     # x1: the chains' own variance 9 (median over chains); x2: the base was wider already
     assert base.cov[0, 0] == pytest.approx(9.0, rel=0.05) and base.cov[1, 1] == 1.0
     assert base.cov[0, 1] / np.sqrt(base.cov[0, 0]) == pytest.approx(0.5)  # correlation kept
+    with pytest.raises(ValueError, match="3 base coordinates and the base 2"):
+        SplitDraws(np.zeros((2, 5, 3)), np.zeros(3), np.eye(3), {}, None, None, None).base(like)

@@ -249,8 +249,9 @@ class ContinuousTemperingModel(MethodModel):
         beta = 1.  The base is moment-matched to the eq-21 weighted draws (again
         without the post-stratification: one cell whose ``E[w0 1_k]`` rests on few
         draws would carry the whole re-fit); a given ``BaseDensity`` is kept.  When
-        the pilot found several modes, the re-fitted base is widened to cover the
-        pilot's base as well (:func:`~pemc_stan.methods.base_density.covering`): a round
+        the pilot found several modes, or a refused split's chains widened the first
+        round's base (``found.widened``), the re-fitted base is widened to cover that
+        base as well (:func:`~pemc_stan.methods.base_density.covering`): a round
         whose chains missed a narrow mode would otherwise re-fit a base without it, and
         every later round would miss it too (far_modes_2d: the mode of share 0.2 at
         (4, -9), sd 0.3, was lost after round 1 and the final round judged ok).
@@ -265,8 +266,8 @@ class ContinuousTemperingModel(MethodModel):
                 new = moment_match(z, fit.bias.log_w_pair(fit.delta())[1].reshape(-1),
                                    None, opts.covariance_form)
                 if found.base is not None and (found.mode_centres is not None
-                                               or "from" in found.base.info):
-                    new = covering(new, found.base)  # the pilot's base
+                                               or found.widened):
+                    new = covering(new, found.base)  # the first round's base
                 new = new.with_df(opts.base_df)
                 new.info.update({"method": "bootstrap", "round": fit.round + 1})
             except ValueError as exc:
