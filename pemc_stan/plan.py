@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
+from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import split_modes
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
@@ -71,13 +71,15 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     fit: ExtendedFit | None = None
     refused: SplitDraws | None = None
     refused_gradients = 0  # a refused split's runs: part of the first attempt
+    diverged = False  # the split was refused for divergences: the tempered run can't pass
     if model.wants_split():
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
         fit, refused = outcome.fit, outcome.draws
         # A split refused for divergences buys no more tempered draws: tempering meets
         # the regions NUTS could not enter, and on curved_pair_2d more tempered draws
         # made its verdict pass 5.6-7.2 standard errors off (docs/validation.md).
-        if fit is None and "divergences" not in outcome.names:
+        diverged = fit is None and "divergences" in outcome.names
+        if fit is None and not diverged:
             refused_gradients = outcome.gradients
         found = found.noted(outcome.note())
         if outcome.tried or fit is not None:
@@ -95,6 +97,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     if refused is not None:  # the refused split's chains judge the tempered run too
         fit.later_checks = (*fit.later_checks, ScoutsCheck(refused, seed),
                             SpreadCheck(refused))
+    if diverged:
+        fit.later_checks = (*fit.later_checks, DivergedCheck())
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds

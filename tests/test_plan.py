@@ -9,7 +9,7 @@ import pytest
 
 from pemc_stan import plan
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
+from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import SplitOutcome
 from pemc_stan.sampling.follow_up import Budget
 from pemc_stan.sampling.model import Found
@@ -90,3 +90,19 @@ def test_chains_that_cannot_widen_the_base_leave_the_search_s(caplog) -> None:
     refused = SplitDraws(np.ones((2, 5, 3)), np.zeros(3), np.eye(3), {}, None, None, None)
     assert plan._widened(found, refused) is found
     assert "could not widen the base" in caplog.text
+
+
+@pytest.mark.parametrize(("names", "flagged"), [(("divergences",), True),
+                                                (("divergences", "rhat"), True),
+                                                (("rhat",), False)])
+def test_a_tempered_run_behind_a_split_refused_for_divergences_is_never_ok(
+        monkeypatch, names: tuple[str, ...], flagged: bool) -> None:
+    outcome = SplitOutcome(why="...", tried=True, names=names)
+    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
+    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
+    fit = plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
+                        output_dir=None, show_progress=False, budget=Budget())
+    found = [check(fit) for check in fit.later_checks if isinstance(check, DivergedCheck)]
+    assert [name for name, _ in found] == (["split_divergences"] if flagged else [])
+    assert all(reason is not None and "reparameterise" in reason.remedy
+               for _, reason in found)

@@ -376,3 +376,13 @@ def test_with_the_default_budget_the_bananas_split_at_adapt_delta_0_99(compiled)
     assert abs(second.mean - exact) < 4 * second.mcse and second.mcse < 0.1 * exact
     log_z = fit.log_z()
     assert abs(log_z.log_z) < 4 * log_z.std_error and log_z.std_error < 0.15
+
+
+def test_a_tempered_run_behind_a_split_that_diverged_is_flagged_by_name(compiled) -> None:
+    """Budget 3 pays for the split at adapt_delta 0.95 only, where the bananas' chains
+    still diverge (seed 1), so the run tempers; tempering meets the arms NUTS could not
+    enter (here E[x2^2] 0.80 +- 0.07 against 1.25), and the verdict names why."""
+    fit = pemc_stan.sample(BANANAS, seed=1, budget=3)
+    assert not isinstance(fit, ModeSplitFit)
+    verdict = fit.check()
+    assert "split_divergences" in verdict.names(), verdict
