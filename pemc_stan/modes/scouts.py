@@ -354,8 +354,8 @@ class SpreadCheck:
 
 class DivergedCheck:
     """The ``split_divergences`` reason of a tempered fit run after a split refused for
-    divergences (after the split's own remedy, a higher ``adapt_delta`` within the
-    budget): the model has a region plain NUTS cannot enter, and the tempered chains near
+    divergences (after the split's own remedy, a higher ``adapt_delta``, where the budget
+    paid for it): the model has a region plain NUTS cannot enter, and the tempered chains near
     beta = 1 meet the same region.  Tempering alone missed the arms of
     ``curved_pair_2d``'s bananas with every other check passed (var[x2] 5.6 standard
     errors low; docs/validation.md), so the run is not judged ok.  A class, not a
@@ -365,10 +365,10 @@ class DivergedCheck:
     def __call__(self, fit: Any) -> tuple[str, Reason | None]:
         """``("split_divergences", reason)`` for any ``fit``."""
         return "split_divergences", Reason(
-            "split_divergences", "the mode split's plain NUTS chains diverged even after "
-            "a smaller step: the model has a narrow or curved region NUTS cannot enter, "
-            "and the tempered chains near beta = 1 meet the same region, so these draws "
-            "may miss it (tempering missed a banana's arms so, with every other check "
-            "passed)", "reparameterise the model where it is narrow or curved (Stan's "
-            "advice for divergences), or run with a larger budget so that the split "
-            "reaches adapt_delta 0.99")
+            "split_divergences", "the mode split's plain NUTS chains diverged (the "
+            "diagnostics' mode_split note says at which adapt_delta): the model has a "
+            "narrow or curved region NUTS cannot enter, and the tempered chains near beta "
+            "= 1 meet the same region, so these draws may miss it (tempering missed a "
+            "banana's arms so, with every other check passed)", "reparameterise the model "
+            "where it is narrow or curved (Stan's advice for divergences); if the split "
+            "stopped below adapt_delta 0.99, a larger budget lets it go there")
