@@ -44,6 +44,7 @@ from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
+from pemc_stan.output.fit_protocol import column_name
 
 __all__ = ["SPREAD_RATIO_MAX", "DivergedCheck", "ScoutsCheck", "SplitDraws", "SpreadCheck",
            "missed_regions", "narrower_than_every_chain", "region_weights"]
@@ -118,11 +119,11 @@ class SplitDraws:
         if self.z.shape[-1] != like.dim:
             raise ValueError(f"the chains have {self.z.shape[-1]} base coordinates and the "
                              f"base {like.dim}")
+        cov = np.asarray(like.cov, dtype=float)
         within = np.median(np.var(self.z, axis=1), axis=0)  # (D,)
-        scale = np.sqrt(np.maximum(1.0, within / np.diag(np.asarray(like.cov, dtype=float))))
-        cov = np.asarray(like.cov, dtype=float) * np.outer(scale, scale)
-        return replace(like, cov=cov, info={**like.info, "widened": "the refused split's "
-                                            "chains"}).validate()
+        scale = np.sqrt(np.maximum(1.0, within / np.diag(cov)))
+        info = {**like.info, "widened": "the refused split's chains"}
+        return replace(like, cov=cov * np.outer(scale, scale), info=info).validate()
 
 
 def region_weights(partition: DrawCells, particles: NDArray[np.float64],
@@ -291,8 +292,7 @@ def _columns(draws: Mapping[str, NDArray[np.float64]]) -> dict[str, NDArray[np.f
     for name, v in draws.items():
         v = np.asarray(v, dtype=float)
         for idx in np.ndindex(*v.shape[2:]):
-            column = f"{name}[{','.join(str(i + 1) for i in idx)}]" if idx else name
-            out[column] = v[(slice(None), slice(None)) + idx]
+            out[column_name(name, idx)] = v[(slice(None), slice(None)) + idx]
     return out
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.output.fit_protocol import column_name
 from pemc_stan.output.plots import plot_beta, plot_weights, select_column
 
 logger = logging.getLogger(__name__)
@@ -136,7 +137,7 @@ def scalar_columns(posterior: Any, names: Sequence[str] | None = None) -> list[s
         if not shape:
             out.append(str(name))
             continue
-        out += [f"{name}[{','.join(str(i + 1) for i in idx)}]" for idx in np.ndindex(*shape)]
+        out += [column_name(str(name), idx) for idx in np.ndindex(*shape)]
     return out
 
 

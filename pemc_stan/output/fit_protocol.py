@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["RunFit", "fit_seed", "judged_run"]
+__all__ = ["RunFit", "column_name", "fit_seed", "judged_run"]
+
+
+def column_name(name: str, index: tuple[int, ...]) -> str:
+    """The CmdStan column of ``name`` at the 0-based ``index``: ``x``, ``x[2]``, ``m[1,2]``
+    (the names of ``RunFit.parameter_columns``)."""
+    return name if not index else f"{name}[{','.join(str(i + 1) for i in index)}]"
 
 
 class RunFit(Protocol):

@@ -20,7 +20,7 @@ import pandas as pd
 
 from pemc_stan.errors import PemcStanError
 from pemc_stan.output.figures import scalar_columns
-from pemc_stan.output.fit_protocol import RunFit
+from pemc_stan.output.fit_protocol import RunFit, column_name
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +53,6 @@ class RunFolderError(PemcStanError):
 
 
 # ---------------------------------------------------------------------- writing sources
-def _column(name: str, index: tuple[int, ...]) -> str:
-    return name if not index else f"{name}[{','.join(str(i + 1) for i in index)}]"
-
-
 def mode_centres(fit: RunFit) -> dict[str, Any] | None:
     """The modes the fit's pilot found, as parameter values: ``{"columns", "centres",
     "shares", "search"}`` (None when the fit has no search or no centres).
@@ -82,7 +78,7 @@ def mode_centres(fit: RunFit) -> dict[str, Any] | None:
             for name, arr in coords.inverse(centres, fit.data).items():
                 arr = np.asarray(arr, dtype=float)  # (modes, *declared shape)
                 for index in np.ndindex(*arr.shape[1:]):
-                    columns.append(_column(name, index))
+                    columns.append(column_name(name, index))
                     values.append(arr[(slice(None),) + index])
         else:
             params = list(fit.parameter_columns())
