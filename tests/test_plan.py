@@ -30,16 +30,25 @@ class _Model:
         return _Fit()
 
 
+def _plan(monkeypatch: pytest.MonkeyPatch, outcome: SplitOutcome, model: Any = None,
+          seen: dict[str, Any] | None = None) -> Any:
+    """``run_plan`` with the split's ``outcome`` and the follow-ups stubbed (their keyword
+    arguments go to ``seen``)."""
+    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
+    monkeypatch.setattr(plan, "follow_up",
+                        lambda model, fit, **k: fit if seen is None else seen.update(k) or fit)
+    return plan.run_plan(_Model() if model is None else model, chains=4, iter_warmup=10,
+                         iter_sampling=10, seed=1, output_dir=None, show_progress=False,
+                         budget=Budget())
+
+
 @pytest.mark.parametrize("refused", [True, False])
 def test_a_refused_split_s_chains_are_attached_to_the_tempered_fit(
         monkeypatch, refused: bool) -> None:
     draws = SplitDraws(np.zeros((2, 3, 1)), np.zeros(1), np.eye(1), {}, None, None, None)
     outcome = SplitOutcome(why="rhat: ...", tried=True, names=("rhat",))
     outcome.draws = draws if refused else None
-    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
-    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
-    fit = plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
-                        output_dir=None, show_progress=False, budget=Budget())
+    fit = _plan(monkeypatch, outcome)
     checks = [c for c in fit.later_checks if isinstance(c, ScoutsCheck | SpreadCheck)]
     assert [c.split for c in checks] == ([draws, draws] if refused else [])
 
@@ -51,10 +60,7 @@ def test_a_refused_split_s_gradients_join_the_first_attempt_unless_it_diverged(
     outcome = SplitOutcome(why="...", tried=True, names=names)
     outcome.gradients = 5000
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
-    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: seen.update(k) or fit)
-    plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
-                  output_dir=None, show_progress=False, budget=Budget())
+    _plan(monkeypatch, outcome, seen=seen)
     assert seen["refused_gradients"] == counted
 
 
@@ -74,10 +80,7 @@ def test_the_tempered_run_after_a_refused_split_starts_from_its_chains_base(monk
             seen.update(kwargs)
             return _Fit()
 
-    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
-    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
-    plan.run_plan(Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
-                  output_dir=None, show_progress=False, budget=Budget())
+    _plan(monkeypatch, outcome, Model())
     base = seen["found"].base
     assert base.cov[0, 0] == pytest.approx(np.median(np.var(z, axis=1)), rel=1e-6)
     assert base.info["method"] == "pathfinder" and "widened" in base.info
@@ -98,10 +101,7 @@ def test_chains_that_cannot_widen_the_base_leave_the_search_s(caplog) -> None:
 def test_a_tempered_run_behind_a_split_refused_for_divergences_is_never_ok(
         monkeypatch, names: tuple[str, ...], flagged: bool) -> None:
     outcome = SplitOutcome(why="...", tried=True, names=names)
-    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
-    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: fit)
-    fit = plan.run_plan(_Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
-                        output_dir=None, show_progress=False, budget=Budget())
+    fit = _plan(monkeypatch, outcome)
     found = [check(fit) for check in fit.later_checks if isinstance(check, DivergedCheck)]
     assert [name for name, _ in found] == (["split_divergences"] if flagged else [])
     assert all(reason is not None and "reparameterise" in reason.remedy
