@@ -112,6 +112,39 @@ def test_calibration_on_nuts_draws(compiled: Any, case: str, estimator: str) -> 
         assert all(e.diagnostics["warp"] == estimator.endswith("warp3") for e in est)
 
 
+#: GARCH(1,1)'s stationarity bound: beta1's upper bound is 1 - alpha1, a parameter.
+DEPENDENT_BOUND = """
+parameters {
+  real<lower=0, upper=1> alpha1;
+  real<lower=0, upper=1 - alpha1> beta1;
+}
+model {
+  target += normal_lpdf(alpha1 | 0.3, 0.2) + normal_lpdf(beta1 | 0.5, 0.3);
+}
+"""
+
+
+@pytest.mark.compiled
+@pytest.mark.parametrize("estimator", ["bridge", "bridge_warp3"])
+def test_calibration_with_a_bound_that_depends_on_a_parameter(compiled: Any, estimator: str
+                                                              ) -> None:
+    """Bridge sampling maps each draw with its own bound (the triangle 0 < beta1 <
+    1 - alpha1); log Z exact by quadrature."""
+    from scipy import integrate, stats
+
+    exact = np.log(integrate.quad(
+        lambda a: stats.norm.pdf(a, 0.3, 0.2) * (stats.norm.cdf(1 - a, 0.5, 0.3)
+                                                 - stats.norm.cdf(0.0, 0.5, 0.3)),
+        0, 1, epsabs=1e-13)[0])
+    model = compiled(DEPENDENT_BOUND, name="pemc_dependent_bound")
+    est = []
+    for seed in SEEDS:
+        fit = model.sample(seed=seed, show_progress=False, sig_figs=18, **NUTS)
+        est.append(evidence(fit, {}, estimator="bridge", program=DEPENDENT_BOUND, seed=seed,
+                            warp=estimator.endswith("warp3")))
+    check_calibration(f"dependent bound {estimator}", est, float(exact))
+
+
 @pytest.mark.compiled
 @pytest.mark.parametrize("case", ["linear_regression", "beta_binomial"])
 def test_calibration_psis_pathfinder(compiled: Any, case: str) -> None:

@@ -63,8 +63,8 @@ from scipy.special import expit, logsumexp
 
 from pemc_stan.errors import UnevaluableExpressionError, UnsupportedBaseError
 from pemc_stan.stan import ast
+from pemc_stan.stan.evaluate import broadcast_per_draw, evaluate_per_draw, with_definitions
 from pemc_stan.stan.evaluate import evaluate as evaluate_expression
-from pemc_stan.stan.evaluate import with_definitions
 from pemc_stan.stan.printer import print_expr, print_type
 
 __all__ = ["BaseCoordinates", "ParameterBlock", "UnsupportedBaseError", "base_coordinates",
@@ -83,11 +83,11 @@ _SUPPORTED = _ELEMENTWISE_TYPES + (
 # Evaluating size and bound expressions from data
 # --------------------------------------------------------------------------- #
 
-def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
-    """Evaluate a size or bound expression from the data (:func:`pemc_stan.stan.evaluate.evaluate`).
-
-    ``data`` may also hold parameter draws (arrays with the draws first) for
-    parameter-dependent bounds.
+def evaluate(expr: ast.Expr, data: Mapping[str, Any],
+             draws: Mapping[str, Any] | None = None, n_draws: int = 1) -> Any:
+    """Evaluate a size or bound expression from the data (:func:`pemc_stan.stan.evaluate.evaluate`),
+    or, given the ``draws`` of the parameters a bound uses (draws first), its value at each
+    of ``n_draws`` draws (:func:`~pemc_stan.stan.evaluate.evaluate_per_draw`).
 
     Raises
     ------
@@ -96,6 +96,8 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
         variables), naming what is missing.
     """
     try:
+        if draws is not None:
+            return evaluate_per_draw(expr, data, draws, n_draws)
         return evaluate_expression(expr, data)
     except UnevaluableExpressionError as err:
         if err.missing:
@@ -108,6 +110,11 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
             f"cannot evaluate {print_expr(expr)!r} for the base density ({err.reason}); base "
             "coordinates support sizes and bounds computed from data variables and literals "
             "only: write the size or bound with data variables") from None
+
+
+def _names_in(expr: ast.Expr) -> set[str]:
+    """The variables an expression reads."""
+    return {n.name for n in ast.walk(expr) if isinstance(n, ast.Variable)}
 
 
 # --------------------------------------------------------------------------- #
@@ -224,28 +231,24 @@ class ParameterBlock:
         arr, el = self.shape(data)
         n_el = int(np.prod(arr)) if arr else 1
         full = (*arr, *el)
-        env: Mapping[str, Any] = data
-        per_draw = bool(self.bound_parameters)
-        if per_draw:
+        used: dict[str, NDArray[np.float64]] = {}
+        if self.bound_parameters:
             missing = [p for p in self.bound_parameters if params is None or p not in params]
-            if missing:
+            if missing or params is None:
                 raise UnsupportedBaseError(
                     f"the bounds of {self.name!r} depend on {missing}, whose values are "
                     "needed (pass every parameter)")
-            env = {**data, **{p: np.asarray(params[p], dtype=float)  # type: ignore[index]
-                              for p in self.bound_parameters}}
+            used = {p: np.asarray(params[p], dtype=np.float64) for p in self.bound_parameters}
         out = []
         defaults = (0.0, 1.0) if self.kind == "affine" else (-math.inf, math.inf)
-        for expr, default, container in ((self.lower, defaults[0], self.lower_is_container),
-                                         (self.upper, defaults[1], self.upper_is_container)):
-            v = np.asarray(default if expr is None else evaluate(expr, env), dtype=float)
-            if per_draw and expr is not None and v.ndim >= 1 and v.shape[0] == n_draws and (
-                    not container or v.ndim == len(full) + 1):
+        for expr, default in ((self.lower, defaults[0]), (self.upper, defaults[1])):
+            if expr is not None and set(used) & _names_in(expr):
                 lead = n_draws
-                if not container:
-                    v = v.reshape((n_draws,) + (1,) * len(full))
+                v = broadcast_per_draw(evaluate(expr, data, used, n_draws), n_draws, full,
+                                       f"bound of {self.name!r}")
             else:
                 lead = 1
+                v = np.asarray(default if expr is None else evaluate(expr, data), dtype=float)
                 v = v[None, ...]
             b = np.broadcast_to(v, (lead, *full)).reshape((lead, n_el, *el))
             out.append(b.reshape(lead, n_el, -1, order="F"))
@@ -552,8 +555,7 @@ def _block_for(name: str, type_: ast.Type, parameter_names: set[str],
         for e in (lower, upper):
             if e is None:
                 continue
-            used = {n.name for n in ast.walk(e) if isinstance(n, ast.Variable)}
-            bound_params |= used & parameter_names
+            bound_params |= _names_in(e) & parameter_names
     if affine:
         kind = "affine"
     elif el.name in _ELEMENTWISE_TYPES:

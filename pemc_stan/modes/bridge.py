@@ -117,7 +117,7 @@ def log_target_fn(space: ParameterSpace, ev: DensityEvaluator,
         # values rounded onto a bound (e.g. logistic(40) == 1.0) are outside the support
         ok = np.all(np.isfinite(u), axis=1) & np.isfinite(lj)
         for t in space.transforms:
-            ok &= np.all(np.isfinite(t.unconstrain(x[t.name], check=False)), axis=1)
+            ok &= np.all(np.isfinite(t.unconstrain(x[t.name], check=False, params=x)), axis=1)
         if region is not None and np.any(ok):
             ok[ok] = np.asarray(region({k: v[ok] for k, v in x.items()}), dtype=bool)
         out = np.full(u.shape[0], -np.inf)

@@ -23,8 +23,12 @@ Supported declared types (with Stan 2.35's parametrisation):
 
 ``unit_vector`` is not a bijection (Stan adds a normal density on the
 radius), so it is rejected with :class:`UnsupportedConstructError`, as are
-bounds that are not constant or data expressions (literals, data variables,
-arithmetic and a few elementwise functions of them).
+bounds that are neither data expressions (literals, data variables, arithmetic
+and a few elementwise functions of them) nor such expressions of parameters
+declared earlier (``real<lower=0, upper=1 - alpha1> beta1``).  A bound that
+depends on earlier parameters is evaluated per draw from their constrained
+values: the map of all parameters is then block-triangular in declaration
+order, so its ``log |J|`` is still the sum of the per-parameter terms.
 
 The layout of the unconstrained vector of one parameter is: array elements in
 row-major order, each followed by its own unconstrained coordinates in Stan's
@@ -38,7 +42,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,7 +51,7 @@ from scipy.special import expit, logit
 
 from pemc_stan.errors import UnevaluableExpressionError, UnsupportedConstructError
 from pemc_stan.stan import ast
-from pemc_stan.stan.evaluate import evaluate
+from pemc_stan.stan.evaluate import broadcast_per_draw, evaluate, evaluate_per_draw
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +112,16 @@ def evaluate_data_expression(expr: ast.Expr, data: Mapping[str, Any], what: str 
     try:
         return np.asarray(evaluate(expr, data), dtype=float)
     except UnevaluableExpressionError as err:
-        raise UnsupportedConstructError(
-            f"cannot evaluate the {what} in Python ({err.reason}); pemc-stan's evidence "
-            "estimators support bounds, offsets and multipliers that are literals, data "
-            "variables or elementwise arithmetic of them -- move the computation into the data",
-            line=err.line, column=err.column, construct=what) from None
+        raise _unsupported(what, err) from None
+
+
+def _unsupported(what: str, err: UnevaluableExpressionError) -> UnsupportedConstructError:
+    return UnsupportedConstructError(
+        f"cannot evaluate the {what} in Python ({err.reason}); pemc-stan's evidence "
+        "estimators support bounds, offsets and multipliers that are literals, data "
+        "variables, parameters declared earlier (bounds only) or elementwise arithmetic of "
+        "them -- move the computation into the data",
+        line=err.line, column=err.column, construct=what)
 
 
 # --------------------------------------------------------------------------- per-type maps
@@ -287,6 +296,12 @@ class ParameterTransform:
     lower, upper, offset, multiplier : ndarray or None
         Evaluated bounds / affine transform, broadcastable to
         ``array_dims + shape`` (elementwise types only).
+    lower_expr, upper_expr : ast.Expr or None
+        A bound that depends on the parameters ``bound_parameters`` (declared
+        earlier), evaluated per draw with ``bound_data`` and their values (in place
+        of ``lower`` / ``upper``).
+    bound_parameters : tuple of str
+        The parameters those bounds use.
     """
 
     name: str
@@ -297,6 +312,10 @@ class ParameterTransform:
     upper: NDArray[np.float64] | None = None
     offset: NDArray[np.float64] | None = None
     multiplier: NDArray[np.float64] | None = None
+    lower_expr: ast.Expr | None = None
+    upper_expr: ast.Expr | None = None
+    bound_parameters: tuple[str, ...] = ()
+    bound_data: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_elements(self) -> int:
@@ -335,12 +354,48 @@ class ParameterTransform:
             raise ValueError(f"bound of {self.name} has shape {np.shape(v)}, expected a scalar "
                              f"or {full}") from err
 
-    def constrain(self, u: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _bounds(self, n: int, params: Mapping[str, Any] | None
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Lower and upper bounds, flat: ``(size,)``, or ``(n, size)`` per draw when they
+        depend on parameters (whose constrained draws ``params`` holds, draws first).
+
+        Raises
+        ------
+        KeyError
+            If a parameter a bound uses is missing from ``params``.
+        UnsupportedConstructError
+            If a bound cannot be evaluated.
+        """
+        if not self.bound_parameters:
+            return self._full(self.lower, -np.inf), self._full(self.upper, np.inf)
+        missing = [p for p in self.bound_parameters if params is None or p not in params]
+        if missing:
+            raise KeyError(f"the bounds of {self.name} depend on {missing}: pass their draws")
+        assert params is not None
+        env = {p: np.asarray(params[p], dtype=float) for p in self.bound_parameters}
+        full = self.array_dims + self.shape
+        out = []
+        for expr, fixed, default in ((self.lower_expr, self.lower, -np.inf),
+                                     (self.upper_expr, self.upper, np.inf)):
+            if expr is None:
+                out.append(np.broadcast_to(self._full(fixed, default), (n, int(np.prod(full)))))
+                continue
+            try:
+                v = evaluate_per_draw(expr, self.bound_data, env, n)
+            except UnevaluableExpressionError as err:
+                raise _unsupported(f"bound of {self.name}", err) from None
+            out.append(broadcast_per_draw(v, n, full, f"bound of {self.name}").reshape(n, -1))
+        return out[0], out[1]
+
+    def constrain(self, u: ArrayLike, params: Mapping[str, Any] | None = None
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Map unconstrained draws to constrained values.
 
         Parameters
         ----------
         u : array_like, shape (n, unconstrained_size)
+        params : mapping, optional
+            Constrained draws of the parameters the bounds depend on (draws first).
 
         Returns
         -------
@@ -351,6 +406,8 @@ class ParameterTransform:
         ------
         ValueError
             If ``u`` has the wrong shape.
+        KeyError
+            If a parameter the bounds depend on is missing from ``params``.
         """
         u = np.asarray(u, dtype=float)
         n = u.shape[0]
@@ -366,8 +423,7 @@ class ParameterTransform:
                 x = mu + sig * flat
                 lj = np.full(n, np.sum(np.log(sig)))
             else:
-                lb = self._full(self.lower, -np.inf)
-                ub = self._full(self.upper, np.inf)
+                lb, ub = self._bounds(n, params)
                 x, lj = _bounded_constrain(flat, lb, ub)
             return x.reshape((n, *self.array_dims, *s)), lj
         batch = u.reshape(n * e, self.element_unconstrained_size)
@@ -387,7 +443,8 @@ class ParameterTransform:
             raise AssertionError(t)
         return xb.reshape((n, *self.array_dims, *s)), lj.reshape(n, e).sum(axis=1)
 
-    def unconstrain(self, x: ArrayLike, check: bool = True) -> NDArray[np.float64]:
+    def unconstrain(self, x: ArrayLike, check: bool = True,
+                    params: Mapping[str, Any] | None = None) -> NDArray[np.float64]:
         """Map constrained values to unconstrained draws (inverse of :meth:`constrain`).
 
         Parameters
@@ -396,6 +453,8 @@ class ParameterTransform:
         check : bool, default True
             Raise on non-finite results; with False they are returned (NaN or
             infinite rows mark draws outside the support).
+        params : mapping, optional
+            Constrained draws of the parameters the bounds depend on (draws first).
 
         Returns
         -------
@@ -406,6 +465,8 @@ class ParameterTransform:
         ValueError
             If ``x`` has the wrong shape or violates the constraint (values on
             or beyond a bound give non-finite unconstrained values).
+        KeyError
+            If a parameter the bounds depend on is missing from ``params``.
         """
         x = np.asarray(x, dtype=float)
         n = x.shape[0] if x.ndim else 1
@@ -422,8 +483,7 @@ class ParameterTransform:
                 if self.offset is not None or self.multiplier is not None:
                     u = (flat - self._full(self.offset, 0.0)) / self._full(self.multiplier, 1.0)
                 else:
-                    u = _bounded_free(flat, self._full(self.lower, -np.inf),
-                                      self._full(self.upper, np.inf))
+                    u = _bounded_free(flat, *self._bounds(n, params))
             else:
                 batch = x.reshape((n * e, *s))
                 if t == "simplex":
@@ -522,7 +582,7 @@ class ParameterSpace:
         ValueError
             As :meth:`ParameterTransform.unconstrain`.
         """
-        parts = [t.unconstrain(draws[t.name]) for t in self.transforms]
+        parts = [t.unconstrain(draws[t.name], params=draws) for t in self.transforms]
         return np.concatenate(parts, axis=1)
 
     def constrain(self, u: ArrayLike) -> tuple[dict[str, NDArray[np.float64]],
@@ -550,7 +610,7 @@ class ParameterSpace:
         lj = np.zeros(u.shape[0])
         start = 0
         for t in self.transforms:
-            x, l_t = t.constrain(u[:, start:start + t.unconstrained_size])
+            x, l_t = t.constrain(u[:, start:start + t.unconstrained_size], out)
             out[t.name] = x
             lj += l_t
             start += t.unconstrained_size
@@ -607,8 +667,9 @@ def parameter_space(program: ast.Program, data: Mapping[str, Any] | None = None,
     Raises
     ------
     UnsupportedConstructError
-        For ``unit_vector``, tuple or complex parameters, or bounds/sizes that
-        are not constant or data expressions.
+        For ``unit_vector``, tuple or complex parameters, sizes that are not
+        constant or data expressions, or bounds that are neither those nor such
+        expressions of parameters declared earlier.
     """
     data = dict(data or {})
     out: list[ParameterTransform] = []
@@ -619,15 +680,40 @@ def parameter_space(program: ast.Program, data: Mapping[str, Any] | None = None,
         for decl in stmt.declarators:
             name = decl.name
             try:
-                out.append(_one_transform(stmt.type, name, data, shapes))
+                out.append(_one_transform(stmt.type, name, data, shapes, out))
             except UnsupportedConstructError as exc:
                 exc.filename = filename
                 raise
     return ParameterSpace(tuple(out))
 
 
+def _bound(expr: ast.Expr, data: Mapping[str, Any], what: str,
+           earlier: list[ParameterTransform]) -> tuple[NDArray[np.float64] | None,
+                                                       tuple[str, ...]]:
+    """A bound's value from the data, or ``(None, the earlier parameters it uses)`` when
+    it depends on them (checked by evaluating it at one draw of ones).
+
+    Raises
+    ------
+    UnsupportedConstructError
+        If the bound is neither a data expression nor one of earlier parameters.
+    """
+    shapes = {t.name: t.array_dims + t.shape for t in earlier}
+    used = tuple(sorted({n.name for n in ast.walk(expr) if isinstance(n, ast.Variable)}
+                        & set(shapes)))
+    if not used:
+        return evaluate_data_expression(expr, data, what), ()
+    try:
+        with np.errstate(all="ignore"):
+            evaluate_per_draw(expr, data, {p: np.ones((1, *shapes[p])) for p in used}, 1)
+    except UnevaluableExpressionError as err:
+        raise _unsupported(what, err) from None
+    return None, used
+
+
 def _one_transform(type_: ast.Type, name: str, data: Mapping[str, Any],
-                   shapes: Mapping[str, tuple[int, ...]] | None) -> ParameterTransform:
+                   shapes: Mapping[str, tuple[int, ...]] | None,
+                   earlier: list[ParameterTransform] | None = None) -> ParameterTransform:
     base = type_
     n_array = 0
     while isinstance(base, ast.ArrayType):
@@ -668,12 +754,16 @@ def _one_transform(type_: ast.Type, name: str, data: Mapping[str, Any],
     if t in ("row_vector",) and len(shape) != 1:
         raise ValueError(f"shape {shape} of {name} does not match row_vector")
     lower = upper = offset = multiplier = None
+    lower_expr = upper_expr = None
+    uses: tuple[str, ...] = ()
     c = base.constraint
     if isinstance(c, ast.Bounds):
         if c.lower is not None:
-            lower = evaluate_data_expression(c.lower, data, f"lower bound of {name}")
+            lower, used = _bound(c.lower, data, f"lower bound of {name}", earlier or [])
+            lower_expr, uses = (c.lower if used else None), uses + used
         if c.upper is not None:
-            upper = evaluate_data_expression(c.upper, data, f"upper bound of {name}")
+            upper, used = _bound(c.upper, data, f"upper bound of {name}", earlier or [])
+            upper_expr, uses = (c.upper if used else None), uses + used
     elif isinstance(c, ast.Affine):
         try:
             offset = (evaluate_data_expression(c.offset, data, f"offset of {name}")
@@ -688,4 +778,5 @@ def _one_transform(type_: ast.Type, name: str, data: Mapping[str, Any],
             logger.debug("%s: using the identity as its unconstrained map (%s)", name, exc)
             offset = multiplier = None
     return ParameterTransform(name, t, tuple(dims), tuple(shape), lower, upper, offset,
-                              multiplier)
+                              multiplier, lower_expr, upper_expr,
+                              tuple(sorted(set(uses))), data if uses else {})

@@ -22,8 +22,8 @@ from pemc_stan.errors import UnevaluableExpressionError
 from pemc_stan.stan import ast
 from pemc_stan.stan.printer import print_expr
 
-__all__ = ["evaluate", "size_of", "scalar_definitions", "with_definitions",
-           "UnevaluableExpressionError"]
+__all__ = ["broadcast_per_draw", "evaluate", "evaluate_per_draw", "size_of",
+           "scalar_definitions", "with_definitions", "UnevaluableExpressionError"]
 
 
 
@@ -165,6 +165,82 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
         raise fail(f"a {type(e).__name__} expression", e)
 
     return ev(expr)
+
+
+#: Functions that act on each value alone, so that a draws-first array of scalars may be
+#: passed through them whole (``sum``, ``max`` of one argument, ``size``... reduce).
+_ELEMENTWISE_CALLS = frozenset(_UNARY) - {"sum", "mean", "size", "min", "max", "num_elements"}
+
+
+def _scalar_elementwise(expr: ast.Expr, data: Mapping[str, Any], draws: Mapping[str, Any]
+                        ) -> bool:
+    """Whether ``expr`` is elementwise arithmetic of scalars (data or per-draw parameters),
+    which NumPy can evaluate over all draws at once with Stan's meaning."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Variable):
+            if np.ndim(draws[node.name]) != 1 if node.name in draws \
+                    else np.ndim(data.get(node.name, 0)) != 0:
+                return False
+        elif isinstance(node, ast.Call):
+            if not (node.name in _ELEMENTWISE_CALLS and len(node.args) == 1
+                    or node.name in _BINARY and len(node.args) == 2
+                    or node.name in _CONSTANTS and not node.args):
+                return False
+        elif not isinstance(node, (ast.IntLit, ast.RealLit, ast.UnaryOp, ast.BinaryOp,
+                                   ast.Conditional)):
+            return False
+    return True
+
+
+def evaluate_per_draw(expr: ast.Expr, data: Mapping[str, Any],
+                      draws: Mapping[str, Any], n_draws: int) -> np.ndarray:
+    """The value of ``expr`` (a bound that uses parameters) at each of ``n_draws`` draws.
+
+    ``draws`` maps each parameter the expression uses to its draws, draws first
+    (``(n_draws, *declared shape)``).  Elementwise arithmetic of scalars is evaluated
+    over all draws at once; anything else (indexing, containers, reductions) draw by
+    draw, so every expression keeps Stan's meaning.
+
+    Returns
+    -------
+    ndarray, shape (n_draws, *the value's shape)
+
+    Raises
+    ------
+    UnevaluableExpressionError
+        As :func:`evaluate`.
+    """
+    if _scalar_elementwise(expr, data, draws):
+        try:
+            value = np.asarray(evaluate(expr, {**data, **draws}), dtype=float)
+            return np.broadcast_to(value, (n_draws,)) if value.ndim == 0 else value
+        except UnevaluableExpressionError:
+            pass  # e.g. ``a * b`` of two per-draw scalars, refused as two containers
+    rows = [np.asarray(evaluate(expr, {**data, **{k: np.asarray(v)[i] for k, v in draws.items()}}),
+                       dtype=float) for i in range(n_draws)]
+    return np.stack(rows) if rows else np.zeros((0,))
+
+
+def broadcast_per_draw(value: np.ndarray, n_draws: int, shape: tuple[int, ...], what: str
+                       ) -> np.ndarray:
+    """A per-draw value ``(n_draws, *rest)`` broadcast to ``(n_draws, *shape)``, ``rest``
+    aligned with the trailing dimensions of ``shape`` as Stan's elementwise arithmetic
+    does (a scalar per draw applies to every element).
+
+    Raises
+    ------
+    ValueError
+        If ``rest`` does not fit ``shape``, naming ``what``.
+    """
+    rest = value.shape[1:]
+    try:
+        if len(rest) > len(shape):
+            raise ValueError
+        value = value.reshape((n_draws,) + (1,) * (len(shape) - len(rest)) + rest)
+        return np.broadcast_to(value, (n_draws, *shape))
+    except ValueError:
+        raise ValueError(f"the {what} has shape {rest} per draw, expected a scalar or "
+                         f"{shape}") from None
 
 
 def size_of(expr: ast.Expr, data: Mapping[str, Any]) -> int | None:

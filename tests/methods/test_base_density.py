@@ -272,6 +272,23 @@ def test_parameter_dependent_bounds_joint_base_integrates_to_one() -> None:
         lo.forward(np.zeros((2,)), {})
 
 
+def test_a_bound_that_indexes_or_scales_a_parameter_holds_at_every_draw() -> None:
+    """``real<upper=v[1]>`` and ``vector<lower=a * w>`` (w data): each draw's bound is
+    its own (once the first draw's vector, or a refused product of a draw and a data
+    vector), and the map round-trips."""
+    coords = _coords("data { vector[2] w; } parameters { vector<lower=0>[2] v; "
+                     "real<upper=v[1]> r; real<lower=0, upper=1> a; vector<lower=a * w>[2] c; } "
+                     "model { }")
+    data = {"w": [1.0, 2.0]}
+    base = BaseDensity(np.zeros(6), np.eye(6)).validate()
+    draws = base.sample(coords, 7, np.random.default_rng(5), data)
+    assert np.all(draws["r"] < draws["v"][:, 0])
+    assert np.all(draws["c"] > draws["a"][:, None] * np.array([1.0, 2.0]))
+    z, _ = coords.forward(draws, data)
+    for name, value in coords.inverse(z, data).items():
+        np.testing.assert_allclose(value, draws[name])
+
+
 def test_bounds_from_transformed_data_cannot_be_evaluated() -> None:
     coords = _coords("transformed data { real t = 1; } parameters { real<lower=t> x; } "
                      "model { }")

@@ -54,3 +54,37 @@ def test_transformed_data_scalars_extend_the_data() -> None:
     assert [name for name, _ in defs] == ["Kc", "h"]  # defined where declared, scalars only
     env = with_definitions({"K": 5}, defs)
     assert env["Kc"] == 4 and env["h"] == 2.0 and "m" not in env
+
+
+# ------------------------------------------------------------------ bounds that use parameters
+
+@pytest.mark.parametrize("text", ["1 - a", "fmax(a, b) * 2 + exp(-a)", "a * b", "a / b",
+                                  "v[2] - a", "max(v) + a", "sum(w) * a", "a * w"])
+def test_a_bound_of_parameters_has_each_draw_s_value(text: str) -> None:
+    """Every draw's value is what the expression gives at that draw alone, whether NumPy
+    takes all draws at once (scalar arithmetic) or the draws one by one (indexing,
+    reductions, containers)."""
+    from pemc_stan.stan.evaluate import evaluate_per_draw
+    rng = np.random.default_rng(3)
+    n = 5
+    draws = {"a": rng.uniform(0.1, 1, n), "b": rng.uniform(0.1, 1, n),
+             "v": rng.normal(size=(n, 3))}
+    data = {"w": [1.0, 2.0]}
+    expr = parse_expression(text)
+    got = evaluate_per_draw(expr, data, draws, n)
+    one_by_one = np.stack([np.asarray(evaluate(expr, {**data, **{k: v[i] for k, v in
+                                                                 draws.items()}}), dtype=float)
+                           for i in range(n)])
+    assert got.shape[0] == n
+    np.testing.assert_allclose(got, one_by_one)
+
+
+def test_a_per_draw_value_broadcasts_over_the_elements_it_bounds() -> None:
+    from pemc_stan.stan.evaluate import broadcast_per_draw
+    scalar = np.arange(3.0)
+    out = broadcast_per_draw(scalar, 3, (2, 4), "bound of x")
+    assert out.shape == (3, 2, 4) and np.all(out[1] == 1.0)
+    vec = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(broadcast_per_draw(vec, 3, (2,), "bound of x"), vec)
+    with pytest.raises(ValueError, match="bound of x has shape \\(4,\\) per draw"):
+        broadcast_per_draw(np.ones((3, 4)), 3, (2,), "bound of x")
