@@ -139,19 +139,16 @@ class BetaBias:
         d = np.asarray(delta_values, dtype=float)
         key = (d.shape, hash(d.tobytes()))
         hit = self._memo.get(key)
-        if hit is not None and np.array_equal(hit[0], d):
-            return hit[1]
-        if self.is_flat:
-            pair = _log_w(d, 0), _log_w(d, 1)
-        else:
-            log_n = self.log_normaliser(d)
-            pair = (-self.values[0] - log_n, -d - self.values[-1] - log_n)
-        for a in pair:
-            a.setflags(write=False)  # shared by every later call with these Delta
-        if len(self._memo) >= _MEMO_SIZE:
-            self._memo.pop(next(iter(self._memo)))
-        self._memo[key] = (d.copy(), pair)
-        return pair
+        if hit is None or not np.array_equal(hit[0], d):
+            if self.is_flat:
+                pair = _log_w(d, 0), _log_w(d, 1)
+            else:
+                log_n = self.log_normaliser(d)
+                pair = (-self.values[0] - log_n, -d - self.values[-1] - log_n)
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.pop(next(iter(self._memo)))
+            hit = self._memo[key] = (d.copy(), pair)
+        return hit[1][0].copy(), hit[1][1].copy()  # callers may write to theirs
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled without the memo of weights."""

@@ -553,20 +553,19 @@ def test_pooled_log_ratio_rejects_a_round_without_finite_normalisers() -> None:
 
 def test_a_bias_remembers_weights_only_for_the_same_delta() -> None:
     """The memo of ``log_w_pair`` gives what a fresh bias computes, for the same Delta
-    only; its arrays cannot be written through, and a pickled bias carries no memo."""
+    only; writing to the arrays it returned changes no later answer, and a pickled bias
+    carries no memo."""
     import pickle
 
     bias = BetaBias([0.0, 0.4, 1.0], [0.0, 1.5, -0.5])
     rng = np.random.default_rng(8)
     d1, d2 = rng.normal(0, 5, 200), rng.normal(0, 5, 200)
     first = bias.log_w_pair(d1)
-    assert bias.log_w_pair(d1.copy())[1] is first[1]
+    first[0][:] = 0.0
     for d in (d1, d2, d1):
         fresh = BetaBias([0.0, 0.4, 1.0], [0.0, 1.5, -0.5]).log_w_pair(d)
         for got, want in zip(bias.log_w_pair(d), fresh, strict=True):
             np.testing.assert_array_equal(got, want)
-    with pytest.raises(ValueError, match="read-only"):
-        first[0][0] = 0.0
     clone = pickle.loads(pickle.dumps(bias))
     assert clone._memo == {}
     np.testing.assert_array_equal(clone.log_w_pair(d2)[0], bias.log_w_pair(d2)[0])
