@@ -89,6 +89,20 @@ Cases (kinds the shared suite lacks):
     closed form. Check: one million draws of (k, mu, theta) from the exact posterior, and log Z
     by importance sampling of mu (theta integrated out).
 
+``banana_beside_t_2d``
+    A banana beside a heavy-tailed mode: weight 0.5 on a banana, x1 ~ N(-3, 1.5^2) and
+    x2 | x1 ~ N(0.6 ((x1 + 3)^2 - 1.5^2), 1), whose arms rise towards weight 0.5 on
+    independent Student-t (5 degrees of freedom) coordinates centred at (3, 2), scale 1.
+    Normalised, log Z = 0 (the banana's map has unit Jacobian). The banana's x2 has mean 0
+    and variance 1 + 2 (0.6)^2 1.5^4, most of it in the arms; means, sds and P(x[2] > 3)
+    are closed form up to one 1-D quadrature (the banana's tail of x2). Check: one million
+    draws; log Z by importance sampling from a wide Student-t mixture.
+``ridge_pair_2d``
+    Two round modes joined by a thin ridge: weights 0.6 and 0.3 on N((-4, 0), 0.5^2 I) and
+    N((4, 0), 0.5^2 I), and 0.1 on a ridge N(0, diag(4^2, 0.05^2)) between them, 100 times
+    narrower than it is long. Normalised; moments and P(x[1] < 0) closed form. Check: one
+    million draws; log Z by importance sampling from a wide Gaussian mixture.
+
 ``poisson_changepoint``
     Counts y[t] ~ Poisson(t < s ? early : late), t = 1..50, early, late ~ gamma(2, 1), and no
     prior statement for s in (0, 50): its density as written is 1 there, so log Z integrates s
@@ -830,11 +844,132 @@ def poisson_changepoint() -> Checks:
             _mc("P(early > 3)", p_early, (early > 3).astype(float))]
 
 
+# ----------------------------------------------------------------- banana_beside_t_2d
+
+BANANA_T_MODEL = """\
+// A banana beside a heavy-tailed mode: 0.5 x banana (x1 ~ normal(-3, 1.5),
+// x2 ~ normal(0.6 ((x1 + 3)^2 - 1.5^2), 1)), whose arms rise towards
+// 0.5 x independent student_t(5, (3, 2), 1) coordinates. Normalised: log Z = 0.
+parameters {
+  vector[2] x;
+}
+model {
+  real banana = normal_lpdf(x[1] | -3, 1.5)
+                + normal_lpdf(x[2] | 0.6 * (square(x[1] + 3) - square(1.5)), 1);
+  real heavy = student_t_lpdf(x[1] | 5, 3, 1) + student_t_lpdf(x[2] | 5, 2, 1);
+  target += log_mix(0.5, banana, heavy);
+}
+"""
+BANANA_T = {"w": 0.5, "m1": -3.0, "s": 1.5, "b": 0.6, "nu": 5.0, "t1": 3.0, "t2": 2.0,
+            "tau": 1.0}
+
+
+def banana_beside_t_2d() -> Checks:
+    """A banana whose arms rise towards a Student-t mode; closed form but one quadrature."""
+    from scipy.stats import t as student_t
+
+    p = BANANA_T
+    w, m1, s, b, nu, t1, t2, tau = (p[k] for k in ("w", "m1", "s", "b", "nu", "t1", "t2", "tau"))
+    t_var = tau**2 * nu / (nu - 2)
+    var2_banana = 1 + 2 * b**2 * s**4
+    mean = {"x[1]": w * m1 + (1 - w) * t1, "x[2]": (1 - w) * t2}
+    second = {"x[1]": w * (s**2 + m1**2) + (1 - w) * (t_var + t1**2),
+              "x[2]": w * var2_banana + (1 - w) * (t_var + t2**2)}
+    sd = {k: math.sqrt(second[k] - mean[k] ** 2) for k in mean}
+    # P(x2 > 3) in the banana: x2 = b s^2 (u^2 - 1) + e, u, e standard normal
+    banana_tail = integrate.quad(
+        lambda u: norm.pdf(u) * norm.sf(3 - b * s**2 * (u * u - 1)), -np.inf, np.inf,
+        epsabs=1e-13)[0]
+    p_high = w * banana_tail + (1 - w) * float(student_t.sf((3 - t2) / tau, nu))
+    truth = {"log_z": 0.0, "mean": mean, "sd": sd, "prob": {"x[2] > 3": p_high}}
+    write_case("banana_beside_t_2d", BANANA_T_MODEL, {}, truth)
+
+    def log_target(v: np.ndarray) -> np.ndarray:
+        lb = norm.logpdf(v[:, 0], m1, s) + norm.logpdf(v[:, 1], b * ((v[:, 0] - m1) ** 2 - s**2))
+        lt = student_t.logpdf(v[:, 0], nu, t1, tau) + student_t.logpdf(v[:, 1], nu, t2, tau)
+        return np.logaddexp(math.log(w) + lb, math.log(1 - w) + lt)
+
+    rng = np.random.default_rng(29)
+    first = rng.random(N_MC) < w
+    u = rng.normal(size=N_MC)
+    banana = np.stack([m1 + s * u, b * s**2 * (u * u - 1) + rng.normal(size=N_MC)], axis=1)
+    heavy = np.stack([t1 + tau * rng.standard_t(nu, N_MC), t2 + tau * rng.standard_t(nu, N_MC)],
+                     axis=1)
+    x = np.where(first[:, None], banana, heavy)
+    # log Z by importance sampling from a wide bivariate Student-t (3 degrees of freedom)
+    centre, scale = np.array([0.0, 2.0]), np.array([4.0, 5.0])
+    xq = centre + scale * rng.standard_t(3, (N_MC, 2))
+    log_q = student_t.logpdf(xq, 3, centre, scale).sum(axis=1)
+    log_iw = log_target(xq) - log_q
+    iw = np.exp(log_iw - log_iw.max())
+    return [("log_z (importance sampling)", 0.0, float(logsumexp(log_iw) - math.log(N_MC)),
+             float(iw.std() / iw.mean() / math.sqrt(N_MC))),
+            _mc("mean x[1]", mean["x[1]"], x[:, 0]), _mc("sd x[1]", sd["x[1]"], x[:, 0], "sd"),
+            _mc("mean x[2]", mean["x[2]"], x[:, 1]), _mc("sd x[2]", sd["x[2]"], x[:, 1], "sd"),
+            _mc("P(x[2] > 3)", p_high, (x[:, 1] > 3).astype(float))]
+
+
+# ----------------------------------------------------------------- ridge_pair_2d
+
+RIDGE_MODEL = """\
+// Two round modes joined by a thin ridge: 0.6 x normal((-4, 0), 0.5), 0.3 x
+// normal((4, 0), 0.5), 0.1 x a ridge normal((0, 0), (4, 0.05)) between them.
+// Normalised: log Z = 0.
+parameters {
+  vector[2] x;
+}
+model {
+  vector[3] lp;
+  lp[1] = log(0.6) + normal_lpdf(x | [-4, 0]', 0.5);
+  lp[2] = log(0.3) + normal_lpdf(x | [4, 0]', 0.5);
+  lp[3] = log(0.1) + normal_lpdf(x[1] | 0, 4) + normal_lpdf(x[2] | 0, 0.05);
+  target += log_sum_exp(lp);
+}
+"""
+RIDGE_W = np.array([0.6, 0.3, 0.1])
+RIDGE_M = np.array([[-4.0, 0.0], [4.0, 0.0], [0.0, 0.0]])
+RIDGE_S = np.array([[0.5, 0.5], [0.5, 0.5], [4.0, 0.05]])
+
+
+def ridge_pair_2d() -> Checks:
+    """Two Gaussian modes and a thin ridge joining them; closed form."""
+    w, m, sdev = RIDGE_W, RIDGE_M, RIDGE_S
+    mean = w @ m
+    second = w @ (sdev**2 + m**2)
+    sd = np.sqrt(second - mean**2)
+    p_neg = float(w @ norm.cdf(-m[:, 0] / sdev[:, 0]))
+    truth = {"log_z": 0.0, "mean": {"x[1]": float(mean[0]), "x[2]": float(mean[1])},
+             "sd": {"x[1]": float(sd[0]), "x[2]": float(sd[1])}, "prob": {"x[1] < 0": p_neg}}
+    write_case("ridge_pair_2d", RIDGE_MODEL, {}, truth)
+
+    def log_target(v: np.ndarray) -> np.ndarray:
+        parts = [math.log(w[k]) + norm.logpdf(v, m[k], sdev[k]).sum(axis=1) for k in range(3)]
+        return np.asarray(logsumexp(np.stack(parts), axis=0))
+
+    rng = np.random.default_rng(31)
+    k = rng.choice(3, size=N_MC, p=w)
+    x = m[k] + sdev[k] * rng.normal(size=(N_MC, 2))
+    # log Z by importance sampling from the components widened (x 1.5, the ridge x 3 across)
+    wide = sdev * np.array([[1.5, 1.5], [1.5, 1.5], [1.5, 3.0]])
+    kq = rng.choice(3, size=N_MC, p=w)
+    xq = m[kq] + wide[kq] * rng.normal(size=(N_MC, 2))
+    log_q = logsumexp(np.stack([math.log(w[j]) + norm.logpdf(xq, m[j], wide[j]).sum(axis=1)
+                                for j in range(3)]), axis=0)
+    log_iw = log_target(xq) - log_q
+    iw = np.exp(log_iw - log_iw.max())
+    return [("log_z (importance sampling)", 0.0, float(logsumexp(log_iw) - math.log(N_MC)),
+             float(iw.std() / iw.mean() / math.sqrt(N_MC))),
+            _mc("mean x[1]", float(mean[0]), x[:, 0]), _mc("sd x[1]", float(sd[0]), x[:, 0], "sd"),
+            _mc("sd x[2]", float(sd[1]), x[:, 1], "sd"),
+            _mc("P(x[1] < 0)", p_neg, (x[:, 0] < 0).astype(float))]
+
+
 CASES = {"square_sign": square_sign, "exchangeable_3": exchangeable_3,
          "separated_20d": separated_20d, "spike_slab_5": spike_slab_5,
          "boltzmann_10": boltzmann_10, "heavy_tail_pair_2d": heavy_tail_pair_2d,
          "overlap_triple_2d": overlap_triple_2d, "hier_bimodal_8": hier_bimodal_8,
-         "poisson_changepoint": poisson_changepoint}
+         "poisson_changepoint": poisson_changepoint, "banana_beside_t_2d": banana_beside_t_2d,
+         "ridge_pair_2d": ridge_pair_2d}
 
 
 def main(argv: list[str] | None = None) -> None:
