@@ -17,7 +17,6 @@ bridge sampling, thermodynamic integration.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,6 +27,7 @@ from scipy.integrate import simpson
 from scipy.special import logsumexp
 
 from pemc_stan.estimators.weights import chain_ess
+from pemc_stan.estimators.weights import pareto_smooth as psis
 
 logger = logging.getLogger(__name__)
 
@@ -428,12 +428,7 @@ def importance_sampling(
     log_w = lt - lg
     if np.all(np.isneginf(log_w)):
         raise ValueError("all importance weights are zero")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import arviz as az
-
-        smoothed, k_hat = az.psislw(log_w, reff=1.0, normalize=False)
-    k_hat = float(k_hat)
+    smoothed, k_hat = psis(log_w)
     finite = log_w[np.isfinite(log_w)]
     # rounding error of the log densities themselves: the SE cannot be smaller
     fp_floor = float(np.finfo(float).eps

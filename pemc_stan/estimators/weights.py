@@ -36,6 +36,7 @@ __all__ = [
     "ess",
     "log_normalise",
     "max_weight_share",
+    "pareto_smooth",
     "resample_indices",
     "weighted_mean",
 ]
@@ -167,6 +168,29 @@ def weighted_mean(values: ArrayLike, log_w: ArrayLike) -> WeightedMean:
     mu = np.sum(w * f, axis=0)
     var = np.sum(w**2 * (f - mu) ** 2, axis=0)
     return WeightedMean(np.asarray(mu), np.sqrt(np.asarray(var)))
+
+
+def pareto_smooth(log_w: ArrayLike) -> tuple[NDArray[np.float64], float]:
+    """Pareto-smoothed log-weights and the ``k_hat`` of their upper tail (PSIS, Vehtari et
+    al. 2024, through ``arviz.psislw``, the weights' scale kept): below 0.7 smoothed
+    estimates and their delta-method errors (:func:`weighted_mean`) are reliable; for
+    constant weights (no tail) the weights as given and ``k_hat = -inf``.
+
+    Raises
+    ------
+    ValueError
+        On a log-weight that is NaN or ``+inf``, or none finite.
+    """
+    lw = _check_log_weights(log_w)
+    finite = lw[np.isfinite(lw)]
+    if finite.size < 2 or float(np.ptp(finite)) == 0.0:
+        return lw.copy(), float("-inf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az
+
+        smoothed, k_hat = az.psislw(lw, reff=1.0, normalize=False)
+    return np.asarray(smoothed, dtype=float), float(k_hat)
 
 
 def resample_indices(

@@ -44,7 +44,7 @@ from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
-from pemc_stan.output.fit_protocol import column_name
+from pemc_stan.output.fit_protocol import by_column
 
 __all__ = ["SPREAD_RATIO_MAX", "DivergedCheck", "ScoutsCheck", "SplitDraws", "SpreadCheck",
            "missed_regions", "narrower_than_every_chain", "region_weights"]
@@ -286,16 +286,6 @@ def _log_z(fit: Any) -> float:
     return float("nan")
 
 
-def _columns(draws: Mapping[str, NDArray[np.float64]]) -> dict[str, NDArray[np.float64]]:
-    """Draws by CmdStan column (``"x"``, ``"x[2]"``, ``"m[1,2]"``), (chains, draws) each."""
-    out: dict[str, NDArray[np.float64]] = {}
-    for name, v in draws.items():
-        v = np.asarray(v, dtype=float)
-        for idx in np.ndindex(*v.shape[2:]):
-            out[column_name(name, idx)] = v[(slice(None), slice(None)) + idx]
-    return out
-
-
 def narrower_than_every_chain(split: SplitDraws, fit: Any) -> list[tuple[str, float, float]]:
     """The columns whose tempered variance (``fit``'s weighted estimate) is at least
     :data:`SPREAD_RATIO_MAX` times below every split chain's own: ``(column, tempered
@@ -306,7 +296,7 @@ def narrower_than_every_chain(split: SplitDraws, fit: Any) -> list[tuple[str, fl
     Nothing: a column the fit does not estimate is left out.
     """
     out = []
-    for column, x in _columns(split.draws).items():
+    for column, x in by_column(split.draws).items():
         if x.shape[0] < 2 or x.shape[1] < 2:
             continue
         smallest = float(np.min(np.var(x, axis=1)))

@@ -7,17 +7,31 @@ subclasses) has each of these.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["RunFit", "column_name", "fit_seed", "judged_run"]
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["RunFit", "by_column", "column_name", "fit_seed", "judged_run"]
 
 
 def column_name(name: str, index: tuple[int, ...]) -> str:
     """The CmdStan column of ``name`` at the 0-based ``index``: ``x``, ``x[2]``, ``m[1,2]``
     (the names of ``RunFit.parameter_columns``)."""
     return name if not index else f"{name}[{','.join(str(i + 1) for i in index)}]"
+
+
+def by_column(draws: Mapping[str, Any], lead: int = 2) -> dict[str, NDArray[np.float64]]:
+    """Draws by CmdStan column (``"x"``, ``"x[2]"``, ``"m[1,2]"``) from draws by parameter,
+    each with ``lead`` leading axes (chains and draws, or draws) before its own shape."""
+    out: dict[str, NDArray[np.float64]] = {}
+    for name, v in draws.items():
+        v = np.asarray(v, dtype=float)
+        for idx in np.ndindex(*v.shape[lead:]):
+            out[column_name(name, idx)] = v[(slice(None),) * lead + idx]
+    return out
 
 
 class RunFit(Protocol):
