@@ -16,8 +16,12 @@ import os
 import time
 from typing import Any
 
+from pemc_stan.backend.progress import stage
+from pemc_stan.errors import PemcStanError
+from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import split_modes
+from pemc_stan.modes.wide import MOMENT_DRAWS, WideMoments, WideMomentsCheck, wide_moments
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
 from pemc_stan.sampling.model import Found, MethodModel
@@ -72,6 +76,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     refused: SplitDraws | None = None
     refused_gradients = 0  # a refused split's runs: part of the first attempt
     diverged = False  # the split was refused for divergences: the tempered run can't pass
+    tempered = False  # the method ran as itself, not as the split
     if model.wants_split():
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
         fit, refused = outcome.fit, outcome.draws
@@ -88,6 +93,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         if refused is not None and found.base is not None:  # the base: what the chains saw
             found = _widened(found, refused)
         fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
+        tempered = True
         lap("method")
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
     fit = follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
@@ -99,11 +105,43 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
                             SpreadCheck(refused))
     if diverged:
         fit.later_checks = (*fit.later_checks, DivergedCheck())
+    if tempered:  # importance draws need no chain to reach a region
+        moments = _wide_moments(model, found, seed, fit)
+        if moments is not None:
+            fit.later_checks = (*fit.later_checks, WideMomentsCheck(moments))
+        lap("wide_moments")
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds
     logger.info("wall seconds by stage: %s", ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return fit
+
+
+def _wide_moments(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
+                  ) -> WideMoments | None:
+    """Importance estimates of the parameters' moments from around the search's modes
+    (:func:`~pemc_stan.modes.wide.wide_moments`), or None without a search base, base
+    coordinates or a density the evaluator can compute, or when its densities would
+    outnumber the gradients of ``fit``'s run (a density costs less than a gradient, so
+    the check costs at most about the run's sampling; an ODE model's run is not doubled
+    by it)."""
+    search = found.search
+    if search is None or search.base is None:
+        return None
+    coords = getattr(model.result, "coordinates", None)
+    if coords is None:
+        return None
+    if fit.gradients() < MOMENT_DRAWS:
+        logger.info("no wide moments: %d densities for a run of %d gradients", MOMENT_DRAWS,
+                    fit.gradients())
+        return None
+    with stage("importance draws around the modes found (checking the moments)"):
+        try:
+            evaluator = DensityEvaluator(model.program, model.data, model.program.name)
+        except PemcStanError as exc:
+            logger.info("no wide moments: %s", exc)
+            return None
+        return wide_moments(coords, search.base, evaluator, model.data, seed)
 
 
 def _widened(found: Found, refused: SplitDraws) -> Found:

@@ -106,3 +106,17 @@ def test_a_tempered_run_behind_a_split_refused_for_divergences_is_never_ok(
     assert [name for name, _ in found] == (["split_divergences"] if flagged else [])
     assert all(reason is not None and "reparameterise" in reason.remedy
                for _, reason in found)
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_only_a_tempered_run_is_checked_against_importance_moments(monkeypatch,
+                                                                   split: bool) -> None:
+    from pemc_stan.modes.wide import WideMoments, WideMomentsCheck
+
+    moments = WideMoments(("x",), np.zeros(1), np.ones(1), np.ones(1), np.ones(1), 0.3, 10)
+    monkeypatch.setattr(plan, "_wide_moments", lambda model, found, seed, fit: moments)
+    outcome = SplitOutcome(why="rhat: ...", tried=True, names=("rhat",))
+    outcome.fit = _Fit() if split else None
+    fit = _plan(monkeypatch, outcome)
+    checks = [c for c in fit.later_checks if isinstance(c, WideMomentsCheck)]
+    assert [c.moments for c in checks] == ([] if split else [moments])

@@ -1,0 +1,123 @@
+"""The wide check of a tempered run's moments: importance estimates from around the modes
+found (no compilation: the density is NumPy's), and the reason it gives a fit."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.methods.coordinates import base_coordinates
+from pemc_stan.modes import wide
+from pemc_stan.modes.wide import WideMoments, WideMomentsCheck, wide_moments
+from pemc_stan.sampling.hooks import WeightedEstimate
+from pemc_stan.stan.parser import parse
+
+
+def _coords(program: str) -> Any:
+    tree = parse(program)
+    return base_coordinates([(s.type, d.name) for s in tree.parameters.stmts
+                             for d in s.declarators])
+
+
+class Banana:
+    """0.5 x a banana (x1 ~ N(-3, 1.5), x2 | x1 ~ N(0.6 ((x1 + 3)^2 - 2.25), 1)) and
+    0.5 x Student-t(5) coordinates at (3, 2): the validation case's density."""
+
+    mean = np.array([0.0, 1.0])
+    var = np.array([0.5 * (2.25 + 9) + 0.5 * (5 / 3 + 9),
+                    0.5 * (1 + 2 * 0.36 * 1.5**4) + 0.5 * (5 / 3 + 4) - 1.0])
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.asarray(draws["x"])
+        lb = norm.logpdf(x[:, 0], -3, 1.5) + norm.logpdf(x[:, 1], 0.6 * ((x[:, 0] + 3) ** 2
+                                                                         - 2.25))
+        lt = student_t.logpdf(x[:, 0], 5, 3, 1) + student_t.logpdf(x[:, 1], 5, 2, 1)
+        return np.logaddexp(np.log(0.5) + lb, np.log(0.5) + lt)
+
+
+def test_importance_moments_of_a_banana_beside_a_heavy_tail_are_right() -> None:
+    """From a covering Gaussian of the two modes, the estimates are within four of their
+    own standard errors of the exact means and variances, on three seeds (the arms and
+    the tails that tempered chains miss are reached without a chain)."""
+    coords = _coords("parameters { vector[2] x; } model { }")
+    base = BaseDensity(np.array([0.25, 0.47]), np.diag([3.17**2, 1.95**2]), "dense")
+    for seed in (1, 2, 3):
+        mo = wide_moments(coords, base, Banana(), {}, seed)  # type: ignore[arg-type]
+        assert mo is not None and mo.columns == ("x[1]", "x[2]")
+        assert mo.pareto_k <= wide.MOMENT_K_MAX and mo.draws == wide.MOMENT_DRAWS
+        assert np.all(np.abs(mo.mean - Banana.mean) <= 4 * mo.mean_se)
+        assert np.all(np.abs(mo.var - Banana.var) <= 4 * mo.var_se)
+        assert np.all(mo.var_se < 0.05 * Banana.var)  # precise enough to check a run
+
+
+class Narrow:
+    """A Gaussian 50 times narrower than the base in each of 20 dimensions."""
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(norm.logpdf(np.asarray(draws["x"]), 0, 0.02).sum(axis=1))
+
+
+def test_no_check_where_the_pilot_draws_hold_too_few_effective_draws(monkeypatch) -> None:
+    coords = _coords("parameters { vector[20] x; } model { }")
+    base = BaseDensity(np.zeros(20), np.eye(20), "dense")
+    calls: list[int] = []
+    real = wide.wide_log_weights
+
+    def counted(*args: Any, n: int, **kwargs: Any) -> Any:
+        calls.append(n)
+        return real(*args, n=n, **kwargs)
+
+    monkeypatch.setattr(wide, "wide_log_weights", counted)
+    assert wide_moments(coords, base, Narrow(), {}, 1) is None  # type: ignore[arg-type]
+    assert calls == [wide.MOMENT_PILOT]  # the rest is never drawn
+
+
+class Fit:
+    """A fit whose estimates of a column's mean and of its squared deviations are given."""
+
+    def __init__(self, mean: float, mean_se: float, var: float, var_se: float) -> None:
+        self.values = (mean, mean_se, var, var_se)
+
+    def expectation(self, f: Any) -> WeightedEstimate:
+        m, m_se, v, v_se = self.values
+        if isinstance(f, str):
+            if f != "x[1]":
+                raise KeyError(f)
+            return WeightedEstimate(mean=m, mcse=m_se, ess=400.0)
+        return WeightedEstimate(mean=v, mcse=v_se, ess=400.0)
+
+
+MOMENTS = WideMoments(("x[1]",), np.array([0.0]), np.array([0.03]), np.array([10.96]),
+                      np.array([0.1]), 0.5, 100_000)
+
+
+@pytest.mark.parametrize(("fit", "flagged"), [
+    (Fit(0.1, 0.2, 10.5, 0.2), False),   # 2.1 standard errors: a right run
+    (Fit(0.1, 0.2, 10.21, 0.14), True),  # the banana's arms missed: 4.4 standard errors
+    (Fit(1.2, 0.2, 10.9, 0.2), True),    # a mean 5.9 standard errors off
+])
+def test_a_run_whose_draws_miss_part_of_a_mode_is_flagged_by_name(fit: Fit, flagged: bool
+                                                                  ) -> None:
+    name, reason = WideMomentsCheck(MOMENTS)(fit)
+    assert name == "wide_moments"
+    assert (reason is not None) is flagged
+    if reason is not None:
+        assert reason.name == "wide_moments" and "x[1]" in reason.message
+        assert "importance sampling" in reason.message and reason.remedy
+
+
+def test_a_quantity_the_importance_draws_cannot_estimate_is_not_compared() -> None:
+    blind = WideMoments(("x[1]", "y"), np.array([np.nan, 0.0]), np.array([np.nan, 0.1]),
+                        np.array([np.nan, 1.0]), np.array([np.nan, 0.1]), 0.4, 100_000)
+    assert WideMomentsCheck(blind)(Fit(5.0, 0.1, 50.0, 0.1))[1] is None  # y: not in the fit
+
+
+def test_the_moment_check_pickles_with_the_fit_it_judges() -> None:
+    check = pickle.loads(pickle.dumps(WideMomentsCheck(MOMENTS)))
+    assert check(Fit(0.1, 0.2, 10.21, 0.14))[1] is not None
