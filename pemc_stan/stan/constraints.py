@@ -347,7 +347,7 @@ class ParameterTransform:
     def _full(self, v: NDArray[np.float64] | None, default: float) -> NDArray[np.float64]:
         full = self.array_dims + self.shape
         if v is None:
-            return np.full(full, default)
+            return np.full(int(np.prod(full, dtype=int)), default)
         try:
             return np.broadcast_to(np.asarray(v, dtype=float), full).reshape(-1)
         except ValueError as err:

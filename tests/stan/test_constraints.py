@@ -189,6 +189,19 @@ def test_bounds_of_earlier_parameters_hold_per_draw_with_a_triangular_jacobian()
         assert np.linalg.slogdet(jac)[1] == pytest.approx(lj[i], abs=1e-6)
 
 
+def test_one_sided_bounds_on_matrices_and_arrays_of_vectors() -> None:
+    """A missing bound of a 2-D parameter is as flat as its draws (it was (2, 3) against
+    (n, 6) and failed), with data bounds and with a bound of an earlier parameter."""
+    prog = parse("parameters { real<lower=0> s; matrix<lower=0>[2, 3] m; "
+                 "array[2] vector<lower=s>[3] y; array[2] vector<upper=-1>[2] v; } model { }")
+    space = parameter_space(prog, {})
+    u = np.random.default_rng(6).normal(size=(5, space.dim))
+    x, lj = space.constrain(u)
+    assert np.all(x["m"] > 0) and np.all(x["y"] > x["s"][:, None, None]) and np.all(x["v"] < -1)
+    np.testing.assert_allclose(space.unconstrain(x), u, atol=1e-10)
+    assert np.all(np.isfinite(lj))
+
+
 def test_evaluate_data_expression() -> None:
     e = ast.BinaryOp("-", ast.Call("log", (ast.Variable("a"),)), ast.RealLit("1.5"))
     assert float(evaluate_data_expression(e, {"a": np.e})) == pytest.approx(-0.5)
