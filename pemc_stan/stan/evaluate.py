@@ -62,6 +62,23 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "==": np.equal, "!=": np.not_equal}
 
 
+#: Functions whose value is an int for int arguments, as in Stan (the others are real:
+#: ``square(3) / 2`` is 4.5, ``inv(2)`` 0.5).
+_INT_PRESERVING = frozenset({"abs", "minus", "sum", "size", "num_elements", "min", "max"})
+
+
+def _real(v: Any) -> Any:
+    """``v`` as Stan's real: a float, or a float array."""
+    out = np.asarray(v, dtype=float)
+    return float(out) if out.ndim == 0 else out
+
+
+def _as_int(v: Any) -> Any:
+    """A comparison's or logical operator's value as Stan's int (1 or 0)."""
+    out = np.asarray(v).astype(int)
+    return int(out) if out.ndim == 0 else out
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
@@ -116,11 +133,11 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
         if isinstance(e, ast.BinaryOp):
             a, b = ev(e.left), ev(e.right)
             if e.op in _COMPARE:
-                return _COMPARE[e.op](a, b)
+                return _as_int(_COMPARE[e.op](a, b))
             if e.op == "&&":
-                return np.logical_and(a, b)
+                return _as_int(np.logical_and(a, b))
             if e.op == "||":
-                return np.logical_or(a, b)
+                return _as_int(np.logical_or(a, b))
             if e.op in ("*", "/") and np.ndim(a) > 0 and np.ndim(b) > 0:
                 raise fail(f"operator {e.op!r} of two containers", e)
             if e.op in ("+", ".+"):
@@ -129,8 +146,9 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
                 return a - b
             if e.op in ("*", ".*"):
                 return a * b
-            if e.op in ("^", ".^"):
-                return np.power(np.asarray(a, dtype=float), b) if np.ndim(a) else float(a) ** b
+            if e.op in ("^", ".^"):  # real in Stan, for int operands too
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return _real(np.power(np.asarray(a, dtype=float), b))
             if e.op in ("/", "./", "%/%"):
                 if _is_int(a) and _is_int(b):
                     return _int_div(a, b)
@@ -148,14 +166,18 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any]) -> Any:
             out = v[idx]
             return out.item() if np.ndim(out) == 0 else out
         if isinstance(e, ast.Conditional):
-            return np.where(ev(e.cond), ev(e.if_true), ev(e.if_false))
+            out = np.where(ev(e.cond), ev(e.if_true), ev(e.if_false))
+            return out.item() if out.ndim == 0 else out
         if isinstance(e, ast.Call):
             if not e.args and e.name in _CONSTANTS:
                 return _CONSTANTS[e.name]
-            if len(e.args) == 1 and e.name in _UNARY:
-                return _UNARY[e.name](ev(e.args[0]))
-            if len(e.args) == 2 and e.name in _BINARY:
-                return _BINARY[e.name](ev(e.args[0]), ev(e.args[1]))
+            if e.name in _UNARY and len(e.args) == 1 or e.name in _BINARY and len(e.args) == 2:
+                args = [ev(a) for a in e.args]
+                if e.name in _INT_PRESERVING:
+                    return (_UNARY if len(args) == 1 else _BINARY)[e.name](*args)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return _real((_UNARY if len(args) == 1 else _BINARY)[e.name](
+                        *(_real(a) for a in args)))
             if e.name in _RESHAPE and len(e.args) in _RESHAPE[e.name][0]:
                 try:
                     return _RESHAPE[e.name][1](*(ev(a) for a in e.args))

@@ -16,6 +16,11 @@ from pemc_stan.stan.parser import parse, parse_expression
     ("7 / 2", 3), ("-7 / 2", -3), ("7 %/% 2", 3), ("7 % 3", 1), ("7.0 / 2", 3.5),
     ("2 ^ 3", 8.0), ("K - 1", 4), ("x[2] * 2", 4.0), ("K > 3 ? 1 : 0", 1),
     ("sqrt(16) + log(1)", 4.0), ("min(K, 3)", 3), ("pi()", math.pi), ("sum(x)", 6.0),
+    # Stan's return types: real for square, inv, fmin, pow and ^ of ints; int for
+    # comparisons, ?: of ints, abs and min
+    ("square(3) / 2", 4.5), ("inv(2)", 0.5), ("fmin(3, 4) / 2", 1.5), ("pow(2, -1)", 0.5),
+    ("2 ^ -1", 0.5), ("(3 > 2) / 2", 0), ("(K > 3 ? 3 : 4) / 2", 1), ("abs(-3) / 2", 1),
+    ("min(3, 4) / 2", 1),
 ])
 def test_stan_semantics(text: str, expected: float) -> None:
     data = {"K": 5, "x": [1.0, 2.0, 3.0]}
