@@ -174,7 +174,7 @@ def pareto_smooth(log_w: ArrayLike) -> tuple[NDArray[np.float64], float]:
     """Pareto-smoothed log-weights and the ``k_hat`` of their upper tail (PSIS, Vehtari et
     al. 2024, through ``arviz.psislw``, the weights' scale kept): below 0.7 smoothed
     estimates and their delta-method errors (:func:`weighted_mean`) are reliable; for
-    constant weights (no tail) the weights as given and ``k_hat = -inf``.
+    weights all finite and equal (no tail) the weights as given and ``k_hat = -inf``.
 
     Raises
     ------
@@ -182,8 +182,7 @@ def pareto_smooth(log_w: ArrayLike) -> tuple[NDArray[np.float64], float]:
         On a log-weight that is NaN or ``+inf``, or none finite.
     """
     lw = _check_log_weights(log_w)
-    finite = lw[np.isfinite(lw)]
-    if finite.size < 2 or float(np.ptp(finite)) == 0.0:
+    if np.all(np.isfinite(lw)) and float(np.ptp(lw)) == 0.0:
         return lw.copy(), float("-inf")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
