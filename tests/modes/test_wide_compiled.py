@@ -6,6 +6,8 @@ banana's arms at half their rate, every chain agreeing.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,22 +18,13 @@ from pemc_stan.modes.wide import MOMENT_K_MAX, WideMomentsCheck
 
 pytestmark = pytest.mark.compiled
 
-BANANA_T = """
-parameters {
-  vector[2] x;
-}
-model {
-  real banana = normal_lpdf(x[1] | -3, 1.5)
-                + normal_lpdf(x[2] | 0.6 * (square(x[1] + 3) - square(1.5)), 1);
-  real heavy = student_t_lpdf(x[1] | 5, 3, 1) + student_t_lpdf(x[2] | 5, 2, 1);
-  target += log_mix(0.5, banana, heavy);
-}
-"""
-#: Means and variances of x[1], x[2]: the banana's x2 has variance 1 + 2 (0.6)^2 1.5^4,
-#: a t_5 coordinate 5/3.
-MEAN = np.array([0.0, 1.0])
-VAR = np.array([0.5 * (2.25 + 9) + 0.5 * (5 / 3 + 9),
-                0.5 * (1 + 2 * 0.36 * 1.5**4) + 0.5 * (5 / 3 + 4) - 1.0])
+#: The validation case (benchmarks/validation_cases/make_cases.py writes it, with its
+#: exact answers in closed form).
+CASE = Path(__file__).resolve().parents[2] / "benchmarks" / "validation_cases" / "multimodal" \
+    / "banana_beside_t_2d"
+TRUTH = json.loads((CASE / "truth.json").read_text())
+MEAN = np.array([TRUTH["mean"]["x[1]"], TRUTH["mean"]["x[2]"]])
+VAR = np.array([TRUTH["sd"]["x[1]"], TRUTH["sd"]["x[2]"]]) ** 2
 
 
 def test_a_tempered_run_that_misses_a_banana_s_arms_is_flagged(compiled: Any) -> None:
@@ -40,7 +33,7 @@ def test_a_tempered_run_that_misses_a_banana_s_arms_is_flagged(compiled: Any) ->
     named by ``wide_moments``.  At seed 2 the run is off (var[x[1]] and var[x[2]] about
     5 standard errors low): were CT to reach the arms there, this test would need a seed
     or a case where it does not, or it would stop checking the flag."""
-    fit = pemc_stan.sample(BANANA_T, method="ct", seed=2, show_progress=False)
+    fit = pemc_stan.sample(str(CASE / "model.stan"), method="ct", seed=2, show_progress=False)
     checks = [c for c in fit.later_checks if isinstance(c, WideMomentsCheck)]
     assert len(checks) == 1, "seed 2's split was refused and the run tempered"
     mo = checks[0].moments
