@@ -280,11 +280,11 @@ MOMENT_K_MAX = 0.7
 MOMENT_Z_MAX = 4.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class WideMoments:
-    """Importance-sampling estimates of each parameter column's mean and variance from the
-    draws of :func:`wide_moments` (nan where that quantity's own weighted terms have a
-    Pareto k over :data:`MOMENT_K_MAX`)."""
+    """Importance-sampling estimates of each parameter column's mean and variance, with
+    their standard errors, from the draws of :func:`wide_moments` (nan where a value with
+    weight is not finite); the weights' Pareto k and the number of draws."""
 
     columns: tuple[str, ...]
     mean: NDArray[np.float64]
