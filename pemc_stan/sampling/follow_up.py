@@ -158,8 +158,8 @@ class FollowUp:
         Wall seconds of the run's stages (:func:`~pemc_stan.plan.run_plan`): ``search``,
         ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
         ``follow_ups``, and for a tempered run ``wide_moments`` (its check against
-        importance draws, :func:`~pemc_stan.modes.wide.wide_moments`).  Kept out of :meth:`as_dict`: what a run writes depends on its
-        seed, not on its machine's load.
+        importance draws, :func:`~pemc_stan.modes.wide.wide_moments`).  Kept out of
+        :meth:`as_dict`: what a run writes depends on its seed, not on its machine's load.
     """
 
     budget: float
