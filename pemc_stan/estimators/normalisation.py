@@ -155,7 +155,7 @@ def prior_report(program: StanProgram, data: Mapping[str, Any] | None = None) ->
             node_deps = (analysis.stmt_deps(c.node) if isinstance(c.node, ast.Stmt)
                          else analysis.expr_deps(c.node) if isinstance(c.node, ast.Expr)
                          else None)
-            covered |= {n.name for n in ast.walk(c.node) if isinstance(n, ast.Variable)}
+            covered |= ast.names_in(c.node)
             if node_deps is not None:
                 covered |= {n for _, n in node_deps.variables}
             continue

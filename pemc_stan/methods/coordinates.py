@@ -112,11 +112,6 @@ def evaluate(expr: ast.Expr, data: Mapping[str, Any],
             "only: write the size or bound with data variables") from None
 
 
-def _names_in(expr: ast.Expr) -> set[str]:
-    """The variables an expression reads."""
-    return {n.name for n in ast.walk(expr) if isinstance(n, ast.Variable)}
-
-
 # --------------------------------------------------------------------------- #
 # Coordinate maps
 # --------------------------------------------------------------------------- #
@@ -242,7 +237,7 @@ class ParameterBlock:
         out = []
         defaults = (0.0, 1.0) if self.kind == "affine" else (-math.inf, math.inf)
         for expr, default in ((self.lower, defaults[0]), (self.upper, defaults[1])):
-            if expr is not None and set(used) & _names_in(expr):
+            if expr is not None and set(used) & ast.names_in(expr):
                 lead = n_draws
                 v = broadcast_per_draw(evaluate(expr, data, used, n_draws), n_draws, full,
                                        f"bound of {self.name!r}")
@@ -555,7 +550,7 @@ def _block_for(name: str, type_: ast.Type, parameter_names: set[str],
         for e in (lower, upper):
             if e is None:
                 continue
-            bound_params |= _names_in(e) & parameter_names
+            bound_params |= ast.names_in(e) & parameter_names
     if affine:
         kind = "affine"
     elif el.name in _ELEMENTWISE_TYPES:

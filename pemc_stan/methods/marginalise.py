@@ -98,10 +98,6 @@ class _Refused(Exception):
     """The parameter cannot be marginalised (the message says why, for the log)."""
 
 
-def _names(node: ast.Node) -> set[str]:
-    return {n.name for n in ast.walk(node) if isinstance(n, ast.Variable)}
-
-
 def _calls(node: ast.Node) -> set[str]:
     return {n.name for n in ast.walk(node) if isinstance(n, ast.Call)}
 
@@ -121,7 +117,8 @@ class _Sites:
 
     def _require_data(self, expr: ast.Expr, loops: tuple[Around, ...], what: str) -> None:
         known = self.data | {lp.var for lp in loops if isinstance(lp, (ast.For, ast.ForEach))}
-        if not _names(expr) <= known or any(c.endswith(("_rng", "_lp")) for c in _calls(expr)):
+        if not ast.names_in(expr) <= known \
+                or any(c.endswith(("_rng", "_lp")) for c in _calls(expr)):
             raise _Refused(f"{what} {print_expr(expr)} is not a function of data and loop "
                            "variables")
 
@@ -130,7 +127,7 @@ class _Sites:
         into transformed data (a parameter's ``if``, a branch of ``?:``, the right side of
         ``&&``/``||``, a loop that can ``break`` or ``continue``), where only a point that
         cannot fail to evaluate is collected."""
-        if self.name not in _names(node):
+        if self.name not in ast.names_in(node):
             return
         if isinstance(node, ast.While):
             raise _Refused("a while loop uses it")
@@ -144,7 +141,7 @@ class _Sites:
         if isinstance(node, ast.If):
             self.visit(node.cond, loops, guarded)
             known = self.data | {lp.var for lp in loops if not isinstance(lp, ast.Expr)}
-            data_cond = _names(node.cond) <= known and not guarded
+            data_cond = ast.names_in(node.cond) <= known and not guarded
             for branch, cond in ((node.then, node.cond),
                                  (node.otherwise, ast.UnaryOp("!", node.cond, parens=True))):
                 if branch is not None:
@@ -162,7 +159,7 @@ class _Sites:
             return
         if isinstance(node, ast.BinaryOp) and node.op in COMPARISONS:
             for mine, other in ((node.left, node.right), (node.right, node.left)):
-                if mine == ast.Variable(self.name) and self.name not in _names(other):
+                if mine == ast.Variable(self.name) and self.name not in ast.names_in(other):
                     self._require_data(other, loops, "a comparison's other side")
                     if guarded and not _cannot_fail(other):
                         raise _Refused(f"the comparison with {print_expr(other)} (line "
@@ -210,7 +207,7 @@ def _prior_points(stmt: ast.Stmt, name: str, data: set[str], table: SymbolTable
     if not (isinstance(stmt, ast.Tilde) and stmt.arg == ast.Variable(name)):
         return None
     if stmt.distribution != "uniform" or stmt.truncation is not None \
-            or not all(_names(a) <= data and is_scalar_expr(a, table) for a in stmt.args):
+            or not all(ast.names_in(a) <= data and is_scalar_expr(a, table) for a in stmt.args):
         raise _Refused(f"its prior (line {stmt.line}) is not uniform with scalar data bounds")
     return stmt.args
 
@@ -220,11 +217,11 @@ def _split_model(model: ast.ProgramBlock, name: str) -> tuple[list[ast.Stmt], li
     and every statement using a top-level local they use, until none is left out), and
     the others, each in program order."""
     local, stmts = _globals(model), model.stmts
-    moved = [name in _names(st) for st in stmts]
+    moved = [name in ast.names_in(st) for st in stmts]
     while True:
-        shared = set().union(*((_names(st) | _declared(st)) & local
+        shared = set().union(*((ast.names_in(st) | _declared(st)) & local
                                for st, m in zip(stmts, moved, strict=True) if m))
-        more = [m or bool(shared & (_names(st) | _declared(st)))
+        more = [m or bool(shared & (ast.names_in(st) | _declared(st)))
                 for st, m in zip(stmts, moved, strict=True)]
         if more == moved:
             break
@@ -243,11 +240,11 @@ def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], lis
         raise _Refused("it is the only parameter: there would be nothing left to sample")
     data = _globals(tree.data) | _globals(tree.transformed_data)
     low, high = _bounds(decl)
-    if not (_names(low) | _names(high)) <= data:
+    if not (ast.names_in(low) | ast.names_in(high)) <= data:
         raise _Refused("its bounds are not data")
     for block in (tree.transformed_parameters, tree.parameters):
         others = [st for st in block.stmts if st is not decl] if block is not None else []
-        if name in _names(ast.Block(tuple(others))):
+        if name in ast.names_in(ast.Block(tuple(others))):
             raise _Refused(f"the {block.name if block else ''} block uses it")
     if tree.functions is not None and any(
             f.name.endswith("_lp") for f in tree.functions.functions):
@@ -260,7 +257,7 @@ def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], lis
     points: list[ast.Expr] = [low, high]
     table = build_symbol_table(tree)
     for st in _split_model(tree.model, name)[0]:
-        if name not in _names(st):
+        if name not in ast.names_in(st):
             continue
         prior = _prior_points(st, name, data, table)
         if prior is not None:

@@ -124,6 +124,7 @@ __all__ = [
     "Program",
     "children",
     "walk",
+    "names_in",
     "map_children",
     "transform",
 ]
@@ -674,6 +675,16 @@ def walk(node: Node) -> Iterator[Node]:
         current = stack.pop()
         yield current
         stack.extend(reversed(list(children(current))))
+
+
+def names_in(node: Node) -> set[str]:
+    """The names of every variable ``node`` reads (its :class:`Variable` descendants).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return {n.name for n in walk(node) if isinstance(n, Variable)}
 
 
 def map_children(node: N, fn: Callable[[Node], Node]) -> N:

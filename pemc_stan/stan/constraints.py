@@ -699,8 +699,7 @@ def _bound(expr: ast.Expr, data: Mapping[str, Any], what: str,
         If the bound is neither a data expression nor one of earlier parameters.
     """
     shapes = {t.name: t.array_dims + t.shape for t in earlier}
-    used = tuple(sorted({n.name for n in ast.walk(expr) if isinstance(n, ast.Variable)}
-                        & set(shapes)))
+    used = tuple(sorted(ast.names_in(expr) & set(shapes)))
     if not used:
         return evaluate_data_expression(expr, data, what), ()
     try:
