@@ -20,7 +20,7 @@ import pandas as pd
 
 from pemc_stan.errors import PemcStanError
 from pemc_stan.output.figures import scalar_columns
-from pemc_stan.output.fit_protocol import RunFit, column_name
+from pemc_stan.output.fit_protocol import RunFit, by_column
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +75,8 @@ def mode_centres(fit: RunFit) -> dict[str, Any] | None:
     values: list[Any] = []
     try:
         if coords is not None and coords.blocks and centres.shape[1] == coords.dim(fit.data):
-            for name, arr in coords.inverse(centres, fit.data).items():
-                arr = np.asarray(arr, dtype=float)  # (modes, *declared shape)
-                for index in np.ndindex(*arr.shape[1:]):
-                    columns.append(column_name(name, index))
-                    values.append(arr[(slice(None),) + index])
+            by_col = by_column(coords.inverse(centres, fit.data), lead=1)  # (modes,) each
+            columns, values = list(by_col), list(by_col.values())
         else:
             params = list(fit.parameter_columns())
             if centres.shape[1] < len(params):
