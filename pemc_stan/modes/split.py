@@ -27,7 +27,8 @@ holds:
 
 - the search stopped because it saw no sign of modes it missed
   (:data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX`);
-- the fit's own verdict (:meth:`~pemc_stan.modes.split_fit.ModeSplitFit.check`) is ok:
+- the fit's own verdict (:meth:`~pemc_stan.modes.split_fit.ModeSplitFit.check`) is ok,
+  or short only of draws for an sd (:data:`IMPRECISE_REASONS`, which runs longer):
   divergences, R-hat and ESS within each group's chains, the chains of a group
   agreeing, no mode the search found left unvisited or outside every group, every
   group's mass estimated (bridge sampling restricted to the group's cells, so no mass is
@@ -70,7 +71,7 @@ from pemc_stan.modes.wide import (
     unexplained_starts,
     wide_sample,
 )
-from pemc_stan.output.diagnostics import RHAT_MAX, Note
+from pemc_stan.output.diagnostics import RHAT_MAX, Note, Verdict
 from pemc_stan.sampling.fit import leapfrog_gradients
 from pemc_stan.sampling.follow_up import (
     ADAPT_DELTA_STEPS,
@@ -100,7 +101,11 @@ MAX_EXTENSIONS = 2
 #: A split refused only for these reasons (slow mixing within a group of modes) runs once
 #: more, twice as long, from where its chains ended (:func:`_remedied`), when the
 #: follow-up budget allows.
-SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree")
+SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree", "sd_precision")
+#: Reasons that do not refuse a split: its modes are sampled apart rightly, with too
+#: few draws for an sd.  The split is accepted, runs longer like a refused one while the
+#: budget allows, and its verdict names what is still short.
+IMPRECISE_REASONS = frozenset({"sd_precision"})
 #: Predicted cost of the split run again one step further along ``ADAPT_DELTA_STEPS``, in
 #: multiples of the run before it (``k`` steps: this to the power ``k``): on a
 #: banana-shaped mode 0.8 -> 0.95 made an iteration 1.4-1.55 times as long, and
@@ -118,12 +123,14 @@ class SplitOutcome:
         The accepted :class:`ModeSplitFit`, or None.
     why
         Why the split was not used: refused after its run, or not started (too many
-        modes, a search that may have missed modes, initial values given); empty when it
-        was used, or when there was no search to split by.
+        modes, a search that may have missed modes, initial values given); what it is
+        short of when it was used short of precision; empty when it was used as it is,
+        or when there was no search to split by.
     tried
         Whether the split's chains ran (else ``why`` says why they were not started).
     names
-        The names of the verdict's reasons when the split was refused for them.
+        The names of the verdict's reasons when the split was refused for them, or
+        accepted short of them (:data:`IMPRECISE_REASONS` only).
     unexplained
         Refused for mass no group holds (``mode_wide_mass``): starts where that mass is,
         in base coordinates (:func:`~pemc_stan.modes.wide.unexplained_starts`); else None.
@@ -319,8 +326,8 @@ def _next_step(outcome: SplitOutcome, budget: Budget, spent: float, unit: float,
     the step.
     """
     names = set(outcome.names)
-    if outcome.fit is not None or not names \
-            or not names <= {"divergences", *SPLIT_LONGER_REASONS}:
+    if not names or not names <= {"divergences", *SPLIT_LONGER_REASONS} \
+            or (outcome.fit is not None and not names <= IMPRECISE_REASONS):
         return None
     if "divergences" in names:
         rungs = [d for d in ADAPT_DELTA_STEPS if d > adapt_delta + 1e-9]
@@ -365,17 +372,21 @@ def _remedied(model: MethodModel, coords: Any, search: ModeSearch,
     if isinstance(again, SplitOutcome):
         return _refusal(f"{outcome.why}; {change}: {again.why}", again, outcome)
     judged = _judge(model, coords, search, again, None if seed is None else seed + k)
+    short = judged.fit is None or bool(judged.names)  # refused, or still imprecise
     done = (*steps, FollowUpStep(change, outcome.why, _earlier_gradients(again),
-                                 "ok" if judged.fit is not None else "suspect"))
-    if judged.fit is None:
-        judged = _remedied(model, coords, search, again, judged, budget=budget,
-                           spent=spent + cost, iter_warmup=iter_warmup, iter_sampling=draws,
-                           seed=seed, output_dir=output_dir, show_progress=show_progress,
-                           kwargs={**kwargs, "adapt_delta": delta}, steps=done, unit=cost)
-        if judged.fit is None:
-            return _refusal(f"{outcome.why}; after {change}: {judged.why}", judged, outcome)
-        judged.fit.earlier_gradients += _earlier_gradients(run)
-        return judged
+                                 "suspect" if short else "ok"))
+    if short:
+        further = _remedied(model, coords, search, again, judged, budget=budget,
+                            spent=spent + cost, iter_warmup=iter_warmup, iter_sampling=draws,
+                            seed=seed, output_dir=output_dir, show_progress=show_progress,
+                            kwargs={**kwargs, "adapt_delta": delta}, steps=done, unit=cost)
+        if further is not judged or judged.fit is None:  # a further step ran, or none could
+            if further.fit is None:
+                return _refusal(f"{outcome.why}; after {change}: {further.why}", further,
+                                outcome)
+            further.fit.earlier_gradients += _earlier_gradients(run)
+            return further
+    assert judged.fit is not None  # accepted, short of precision or not
     judged.fit.split_steps = list(done)
     judged.fit.earlier_gradients = _earlier_gradients(run)
     return judged
@@ -587,13 +598,13 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
                        original_model=model.original_model, seed=seed)
     verdict = fit.check()
     wide, modes = None, mode_gaussians(z, cells, groups, members, masses)
-    if verdict.ok and len(centres) > 1:  # the wide sampler can only refuse it: last
+    if _accepts(verdict) and len(centres) > 1:  # the wide sampler can only refuse it: last
         with stage(f"mode split: importance draws around the {len(centres)} modes"):
             wide = wide_sample(coords, search.base, evaluator, model.data, seed, masses,
                                modes)
         fit.wide_log_weights = None if wide is None else wide[0]
         verdict = fit.check()
-    if not verdict.ok:
+    if not _accepts(verdict):
         outcome = SplitOutcome(why="; ".join(str(r) for r in verdict.reasons), tried=True,
                                names=tuple(verdict.names()))
         if wide is not None and "mode_wide_mass" in outcome.names:
@@ -604,7 +615,14 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
         return outcome
     logger.info("modes split: %d group(s) of modes, masses %s", len(masses),
                 ", ".join(f"{p:.3g}" for p in fit.mode_weights()))
-    return SplitOutcome(fit, tried=True)
+    return SplitOutcome(fit, why="; ".join(str(r) for r in verdict.reasons), tried=True,
+                        names=tuple(verdict.names()))
+
+
+def _accepts(verdict: Verdict) -> bool:
+    """Whether a split with this verdict is used: ok, or short only of precision
+    (:data:`IMPRECISE_REASONS`)."""
+    return set(verdict.names()) <= IMPRECISE_REASONS
 
 
 def _unmixed_group(run: cmdstanpy.CmdStanMCMC, names: list[str], groups: NDArray[np.intp],

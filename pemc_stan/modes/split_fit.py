@@ -87,6 +87,9 @@ class ModeSplitFit(ExtendedFit):
     #: diamonds: 80% of plain NUTS's transitions cut, the answer right at 0.05 sd, and the
     #: refused split's tempered run took 2.4 times as long and was suspect for the same).
     minor_reasons: ClassVar[frozenset[str]] = frozenset({"max_treedepth"})
+    #: The split runs longer within the budget itself (:func:`~pemc_stan.modes.split.
+    #: _remedied`); the method's model would continue the method, not these chains.
+    continuable: ClassVar[bool] = False
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: Any, *, groups: NDArray[np.intp],
                  mode_log_z: list[EvidenceEstimate], search: ModeSearch,

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
-           "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "DIVERGENT_SHARE_MAX",
+           "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "VARIANCE_SE_MAX", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
            "UNVISITED_SHARE_MIN", "UNVISITED_EXPECTED_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE",
            "treedepth_reason"]
@@ -34,6 +34,11 @@ __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "tre
 RHAT_MAX = 1.05
 #: Smallest bulk ESS of the resampled draws (and Kish ESS of the weights) of an ``ok`` fit.
 ESS_MIN = 100.0
+#: Largest Monte-Carlo standard error of a parameter's variance estimate, relative to it,
+#: in an ``ok`` fit: its sd known to about a tenth, as ``ESS_MIN`` knows its mean to a
+#: tenth of an sd.  A heavy-tailed marginal needs far more draws for the one than the
+#: other (kurtosis 11: ``ESS_MIN`` draws give the variance to 32%).
+VARIANCE_SE_MAX = 0.2
 #: Largest share of divergent transitions of an ``ok`` fit.
 DIVERGENT_SHARE_MAX = 0.01
 #: Per-chain estimates that differ by more than this many combined standard errors disagree.

@@ -1,6 +1,6 @@
 """The checks every method's fit is judged by: divergences, trajectories cut at the maximum
-tree depth, R-hat, ESS, the chains' agreement, the modes the search found and whether it
-stopped too soon."""
+tree depth, R-hat, ESS, the precision of each sd, the chains' agreement, the modes the
+search found and whether it stopped too soon."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pemc_stan.output.diagnostics import (
     RHAT_MAX,
     UNVISITED_EXPECTED_MIN,
     UNVISITED_SHARE_MIN,
+    VARIANCE_SE_MAX,
     Reason,
     chains_disagree,
     treedepth_reason,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["estimates_ess", "shared_checks", "unvisited_modes", "unvisited_reason",
-           "search_incomplete"]
+           "search_incomplete", "variance_error"]
 
 
 def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[int, float]]:
@@ -127,6 +128,21 @@ def search_incomplete(fit: ExtendedFit) -> Reason | None:
         "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
 
 
+def variance_error(fit: ExtendedFit, column: str, mean: float) -> float:
+    """The Monte-Carlo standard error of the fit's weighted estimate of the variance of
+    ``column`` (about ``mean``, its estimated mean), relative to that estimate; NaN for a
+    column that does not vary.
+
+    Raises
+    ------
+    KeyError
+        For an unknown column.
+    """
+    estimate = fit.expectation(lambda view: (view[column] - mean) ** 2)
+    variance, error = float(estimate.mean), float(estimate.mcse)
+    return error / variance if variance > 0 and np.isfinite(error) else float("nan")
+
+
 def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     """The ``(check name, Reason or None)`` pairs every method's fit is judged by."""
     nuts = fit.nuts_counts()
@@ -148,6 +164,7 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     worst_rhat = (float("nan"), "")
     worst_ess: tuple[float, str, str] = (float("inf"), "", "")
     worst_chain = (0.0, "")
+    worst_spread = (0.0, "")
     own_ess: list[float] = []
     n_chains = fit._draws.shape[1]
     groups = fit.chain_groups()
@@ -161,10 +178,14 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
         # the ESS behind the error bar reported with the estimate (the weighted
         # estimator's): resampling adds independent noise, which can hide how slowly
         # the weighted estimate itself mixes
-        own = float(fit.expectation(column).ess)
+        estimate = fit.expectation(column)
+        own = float(estimate.ess)
         own_ess.append(own)
         if np.isfinite(own) and own < worst_ess[0]:
             worst_ess = (own, column, "ESS of the weighted estimate")
+        spread = variance_error(fit, column, float(estimate.mean))
+        if spread > worst_spread[0]:
+            worst_spread = (spread, column)
         if n_chains > 1:
             means, ses = fit.chain_expectations(column)
             for g in np.unique(groups):
@@ -178,6 +199,11 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     yield "ess", None if not worst_ess[0] < ESS_MIN else Reason(
         "ess", f"the {worst_ess[2]} of {worst_ess[1]} is {worst_ess[0]:.0f} "
         f"(< {ESS_MIN:.0f})", "run longer (iter_sampling)")
+    yield "sd_precision", None if not worst_spread[0] > VARIANCE_SE_MAX else Reason(
+        "sd_precision", f"the Monte-Carlo error of the variance of {worst_spread[1]} is "
+        f"{100 * worst_spread[0]:.0f}% of it (> {100 * VARIANCE_SE_MAX:.0f}%): its sd is known "
+        f"only to about {50 * worst_spread[0]:.0f}%, as its tails were seldom drawn",
+        "run longer (iter_sampling)")
     if fit.search is not None:
         finite = [e for e in own_ess if np.isfinite(e)]
         yield "unvisited_modes", unvisited_reason(fit, min(finite) if finite

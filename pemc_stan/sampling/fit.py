@@ -144,6 +144,8 @@ class ExtendedFit:
     minor_reasons: ClassVar[frozenset[str]] = frozenset()
     #: Any divergence is suspect (NUTS on the user's model), else past DIVERGENT_SHARE_MAX.
     any_divergence: ClassVar[bool] = False
+    #: Whether a follow-up can carry on from this fit (the method's ``continue_from``).
+    continuable: ClassVar[bool] = True
     #: The suspect verdict :meth:`summary` warned about (set per fit; it warns once).
     _suspect_warned: str | None = None
 

@@ -20,10 +20,11 @@ The remedies, in order (one per step):
    because ``log zeta`` or the beta bias was off, and the round's draws re-fit both, so
    the R-hat of the run that had them says nothing of the next (not twice in a row:
    a bridge still one-ended after its re-fit takes the remedies below);
-4. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, too few
-   round trips of beta, rounds that disagree, modes the run did not visit) → twice
-   the sampling iterations of the last run, unless the run's R-hat is one that the
-   budget's draws cannot bring under the verdict's bound (:func:`longer_can_fix`): then
+4. a reason of :data:`LONGER_REASONS` (chains that disagree or mix slowly, an sd known
+   too roughly, too few round trips of beta, rounds that disagree, modes the run did not
+   visit) → twice the sampling iterations of the last run, unless the run's R-hat is
+   one that the budget's draws cannot bring under the verdict's bound
+   (:func:`longer_can_fix`): then
    no step is run, and the record says why.
 
 The budget is in gradient evaluations (leapfrog steps) of the first attempt: the
@@ -76,7 +77,7 @@ TREEDEPTH_STEPS = (10, 12, 14)
 #: iteration (docs/validation.md, "Why the constants are what they are").
 PREDICTION_MARGIN = 1.5
 #: Reasons that more draws from where the last run ended can fix.
-LONGER_REASONS = ("rhat", "ess", "chains_agree", "beta_round_trips", "beta_ends",
+LONGER_REASONS = ("rhat", "ess", "sd_precision", "chains_agree", "beta_round_trips", "beta_ends",
                   "log_z_chains", "log_z_rounds", "weight_ess", "base_moments",
                   "unvisited_modes")
 
@@ -323,6 +324,10 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
+            break
+        if not fit.continuable:  # the mode split's longer runs are its own
+            record.steps.append(FollowUpStep("", "; ".join(verdict.names()), verdict=(
+                "no mechanical remedy: the mode split ran as long as the budget allowed")))
             break
         plan = plan_step(verdict.reasons, settings, model.refits_bridge and not bridged)
         if plan is None:

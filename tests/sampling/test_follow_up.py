@@ -46,6 +46,7 @@ class FakeFit:
     follow_up: Any = None
     rhat: float = float("nan")
     split_steps: tuple[Any, ...] = ()
+    continuable: bool = True
 
     def check(self) -> Verdict:
         return Verdict(self.reasons, ("divergences", "rhat", "beta_round_trips"))
@@ -116,6 +117,17 @@ def test_budget_one_retries_nothing() -> None:
     first = FakeFit((DIVERGED,), 1000)
     fit, model = _run(first, [FakeFit((), 1000)], 1.0)
     assert fit is first and model.calls == [] and fit.follow_up.steps == []
+
+
+def test_a_fit_no_follow_up_can_continue_is_left_with_its_reasons_recorded() -> None:
+    # the mode split runs longer within the budget itself; the method's model would run
+    # the method, not the split's chains
+    first = FakeFit((Reason("sd_precision", "33%", "run longer"),), 1000, continuable=False)
+    fit, model = _run(first, [FakeFit((), 2000)], 4.0)
+    assert fit is first and model.calls == []
+    (step,) = fit.follow_up.steps
+    assert step.gradients == 0 and "sd_precision" in step.because
+    assert "mode split ran as long as the budget allowed" in step.verdict
 
 
 def test_divergent_run_is_carried_to_ok_and_the_step_recorded() -> None:
