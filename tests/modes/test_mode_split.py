@@ -255,6 +255,26 @@ def test_the_split_runs_longer_only_within_the_follow_up_budget() -> None:
                       0.8) is None
 
 
+def test_a_split_short_only_of_an_sd_s_precision_is_used_and_runs_longer() -> None:
+    from pemc_stan.modes.split import SplitOutcome, _accepts, _next_step
+    from pemc_stan.output.diagnostics import Reason, Verdict
+    from pemc_stan.sampling.follow_up import Budget
+
+    short = Reason("sd_precision", "33%", "run longer")
+    assert _accepts(Verdict((), ("rhat",))) and _accepts(Verdict((short,), ("sd_precision",)))
+    assert not _accepts(Verdict((short, Reason("rhat", "1.1", "")), ("rhat", "sd_precision")))
+    fit: Any = object()  # an accepted split: only its presence matters here
+    used = SplitOutcome(fit, why=str(short), tried=True, names=("sd_precision",))
+    assert _next_step(used, Budget(), 0.0, 1.0, 1000, 1000, 0.8) == (
+        "iter_sampling 1000 -> 2000 (mode split)", 0.8, 2000, 1.5)
+    assert _next_step(used, Budget(1.0), 0.0, 1.0, 1000, 1000, 0.8) is None
+    # an accepted split as it is, or one that names more than precision: nothing is run
+    assert _next_step(SplitOutcome(fit, tried=True), Budget(), 0.0, 1.0, 1000, 1000,
+                      0.8) is None
+    both = SplitOutcome(fit, tried=True, names=("sd_precision", "rhat"))
+    assert _next_step(both, Budget(), 0.0, 1.0, 1000, 1000, 0.8) is None
+
+
 def test_a_split_that_diverged_runs_again_with_a_smaller_step_first() -> None:
     """Divergences come before slow mixing: the chains must reach all of each mode before
     their mixing is judged. Each step's cost is predicted from the last run's."""

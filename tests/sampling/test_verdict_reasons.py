@@ -7,10 +7,10 @@ threshold doubled (or a check that never fires) fails one of the two, which
 where the package reads it.
 
 Generic reasons (every method): ``divergences``, ``max_treedepth``, ``rhat``, ``ess``,
-``chains_agree``, on a fit with one unweighted particle per draw.  Continuous tempering:
-``weight_ess``, ``base_moments``, ``beta_ends``, ``beta_round_trips``, ``log_z_chains``,
-``unvisited_modes``, ``pilot``, on exact
-draws of the CT joint (``fakes.exact_ct_fit``; ``log_z_rounds`` is forced in
+``sd_precision``, ``chains_agree``, on a fit with one unweighted particle per draw.
+Continuous tempering: ``weight_ess``, ``base_moments``, ``beta_ends``,
+``beta_round_trips``, ``log_z_chains``, ``unvisited_modes``, ``pilot``, on exact draws
+of the CT joint (``fakes.exact_ct_fit``; ``log_z_rounds`` is forced in
 ``continuous_tempering/test_fit.py``).  Pseudo-extended: ``density_failures``,
 ``beta_ends``, ``unvisited_modes``, ``pilot``.  Evidence on plain NUTS draws: ``rhat`` and
 ``divergences``.
@@ -32,6 +32,7 @@ import pemc_stan
 from pemc_stan.evidence import nuts_reasons
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.output.diagnostics import rhat_and_ess
+from pemc_stan.sampling.checks import variance_error
 from pemc_stan.sampling.fit import ExtendedFit
 
 ONE_PARAMETER = "parameters { real mu; } model { mu ~ normal(0, 1); }"
@@ -172,6 +173,10 @@ CASES = [
          lambda: _generic_fit(_iid()), "RHAT_MAX"),
     # bulk ESS 61 and 135 (threshold 100)
     Case("ess", lambda: _generic_fit(_ar1(0.93)), lambda: _generic_fit(_ar1(0.9)), "ESS_MIN"),
+    # the variance's Monte-Carlo error 28% and 14% of it (threshold 20%): draws so
+    # autocorrelated that their squares hold 26 and 100 effective draws
+    Case("sd_precision", lambda: _generic_fit(_ar1(0.994)), lambda: _generic_fit(_ar1(0.975)),
+         "VARIANCE_SE_MAX"),
     # one chain 6.8 and 2.7 standard errors from the others (threshold 5)
     Case("chains_agree", lambda: _generic_fit(_shifted([0.3, 0, 0, 0])),
          lambda: _generic_fit(_shifted([0.1, 0, 0, 0])), "CHAIN_Z_MAX"),
@@ -252,6 +257,9 @@ def test_the_statistics_sit_between_the_threshold_and_twice_it() -> None:
     rhat, _ = rhat_and_ess(_shifted([-0.35, -0.35, 0.35, 0.35]))
     assert 1.05 < rhat < 1.10
     assert 100 < rhat_and_ess(_ar1(0.9))[1] < 200
+    for phi, low in ((0.994, 0.2), (0.975, 0.1)):
+        fit = _generic_fit(_ar1(phi))
+        assert low < variance_error(fit, "mu", float(fit.expectation("mu").mean)) < 2 * low
     near_one = float(np.mean(exact_ct_fit(LOG_Z + 2.0).beta() > 0.95))
     assert 0.01 < near_one < 0.02
 
