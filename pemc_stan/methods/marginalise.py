@@ -267,6 +267,22 @@ def _analyse(tree: ast.Program, name: str) -> tuple[ast.VarDecl, list[Site], lis
     return decl, sites.sites, points
 
 
+def _summed_likelihood(program: StanProgram, uses: list[ast.Stmt], name: str) -> bool:
+    """Whether the summed density is a likelihood of the other parameters: the statements
+    summed hold a likelihood term and no prior term but ``name``'s own.
+
+    ``name``'s prior integrates out, so the sum is ``int p(s) p(y | theta, s) ds =
+    p(y | theta)``; classed as prior, a model whose data all meet ``s`` would have no
+    likelihood left, and pseudo-extended MCMC would temper its whole posterior, whose hot
+    pseudo-samples roam the prior widened tenfold (docs/validation.md, "A change point's
+    likelihood, summed").
+    """
+    inside = {id(n) for st in uses for n in ast.walk(st)}
+    kinds = {c.kind for c in program.analysis.contributions if id(c.node) in inside
+             and not (isinstance(c.variate, ast.Variable) and c.variate.name == name)}
+    return kinds == {"likelihood"}
+
+
 def _indent(text: str, depth: int) -> str:
     return "\n".join("  " * depth + line if line else line for line in text.split("\n"))
 
@@ -363,6 +379,12 @@ def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
     bound_params = [ast.Param(ast.BasicType("vector"), f"pemc_marginal_{b}", data_only=True)
                     for b in ("lower", "upper")]
     signature = ", ".join(_param(p) for p in (*params[:at], *bound_params, *params[at:]))
+    # the likelihood as a density of the (data) interval bounds: the analysis classes a
+    # density of data as likelihood
+    lpdf_signature = ", ".join(_param(p) for p in (bound_params[0], *params[:at],
+                                                   bound_params[1], *params[at:]))
+    lpdf_args = ", ".join(["pemc_marginal_lower | " + ", ".join(
+        [*others, "pemc_marginal_upper"]), *fns.data])
     joint_args = ", ".join(
         "pemc_marginal_lower[pemc_k] + 0.5 * (pemc_marginal_upper[pemc_k] - "
         "pemc_marginal_lower[pemc_k])" if p == name else p
@@ -383,6 +405,8 @@ def _render(program: StanProgram, name: str, line: int, decl: ast.VarDecl,
         _TEMPLATE, model_name=program.name, name=name, line=line, joint_name=_JOINT,
         functions=functions_text(tree, ()), joint=functions_text(ast.Program(), (joint,)),
         signature=signature, joint_args=joint_args, args=", ".join(args),
+        likelihood=_summed_likelihood(program, uses, name), lpdf_signature=lpdf_signature,
+        lpdf_args=lpdf_args,
         data=blk(tree.data), transformed_data=blk(tree.transformed_data),
         n_points=len(points),
         fixed_points="\n".join(

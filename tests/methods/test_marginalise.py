@@ -34,14 +34,37 @@ def test_a_change_point_is_summed_out_and_drawn_back_in_generated_quantities() -
     assert "  mu1 ~ normal(0, 5);\n  mu2 ~ normal(0, 5);" in text
     assert "pemc_lp += normal_lpdf(y[t] | t < s ? mu1 : mu2, 1);" in text
     assert "pemc_lp += uniform_lpdf(s | 0, N);" in text
-    assert "target += log_sum_exp(pemc_marginal_intervals(mu1, mu2, pemc_marginal_lower, " \
-        "pemc_marginal_upper, N, y));" in text
+    assert "target += pemc_marginal_lpdf(pemc_marginal_lower | mu1, mu2, " \
+        "pemc_marginal_upper, N, y);" in text
     # the points: its bounds, then t for every t of the loop, clipped to (0, N)
     assert "pemc_marginal_points[pemc_marginal_i] = fmin(fmax(t, 0), N);" in text
     # s comes back with its declared bounds, before the user's generated quantities
     gq = text[text.index("generated quantities {"):]
     assert gq.index("real<lower=0, upper=N> s = pemc_marginal_rng(") < gq.index("real jump")
     check_reserved_prefix(out.tree)  # its own identifiers are not the user's
+
+
+def test_the_sum_over_a_change_point_is_the_likelihood_of_the_other_parameters() -> None:
+    # s's prior integrates out: what is left of the statements summed is p(y | mu1, mu2),
+    # so pseudo-extended MCMC tempers towards its base, not the whole posterior (whose
+    # hot copies roamed ten prior sds of mu1, 4x the wall time)
+    out = marginalise(read_program(CHANGE_POINT))
+    kinds = {c.kind for c in out.analysis.contributions}
+    assert kinds == {"prior", "likelihood"}
+    [summed] = out.analysis.likelihood_contributions()
+    assert "pemc_marginal_lpdf" in str(summed.node)
+    assert pemc_stan.transform_result(CHANGE_POINT, method="pe").temper == "base"
+
+
+def test_a_sum_that_holds_another_parameter_s_prior_stays_a_prior_term() -> None:
+    # mu1's prior depends on s: the sum is not a likelihood, and tempering only the
+    # likelihood would leave mu1 without its prior
+    code = CHANGE_POINT.replace("mu1 ~ normal(0, 5);", "mu1 ~ normal(s < 5 ? 0 : 1, 5);")
+    out = marginalise(read_program(code))
+    assert out.marginalised == ("s",)
+    assert "target += log_sum_exp(pemc_marginal_intervals(" in out.text
+    assert "pemc_marginal_lpdf" not in out.text
+    assert not out.analysis.likelihood_contributions()
 
 
 def test_points_inside_nested_loops_and_data_vectors_are_collected() -> None:
@@ -135,7 +158,7 @@ model {
     assert "gamma" not in density  # the priors of the others stay in the model block
     model = text[text.index("model {"):text.index("generated quantities {")]
     # the sum stands where the first of its statements stood (here the local's declaration)
-    assert model.index("log_sum_exp") < model.index("early ~ gamma(2, 1);") \
+    assert model.index("pemc_marginal_lpdf") < model.index("early ~ gamma(2, 1);") \
         < model.index("late ~ gamma(2, 1);")
 
 

@@ -155,11 +155,13 @@ class PseudoExtendedOptions(MethodOptions):
         ``beta`` (for a regression with flat priors on ``n`` observations and
         ``d`` coefficients it is not for ``beta < (d + 1)/n``), while ``int
         b^(1 - beta) gamma~^beta <= Z~^beta`` by Hölder's inequality: proper by
-        construction for every model; otherwise ``"likelihood"`` when the model
-        has likelihood terms (then ``Z~(beta) = int p L~^beta <= Z~^beta``: proper
-        by construction, and the hot pseudo-samples roam the prior), and
-        ``"posterior"`` with the ``"auto"`` instrumental below for a density
-        with no likelihood split (a mixture written as one ``target +=``): its hot
+        construction for every model; ``"base"`` too when the model has
+        likelihood terms (the pilot's base is a shorter bridge to the target than
+        the prior: from the prior, the Boltzmann relaxation's copies needed a bias
+        of more than 30 nats in ``beta``; ``"likelihood"``, ``Z~(beta) = int p
+        L~^beta <= Z~^beta``, remains an option); and ``"posterior"`` with the
+        ``"auto"`` instrumental below for a density with no likelihood split (a
+        mixture written as one ``target +=``): its hot
         pseudo-samples roam the flattened density, beyond the modes a pilot
         found, where a base fitted by Pathfinder would keep them near the modes
         it found (the 20-Gaussian mixture on R^2: Pathfinder's paths, started

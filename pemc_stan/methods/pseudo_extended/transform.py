@@ -431,9 +431,10 @@ def _template_context(prepared: StanProgram, options: PseudoExtendedOptions,
 def resolve_temper(temper: str, program: StanProgram, hierarchical: bool = False) -> str:
     """``temper`` with ``"auto"`` resolved.
 
-    ``"base"`` when a parameter has a flat (improper) prior; else ``"likelihood"`` when
-    the model has likelihood terms; else ``"base"`` when ``hierarchical`` (a normal prior
-    whose scale is a parameter, non-centred in the program) or when a prior is
+    ``"base"`` when a parameter has a flat (improper) prior, when the model has
+    likelihood terms (the pilot's base is a shorter bridge than the prior), when
+    ``hierarchical`` (a normal prior whose scale is a parameter, non-centred in the
+    program) or when a prior is
     heavy-tailed (``gamma^beta`` of a Cauchy prior is not integrable for ``beta <= 1/2``:
     the hot pseudo-samples fly off along its tails), else ``"posterior"``.  (The
     transformation falls back to ``"posterior"`` when no base density exists for the
