@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = ["estimates_ess", "shared_checks", "unvisited_modes", "unvisited_reason",
-           "search_incomplete", "variance_error"]
+           "search_incomplete", "variance_error", "variance_and_error",
+           "carried_variance_floor"]
 
 
 def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[int, float]]:
@@ -133,14 +134,51 @@ def variance_error(fit: ExtendedFit, column: str, mean: float) -> float:
     ``column`` (about ``mean``, its estimated mean), relative to that estimate; NaN for a
     column that does not vary.
 
+    The error is at least the fit's ``variance_se_floor`` for the column: a run that
+    continued one short of this precision and drew the tails less often reports a smaller
+    variance with a smaller error (docs/validation.md, "A tail seen once").
+
+    Raises
+    ------
+    KeyError
+        For an unknown column.
+    """
+    variance, error = variance_and_error(fit, column, mean)
+    error = max(error, fit.variance_se_floor.get(column, 0.0))
+    return error / variance if variance > 0 and np.isfinite(error) else float("nan")
+
+
+def variance_and_error(fit: ExtendedFit, column: str, mean: float) -> tuple[float, float]:
+    """The fit's own weighted estimate of the variance of ``column`` about ``mean`` and
+    its Monte-Carlo standard error (no floor).
+
     Raises
     ------
     KeyError
         For an unknown column.
     """
     estimate = fit.expectation(lambda view: (view[column] - mean) ** 2)
-    variance, error = float(estimate.mean), float(estimate.mcse)
-    return error / variance if variance > 0 and np.isfinite(error) else float("nan")
+    return float(estimate.mean), float(estimate.mcse)
+
+
+def carried_variance_floor(before: ExtendedFit, after: ExtendedFit) -> dict[str, float]:
+    """The floors on ``after``'s variance errors when it continued ``before`` for
+    ``sd_precision``: each column's error in ``before`` (or its floor, if larger), scaled
+    by the square root of the ratio of the two runs' draws per chain.
+
+    Raises
+    ------
+    Nothing.
+    """
+    shrink = np.sqrt(before._draws.shape[0] / max(after._draws.shape[0], 1))
+    floor = {}
+    for column in before.parameter_columns():
+        mean = float(before.expectation(column).mean)
+        error = max(variance_and_error(before, column, mean)[1],
+                    before.variance_se_floor.get(column, 0.0))
+        if np.isfinite(error):
+            floor[column] = float(error * shrink)
+    return floor
 
 
 def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:

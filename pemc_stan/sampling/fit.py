@@ -23,6 +23,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 import cmdstanpy
@@ -138,6 +139,9 @@ class ExtendedFit:
     run_seed: int | None = None
     #: The pilot's search for modes (:class:`~pemc_stan.modes.search.ModeSearch`, or None).
     search: Any = None
+    #: Floors on the standard errors of the variances (by column), carried from a run this
+    #: one continued for ``sd_precision`` (:func:`~pemc_stan.sampling.checks.variance_error`).
+    variance_se_floor: Mapping[str, float] = MappingProxyType({})
     #: Checks of evidence from outside the fit, set per fit by the run's plan.
     later_checks: tuple[Callable[[Any], tuple[str, Reason | None]], ...] = ()
     #: Reasons that alone do not make the verdict suspect (they stay in the diagnostics).

@@ -51,6 +51,7 @@ from typing import Any
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.output.diagnostics import RHAT_MAX, Reason
+from pemc_stan.sampling.checks import carried_variance_floor
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.model import MethodModel
 
@@ -356,6 +357,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
             break
         k += 1
         logger.info("follow-up %d: %s after %s", k, change, because)
+        before = fit
         with stage(f"follow-up {k}: {change}", bar=f"follow-up {k}", announce=False):
             fit = model.continue_from(
                 fit, iter_warmup, new["iter_sampling"],
@@ -363,6 +365,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
                 show_progress, adapt_delta=new["adapt_delta"],
                 max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
+        if "sd_precision" in verdict.names():  # a tail seen once is not forgotten
+            fit.variance_se_floor = carried_variance_floor(before, fit)
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
 
         record.spent += last_cost

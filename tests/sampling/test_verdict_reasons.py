@@ -32,7 +32,7 @@ import pemc_stan
 from pemc_stan.evidence import nuts_reasons
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.output.diagnostics import rhat_and_ess
-from pemc_stan.sampling.checks import variance_error
+from pemc_stan.sampling.checks import carried_variance_floor, variance_error
 from pemc_stan.sampling.fit import ExtendedFit
 
 ONE_PARAMETER = "parameters { real mu; } model { mu ~ normal(0, 1); }"
@@ -262,6 +262,26 @@ def test_the_statistics_sit_between_the_threshold_and_twice_it() -> None:
         assert low < variance_error(fit, "mu", float(fit.expectation("mu").mean)) < 2 * low
     near_one = float(np.mean(exact_ct_fit(LOG_Z + 2.0).beta() > 0.95))
     assert 0.01 < near_one < 0.02
+
+
+def test_a_longer_run_keeps_the_error_its_shorter_run_saw_in_the_tails() -> None:
+    """A run continued for sd_precision carries the shorter run's error of each variance,
+    scaled by the square root of the draws: the longer run of a heavy-tailed marginal that
+    seldom drew the tails reports a smaller variance and error, and was judged ok while
+    12 of its standard errors off (the compiled change point after a refused split)."""
+    short = _generic_fit(_ar1(0.994, n=500))
+    long = _generic_fit(_ar1(0.5, n=2000))  # mixes well: its own error is small
+    mean = float(long.expectation("mu").mean)
+    own = variance_error(long, "mu", mean)
+    assert own < 0.05 and "sd_precision" in _names(short)
+    floor = carried_variance_floor(short, long)
+    short_error = short.expectation(
+        lambda v: (v["mu"] - float(short.expectation("mu").mean)) ** 2).mcse
+    assert floor["mu"] == pytest.approx(float(short_error) / 2.0)  # sqrt(500 / 2000)
+    long.variance_se_floor = floor
+    variance = float(long.expectation(lambda v: (v["mu"] - mean) ** 2).mean)
+    assert variance_error(long, "mu", mean) == pytest.approx(floor["mu"] / variance)
+    assert "sd_precision" in _names(long)
 
 
 def test_a_pilot_mode_the_chains_visit_is_not_flagged() -> None:
