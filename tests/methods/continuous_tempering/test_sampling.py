@@ -251,7 +251,12 @@ def test_defaults_non_centre_neals_funnel(compiled) -> None:
     _check_mean(fit, lambda v: v["v"] ** 2, 9.0, max_mcse=1.0)  # type: ignore[arg-type]
     _check_log_z(fit, 0.0, max_se=0.1)
     _stan_python_mirror(fit)  # the affine base coordinates in Stan and in Python
-    assert fit.check().ok, fit.check()
+    # z's variance is E[exp(v)] = e^4.5 with a fourth moment of 3 e^18: no run of thousands
+    # of draws knows it to a fifth, and the verdict may say so (sd_precision on a z[k]);
+    # nothing else may be found wrong
+    verdict = fit.check()
+    assert set(verdict.names()) <= {"sd_precision"}, verdict
+    assert all("variance of z[" in r.message for r in verdict.reasons), verdict
 
 
 def test_a_round_stuck_at_the_target_gives_the_next_zeta_by_importance_sampling(
