@@ -112,6 +112,17 @@ Cases (kinds the shared suite lacks):
     Z = sum_j m(y_1..j) m(y_j+1..50), m the negative-binomial marginal; the posterior is the
     mixture over j with s uniform in its interval. Check: Monte Carlo draws from the exact
     posterior, and log Z by importance sampling from the prior (s uniform on (0, 50)).
+``frequency_lobes``
+    A sinusoid of unknown frequency in noise: y[t] = a cos(omega t) + b sin(omega t) + e[t],
+    e ~ N(0, 1), t = 0..23, a, b ~ N(0, 2^2), and no prior statement for omega in (0, pi)
+    (density 1 as written). The data (a = 0.6, b = 0.3, omega = 1.3, numpy seed 7) are weak,
+    so omega's posterior has a main peak near 1.33 beside side lobes and a low-frequency mode
+    at the boundary, where b loses its data and widens to its prior. Exact: given omega the
+    model is linear-Gaussian in (a, b), so p(y | omega), the conditional mean and covariance of
+    (a, b) are closed form (2 x 2 algebra), and every answer is a 1-D integral over omega,
+    taken by the midpoint rule on 400,000 cells (the peaks are about 0.03 wide). Check: the
+    T x T marginal covariance's log determinant by scipy ``quad`` with the peaks as breakpoints,
+    and Monte Carlo draws of (omega, a, b) from the exact posterior.
 """
 
 from __future__ import annotations
@@ -964,12 +975,114 @@ def ridge_pair_2d() -> Checks:
             _mc("P(x[1] < 0)", p_neg, (x[:, 0] < 0).astype(float))]
 
 
+# ------------------------------------------------------------------------ frequency_lobes
+
+FREQ_MODEL = """\
+// A sinusoid of unknown frequency in noise: y[t] = a cos(omega t) + b sin(omega t) + noise.
+// The data are weak, so omega has a main peak, side lobes and a low-frequency mode.
+data {
+  int<lower=1> T;
+  vector[T] y;
+  real<lower=0> sigma;
+}
+transformed data {
+  vector[T] t = linspaced_vector(T, 0, T - 1);
+}
+parameters {
+  real<lower=0, upper=pi()> omega;
+  real a;
+  real b;
+}
+model {
+  a ~ normal(0, 2);
+  b ~ normal(0, 2);
+  y ~ normal(a * cos(omega * t) + b * sin(omega * t), sigma);
+}
+"""
+FREQ_T, FREQ_SIGMA, FREQ_PRIOR_SD = 24, 1.0, 2.0
+#: Midpoint cells of omega on (0, pi) for the exact answers.
+FREQ_CELLS = 400_000
+
+
+def _freq_data() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    t = np.arange(FREQ_T)
+    y = 0.6 * np.cos(1.3 * t) + 0.3 * np.sin(1.3 * t) + FREQ_SIGMA * rng.normal(size=FREQ_T)
+    return np.round(y, 2)
+
+
+def _freq_conditional(omega: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                   np.ndarray]:
+    """log p(y | omega) and the conditional mean (n, 2) and covariance (n, 2, 2) of (a, b)."""
+    t = np.arange(y.size)
+    c, s = np.cos(np.outer(omega, t)), np.sin(np.outer(omega, t))
+    v2, s2 = FREQ_SIGMA**2, FREQ_PRIOR_SD**2
+    prec = np.empty((omega.size, 2, 2))
+    prec[:, 0, 0] = (c * c).sum(1) / v2 + 1 / s2
+    prec[:, 1, 1] = (s * s).sum(1) / v2 + 1 / s2
+    prec[:, 0, 1] = prec[:, 1, 0] = (c * s).sum(1) / v2
+    xty = np.stack([c @ y, s @ y], 1) / v2
+    cov = np.linalg.inv(prec)
+    mean = np.einsum("nij,nj->ni", cov, xty)
+    log_det_prec = np.log(np.linalg.det(prec))
+    log_lik = (-0.5 * y.size * math.log(2 * math.pi * v2) - math.log(s2) - 0.5 * log_det_prec
+               - 0.5 * float(y @ y) / v2 + 0.5 * np.einsum("ni,ni->n", mean, xty))
+    return log_lik, mean, cov
+
+
+def frequency_lobes() -> Checks:
+    """A frequency's side lobes; exact by a 1-D integral over omega of closed forms."""
+    y = _freq_data()
+    h = math.pi / FREQ_CELLS
+    omega = (np.arange(FREQ_CELLS) + 0.5) * h
+    log_lik, m, cov = _freq_conditional(omega, y)
+    log_z = float(logsumexp(log_lik) + math.log(h))  # omega's density as written is 1
+    w = np.exp(log_lik - logsumexp(log_lik))
+    mean_om, sd_om = _moments(w, omega)
+    mean_ab = w @ m
+    second_ab = w @ (m**2 + np.stack([cov[:, 0, 0], cov[:, 1, 1]], 1))
+    sd_ab = np.sqrt(second_ab - mean_ab**2)
+    p_a = float(w @ norm.cdf(-m[:, 0] / np.sqrt(cov[:, 0, 0])))
+    truth = {"log_z": log_z,
+             "mean": {"omega": mean_om, "a": float(mean_ab[0]), "b": float(mean_ab[1])},
+             "sd": {"omega": sd_om, "a": float(sd_ab[0]), "b": float(sd_ab[1])},
+             "prob": {"omega < 1": float(w[omega < 1].sum()), "a < 0": p_a}}
+    write_case("frequency_lobes", FREQ_MODEL,
+               {"T": FREQ_T, "y": y.tolist(), "sigma": FREQ_SIGMA}, truth)
+
+    t = np.arange(y.size)
+
+    def log_marginal(om: float) -> float:  # y ~ N(0, sigma^2 I + s^2 X X'), no 2 x 2 algebra
+        x = np.stack([np.cos(om * t), np.sin(om * t)], 1)
+        cov_y = FREQ_SIGMA**2 * np.eye(y.size) + FREQ_PRIOR_SD**2 * x @ x.T
+        _, log_det = np.linalg.slogdet(cov_y)
+        return float(-0.5 * (y.size * math.log(2 * math.pi) + log_det
+                             + y @ np.linalg.solve(cov_y, y)))
+
+    peak = float(log_lik.max())
+    coarse = omega[::1000]
+    breaks = coarse[np.r_[False, np.diff(np.sign(np.diff(log_lik[::1000]))) < 0, False]]
+    z_quad, _ = integrate.quad(lambda om: math.exp(log_marginal(om) - peak), 0.0, math.pi,
+                               points=list(breaks), limit=400, epsabs=0, epsrel=1e-10)
+    rng = np.random.default_rng(71)
+    k = rng.choice(omega.size, N_MC, p=w)
+    om_draw = omega[k] + h * (rng.random(N_MC) - 0.5)
+    l_chol = np.linalg.cholesky(cov[k])
+    ab = m[k] + np.einsum("nij,nj->ni", l_chol, rng.normal(size=(N_MC, 2)))
+    return [("log_z (quad, T x T covariance)", log_z, math.log(z_quad) + peak, NAN),
+            _mc("mean omega", mean_om, om_draw), _mc("sd omega", sd_om, om_draw, "sd"),
+            _mc("mean a", float(mean_ab[0]), ab[:, 0]),
+            _mc("sd b", float(sd_ab[1]), ab[:, 1], "sd"),
+            _mc("P(omega < 1)", truth["prob"]["omega < 1"], (om_draw < 1).astype(float)),
+            _mc("P(a < 0)", p_a, (ab[:, 0] < 0).astype(float))]
+
+
 CASES = {"square_sign": square_sign, "exchangeable_3": exchangeable_3,
          "separated_20d": separated_20d, "spike_slab_5": spike_slab_5,
          "boltzmann_10": boltzmann_10, "heavy_tail_pair_2d": heavy_tail_pair_2d,
          "overlap_triple_2d": overlap_triple_2d, "hier_bimodal_8": hier_bimodal_8,
          "poisson_changepoint": poisson_changepoint, "banana_beside_t_2d": banana_beside_t_2d,
-         "ridge_pair_2d": ridge_pair_2d}
+         "ridge_pair_2d": ridge_pair_2d, "frequency_lobes": frequency_lobes}
 
 
 def main(argv: list[str] | None = None) -> None:
