@@ -58,9 +58,8 @@ from pemc_stan.sampling.model import MethodModel
 logger = logging.getLogger(__name__)
 
 __all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budget",
-           "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep", "deeper_tree_cost",
-           "follow_up", "next_adapt_delta",
-           "longer_can_fix", "plan_step"]
+           "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep", "carries_floor",
+           "deeper_tree_cost", "follow_up", "next_adapt_delta", "longer_can_fix", "plan_step"]
 
 #: The default budget: all runs together take at most this many times the first attempt's
 #: gradient evaluations.
@@ -275,6 +274,26 @@ def plan_step(reasons: tuple[Reason, ...], settings: dict[str, Any],
     return new, f"iter_sampling {n} -> {2 * n}", because
 
 
+def carries_floor(settings: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a step from ``settings`` to ``new`` carries the variance errors of the run
+    before it as floors (:func:`~pemc_stan.sampling.checks.carried_variance_floor`).
+
+    Only a longer run with the same step-size target and tree depth does: the run before
+    it was judged sound and short, so its error is what the longer run must at least
+    show.  A step that changes ``adapt_delta`` or ``max_treedepth`` answers a run whose
+    exploration the verdict found faulty (divergences, a mode's acceptance, cut
+    trajectories), and that run's error, swollen by the fault, is no yardstick
+    (docs/validation.md, "A faulty run's error is no floor").
+
+    Raises
+    ------
+    KeyError
+        If either mapping lacks ``iter_sampling``, ``adapt_delta`` or ``max_treedepth``.
+    """
+    same_kernel = all(new[k] == settings[k] for k in ("adapt_delta", "max_treedepth"))
+    return same_kernel and new["iter_sampling"] > settings["iter_sampling"]
+
+
 def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sampling: int,
               seed: int | None, budget: Budget,
               output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
@@ -365,8 +384,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
                 show_progress, adapt_delta=new["adapt_delta"],
                 max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
-        if "sd_precision" in verdict.names():  # a tail seen once is not forgotten
-            fit.variance_se_floor = carried_variance_floor(before, fit)
+        if "sd_precision" in verdict.names() and carries_floor(settings, new):
+            fit.variance_se_floor = carried_variance_floor(before, fit)  # a tail seen once
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
 
         record.spent += last_cost

@@ -25,6 +25,7 @@ from pemc_stan.sampling.follow_up import (
     TREEDEPTH_STEPS,
     Budget,
     FollowUp,
+    carries_floor,
     deeper_tree_cost,
     follow_up,
     longer_can_fix,
@@ -359,3 +360,35 @@ def test_a_bridge_still_one_ended_after_its_round_takes_the_other_remedies() -> 
     first_step, second_step = fit.follow_up.steps
     assert first_step.change.startswith("one more bootstrap round")
     assert second_step.verdict.startswith("not run: more draws cannot fix")
+
+
+IMPRECISE = Reason("sd_precision", "the Monte-Carlo error of the variance of mu is 31% of it",
+                   "run longer (iter_sampling)")
+
+
+def test_only_a_longer_run_of_the_same_kernel_carries_the_variance_floor() -> None:
+    base = {"adapt_delta": 0.8, "max_treedepth": 10, "iter_sampling": 1000}
+    assert carries_floor(base, {**base, "iter_sampling": 2000})
+    assert not carries_floor(base, {**base, "adapt_delta": 0.95})  # after a faulty run
+    assert not carries_floor(base, {**base, "max_treedepth": 12})
+    assert not carries_floor(base, dict(base))  # one more bootstrap round, same length
+
+
+@pytest.mark.parametrize(("reasons", "carried"), [((IMPRECISE,), True),
+                                                  ((DIVERGED, IMPRECISE), False)])
+def test_a_faulty_run_s_variance_error_is_not_the_next_run_s_floor(
+        monkeypatch: pytest.MonkeyPatch, reasons: tuple[Reason, ...], carried: bool) -> None:
+    """An imprecise sd alone gets a longer run that keeps the error as a floor; with
+    divergences the smaller step comes first, and the diverging run's error is not kept
+    (a frequency's side lobes: its own error 11%, the carried one 23%)."""
+    import pemc_stan.sampling.follow_up as fu
+
+    seen: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(fu, "carried_variance_floor",
+                        lambda before, after: seen.append((before, after)) or {"mu": 1.0})
+    first = FakeFit(reasons, 1000)
+    second = FakeFit((), 2000 if carried else 1000)
+    fit, model = _run(first, [second], budget=4.0)
+    assert len(model.calls) == 1 and fit is second
+    assert seen == ([(first, second)] if carried else [])
+    assert getattr(second, "variance_se_floor", None) == ({"mu": 1.0} if carried else None)
