@@ -45,6 +45,7 @@ from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
 from pemc_stan.output.fit_protocol import by_column
+from pemc_stan.sampling.checks import variance_and_error
 
 __all__ = ["SPREAD_RATIO_MAX", "DivergedCheck", "ScoutsCheck", "SplitDraws", "SpreadCheck",
            "missed_regions", "narrower_than_every_chain", "region_weights"]
@@ -301,8 +302,7 @@ def narrower_than_every_chain(split: SplitDraws, fit: Any) -> list[tuple[str, fl
             continue
         smallest = float(np.min(np.var(x, axis=1)))
         try:
-            centre = float(fit.expectation(column).mean)
-            var = float(fit.expectation(lambda v, c=column, m=centre: (v[c] - m) ** 2).mean)
+            var = variance_and_error(fit, column, float(fit.expectation(column).mean))[0]
         except (KeyError, ValueError):
             continue
         if np.isfinite(var) and smallest > SPREAD_RATIO_MAX * max(var, 0.0):

@@ -122,8 +122,8 @@ class _WeightedFit:
         if isinstance(f, str):
             if f != "x":
                 raise KeyError(f)
-            return SimpleNamespace(mean=0.0)
-        return SimpleNamespace(mean=self.var)
+            return SimpleNamespace(mean=0.0, mcse=0.0)
+        return SimpleNamespace(mean=self.var, mcse=0.0)
 
     def check(self) -> Verdict:
         return Verdict(() if self.ok else (Reason("rhat", "...", "..."),), ("rhat",))
