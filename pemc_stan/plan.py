@@ -21,7 +21,16 @@ from pemc_stan.errors import PemcStanError
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import split_modes
-from pemc_stan.modes.wide import MOMENT_DRAWS, WideMoments, WideMomentsCheck, wide_moments
+from pemc_stan.modes.wide import (
+    MOMENT_DRAWS,
+    MOMENT_PILOT,
+    WideDraws,
+    WideExcessCheck,
+    WideMomentsCheck,
+    excess_of,
+    moments_of,
+    wide_draws,
+)
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
 from pemc_stan.sampling.model import Found, MethodModel
@@ -106,9 +115,9 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     if diverged:
         fit.later_checks = (*fit.later_checks, DivergedCheck())
     if tempered:  # importance draws need no chain to reach a region
-        moments = _wide_moments(model, found, seed, fit)
-        if moments is not None:
-            fit.later_checks = (*fit.later_checks, WideMomentsCheck(moments))
+        wide = _wide_checks(model, found, seed, fit)
+        if wide:
+            fit.later_checks = (*fit.later_checks, *wide)
         lap("wide_moments")
     record = getattr(fit, "follow_up", None)
     if record is not None:
@@ -117,31 +126,55 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     return fit
 
 
-def _wide_moments(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
-                  ) -> WideMoments | None:
-    """Importance estimates of the parameters' moments from around the search's modes
-    (:func:`~pemc_stan.modes.wide.wide_moments`), or None without a search base, base
-    coordinates or a density the evaluator can compute, or when its densities would
-    outnumber the gradients of ``fit``'s run (a density costs less than a gradient, so
-    the check costs at most about the run's sampling; an ODE model's run is not doubled
-    by it)."""
+def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
+                 ) -> tuple[WideMomentsCheck | WideExcessCheck, ...]:
+    """A tempered run's checks against importance draws from around the search's modes
+    (:func:`~pemc_stan.modes.wide.wide_draws`): its moments where the draws' weights
+    allow (:class:`~pemc_stan.modes.wide.WideMomentsCheck`), and the spread about its
+    means that it must at least hold (:class:`~pemc_stan.modes.wide.WideExcessCheck`).
+    None without draws (:func:`_wide_draws`)."""
+    draws = _wide_draws(model, found, seed, fit)
+    if draws is None:
+        return ()
+    checks: list[WideMomentsCheck | WideExcessCheck] = []
+    moments = moments_of(draws)
+    if moments is not None:
+        checks.append(WideMomentsCheck(moments))
+    centres = {}
+    for column in draws.values:
+        try:
+            centres[column] = float(fit.expectation(column).mean)
+        except (KeyError, ValueError):  # a column the fit does not estimate
+            continue
+    checks.append(WideExcessCheck(excess_of(draws, centres)))
+    return tuple(checks)
+
+
+def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
+                ) -> WideDraws | None:
+    """Importance draws from around the search's modes, as many as ``fit``'s run took
+    gradients up to :data:`~pemc_stan.modes.wide.MOMENT_DRAWS` (a density costs less than
+    a gradient, so they cost at most about the run's sampling; an ODE model's run is not
+    doubled by them), or None without a search base, base coordinates or a density the
+    evaluator can compute, or for a run of fewer gradients than
+    :data:`~pemc_stan.modes.wide.MOMENT_PILOT`."""
     search = found.search
     if search is None or search.base is None:
         return None
     coords = getattr(model.result, "coordinates", None)
     if coords is None:
         return None
-    if fit.gradients() < MOMENT_DRAWS:
-        logger.info("no wide moments: %d densities for a run of %d gradients", MOMENT_DRAWS,
-                    fit.gradients())
+    n = min(MOMENT_DRAWS, fit.gradients())
+    if n < MOMENT_PILOT:
+        logger.info("no wide draws: a run of %d gradients", fit.gradients())
         return None
-    with stage("importance draws around the modes found (checking the moments)"):
+    with stage("importance draws around the modes found (checking the spread)"):
         try:
             evaluator = DensityEvaluator(model.program, model.data, model.program.name)
         except PemcStanError as exc:
-            logger.info("no wide moments: %s", exc)
+            logger.info("no wide draws: %s", exc)
             return None
-        return wide_moments(coords, search.base, evaluator, model.data, seed)
+        return wide_draws(coords, search.base, evaluator, model.data, seed, n)
 
 
 def _widened(found: Found, refused: SplitDraws) -> Found:

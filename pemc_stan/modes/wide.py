@@ -4,9 +4,11 @@ A defensive mixture of the found modes' covering Gaussian and of Gaussians fitte
 modes' draws (:func:`wide_log_weights`, in batches by :func:`wide_sample`) weighs the
 whole target, so that mass no group of modes holds shows, and
 :func:`unexplained_starts` gives starts where that mass is.  The covering half with
-Student-t tails (:func:`wide_moments`) estimates each parameter's mean and variance
+Student-t tails (:func:`wide_draws`) estimates each parameter's mean and variance
 where its weights allow, against which a tempered run is checked
-(:class:`WideMomentsCheck`).
+(:class:`WideMomentsCheck`), and, with truncated weights that err low whatever their
+tails, the spread about the run's means that the run must at least hold
+(:class:`WideExcessCheck`).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from pemc_stan.output.fit_protocol import by_column
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_PILOT", "MOMENT_Z_MAX",
-           "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
+__all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_PILOT",
+           "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
-           "ModeGaussians", "WideMoments", "WideMomentsCheck", "mode_gaussians",
-           "unexplained_starts", "wide_log_weights", "wide_moments", "wide_resolution",
-           "wide_sample"]
+           "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
+           "WideMomentsCheck", "excess_of", "mode_gaussians", "moments_of",
+           "unexplained_starts", "wide_draws", "wide_log_weights", "wide_moments",
+           "wide_resolution", "wide_sample"]
 
 
 #: Importance sampling around found modes (:func:`wide_log_weights`) draws from their
@@ -312,14 +315,28 @@ def _moment(values: NDArray[np.float64], log_w: NDArray[np.float64]) -> tuple[fl
     return float(est.mean), float(est.std_error)
 
 
-def wide_moments(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
-                 data: Mapping[str, Any] | None, seed: int | None) -> WideMoments | None:
-    """Each column's mean and variance by importance sampling from around the search's
-    modes (the covering half of :func:`wide_log_weights`, Student-t tails of
-    :data:`MOMENT_DF`): an estimate that needs no chain to reach a region, against which
-    a tempered run's own estimates are checked (:class:`WideMomentsCheck`).  None when
-    the draws cannot be evaluated, the first :data:`MOMENT_PILOT` hold too few effective
-    draws, or all :data:`MOMENT_DRAWS` have weights of Pareto k over :data:`MOMENT_K_MAX`.
+@dataclass(frozen=True, eq=False)
+class WideDraws:
+    """Draws from around the modes found for a tempered run's checks (:func:`wide_draws`):
+    their log importance weights (``-inf`` where the density is not finite) and each
+    parameter column's values."""
+
+    log_w: NDArray[np.float64]
+    values: dict[str, NDArray[np.float64]]
+
+    @property
+    def size(self) -> int:
+        """The number of draws."""
+        return int(self.log_w.size)
+
+
+def wide_draws(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+               data: Mapping[str, Any] | None, seed: int | None, n: int = MOMENT_DRAWS
+               ) -> WideDraws | None:
+    """Draws of the covering half of :func:`wide_log_weights` with Student-t tails of
+    :data:`MOMENT_DF`: first :data:`MOMENT_PILOT`, then, only when those hold
+    :data:`~pemc_stan.output.diagnostics.ESS_MIN` effective draws, the rest up to ``n``.
+    None when the draws cannot be evaluated or mapped back, or a density is infinite.
 
     Raises
     ------
@@ -327,8 +344,10 @@ def wide_moments(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
     """
     seed = None if seed is None else seed + 2 * WIDE_SEED_OFFSET
     batches = []
-    for n in (MOMENT_PILOT, MOMENT_DRAWS - MOMENT_PILOT):
-        drawn = wide_log_weights(coords, base, evaluator, data, seed, n=n, df=MOMENT_DF)
+    for size in (MOMENT_PILOT, n - MOMENT_PILOT):
+        if size <= 0:
+            break
+        drawn = wide_log_weights(coords, base, evaluator, data, seed, n=size, df=MOMENT_DF)
         seed = None if seed is None else seed + 1
         if drawn is None or not np.any(np.isfinite(drawn[0])):
             return None
@@ -336,21 +355,51 @@ def wide_moments(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
             return None
         batches.append(drawn)
         if len(batches) == 1 and not W.ess(drawn[0]) >= ESS_MIN:
-            logger.info("wide moments: %.0f effective of %d draws: no check",
-                        W.ess(drawn[0]), n)
-            return None
-    log_w, k = W.pareto_smooth(np.concatenate([b[0] for b in batches]))
-    if not k <= MOMENT_K_MAX:
-        logger.info("wide moments: Pareto k %.2f of %d draws: no check", k, log_w.size)
-        return None
+            logger.info("wide draws: %.0f effective of %d draws: no more drawn",
+                        W.ess(drawn[0]), size)
+            break
     z = np.concatenate([b[1] for b in batches])
     try:
         values = by_column(coords.inverse(z, data), lead=1)
     except (ValueError, PemcStanError) as exc:
-        logger.info("wide moments: the draws could not be mapped back (%s)", exc)
+        logger.info("wide draws: the draws could not be mapped back (%s)", exc)
+        return None
+    return WideDraws(np.concatenate([b[0] for b in batches]),
+                     {c: np.asarray(v, dtype=float) for c, v in values.items()})
+
+
+def wide_moments(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+                 data: Mapping[str, Any] | None, seed: int | None) -> WideMoments | None:
+    """Each column's mean and variance by importance sampling from around the search's
+    modes (:func:`wide_draws`): an estimate that needs no chain to reach a region,
+    against which a tempered run's own estimates are checked
+    (:class:`WideMomentsCheck`).  None as :func:`moments_of`.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return moments_of(wide_draws(coords, base, evaluator, data, seed))
+
+
+def moments_of(draws: WideDraws | None) -> WideMoments | None:
+    """Each column's mean and variance from ``draws``; None without all
+    :data:`MOMENT_DRAWS` of them (the first :data:`MOMENT_PILOT` held too few effective
+    draws, or fewer were asked) or when their weights' Pareto k is over
+    :data:`MOMENT_K_MAX`.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if draws is None or draws.size < MOMENT_DRAWS:
+        return None
+    log_w, k = W.pareto_smooth(draws.log_w)
+    if not k <= MOMENT_K_MAX:
+        logger.info("wide moments: Pareto k %.2f of %d draws: no check", k, log_w.size)
         return None
     cols, out = [], []
-    for column, f in values.items():
+    for column, f in draws.values.items():
         f = np.where(np.isfinite(log_w), f, 0.0)
         m, m_se = _moment(f, log_w)
         with np.errstate(all="ignore"):
@@ -407,3 +456,136 @@ class WideMomentsCheck:
             "their error bars do not show it", "reparameterise where the model is curved "
             "or heavy-tailed; the importance estimates are a cross-check in low "
             "dimensions (pemc_stan.modes.wide.wide_moments)")
+
+
+# ------------------------------------------------------------- mass beyond a run's spread
+
+#: A run's second moment about its own mean of a column, times its evidence, this many
+#: combined standard errors below the truncated importance estimate of the same product
+#: (:class:`WideExcessCheck`) is a miss.  One-sided: that estimate errs low, never high.
+EXCESS_Z_MAX = 4.0
+
+
+@dataclass(frozen=True, eq=False)
+class WideExcess:
+    """Truncated importance estimates of ``Z E[(x - m)^2]`` for each column ``x`` about
+    the run's own mean ``m``, from draws around the modes found (:func:`excess_of`).
+
+    Attributes
+    ----------
+    columns
+        The parameter columns.
+    centres
+        The run's means ``m``, about which the second moments are taken.
+    log_estimate
+        ``log`` of each estimate (``-inf`` where no draw has weight).
+    rel_se
+        Each estimate's standard error over the estimate.
+    draws
+        How many draws the estimates use.
+    """
+
+    columns: tuple[str, ...]
+    centres: NDArray[np.float64]
+    log_estimate: NDArray[np.float64]
+    rel_se: NDArray[np.float64]
+    draws: int
+
+
+def excess_of(draws: WideDraws, centres: Mapping[str, float]) -> WideExcess:
+    """Truncated importance estimates of ``Z E[(x - m)^2]`` about the given centres.
+
+    ``Z E[f] = E_q[w f]`` with ``w = gamma / q`` is unbiased.  Each product ``w f >= 0``
+    is truncated at its mean times ``sqrt(n)`` (Ionides 2008), which bounds its variance
+    and can only lower the estimate: with heavy-tailed weights (a Pareto k over 0.7,
+    where the moments of :func:`moments_of` are withheld) the estimate still errs low,
+    so it can show mass the run lacks but not invent it.
+
+    Raises
+    ------
+    Nothing.
+    """
+    finite = np.isfinite(draws.log_w)
+    top = float(np.max(draws.log_w[finite]))
+    w = np.where(finite, np.exp(draws.log_w - top), 0.0)
+    n = draws.size
+    cols, centre, log_est, rel = [], [], [], []
+    for column, x in draws.values.items():
+        m = centres.get(column)
+        if m is None or not np.isfinite(m):
+            continue
+        with np.errstate(all="ignore"):
+            s = np.where(w > 0, w * (x - m) ** 2, 0.0)
+        if not np.all(np.isfinite(s)):
+            continue
+        s = np.minimum(s, float(np.mean(s)) * math.sqrt(n))
+        mean = float(np.mean(s))
+        cols.append(column)
+        centre.append(float(m))
+        log_est.append(math.log(mean) + top if mean > 0 else -math.inf)
+        rel.append(float(np.std(s)) / math.sqrt(n) / mean if mean > 0 else math.inf)
+    return WideExcess(tuple(cols), np.array(centre), np.array(log_est), np.array(rel), n)
+
+
+def _run_log_normaliser(fit: Any) -> EvidenceEstimate | None:
+    """The run's log normaliser of the density as written (CT's even for an improper
+    prior), or None when the fit has none."""
+    try:
+        own = getattr(fit, "log_normaliser", None)
+        est = own() if callable(own) else fit.log_z()
+    except (PemcStanError, ValueError, AttributeError):
+        return None
+    return est if est is not None and np.isfinite(est.log_z) else None
+
+
+class WideExcessCheck:
+    """The ``wide_excess`` reason of a tempered fit: for some column, the run's evidence
+    times its second moment about its own mean falls :data:`EXCESS_Z_MAX` combined
+    standard errors short of the truncated importance estimate (:func:`excess_of`).  A
+    slab under a peak that the base does not reach (a change point's early-time mean)
+    is missed by every chain alike, and the run's own error bars cannot show it; its
+    importance weights are too heavy-tailed for :class:`WideMomentsCheck`, but a low
+    estimate that still exceeds the run's is evidence.  Only a fit with a log normaliser
+    of its own is checked (CT's; PE's log Z needs bridge sampling).  A class, not a
+    closure, so that a fit still pickles.
+    """
+
+    def __init__(self, excess: WideExcess) -> None:
+        self.excess = excess
+
+    def worst(self, fit: Any) -> tuple[float, str, float]:
+        """``(z, column, run's share of the importance estimate)`` of the column farthest
+        below (``z`` 0 when none compares)."""
+        ex = self.excess
+        run = _run_log_normaliser(fit)
+        worst: tuple[float, str, float] = (0.0, "", 1.0)
+        if run is None:
+            return worst
+        for column, m, log_est, rel_is in zip(ex.columns, ex.centres, ex.log_estimate,
+                                             ex.rel_se, strict=True):
+            try:
+                own = fit.expectation(lambda d, c=column, m=float(m): (d[c] - m) ** 2)
+            except (KeyError, ValueError):
+                continue
+            if not (float(own.mean) > 0 and np.isfinite(log_est)):
+                continue
+            ratio = math.exp(log_est - run.log_z - math.log(float(own.mean)))
+            rel_run = math.hypot(float(run.std_error), float(own.mcse) / float(own.mean))
+            z = (ratio - 1.0) / math.hypot(ratio * rel_is, rel_run)
+            if np.isfinite(z) and z > worst[0]:
+                worst = (z, column, 1.0 / ratio)
+        return worst
+
+    def __call__(self, fit: Any) -> tuple[str, Reason | None]:
+        """``("wide_excess", reason or None)``."""
+        z, column, share = self.worst(fit)
+        if not z > EXCESS_Z_MAX:
+            return "wide_excess", None
+        return "wide_excess", Reason(
+            "wide_excess", f"the spread of {column} about its mean, weighed by the run's "
+            f"evidence, is {share:.2g} of what {self.excess.draws} independent draws from "
+            f"around the modes found put there, {z:.1f} standard errors short (that "
+            "estimate is truncated and errs low, never high): the chains missed a wide "
+            "part of the target (a slab under a peak, a heavy tail)", "let the mode split "
+            "run (split_modes='auto'), whose plain NUTS chains reach such parts, or "
+            "reparameterise; the tempered estimates leave that part out")

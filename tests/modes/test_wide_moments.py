@@ -121,3 +121,65 @@ def test_a_quantity_the_importance_draws_cannot_estimate_is_not_compared() -> No
 def test_the_moment_check_pickles_with_the_fit_it_judges() -> None:
     check = pickle.loads(pickle.dumps(WideMomentsCheck(MOMENTS)))
     assert check(Fit(0.1, 0.2, 10.21, 0.14))[1] is not None
+
+
+# ----------------------------------------------------------- the spread a run must hold
+
+def _slab_draws(n: int, seed: int) -> wide.WideDraws:
+    """Draws of q = N(0, 2^2) weighing a target 0.8 N(0, 0.2^2) + 0.2 N(0, 5^2) (Z = 1):
+    a peak over a slab that q's tails reach only rarely (its weights have no variance)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 2.0, n)
+    log_target = np.logaddexp(np.log(0.8) + norm.logpdf(x, 0, 0.2),
+                              np.log(0.2) + norm.logpdf(x, 0, 5.0))
+    return wide.WideDraws(log_target - norm.logpdf(x, 0, 2.0), {"x[1]": x})
+
+
+SLAB_SECOND = 0.8 * 0.2**2 + 0.2 * 5.0**2  # E[x^2] = 5.032
+
+
+class RunFit(Fit):
+    """A fit with a log normaliser and given estimates of a column's moments."""
+
+    def __init__(self, log_z: float, log_z_se: float, *values: float) -> None:
+        super().__init__(*values)
+        self.evidence = (log_z, log_z_se)
+
+    def log_normaliser(self) -> Any:
+        from pemc_stan.estimators.log_z import EvidenceEstimate
+
+        return EvidenceEstimate(*self.evidence, "ct")
+
+
+def test_the_truncated_importance_spread_errs_low_never_high() -> None:
+    """Over 200 seeds, the estimate of Z E[x^2] (exact 5.032) from 10,000 draws whose
+    weights have infinite variance lies below the truth on most seeds, and more than four
+    of its standard errors above it on none: a run that holds the spread is not flagged."""
+    z = []
+    for seed in range(200):
+        ex = wide.excess_of(_slab_draws(10_000, seed), {"x[1]": 0.0})
+        est = float(np.exp(ex.log_estimate[0]))
+        z.append((est - SLAB_SECOND) / (est * float(ex.rel_se[0])))
+    z_arr = np.array(z)
+    assert np.mean(z_arr < 0) > 0.6 and np.max(z_arr) < 4.0
+
+
+@pytest.mark.parametrize(("var", "flagged"), [(SLAB_SECOND, False), (0.04, True)])
+def test_a_run_that_never_left_the_peak_is_flagged_and_a_right_one_is_not(
+        var: float, flagged: bool) -> None:
+    """The peak alone (var 0.04, Z 0.8: the slab missed, both error bars small) against a
+    run that holds the slab; the truncated estimate decides, one-sidedly."""
+    ex = wide.excess_of(_slab_draws(100_000, 7), {"x[1]": 0.0})
+    log_z = 0.0 if not flagged else float(np.log(0.8))
+    fit = RunFit(log_z, 0.02, 0.0, 0.01, var, 0.05 * var)
+    name, reason = wide.WideExcessCheck(ex)(fit)
+    assert name == "wide_excess" and (reason is not None) is flagged
+    if reason is not None:
+        assert "x[1]" in reason.message and "split_modes='auto'" in reason.remedy
+
+
+def test_no_excess_check_without_the_run_s_evidence_and_it_pickles() -> None:
+    ex = wide.excess_of(_slab_draws(10_000, 3), {"x[1]": 0.0})
+    assert wide.WideExcessCheck(ex)(Fit(0.0, 0.01, 0.04, 0.002))[1] is None  # no log Z
+    check = pickle.loads(pickle.dumps(wide.WideExcessCheck(ex)))
+    assert check(RunFit(float(np.log(0.8)), 0.02, 0.0, 0.01, 0.04, 0.002))[1] is not None
