@@ -31,6 +31,7 @@ from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.output.diagnostics import ESS_MIN, Reason
 from pemc_stan.output.fit_protocol import by_column
+from pemc_stan.sampling.checks import variance_and_error
 
 logger = logging.getLogger(__name__)
 
@@ -431,15 +432,15 @@ class WideMomentsCheck:
         for j, column in enumerate(mo.columns):
             try:
                 run = fit.expectation(column)
-                spread = fit.expectation(
-                    lambda d, c=column, m=float(run.mean): (d[c] - m) ** 2)
+                spread = variance_and_error(fit, column, float(run.mean))
             except (KeyError, ValueError):
                 continue
-            for what, est, ref, ref_se in (("mean", run, mo.mean[j], mo.mean_se[j]),
-                                           ("variance", spread, mo.var[j], mo.var_se[j])):
-                z = abs(float(est.mean) - ref) / float(np.hypot(float(est.mcse), ref_se))
+            for what, (est, est_se), ref, ref_se in (
+                    ("mean", (float(run.mean), float(run.mcse)), mo.mean[j], mo.mean_se[j]),
+                    ("variance", spread, mo.var[j], mo.var_se[j])):
+                z = abs(est - ref) / float(np.hypot(est_se, ref_se))
                 if np.isfinite(z) and z > worst[0]:
-                    worst = (z, what, column, float(est.mean), float(est.mcse), ref, ref_se)
+                    worst = (z, what, column, est, est_se, ref, ref_se)
         return worst
 
     def __call__(self, fit: Any) -> tuple[str, Reason | None]:
@@ -564,13 +565,13 @@ class WideExcessCheck:
         for column, m, log_est, rel_is in zip(ex.columns, ex.centres, ex.log_estimate,
                                              ex.rel_se, strict=True):
             try:
-                own = fit.expectation(lambda d, c=column, m=float(m): (d[c] - m) ** 2)
+                second, second_se = variance_and_error(fit, column, float(m))
             except (KeyError, ValueError):
                 continue
-            if not (float(own.mean) > 0 and np.isfinite(log_est)):
+            if not (second > 0 and np.isfinite(log_est)):
                 continue
-            ratio = math.exp(log_est - run.log_z - math.log(float(own.mean)))
-            rel_run = math.hypot(float(run.std_error), float(own.mcse) / float(own.mean))
+            ratio = math.exp(log_est - run.log_z - math.log(second))
+            rel_run = math.hypot(float(run.std_error), second_se / second)
             z = (ratio - 1.0) / math.hypot(ratio * rel_is, rel_run)
             if np.isfinite(z) and z > worst[0]:
                 worst = (z, column, 1.0 / ratio)
