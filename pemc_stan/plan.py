@@ -33,7 +33,7 @@ from pemc_stan.modes.wide import (
 )
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import Budget, follow_up
-from pemc_stan.sampling.model import Found, MethodModel
+from pemc_stan.sampling.model import Found, LogDensity, MethodModel
 
 __all__ = ["run_plan"]
 
@@ -157,7 +157,9 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
     a gradient, so they cost at most about the run's sampling; an ODE model's run is not
     doubled by them), or None without a search base, base coordinates or a density the
     evaluator can compute, or for a run of fewer gradients than
-    :data:`~pemc_stan.modes.wide.MOMENT_PILOT`."""
+    :data:`~pemc_stan.modes.wide.MOMENT_PILOT`.  ``log gamma`` comes from the method's
+    own program where it computes it (:meth:`~pemc_stan.sampling.model.MethodModel.own_density`:
+    CT's), else from the density program (a compile of its own)."""
     search = found.search
     if search is None or search.base is None:
         return None
@@ -169,11 +171,13 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
         logger.info("no wide draws: a run of %d gradients", fit.gradients())
         return None
     with stage("importance draws around the modes found (checking the spread)"):
-        try:
-            evaluator = DensityEvaluator(model.program, model.data, model.program.name)
-        except PemcStanError as exc:
-            logger.info("no wide draws: %s", exc)
-            return None
+        evaluator: LogDensity | None = model.own_density(fit)
+        if evaluator is None:
+            try:
+                evaluator = DensityEvaluator(model.program, model.data, model.program.name)
+            except PemcStanError as exc:
+                logger.info("no wide draws: %s", exc)
+                return None
         return wide_draws(coords, search.base, evaluator, model.data, seed, n)
 
 

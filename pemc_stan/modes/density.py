@@ -26,11 +26,13 @@ from numpy.typing import NDArray
 from pemc_stan.backend.compile import compile_model
 from pemc_stan.backend.standalone import generated_column, write_draws_csv
 from pemc_stan.inputs import StanProgram, read_program
+from pemc_stan.sampling.model import LogDensity
 from pemc_stan.stan import ast
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
 
-__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "density_program", "model_log_density"]
+__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "GeneratedDensity", "LogDensity",
+           "density_program", "model_log_density"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
@@ -73,8 +75,6 @@ def density_program(program: str | ast.Program | StanProgram, filename: str = "<
     out = dataclasses.replace(prog, functions=ast.FunctionsBlock(tuple(existing) + fns.functions),
                               transformed_parameters=None, model=None, generated_quantities=gq)
     return print_program(out)
-
-
 
 
 class DensityEvaluator:
@@ -142,6 +142,47 @@ class DensityEvaluator:
         run_dir.mkdir(parents=True, exist_ok=True)
         return generated_column(self.model, self.data, draws, DENSITY_COLUMN, run_dir,
                                 f"{self.name}_model")
+
+
+class GeneratedDensity:
+    """``log gamma(x)`` (all constants) at constrained draws through an already compiled
+    program whose generated quantities compute it in :data:`DENSITY_COLUMN` (continuous
+    tempering's own program): no density program to compile.
+
+    Parameters
+    ----------
+    model : cmdstanpy.CmdStanModel
+        The compiled program.
+    data : mapping
+        Its data.
+    fixed : mapping
+        The program's parameters after the draws' (in its ``parameters`` block order)
+        and the value each takes: ones that do not enter ``log gamma`` (the temperature
+        control).
+    name : str
+        Model name written in the CSV's comments.
+    """
+
+    def __init__(self, model: cmdstanpy.CmdStanModel, data: Mapping[str, Any],
+                 fixed: Mapping[str, float], name: str = "model") -> None:
+        self.model = model
+        self.data = dict(data)
+        self.fixed = dict(fixed)
+        self.name = name
+
+    def log_density(self, draws: Mapping[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+        """``log gamma`` at each draw, NaN where CmdStan could not evaluate it.
+
+        Raises
+        ------
+        RuntimeError
+            If CmdStan's generate_quantities fails.
+        """
+        n = int(np.shape(next(iter(draws.values())))[0]) if draws else 0
+        full = {**draws, **{k: np.full(n, v) for k, v in self.fixed.items()}}
+        with tempfile.TemporaryDirectory(prefix="pemc_density_") as tmp:
+            return generated_column(self.model, self.data, full, DENSITY_COLUMN, Path(tmp),
+                                    self.name)
 
 
 def model_log_density(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,

@@ -28,7 +28,7 @@ from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import importance_error, mixture_log_z, unexplained_mass
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.modes.density import DensityEvaluator
+from pemc_stan.modes.density import LogDensity
 from pemc_stan.output.diagnostics import ESS_MIN, Reason
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.checks import variance_and_error
@@ -145,7 +145,7 @@ def unexplained_starts(z: NDArray[np.float64], log_weights: NDArray[np.float64],
     return np.asarray(z[cand[pick]], dtype=float)
 
 
-def wide_log_weights(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
                      data: Mapping[str, Any] | None, seed: int | None, n: int = WIDE_DRAWS,
                      modes: ModeGaussians | None = None, df: float = math.inf
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
@@ -224,7 +224,7 @@ def mode_gaussians(z: NDArray[np.float64], cells: NDArray[np.intp], groups: NDAr
     return out
 
 
-def wide_sample(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+def wide_sample(coords: Any, base: BaseDensity, evaluator: LogDensity,
                  data: Mapping[str, Any] | None, seed: int | None,
                  masses: list[EvidenceEstimate], modes: ModeGaussians | None = None
                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
@@ -331,7 +331,7 @@ class WideDraws:
         return int(self.log_w.size)
 
 
-def wide_draws(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
                data: Mapping[str, Any] | None, seed: int | None, n: int = MOMENT_DRAWS
                ) -> WideDraws | None:
     """Draws of the covering half of :func:`wide_log_weights` with Student-t tails of
@@ -369,7 +369,7 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
                      {c: np.asarray(v, dtype=float) for c, v in values.items()})
 
 
-def wide_moments(coords: Any, base: BaseDensity, evaluator: DensityEvaluator,
+def wide_moments(coords: Any, base: BaseDensity, evaluator: LogDensity,
                  data: Mapping[str, Any] | None, seed: int | None) -> WideMoments | None:
     """Each column's mean and variance by importance sampling from around the search's
     modes (:func:`wide_draws`): an estimate that needs no chain to reach a region,

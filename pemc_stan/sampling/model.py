@@ -11,10 +11,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import cmdstanpy
 import numpy as np
+from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model, message_file_name
 from pemc_stan.backend.console import (
@@ -36,7 +37,16 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Found", "MethodModel"]
+__all__ = ["Found", "LogDensity", "MethodModel"]
+
+
+class LogDensity(Protocol):
+    """What evaluates ``log gamma(x)`` with every constant at constrained draws
+    (:mod:`pemc_stan.modes.density`)."""
+
+    def log_density(self, draws: Mapping[str, NDArray[np.float64]]) -> NDArray[np.float64]:
+        """``log gamma`` at each draw, NaN where it cannot be evaluated."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,17 @@ class MethodModel:
         if self._orig_model is None:
             self._orig_model = compile_model(self.code, name=self.name)
         return self._orig_model
+
+    def own_density(self, fit: ExtendedFit) -> LogDensity | None:
+        """``log gamma`` with every constant at arbitrary draws through the method's own
+        compiled program, for checks of ``fit``; None (the default): the method's program
+        does not compute it, and a density program is compiled instead.
+
+        Raises
+        ------
+        Nothing.
+        """
+        return None
 
     def run_nuts(self, data: Mapping[str, Any], chains: int, iter_warmup: int,
                  iter_sampling: int, seed: int | None,

@@ -32,8 +32,10 @@ from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOp
 from pemc_stan.methods.continuous_tempering.tempering import log_z_estimate, pooled_log_ratio
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.tempering import BetaBias, length_bias
+from pemc_stan.modes.density import GeneratedDensity
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
+from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.model import Found, MethodModel
 
 logger = logging.getLogger(__name__)
@@ -178,6 +180,28 @@ class ContinuousTemperingModel(MethodModel):
         log_n_y = fit.bias.log_normaliser(delta_y - new_zeta + log_zeta + q_ratio_y)
         r_run, r_y = pooled_log_ratio(log_q_ratio, log_n, q_ratio_y, log_n_y)
         return length_bias(np.concatenate([delta_next, delta_y]), np.concatenate([r_run, r_y]))
+
+    def own_density(self, fit: ExtendedFit) -> GeneratedDensity | None:
+        """The CT program's own ``pemc_log_gamma`` (every constant) at arbitrary draws,
+        with ``pemc_u = 0`` and ``fit``'s base and ``log zeta`` as data (they enter other
+        generated quantities only): checks of ``fit`` compile no density program.  None
+        for a fit without them (not this program's) or whose data cannot be rebuilt.
+
+        Raises
+        ------
+        Nothing.
+        """
+        log_zeta = getattr(fit, "log_zeta", None)
+        if log_zeta is None:
+            return None
+        try:
+            data = self.result.data(self.data, log_zeta=log_zeta,
+                                    base=getattr(fit, "base", None),
+                                    bias=getattr(fit, "bias", None))
+        except ValueError as exc:
+            logger.info("the CT program cannot evaluate log gamma for checks: %s", exc)
+            return None
+        return GeneratedDensity(self.method_model(), data, {"pemc_u": 0.0}, f"{self.name}_ct")
 
     def _base_draws_delta(self, new_base: BaseDensity, new_zeta: float, n: int,
                           seed: int | None) -> tuple[NDArray[np.float64],
