@@ -23,6 +23,25 @@ from pemc_stan.backend.compile import compile_model
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--all-corpus", action="store_true", default=False,
+        help="check the log-density rewrite against Stan's log_prob on every program of "
+             "tests/stan_corpus (one compile each, ~8 minutes on 2 cores from a cold "
+             "model cache; CI runs it as a step of its own); without it, on the programs "
+             "that exercise the language's constructs one by one")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--all-corpus"):
+        return
+    skip = pytest.mark.skip(reason="a whole model of the corpus: checked with --all-corpus "
+                                   "(CI's corpus step)")
+    for item in items:
+        if item.get_closest_marker("corpus_model") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _cli_logging_undone() -> Iterator[None]:
     """Undo what a test's ``pemc-stan`` command line set up for its process (the
