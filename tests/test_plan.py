@@ -121,3 +121,33 @@ def test_only_a_tempered_run_is_checked_against_importance_moments(monkeypatch,
     fit = _plan(monkeypatch, outcome)
     checks = [c for c in fit.later_checks if isinstance(c, WideMomentsCheck)]
     assert [c.moments for c in checks] == ([] if split else [moments])
+
+
+@pytest.mark.parametrize("own", [True, False])
+def test_the_wide_draws_use_the_method_s_own_density_before_a_density_program(
+        monkeypatch, own: bool) -> None:
+    """CT's program computes ``log gamma``: no density program is built for its checks."""
+    from types import SimpleNamespace
+
+    mine, built, seen = object(), [], {}
+
+    class _Evaluator:
+        def __init__(self, *args: Any) -> None:
+            built.append(self)
+
+    class _Owner:
+        program = SimpleNamespace(name="m")
+        data: dict[str, Any] = {}
+        result = SimpleNamespace(coordinates=object())
+
+        def own_density(self, fit: Any) -> Any:
+            return mine if own else None
+
+    monkeypatch.setattr(plan, "DensityEvaluator", _Evaluator)
+    monkeypatch.setattr(plan, "wide_draws",
+                        lambda coords, base, evaluator, *a: seen.update(ev=evaluator))
+    found = Found(search=SimpleNamespace(base=object()))
+    fit = SimpleNamespace(gradients=lambda: 50_000)
+    plan._wide_draws(_Owner(), found, 1, fit)  # type: ignore[arg-type]
+    assert (seen["ev"] is mine) == own and len(built) == (0 if own else 1)
+    assert own or seen["ev"] is built[0]
