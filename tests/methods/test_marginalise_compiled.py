@@ -65,15 +65,10 @@ def test_a_summed_out_change_point_gives_the_exact_posterior_and_log_z(
     exact = _exact(np.asarray(data["y"]))
     fit = pemc_stan.sample(CHANGE_POINT, data=data, seed=4)
     assert fit.program.marginalised == ("s",)
-    # the slabs under the peak (mu1 where s is early, mu2 where it is late) are seldom
-    # drawn: after the split's longer run mu2's variance is known to 26% of it (35% of
-    # the variance one error lower), and the verdict may say so; nothing else is wrong
-    assert set(fit.check().names()) <= {"sd_precision"}, fit.check()
+    assert fit.check().ok, fit.check()
     for key in ("s", "mu1"):
         est = fit.expectation(key)
         _within(est.mean, est.mcse, exact[key])
-    var = fit.expectation(lambda v: (v["mu1"] - exact["mu1"]) ** 2)
-    _within(var.mean, var.mcse, exact["var[mu1]"])
     early = fit.expectation(lambda v: (v["s"] < 15).astype(float))
     _within(early.mean, early.mcse, exact["P(s < 15)"])
     log_z = fit.log_z()
