@@ -35,9 +35,11 @@ def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None
     """Bridge sampling on constrained posterior draws of an unchanged program.
 
     With ``region``, the estimate is of the density's mass inside that region: the
-    proposal's draws outside it count as zero density (draws of the density restricted
-    to the region are then what the bridge needs; draws of the whole density that seldom
-    leave it serve, with a bias of the share they spend outside).
+    proposal's draws outside it count as zero density.  Draws of the density restricted
+    to the region are then what the bridge needs (a chain's draws inside it are:
+    :func:`pemc_stan.modes.scouts.missed_regions`).  Draws of the whole density that
+    seldom leave it serve, with a bias that grows with the share they spend outside and
+    with how far the bridge's Gaussian is from their distribution.
 
     Parameters
     ----------

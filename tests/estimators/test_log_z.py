@@ -365,3 +365,34 @@ def test_warp3_is_more_precise_on_a_skewed_target() -> None:
         return float(np.mean(out))
 
     assert mean_se(True) < mean_se(False)
+
+
+def _bimodal_log_density(u: np.ndarray) -> np.ndarray:
+    """0.2 N(-3, 0.5^2) + 0.8 N(2, 1) (normalised), at ``u`` of shape (..., 1)."""
+    x = u[..., 0]
+    return np.logaddexp(np.log(0.2) + norm.logpdf(x, -3, 0.5),
+                        np.log(0.8) + norm.logpdf(x, 2, 1))
+
+
+def test_bridge_sampling_of_a_region_s_mass_takes_the_draws_inside_it() -> None:
+    # the mass of x > 1 under a bimodal density, from exact draws of the whole density:
+    # those inside the region are draws of the density restricted to it, and the bridge
+    # on them is right; on all the draws the bridge's Gaussian (fitted to both modes)
+    # weighs the region wrongly, by far more than its own error bar (the scouts' masses
+    # of a chain's region, pemc_stan.modes.scouts)
+    rng = np.random.default_rng(7)
+    n = 160_000
+    x = np.where(rng.random(n) < 0.2, rng.normal(-3, 0.5, n), rng.normal(2, 1, n))
+    draws = x[None, :, None]
+    lp = _bimodal_log_density(draws)
+
+    def restricted(u: np.ndarray) -> np.ndarray:
+        return np.where(u[:, 0] > 1.0, _bimodal_log_density(u), -np.inf)
+
+    exact = np.log(0.2 * norm.sf(1.0, -3, 0.5) + 0.8 * norm.sf(1.0, 2, 1))
+    inside = x > 1.0
+    right = bridge_sampling(draws[:, inside], lp[:, inside], restricted,
+                            np.random.default_rng(8))
+    assert abs(right.log_z - exact) <= 4 * right.std_error < 0.01
+    every = bridge_sampling(draws, lp, restricted, np.random.default_rng(8))
+    assert abs(every.log_z - exact) > 4 * every.std_error

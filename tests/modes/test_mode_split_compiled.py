@@ -120,6 +120,35 @@ def test_a_refused_split_s_chains_name_the_mode_a_tempered_run_missed(
     assert missed_regions(split, both, np.ones(4000), 4000.0, 0.0, seed=5) == []
 
 
+def test_a_chain_s_region_that_slices_its_mode_is_weighed_exactly(
+        far_fit: ModeSplitFit) -> None:
+    # the chains sharing the light mode cut it into slices (the points nearer each
+    # one's draws than any other chain's): each slice's mass, by bridge sampling on
+    # its chain's draws in it, must be the slice's exact mass (quadrature)
+    from pemc_stan.modes import scouts
+    from pemc_stan.modes.scouts import SplitDraws
+
+    run = far_fit.fit
+    x = np.asarray(run.draws(concat_chains=False), dtype=float)[:, :, list(
+        run.column_names).index("x")].T  # (chains, draws)
+    base = far_fit.search.base
+    split = SplitDraws(x[:, :, None], np.asarray(base.mean), np.asarray(base.cov), {"x": x},
+                       far_fit.result.program, far_fit.data, far_fit.result.coordinates)
+    partition = split.partition()
+    grid = np.linspace(-14.0, 21.0, 350_001)
+    density = (0.3 * np.exp(-0.5 * ((grid + 10) / 0.5) ** 2) / (0.5 * np.sqrt(2 * np.pi))
+               + 0.7 * np.exp(-0.5 * (grid - 15) ** 2) / np.sqrt(2 * np.pi))
+    labels = partition.labels(grid[:, None])
+    light = [int(c) for c in np.flatnonzero(x.mean(axis=1) < 0)]
+    assert len(light) >= 2  # a shared mode: the case in question
+    for c in light:
+        exact = float(np.sum(density[labels == c]) * (grid[1] - grid[0]))
+        assert 0.01 < exact < 0.29, (c, exact)  # a slice, not the whole mode
+        est = scouts._region_log_mass(split, partition, c, 5)
+        assert est is not None and est.std_error < 0.2
+        assert abs(est.log_z - np.log(exact)) <= 4 * est.std_error, (c, exact, est)
+
+
 def test_never_split_tempers(compiled) -> None:
     fit = pemc_stan.sample(FAR_MIXTURE, seed=3, split_modes="never", iter_sampling=300,
                            bootstrap_rounds=0)

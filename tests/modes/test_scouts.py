@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes import scouts
 from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, missed_regions, region_weights
@@ -40,6 +41,31 @@ def _unexpected(*args: Any) -> float:
     raise AssertionError("no mass should be estimated")
 
 
+def _mass(z: float) -> EvidenceEstimate:
+    return EvidenceEstimate(float(np.log(z)), 0.01, "bridge_sampling")
+
+
+def test_a_chain_s_region_is_weighed_by_its_draws_inside_it(monkeypatch) -> None:
+    # two chains share the mode at 0, so each one's region is a slice of it: the
+    # bridge gets only the chain's draws in its slice, which are draws of the target
+    # restricted to it (all its draws would weigh the whole mode)
+    rng = np.random.default_rng(5)
+    split = _split(rng, [0.0, 0.0, 15.0])
+    given: dict[str, np.ndarray] = {}
+
+    def bridge(program: Any, data: Any, draws: dict[str, np.ndarray], **kw: Any
+               ) -> EvidenceEstimate:
+        given.update(draws)
+        return _mass(0.5)
+
+    monkeypatch.setattr(scouts, "bridge_from_draws", bridge)
+    partition = split.partition()
+    assert scouts._region_log_mass(split, partition, 0, None) == _mass(0.5)
+    inside = partition.labels(split.z[0]) == 0
+    assert 0.2 < inside.mean() < 0.8  # a slice, not the whole chain
+    assert np.array_equal(given["x"], split.z[[0]][:, inside])
+
+
 @pytest.mark.parametrize("share, named", [(0.3, True), (0.002, False)])
 def test_a_chain_alone_where_the_tempered_draws_never_went_is_named_by_its_mass(
         monkeypatch, share: float, named: bool) -> None:
@@ -47,15 +73,28 @@ def test_a_chain_alone_where_the_tempered_draws_never_went_is_named_by_its_mass(
     split = _split(rng, [15.0, 15.0, -10.0])  # the third chain sits where nothing went
     asked: list[int] = []
 
-    def mass(split: SplitDraws, partition: Any, c: int, seed: Any) -> float:
+    def mass(split: SplitDraws, partition: Any, c: int, seed: Any) -> EvidenceEstimate:
         asked.append(c)
-        return float(np.log(share / (1 - share)))  # against log Z = 0 of the rest
+        return _mass(share / (1 - share))  # against log Z = 0 of the rest
 
     monkeypatch.setattr(scouts, "_region_log_mass", mass)
     particles = rng.normal(15, 1, (1000, 2))
     found = missed_regions(split, particles, np.ones(1000), 1000.0, 0.0)
     assert asked == [2]
     assert found == ([(2, pytest.approx(share))] if named else [])
+
+
+@pytest.mark.parametrize("std_error, named", [(0.05, True), (2.0, False)])
+def test_a_region_s_mass_counts_at_its_bridge_s_lower_bound(
+        monkeypatch, std_error: float, named: bool) -> None:
+    # 5% of the mass by the bridge: named when the bridge knows it to 5%, not when its
+    # error (e^(2 x 2) = 55 times) leaves the mass anywhere down to 0.1%
+    rng = np.random.default_rng(6)
+    split = _split(rng, [15.0, 15.0, -10.0])
+    monkeypatch.setattr(scouts, "_region_log_mass", lambda *a: EvidenceEstimate(
+        float(np.log(0.05 / 0.95)), std_error, "bridge_sampling"))
+    found = missed_regions(split, rng.normal(15, 1, (1000, 2)), np.ones(1000), 1000.0, 0.0)
+    assert found == ([(2, pytest.approx(0.05))] if named else [])
 
 
 class _Fit:
@@ -93,7 +132,7 @@ def test_the_check_names_a_missed_chain_only_when_nothing_else_flags_the_run(
         monkeypatch, other_reason: bool) -> None:
     rng = np.random.default_rng(3)
     split = _split(rng, [15.0, 15.0, -10.0])
-    monkeypatch.setattr(scouts, "_region_log_mass", lambda *a: float(np.log(0.3 / 0.7)))
+    monkeypatch.setattr(scouts, "_region_log_mass", lambda *a: _mass(0.3 / 0.7))
     monkeypatch.setattr("pemc_stan.sampling.checks.estimates_ess", lambda fit: 1000.0)
     fit = _Fit(rng.normal(15, 1, (1000, 2)), other_reason)
     fit.later_checks = (ScoutsCheck(split),)
