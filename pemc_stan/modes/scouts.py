@@ -212,9 +212,10 @@ def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int 
     the region, draws of the target restricted to it, which is what the bridge needs.
     Where other chains share the chain's mode its region is a slice of the mode, and
     with every draw the bridge weighed the whole mode: on the 28-unit Boltzmann
-    relaxation (seed 4) a slice holding 0.5% of the mass, 69% of its chain's draws,
-    came out at 15%, and a right tempered run was judged to have missed it
-    (docs/validation.md, "A chain's region is a slice of its mode")."""
+    relaxation (seed 4) a slice that held 0.5% of the mass and 69% of its chain's
+    draws came out at 15%, and a right tempered run was judged to have missed it
+    (docs/validation.md, "A chain's region is a slice of its mode").  A bridge whose
+    error is not finite counts as failed."""
     def region(values: Mapping[str, NDArray[np.float64]]) -> NDArray[np.bool_]:
         zg, _ = split.coords.forward(values, split.data)
         return np.asarray(partition.labels(zg) == c)
