@@ -96,20 +96,28 @@ def test_a_mode_its_connected_group_hardly_visits_is_flagged(far_fit: ModeSplitF
     assert "mode_occupancy" in reasons
 
 
+def _split_draws(far_fit: ModeSplitFit) -> tuple[np.ndarray, Any]:
+    """The split's chains of x, (chains, draws), and as a refused split's draws."""
+    from pemc_stan.modes.scouts import SplitDraws
+
+    run = far_fit.fit
+    x = np.asarray(run.draws(concat_chains=False), dtype=float)[:, :, list(
+        run.column_names).index("x")].T
+    base = far_fit.search.base
+    return x, SplitDraws(x[:, :, None], np.asarray(base.mean), np.asarray(base.cov),
+                         {"x": x}, far_fit.result.program, far_fit.data,
+                         far_fit.result.coordinates)
+
+
 def test_a_refused_split_s_chains_name_the_mode_a_tempered_run_missed(
         far_fit: ModeSplitFit) -> None:
     # the split's real chains (scouts and two per mode) against tempered particles that
     # never left the heavier mode: the chains in the other mode are named, with its
     # mass by bridge sampling on their own draws (30%); against particles of both
     # modes nothing is
-    from pemc_stan.modes.scouts import SplitDraws, missed_regions
+    from pemc_stan.modes.scouts import missed_regions
 
-    run = far_fit.fit
-    x = np.asarray(run.draws(concat_chains=False), dtype=float)[:, :, list(
-        run.column_names).index("x")].T  # (chains, draws)
-    base = far_fit.search.base
-    split = SplitDraws(x[:, :, None], np.asarray(base.mean), np.asarray(base.cov), {"x": x},
-                       far_fit.result.program, far_fit.data, far_fit.result.coordinates)
+    x, split = _split_draws(far_fit)
     rng = np.random.default_rng(4)
     heavy = rng.normal(15, 1, (4000, 1))
     found = missed_regions(split, heavy, np.ones(4000), 4000.0, np.log(0.7), seed=5)
@@ -126,14 +134,8 @@ def test_a_chain_s_region_that_slices_its_mode_is_weighed_exactly(
     # one's draws than any other chain's): each slice's mass, by bridge sampling on
     # its chain's draws in it, must be the slice's exact mass (quadrature)
     from pemc_stan.modes import scouts
-    from pemc_stan.modes.scouts import SplitDraws
 
-    run = far_fit.fit
-    x = np.asarray(run.draws(concat_chains=False), dtype=float)[:, :, list(
-        run.column_names).index("x")].T  # (chains, draws)
-    base = far_fit.search.base
-    split = SplitDraws(x[:, :, None], np.asarray(base.mean), np.asarray(base.cov), {"x": x},
-                       far_fit.result.program, far_fit.data, far_fit.result.coordinates)
+    x, split = _split_draws(far_fit)
     partition = split.partition()
     grid = np.linspace(-14.0, 21.0, 350_001)
     density = (0.3 * np.exp(-0.5 * ((grid + 10) / 0.5) ** 2) / (0.5 * np.sqrt(2 * np.pi))
