@@ -36,7 +36,12 @@ import smc_comparison
 import pemc_stan
 from pemc_stan.estimators import weights as W
 from pemc_stan.modes.density import DensityEvaluator
-from pemc_stan.modes.wide import UNEXPLAINED_RATIO, _proposal
+from pemc_stan.modes.wide import (
+    UNEXPLAINED_RATIO,
+    _proposal,
+    mixture_log_density,
+    mixture_sample,
+)
 
 STAGE_DRAWS = 50_000
 #: Heavy draws within this many of the fitted modes' median sds join one new component.
@@ -44,18 +49,6 @@ CLUSTER_SDS = 6.0
 #: SMC's RMSEs of E[X1], E[X2], E[X1^2], E[X2^2], log Z and its seconds (cff72f7 table).
 SMC_RMSE = np.array([0.0775, 0.0807, 0.827, 0.988, 0.0457])
 SMC_SECONDS = 1.8
-
-
-def _log_q(parts: list[Any], log_w: NDArray[np.float64], z: NDArray[np.float64]
-           ) -> NDArray[np.float64]:
-    return np.asarray(logsumexp([q.log_density_z(z) + w for q, w in zip(parts, log_w,
-                                                                        strict=True)], axis=0))
-
-
-def _draw(parts: list[Any], log_w: NDArray[np.float64], n: int, rng: np.random.Generator
-          ) -> NDArray[np.float64]:
-    counts = rng.multinomial(n, np.exp(log_w - logsumexp(log_w)))
-    return np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
 
 
 def _log_gamma(density: DensityEvaluator, coords: Any, data: Any, z: NDArray[np.float64]
@@ -87,7 +80,7 @@ def _unexplained(z: NDArray[np.float64], lw: NDArray[np.float64], lg: NDArray[np
                  ) -> list[tuple[float, NDArray[np.float64], NDArray[np.float64]]]:
     """Gaussians around the heavy draws the fitted modes do not explain."""
     log_z = float(logsumexp(lw) - math.log(lw.size))
-    log_modes = _log_q(parts[n_cover:], log_w[n_cover:], z) + math.log(2.0)
+    log_modes = mixture_log_density(parts[n_cover:], log_w[n_cover:], z) + math.log(2.0)
     cand = np.flatnonzero((lg - log_z - log_modes > math.log(UNEXPLAINED_RATIO))
                           & np.isfinite(lw))
     cand = cand[np.argsort(-lw[cand])][:5000]
@@ -126,15 +119,17 @@ def main(argv: list[str] | None = None) -> int:
         coords, rng = fit.result.coordinates, np.random.default_rng(seed + 99)
         modes = _cell_gaussians(fit)
         parts1, lw1 = _proposal(fit.base, modes)
-        z1 = _draw(parts1, lw1, STAGE_DRAWS, rng)
+        z1 = mixture_sample(parts1, lw1, STAGE_DRAWS, rng)
         lg1 = _log_gamma(density, coords, target.data, z1)
         sd = np.median([np.sqrt(np.diag(m[2])) for m in modes], axis=0)
-        extra = _unexplained(z1, lg1 - _log_q(parts1, lw1, z1), lg1, parts1, lw1, 2, sd)
+        lw_1 = lg1 - mixture_log_density(parts1, lw1, z1)
+        extra = _unexplained(z1, lw_1, lg1, parts1, lw1, 2, sd)
         parts2, lw2 = _proposal(fit.base, modes + extra)
-        z2 = _draw(parts2, lw2, STAGE_DRAWS, rng)
+        z2 = mixture_sample(parts2, lw2, STAGE_DRAWS, rng)
         lg2 = _log_gamma(density, coords, target.data, z2)
         z, lg = np.concatenate([z1, z2]), np.concatenate([lg1, lg2])
-        log_mix = np.logaddexp(_log_q(parts1, lw1, z), _log_q(parts2, lw2, z)) - math.log(2.0)
+        log_mix = np.logaddexp(mixture_log_density(parts1, lw1, z),
+                               mixture_log_density(parts2, lw2, z)) - math.log(2.0)
         plw, k = W.pareto_smooth(lg - log_mix)
         seconds.append(time.perf_counter() - t0)
         x = coords.inverse(z, target.data)["x"].reshape(z.shape[0], -1)

@@ -39,7 +39,8 @@ __all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
-           "WideMomentsCheck", "excess_of", "mode_gaussians", "moments_of",
+           "WideMomentsCheck", "excess_of", "mixture_log_density", "mixture_sample",
+           "mode_gaussians", "moments_of",
            "unexplained_starts", "wide_draws", "wide_log_weights", "wide_moments",
            "wide_resolution", "wide_sample"]
 
@@ -99,6 +100,34 @@ def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.i
                   for m in modes]
         log_w = np.concatenate([log_w, lm - logsumexp(lm)]) - np.log(2.0)
     return parts, log_w
+
+
+def mixture_sample(parts: list[BaseDensity], log_w: NDArray[np.float64], n: int,
+                   rng: np.random.Generator) -> NDArray[np.float64]:
+    """``n`` draws (base coordinates) of the mixture of ``parts`` with log weights
+    ``log_w`` (need not be normalised), grouped by part.
+
+    Raises
+    ------
+    ValueError
+        If the weights are not finite somewhere they should be.
+    """
+    counts = rng.multinomial(n, np.exp(log_w - logsumexp(log_w)))
+    return np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
+
+
+def mixture_log_density(parts: list[BaseDensity], log_w: NDArray[np.float64],
+                        z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log sum_k exp(log_w[k]) q_k(z)`` at draws ``z`` (S, D): the mixture's log
+    density when ``log_w`` is normalised.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If a part's covariance is not positive definite.
+    """
+    return np.asarray(logsumexp([q.log_density_z(z) + w
+                                 for q, w in zip(parts, log_w, strict=True)], axis=0))
 
 
 #: A draw of the wide sampler is unexplained by the modes found where the target's
@@ -168,10 +197,8 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     rng = np.random.default_rng(seed)
     try:
         parts, log_w = _proposal(base, modes, df)
-        counts = rng.multinomial(n, np.exp(log_w - logsumexp(log_w)))
-        z = np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
-        log_q = logsumexp([q.log_density_z(z) + w for q, w in zip(parts, log_w, strict=True)],
-                          axis=0)
+        z = mixture_sample(parts, log_w, n, rng)
+        log_q = mixture_log_density(parts, log_w, z)
         x = coords.inverse(z, data)
         ok = np.ones(n, dtype=bool)
         for v in x.values():
