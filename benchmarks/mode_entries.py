@@ -1,4 +1,4 @@
-"""How often tempering alone enters each mode of the 20-Gaussian mixture on R^2.
+"""How often tempering alone (CT) enters each mode of the 20-Gaussian mixture on R^2.
 
 A tempered run learns a mode's share from the times its chains come into that mode's
 core near beta = 1, so the count of those entries bounds its accuracy.  For each seed
@@ -11,7 +11,7 @@ docs/validation.md, "Tempering alone against SMC: what a run spends per mode ent
 
 Usage::
 
-    python benchmarks/mode_entries.py --seeds 1 2 --method ct
+    python benchmarks/mode_entries.py --seeds 1 2
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ def entries(x: NDArray[np.float64], beta: NDArray[np.float64], mu: NDArray[np.fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--method", choices=["ct"], default="ct")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("pemc_stan.plan").setLevel(logging.INFO)  # the stages' wall times
@@ -68,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = pemc_stan.sample(target.program, target.data, method=args.method,
+            fit = pemc_stan.sample(target.program, target.data, method="ct",
                                    split_modes="never", seed=seed)
         seconds = time.perf_counter() - t0
         beta = fit.beta()
