@@ -71,6 +71,7 @@ from pemc_stan.modes.search import (
     SEARCH_RADII,
     UNSEEN_SHARE_MAX,
     ModeSearch,
+    mass_scatter,
     unseen_share,
 )
 
@@ -103,20 +104,31 @@ def _shares(groups: list[ModeGroup]) -> NDArray[np.float64]:
     return np.asarray(np.exp(lm - logsumexp(lm)), dtype=float)
 
 
-def defensive_groups(groups: list[ModeGroup], share: float = DEFENSIVE_SHARE
-                     ) -> list[ModeGroup]:
-    """The modes with masses ``(1 - share) p_k + share / K`` over the ``K`` major modes.
+def defensive_groups(groups: list[ModeGroup], share: float = DEFENSIVE_SHARE,
+                     scatter: float = 0.0) -> list[ModeGroup]:
+    """The modes with masses ``(1 - share) p_k + share / K`` over the ``K`` modes that
+    may hold :data:`NEW_MODE_SHARE` of the mass: those whose log mass, raised by
+    ``scatter`` (:func:`mass_scatter`), reaches it.
 
     A mode's mass comes from importance sampling with its own local approximation,
     which can be off by orders of magnitude between modes (boltzmann_20: 1% for the
     side holding two thirds of the mass).  A base moment-matched to those masses
     stays near the overrated modes, and a tempered chain, which changes mode through
     the base, never reaches the others; with half the weight spread evenly (defensive
-    importance sampling) the base covers every major mode whatever its estimate.
-    Minor modes keep ``(1 - share) p_k``.
+    importance sampling) the base covers every major mode whatever its estimate.  A
+    mode found by few paths can be rated below the share by as much as one path's
+    estimate falls below another's within a mode (a 20-unit relaxation: its mirror
+    side, 28% of the mass, rated 0.01% by four paths, while one mode's 130 paths
+    spread over 30 in log), so it counts while that scatter could lift it to the share.
+    The other modes keep ``(1 - share) p_k``.
+
+    Raises
+    ------
+    Nothing.
     """
     p = _shares(groups)
-    major = p >= NEW_MODE_SHARE
+    with np.errstate(divide="ignore"):
+        major = np.log(p) + max(scatter, 0.0) >= np.log(NEW_MODE_SHARE)
     q = (1.0 - share) * p + share * major / max(int(np.sum(major)), 1)
     with np.errstate(divide="ignore"):
         return [(idx, float(np.log(qk))) for (idx, _), qk in zip(groups, q, strict=True)]
@@ -225,6 +237,8 @@ class BasePilot:
         self.mode_centres: Any = None
         #: The last search for modes (None before, or when Pathfinder failed).
         self.search: ModeSearch | None = None
+        #: The last search's :func:`mass_scatter` (0 before a search).
+        self.mass_scatter = 0.0
 
     # ------------------------------------------------------------------ approximations
 
@@ -426,6 +440,7 @@ class BasePilot:
                                  tuple(float(x) for x in shares[major]),
                                  self._metric(z_all, groups), unseen, per_path)
         logger.info("mode search: %s", self.search.describe())
+        self.mass_scatter = mass_scatter(groups, lw_all, lab)
         return groups, log_z, z_all, centres
 
     def _inits(self, z: NDArray[np.float64]) -> list[dict[str, Any]]:
@@ -681,7 +696,8 @@ class BasePilot:
                 if log_z is None:
                     log_z = pf_log_z
                 if want_base and first == "pathfinder":
-                    base = moment_match(z, None, defensive_groups(groups), self.covariance)
+                    weights = defensive_groups(groups, scatter=self.mass_scatter)
+                    base = moment_match(z, None, weights, self.covariance)
                     base.info.update({"method": "pathfinder", "modes": len(groups)})
                     major = _shares(groups) >= NEW_MODE_SHARE
                     if int(np.sum(major)) > 1:

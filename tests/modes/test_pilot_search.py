@@ -375,6 +375,44 @@ def test_a_nan_in_the_data_and_two_failures_over_a_nan_stop_the_approximations()
     assert len(clean.failures) == 4
 
 
+def test_mass_scatter_is_the_widest_interquartile_range_of_paths_estimates_in_a_mode() -> None:
+    from pemc_stan.modes.search import mass_scatter
+
+    # mode A: five paths of two draws, estimates log 1 .. log 5 (quartiles log 2, log 4:
+    # range log 2); mode B: four paths, estimates log 1, 1, 9, 9 (range log 9); mode C:
+    # three paths, too few for quartiles, however far apart
+    est = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0, 4: 5.0, 5: 1.0, 6: 1.0, 7: 9.0, 8: 9.0,
+           9: 1.0, 10: 1e6, 11: 1e-6}
+    labels = np.repeat(np.arange(12), 2)
+    lw = np.log(np.array([est[int(k)] for k in labels]))
+    groups = [(np.arange(10), 0.0), (np.arange(10, 18), 0.0), (np.arange(18, 24), 0.0)]
+    assert mass_scatter(groups, lw, labels) == pytest.approx(np.log(9.0), rel=1e-12)
+    assert mass_scatter(groups[:1], lw, labels) == pytest.approx(np.log(2.0), rel=1e-12)
+    assert mass_scatter(groups[2:], lw, labels) == 0.0
+
+
+def test_a_mode_rated_under_the_share_counts_while_the_scatter_could_lift_it() -> None:
+    from pemc_stan.modes.pilot import DEFENSIVE_SHARE, defensive_groups
+
+    # a mirror side rated 1e-5 by its few paths, and a far optimum at exp(-50)
+    p = np.array([1.0, 1e-5, np.exp(-50.0)])
+    p = p / p.sum()
+    groups = [(np.array([k]), float(np.log(pk))) for k, pk in enumerate(p)]
+    q0 = np.exp([m for _, m in defensive_groups(groups)])
+    np.testing.assert_allclose(q0, (1 - DEFENSIVE_SHARE) * p + DEFENSIVE_SHARE * np.array(
+        [1.0, 0.0, 0.0]), rtol=1e-12)
+    # scatter just short of lifting it to NEW_MODE_SHARE: unchanged
+    short = np.log(NEW_MODE_SHARE / p[1]) - 1e-6
+    q1 = np.exp([m for _, m in defensive_groups(groups, scatter=short)])
+    np.testing.assert_allclose(q1, q0, rtol=1e-12)
+    # a scatter of 30 in log: the mirror side shares the defensive half, the far
+    # optimum (50 below) does not
+    q2 = np.exp([m for _, m in defensive_groups(groups, scatter=30.0)])
+    np.testing.assert_allclose(q2, (1 - DEFENSIVE_SHARE) * p + DEFENSIVE_SHARE * np.array(
+        [0.5, 0.5, 0.0]), rtol=1e-12)
+    assert q2.sum() == pytest.approx(1.0)
+
+
 def test_the_pilots_base_spreads_half_its_weight_evenly_over_the_major_modes() -> None:
     from pemc_stan.methods.base_density import moment_match
     from pemc_stan.modes.pilot import DEFENSIVE_SHARE, defensive_groups
