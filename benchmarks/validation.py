@@ -117,12 +117,13 @@ def generic_quantities(truth: dict[str, Any]) -> list[tuple[str, Any, float, flo
 def cases(root: Path) -> dict[str, dict[str, Any]]:
     """Every validation case: kind, program, data, reference or truth."""
     out: dict[str, dict[str, Any]] = {}
-    for folder in sorted((root / "posteriordb").iterdir()):
+    pdb = root / "posteriordb"  # absent from a folder of variants (case_variants.py)
+    for folder in sorted(pdb.iterdir()) if pdb.is_dir() else []:
         if (folder / "model.stan").is_file():
             out[folder.name] = {"kind": "posteriordb", "folder": folder,
                                 "reference": json.loads((folder / "reference.json").read_text())}
     multi = root / "multimodal"
-    if not (multi / "bimodal_4d" / "truth.json").is_file():
+    if not (multi / "bimodal_4d" / "truth.json").is_file() and (multi / "make_cases.py").is_file():
         subprocess.run([sys.executable, str(multi / "make_cases.py")], check=True,
                        cwd=str(multi), capture_output=True)
     own = OWN_CASES / "multimodal"

@@ -116,11 +116,11 @@ def defensive_groups(groups: list[ModeGroup], share: float = DEFENSIVE_SHARE,
     stays near the overrated modes, and a tempered chain, which changes mode through
     the base, never reaches the others; with half the weight spread evenly (defensive
     importance sampling) the base covers every major mode whatever its estimate.  A
-    mode found by few paths can be rated below the share by as much as one path's
-    estimate falls below another's within a mode (a 20-unit relaxation: its mirror
-    side, 28% of the mass, rated 0.01% by four paths, while one mode's 130 paths
-    spread over 30 in log), so it counts while that scatter could lift it to the share.
-    The other modes keep ``(1 - share) p_k``.
+    mode found by few paths can be rated far below its mass, as paths' estimates of
+    one mode scatter (a 20-unit relaxation: its mirror side, 28% of the mass, rated
+    0.01% by four paths, while the middle half of the 130 paths' estimates on the other
+    side spread over 11 in log), so it counts while that scatter could lift it to the
+    share.  The other modes keep ``(1 - share) p_k``.
 
     Raises
     ------
