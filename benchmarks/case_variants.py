@@ -25,6 +25,9 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "validation" / "multim
 VARIANTS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "bz20_s2021": ("boltzmann_20", [("default_rng(2020)", "default_rng(2021)")]),
     "bz20_s2022": ("boltzmann_20", [("default_rng(2020)", "default_rng(2022)")]),
+    "bz20_s2023": ("boltzmann_20", [("default_rng(2020)", "default_rng(2023)")]),
+    "bz20_s2024": ("boltzmann_20", [("default_rng(2020)", "default_rng(2024)")]),
+    "bz20_s2025": ("boltzmann_20", [("default_rng(2020)", "default_rng(2025)")]),
     "bz16_s7": ("boltzmann_20", [("default_rng(2020)", "default_rng(7)"), ("n = 20", "n = 16")]),
     "pb6": ("product_bimodal_5", [
         ("w = [0.7, 0.6, 0.85, 0.5, 0.75]", "w = [0.55, 0.8, 0.65, 0.9, 0.6, 0.7]"),
