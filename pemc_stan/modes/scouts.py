@@ -44,12 +44,18 @@ from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
-from pemc_stan.output.diagnostics import UNVISITED_EXPECTED_MIN, UNVISITED_SHARE_MIN, Reason
+from pemc_stan.output.diagnostics import (
+    UNVISITED_EXPECTED_MIN,
+    UNVISITED_SHARE_MIN,
+    VARIANCE_SE_MAX,
+    Reason,
+)
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.checks import variance_and_error
 
-__all__ = ["MASS_Z", "SPREAD_RATIO_MAX", "DivergedCheck", "ScoutsCheck", "SplitDraws",
-           "SpreadCheck", "missed_regions", "narrower_than_every_chain", "region_weights"]
+__all__ = ["MASS_Z", "REGION_ESS_MIN", "SPREAD_RATIO_MAX", "DivergedCheck", "ScoutsCheck",
+           "SplitDraws", "SpreadCheck", "missed_regions", "narrower_than_every_chain",
+           "region_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +66,12 @@ MAX_BRIDGES = 4
 #: draws in 27 dimensions gave a bridge of standard error 0.8 (in log), whose estimate,
 #: 4 times the importance-sampled mass, named a region a right run had weighed rightly.
 MASS_Z = 2.0
+#: A region's bridge needs at least this many effective draws inside it, so that its
+#: standard error, which :data:`MASS_Z` scales, is known to ``VARIANCE_SE_MAX`` (an
+#: error from ``n`` effective draws is itself off by about ``1 / sqrt(2 n)``): a chain
+#: that drifted between the modes of a 20-unit relaxation had 3 effective draws in its
+#: region, and its bridge put 9 times the whole mass there (docs/validation.md).
+REGION_ESS_MIN = 1.0 / (2.0 * VARIANCE_SE_MAX**2)
 #: A tempered variance this many times below every split chain's own (an sd half as
 #: wide) is a miss: a chain's variance of 1,000 draws is off by a factor of 4 only far
 #: out in its sampling error, and the law of total variance allows none below the
@@ -215,7 +227,8 @@ def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int 
     relaxation (seed 4) a slice that held 0.5% of the mass and 69% of its chain's
     draws came out at 15%, and a right tempered run was judged to have missed it
     (docs/validation.md, "A chain's region is a slice of its mode").  A bridge whose
-    error is not finite counts as failed."""
+    error is not finite, or that rests on fewer than :data:`REGION_ESS_MIN` effective
+    draws, counts as failed."""
     def region(values: Mapping[str, NDArray[np.float64]]) -> NDArray[np.bool_]:
         zg, _ = split.coords.forward(values, split.data)
         return np.asarray(partition.labels(zg) == c)
@@ -229,6 +242,11 @@ def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int 
     except (ValueError, RuntimeError, PemcStanError) as exc:
         logger.info("the mass of a refused split's chain %d could not be estimated (%s)",
                     c + 1, " ".join(str(exc).split())[:160])
+        return None
+    n_eff = float(est.diagnostics.get("n1_eff", np.inf))
+    if n_eff < REGION_ESS_MIN:
+        logger.info("the mass of a refused split's chain %d is not judged: its bridge rests "
+                    "on %.1f effective draws (< %g)", c + 1, n_eff, REGION_ESS_MIN)
         return None
     return est if np.isfinite(est.log_z) else None
 

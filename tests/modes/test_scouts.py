@@ -66,6 +66,22 @@ def test_a_chain_s_region_is_weighed_by_its_draws_inside_it(monkeypatch) -> None
     assert np.array_equal(given["x"], split.z[[0]][:, inside])
 
 
+@pytest.mark.parametrize("n_eff, judged", [(3.2, False), (12.0, False), (13.0, True),
+                                            (None, True)])
+def test_a_region_s_bridge_on_few_effective_draws_is_not_judged(monkeypatch, n_eff,
+                                                                 judged) -> None:
+    # a chain that drifted through its region leaves a bridge whose error is unknown: its
+    # estimate (here 9 times the whole mass) is no evidence, so the region is not judged
+    rng = np.random.default_rng(5)
+    split = _split(rng, [0.0, 15.0])
+    diagnostics = {} if n_eff is None else {"n1_eff": n_eff}
+    est = EvidenceEstimate(float(np.log(9.0)), 1.05, "bridge_sampling", diagnostics)
+    monkeypatch.setattr(scouts, "bridge_from_draws", lambda *a, **kw: est)
+    assert scouts.REGION_ESS_MIN == pytest.approx(12.5)
+    got = scouts._region_log_mass(split, split.partition(), 0, None)
+    assert (got is est) if judged else (got is None)
+
+
 @pytest.mark.parametrize("share, named", [(0.3, True), (0.002, False)])
 def test_a_chain_alone_where_the_tempered_draws_never_went_is_named_by_its_mass(
         monkeypatch, share: float, named: bool) -> None:
