@@ -48,7 +48,8 @@ from scipy.special import logsumexp
 logger = logging.getLogger(__name__)
 
 __all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstimate", "LogDensity",
-           "group_paths", "log_importance_weights", "mode_centres", "path_labels",
+           "group_paths", "log_importance_weights", "mass_scatter", "mode_centres",
+           "path_labels",
            "mode_aware_log_z", "estimate_log_scale", "segment_points", "without_barrier"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
@@ -164,6 +165,34 @@ def path_labels(n: int, paths: Paths) -> NDArray[np.intp] | None:
     return labels
 
 
+def _log_mass(lw: NDArray[np.float64]) -> float:
+    """The importance-sampling estimate ``log mean exp(lw)`` of a mass from its draws'
+    log weights."""
+    return float(logsumexp(lw) - math.log(lw.size))
+
+
+def mass_scatter(groups: list[ModeGroup], lw: NDArray[np.float64],
+                 labels: NDArray[np.intp]) -> float:
+    """How far apart paths' estimates of one mode's log mass fall: the widest
+    interquartile range of the paths' importance-sampling estimates within any mode
+    found by at least four paths (0 when none was).  ``lw`` and ``labels``: the draws'
+    log weights and path labels, indexed by the groups' draws (:func:`group_paths`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    widest = 0.0
+    for idx, _ in groups:
+        own = labels[idx]
+        estimates = [_log_mass(lw[idx[own == p]]) for p in np.unique(own)]
+        estimates = [e for e in estimates if np.isfinite(e)]
+        if len(estimates) >= 4:
+            q1, q3 = np.quantile(estimates, [0.25, 0.75])
+            widest = max(widest, float(q3 - q1))
+    return widest
+
+
 def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Paths,
                 min_draws: int = 1, log_density: LogDensity | None = None
                 ) -> tuple[list[ModeGroup], float]:
@@ -207,14 +236,14 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
     labels = path_labels(z.shape[0], num_paths)
     if labels is None or z.shape[1] == 0:
         idx = np.flatnonzero(ok)
-        lm = float(logsumexp(lw[idx]) - math.log(idx.size))
+        lm = _log_mass(lw[idx])
         return [(idx, lm)], lm
     paths = []
     for p in np.unique(labels):
         idx = np.flatnonzero((labels == p) & ok)
         if idx.size < max(min_draws, 1):
             continue
-        lm = float(logsumexp(lw[idx]) - math.log(idx.size))
+        lm = _log_mass(lw[idx])
         paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0), _ess_share(lw[idx])))
     # the best-converged paths first: a group is judged by its first path's spread, and a
     # degenerate first path (sd 0.01 across, 1 along) took in three modes of the mixture

@@ -46,6 +46,7 @@ from pemc_stan.backend.pathfinder import (
     ModeGroup,
     group_paths,
     log_importance_weights,
+    mass_scatter,
     mode_centres,
     path_labels,
 )
@@ -71,7 +72,6 @@ from pemc_stan.modes.search import (
     SEARCH_RADII,
     UNSEEN_SHARE_MAX,
     ModeSearch,
-    mass_scatter,
     unseen_share,
 )
 

@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 __all__ = ["DENSITY_SPLITS", "MAX_PATHS_FACTOR", "MIN_ROUND_SECONDS", "NEW_MODE_SHARE",
            "RESTART_DRAWS", "RESTART_ESS_FACTOR", "RESTART_PATHS", "RESTART_ROUNDS",
            "RESTART_SEED_OFFSET", "RESTART_SPREADS", "RESTART_VALUES", "ROUND_TIME_FACTOR",
-           "SEARCH_DRAWS_MIN", "SEARCH_RADII", "UNSEEN_SHARE_MAX", "ModeSearch", "mass_scatter",
+           "SEARCH_DRAWS_MIN", "SEARCH_RADII", "UNSEEN_SHARE_MAX", "ModeSearch",
            "unseen_share"]
 
 #: Radii of the pilot's search for modes, in turn: each round starts its Pathfinder
@@ -164,25 +163,3 @@ class ModeSearch:
                 "search_paths": self.paths, "search_stopped": self.stopped,
                 "mode_shares": list(self.mode_shares), "search_unseen_share": self.unseen}
 
-
-def mass_scatter(groups: list[tuple[NDArray[np.intp], float]], lw: NDArray[np.float64],
-                 labels: NDArray[np.intp]) -> float:
-    """How far apart paths' estimates of one mode's log mass fall: the widest
-    interquartile range of the paths' importance-sampling estimates within any mode
-    found by at least four paths (0 when none was).  ``lw`` and ``labels``: the draws'
-    log weights and path labels, indexed by the groups' draws.
-
-    Raises
-    ------
-    Nothing.
-    """
-    widest = 0.0
-    for idx, _ in groups:
-        own = labels[idx]
-        estimates = [float(logsumexp(lw[idx[own == p]]) - np.log(np.sum(own == p)))
-                     for p in np.unique(own)]
-        estimates = [e for e in estimates if np.isfinite(e)]
-        if len(estimates) >= 4:
-            q1, q3 = np.quantile(estimates, [0.25, 0.75])
-            widest = max(widest, float(q3 - q1))
-    return widest

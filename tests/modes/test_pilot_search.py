@@ -376,7 +376,7 @@ def test_a_nan_in_the_data_and_two_failures_over_a_nan_stop_the_approximations()
 
 
 def test_mass_scatter_is_the_widest_interquartile_range_of_paths_estimates_in_a_mode() -> None:
-    from pemc_stan.modes.search import mass_scatter
+    from pemc_stan.backend.pathfinder import mass_scatter
 
     # mode A: five paths of two draws, estimates log 1 .. log 5 (quartiles log 2, log 4:
     # range log 2); mode B: four paths, estimates log 1, 1, 9, 9 (range log 9); mode C:
