@@ -135,13 +135,13 @@ def test_an_ok_verdict_after_follow_ups_comes_with_the_right_answer(
 
 
 def test_a_follow_up_that_cannot_fix_the_r_hat_is_not_run(cmdstan_installation: Any) -> None:
-    """With the default budget (4 times the first run), the same run's R-hat of 1.67 could
-    fall to 1.20 at best: no longer run is started, the record says why and the verdict
-    stays suspect."""
+    """With a budget of twice the first run, the same run's R-hat of 1.67 could fall to
+    1.31 at best, even as one over the draws squared: no longer run is started, the
+    record says why and the verdict stays suspect."""
     fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method="ct", split_modes="never",
                            base=NARROW, log_zeta=0.0,
                            bootstrap_rounds=0, chains=4, iter_warmup=300, iter_sampling=500,
-                           seed=7)
+                           seed=7, budget=2)
     record = fit.follow_up
     assert "rhat" in fit.check().names() and fit.worst_rhat() > 1.19
     (step,) = record.steps
