@@ -24,9 +24,8 @@ The remedies, in order (one per step):
    too roughly, too few round trips of beta, rounds that disagree, modes the run did not
    visit) → twice the sampling iterations of the last run, unless the run's R-hat is
    one that the budget's draws cannot bring under the verdict's bound
-   (:func:`longer_can_fix`, at the fastest fall a chain's fading start allows before a
-   longer run was measured, then at the fall measured between the last two runs,
-   :func:`rhat_rate`): then no step is run, and the record says why.
+   (:func:`longer_can_fix` at :data:`TRANSIENT_RATE`, the fastest fall a chain's fading
+   start allows): then no step is run, and the record says why.
 
 The budget is in gradient evaluations (leapfrog steps) of the first attempt: the
 first run (:meth:`~pemc_stan.sampling.fit.ExtendedFit.gradients`, an accepted mode
@@ -61,7 +60,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budget",
            "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep", "carries_floor",
            "deeper_tree_cost", "follow_up", "next_adapt_delta", "longer_can_fix", "plan_step",
-           "rhat_rate", "TRANSIENT_RATE"]
+           "TRANSIENT_RATE"]
 
 #: The default budget: all runs together take at most this many times the first attempt's
 #: gradient evaluations.
@@ -81,7 +80,9 @@ PREDICTION_MARGIN = 1.5
 #: The fastest fall of ``R-hat^2 - 1`` with the draws ``n``: as ``n**-2`` while the chains'
 #: starts still set their means (a start's pull on a chain's mean fades as one over its
 #: length), as ``n**-1`` once the chains are stationary, not at all while they sit in
-#: different modes.  Before a longer run was measured, the follow-up allows this fall.
+#: different modes.  The follow-ups allow this fall: the fall measured between two runs
+#: of four chains is too noisy to judge by (docs/validation.md, "A longer run judged by
+#: its start's fading").
 TRANSIENT_RATE = 2.0
 #: Reasons that more draws from where the last run ended can fix.
 LONGER_REASONS = ("rhat", "ess", "sd_precision", "chains_agree", "beta_round_trips", "beta_ends",
@@ -200,23 +201,6 @@ def longer_can_fix(rhat: float, factor: float, rate: float = 1.0) -> bool:
     Nothing.
     """
     return not rhat**2 - 1.0 > factor**rate * (RHAT_MAX**2 - 1.0)
-
-
-def rhat_rate(before: float, after: float, draws_ratio: float) -> float | None:
-    """The measured fall of ``R-hat^2 - 1`` from a run to one ``draws_ratio`` times as
-    long: the power ``a`` with ``after^2 - 1 = (before^2 - 1) * draws_ratio**-a``, within
-    ``[0, TRANSIENT_RATE]`` (an R-hat that grew falls at 0; one that fell faster than a
-    fading start allows is not extrapolated so far).  None when nothing was measured: an
-    R-hat is NaN or not above 1, or the ratio is not above 1.
-
-    Raises
-    ------
-    Nothing.
-    """
-    if not (draws_ratio > 1.0 and before > 1.0 and after > 1.0):  # False for NaN too
-        return None
-    rate = math.log((before**2 - 1.0) / (after**2 - 1.0)) / math.log(draws_ratio)
-    return min(max(rate, 0.0), TRANSIENT_RATE)
 
 
 def next_adapt_delta(delta: float) -> float | None:
@@ -363,7 +347,6 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     last_cost = own
     k = 0
     bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
-    rate, measured = TRANSIENT_RATE, False  # R-hat's fall with the draws, before it is measured
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
@@ -382,13 +365,12 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         rhat = fit.worst_rhat() if "rhat" in verdict.names() else float("nan")
         reach = draws_factor * iter_sampling / settings["iter_sampling"]  # of this run's draws
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(
-                rhat, reach, rate):
-            how = (f"as the draws^-{rate:.2f}, as it fell from the run before" if measured
-                   else f"as the draws^-{rate:g}, the fastest while the chains' starts fade")
+                rhat, reach, TRANSIENT_RATE):
             record.steps.append(FollowUpStep(change, because, 0, (
-                f"not run: more draws cannot fix an R-hat of {rhat:.3f} (falling {how}, "
-                f"within the budget's {reach:.3g} times the draws it could fall to "
-                f"{math.sqrt(1 + (rhat**2 - 1) / reach**rate):.3f} at best)")))
+                f"not run: more draws cannot fix an R-hat of {rhat:.3f} (within the budget's "
+                f"{reach:.3g} times the draws it could fall to "
+                f"{math.sqrt(1 + (rhat**2 - 1) / reach**TRANSIENT_RATE):.3f} at best, even "
+                "as one over the draws squared)")))
             logger.info("follow-up %s not run: R-hat %.3f is beyond what %.3g times the "
                         "draws can fix", change, rhat, reach)
             break
@@ -410,13 +392,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
                 show_progress, adapt_delta=new["adapt_delta"],
                 max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
-        longer = carries_floor(settings, new)
-        if "sd_precision" in verdict.names() and longer:
+        if "sd_precision" in verdict.names() and carries_floor(settings, new):
             fit.variance_se_floor = carried_variance_floor(before, fit)  # a tail seen once
-        # R-hat's fall is measured only between runs of one kernel
-        fall = rhat_rate(before.worst_rhat(), fit.worst_rhat(), new["iter_sampling"]
-                         / settings["iter_sampling"]) if longer else None
-        rate, measured = (TRANSIENT_RATE, False) if fall is None else (fall, True)
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
 
         record.spent += last_cost
