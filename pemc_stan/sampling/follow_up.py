@@ -24,8 +24,9 @@ The remedies, in order (one per step):
    too roughly, too few round trips of beta, rounds that disagree, modes the run did not
    visit) → twice the sampling iterations of the last run, unless the run's R-hat is
    one that the budget's draws cannot bring under the verdict's bound
-   (:func:`longer_can_fix` at :data:`TRANSIENT_RATE`, the fastest fall a chain's fading
-   start allows): then no step is run, and the record says why.
+   (:func:`longer_can_fix`: before the first longer run at :data:`TRANSIENT_RATE`, the
+   fall a chain's fading start allows, after it at the law of stationary chains): then
+   no step is run, and the record says why.
 
 The budget is in gradient evaluations (leapfrog steps) of the first attempt: the
 first run (:meth:`~pemc_stan.sampling.fit.ExtendedFit.gradients`, an accepted mode
@@ -80,9 +81,10 @@ PREDICTION_MARGIN = 1.5
 #: The fastest fall of ``R-hat^2 - 1`` with the draws ``n``: as ``n**-2`` while the chains'
 #: starts still set their means (a start's pull on a chain's mean fades as one over its
 #: length), as ``n**-1`` once the chains are stationary, not at all while they sit in
-#: different modes.  The follow-ups allow this fall: the fall measured between two runs
-#: of four chains is too noisy to judge by (docs/validation.md, "A longer run judged by
-#: its start's fading").
+#: different modes.  The first longer run is allowed this fall (the chains' starts are
+#: strongest in the first run); later ones the stationary fall, as one over the draws.
+#: The fall measured between two runs of four chains is too noisy to judge by
+#: (docs/validation.md, "A longer run judged by its start's fading").
 TRANSIENT_RATE = 2.0
 #: Reasons that more draws from where the last run ended can fix.
 LONGER_REASONS = ("rhat", "ess", "sd_precision", "chains_agree", "beta_round_trips", "beta_ends",
@@ -347,6 +349,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     last_cost = own
     k = 0
     bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
+    doubled = False  # a longer run was made: its start has faded, R-hat falls as 1/n
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
@@ -364,13 +367,15 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         bridged = change.startswith("one more bootstrap round")
         rhat = fit.worst_rhat() if "rhat" in verdict.names() else float("nan")
         reach = draws_factor * iter_sampling / settings["iter_sampling"]  # of this run's draws
+        rate = 1.0 if doubled else TRANSIENT_RATE
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(
-                rhat, reach, TRANSIENT_RATE):
+                rhat, reach, rate):
+            law = ("as one over the draws, as for stationary chains" if doubled else
+                   "even as one over the draws squared, as a chain's start fades")
             record.steps.append(FollowUpStep(change, because, 0, (
                 f"not run: more draws cannot fix an R-hat of {rhat:.3f} (within the budget's "
                 f"{reach:.3g} times the draws it could fall to "
-                f"{math.sqrt(1 + (rhat**2 - 1) / reach**TRANSIENT_RATE):.3f} at best, even "
-                "as one over the draws squared)")))
+                f"{math.sqrt(1 + (rhat**2 - 1) / reach**rate):.3f} at best, {law})")))
             logger.info("follow-up %s not run: R-hat %.3f is beyond what %.3g times the "
                         "draws can fix", change, rhat, reach)
             break
@@ -394,6 +399,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
         if "sd_precision" in verdict.names() and carries_floor(settings, new):
             fit.variance_se_floor = carried_variance_floor(before, fit)  # a tail seen once
+        doubled = doubled or new["iter_sampling"] > settings["iter_sampling"]
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
 
         record.spent += last_cost

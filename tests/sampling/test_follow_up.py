@@ -217,15 +217,15 @@ def test_an_r_hat_beyond_what_the_budget_can_fix_runs_nothing_more() -> None:
     assert step.change == "iter_sampling 1000 -> 2000" and step.gradients == 0
     assert step.verdict.startswith("not run: more draws cannot fix an R-hat of 3.200")
     assert step.verdict.endswith(f"{math.sqrt(1 + (3.2**2 - 1) / 16):.3f} at best, even as "
-                                 "one over the draws squared)")
+                                 "one over the draws squared, as a chain's start fades)")
     assert fit.follow_up.spent == first.gradients()
 
 
-def test_each_doubling_is_judged_against_the_draws_the_budget_still_reaches() -> None:
+def test_after_one_longer_run_r_hat_is_judged_by_the_stationary_law() -> None:
     """The tempered Boltzmann relaxation (continuous tempering, seed 1): R-hat 1.445 after
     the first run could fall under the bound if the chains' starts still set it, so twice
-    the draws are run. They left 1.307; the budget now reaches twice those draws, and
-    even a fall as one over the draws squared leaves 1.08: nothing more is run."""
+    the draws are run. They left 1.307; the budget now reaches twice those draws, and at
+    the stationary fall, as one over the draws, they leave 1.16: nothing more is run."""
     first = FakeFit((_disagree(1.445), STUCK), 1000, rhat=1.445)
     second = FakeFit((_disagree(1.307),), 2000, rhat=1.307)
     fit, model = _run(first, [second, FakeFit((), 4000)], 4.0)
@@ -233,9 +233,23 @@ def test_each_doubling_is_judged_against_the_draws_the_budget_still_reaches() ->
     ran, stopped = fit.follow_up.steps
     assert ran.change == "iter_sampling 1000 -> 2000" and ran.gradients > 0
     assert stopped.change == "iter_sampling 2000 -> 4000" and stopped.gradients == 0
-    assert stopped.verdict.startswith("not run: more draws cannot fix an R-hat of 1.307 "
-                                      "(within the budget's 2 times the draws")
-    assert f"{math.sqrt(1 + (1.307**2 - 1) / 4):.3f} at best" in stopped.verdict
+    assert stopped.verdict == (
+        "not run: more draws cannot fix an R-hat of 1.307 (within the budget's 2 times the "
+        f"draws it could fall to {math.sqrt(1 + (1.307**2 - 1) / 2):.3f} at best, as one over "
+        "the draws, as for stationary chains)")
+
+
+def test_chains_in_different_modes_get_one_longer_run_and_no_more() -> None:
+    """PE on ``boltzmann_20``, seed 1: copies that never change mode, R-hat 2.239 and then
+    2.100. The refused split made the budget 33 times the tempered run's draws, so a
+    fading start could explain the first; the stationary law cannot fix the second."""
+    first = FakeFit((_disagree(2.239),), 1000, rhat=2.239)
+    second = FakeFit((_disagree(2.100),), 2000, rhat=2.100)
+    fit, model = _run(first, [second, FakeFit((), 4000)], 4.0,
+                      refused_gradients=int(7.25 * first.gradients()))
+    assert fit is second and [c["iter_sampling"] for c in model.calls] == [2000]
+    assert fit.follow_up.steps[-1].verdict.startswith(
+        "not run: more draws cannot fix an R-hat of 2.100")
 
 
 def test_an_r_hat_that_grew_with_the_draws_still_gets_its_next_doubling() -> None:
