@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import smc_comparison
 
 import pemc_stan
-from pemc_stan.methods.tempering import log_conditional_beta
+from pemc_stan.methods.tempering import BetaBias
 
 #: Inverse temperatures of the integral: dense on a log scale near 0, where a cell's
 #: tempered density narrows from the base's spread to the mode's.
@@ -46,12 +46,9 @@ def nearest(x: NDArray[np.float64], means: NDArray[np.float64]) -> NDArray[np.in
 
 
 def cell_log_z(delta: NDArray[np.float64], f: NDArray[np.float64], log_bk: float,
-               bias: object) -> float:
+               bias: BetaBias) -> float:
     """``log Z_k`` by integration along beta from one cell's draws."""
-    if getattr(bias, "is_flat", True):
-        log_p = log_conditional_beta(GRID[:, None], delta[None, :])
-    else:
-        log_p = bias.log_conditional(GRID[:, None], delta[None, :])  # type: ignore[attr-defined]
+    log_p = bias.log_conditional(GRID[:, None], delta[None, :])  # eq 17 with the bias
     weights = np.exp(log_p - logsumexp(log_p, axis=1, keepdims=True))
     return float(log_bk + np.trapezoid(weights @ f, GRID))
 

@@ -237,8 +237,6 @@ class BasePilot:
         self.mode_centres: Any = None
         #: The last search for modes (None before, or when Pathfinder failed).
         self.search: ModeSearch | None = None
-        #: The last search's :func:`mass_scatter` (0 before a search).
-        self.mass_scatter = 0.0
 
     # ------------------------------------------------------------------ approximations
 
@@ -438,9 +436,9 @@ class BasePilot:
         self.search = ModeSearch(tuple(radii), len(groups), int(np.sum(major)), paths, stopped,
                                  tuple(float(x) for x in shares), centres[major],
                                  tuple(float(x) for x in shares[major]),
-                                 self._metric(z_all, groups), unseen, per_path)
+                                 self._metric(z_all, groups), unseen, per_path,
+                                 mass_scatter(groups, lw_all, lab))
         logger.info("mode search: %s", self.search.describe())
-        self.mass_scatter = mass_scatter(groups, lw_all, lab)
         return groups, log_z, z_all, centres
 
     def _inits(self, z: NDArray[np.float64]) -> list[dict[str, Any]]:
@@ -696,7 +694,8 @@ class BasePilot:
                 if log_z is None:
                     log_z = pf_log_z
                 if want_base and first == "pathfinder":
-                    weights = defensive_groups(groups, scatter=self.mass_scatter)
+                    scatter = self.search.mass_scatter if self.search is not None else 0.0
+                    weights = defensive_groups(groups, scatter=scatter)
                     base = moment_match(z, None, weights, self.covariance)
                     base.info.update({"method": "pathfinder", "modes": len(groups)})
                     major = _shares(groups) >= NEW_MODE_SHARE

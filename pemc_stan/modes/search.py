@@ -130,6 +130,10 @@ class ModeSearch:
     seconds_per_path
         The first round's wall time per path, which bounds later rounds' time
         (:func:`~pemc_stan.modes.pilot._round_timeout`; NaN when unknown).
+    mass_scatter
+        How far paths' estimates of one mode's log mass fall apart
+        (:func:`~pemc_stan.backend.pathfinder.mass_scatter`): how much a mode's share may
+        be underrated (:func:`~pemc_stan.modes.pilot.defensive_groups`).
     """
 
     radii: tuple[float, ...]
@@ -143,6 +147,7 @@ class ModeSearch:
     base: Any = field(default=None, compare=False, repr=False)
     unseen: float = float("nan")
     seconds_per_path: float = field(default=float("nan"), compare=False)
+    mass_scatter: float = field(default=0.0, compare=False)
 
     @property
     def radius(self) -> float:
@@ -162,4 +167,3 @@ class ModeSearch:
                 "modes_found": self.modes, "major_modes_found": self.major_modes,
                 "search_paths": self.paths, "search_stopped": self.stopped,
                 "mode_shares": list(self.mode_shares), "search_unseen_share": self.unseen}
-
