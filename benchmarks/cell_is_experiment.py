@@ -10,9 +10,11 @@ mixture of up to three Student-t parts (5 degrees of freedom, covariances double
   copy weights), where they hold two effective draws or more;
 * ``spread``: every draw of the run in the cell, unweighted, at any temperature (the
   cell as the chains crossed it, also where they hardly stayed at beta = 1);
-* ``laplace``: the search's centre with the inverse of the density's negative Hessian
-  there (finite differences through CmdStan: a stand-in for the covariance of the
-  Pathfinder draws of that mode, which the search does not keep).
+* ``pathfinder``: the search's centre with the covariance of that mode's Pathfinder
+  draws (``ModeSearch.covariances``: the importance-weighted covariance of the path the
+  centre comes from);
+* ``laplace``: instead, the inverse of the density's negative Hessian at the centre
+  (central differences through CmdStan).
 
 Draws that fall outside the cell weigh nothing, so each ``Z_k`` is unbiased whatever the
 proposal; ``E[f] = sum_k Z_k E_k[f] / sum_k Z_k``.  Unlike the run's post-stratified
@@ -25,7 +27,9 @@ and prints the run's own estimates' errors beside the cells' (touching modes, a
 heavy-tailed mode, a curved one: where cells cut through mass).
 
 The script prints, per method and seed, the errors against the exact moments and
-log Z with their z-scores, the largest Pareto k of a cell's weights, the run's seconds
+log Z with their z-scores, the largest Pareto k of a cell's weights and the k of all the
+weights pooled, how many combined standard errors the cells' moments lie from the run's
+own at most (a cross-check either could make of the other), the run's seconds
 and the importance sampling's seconds (CmdStan evaluations included), then the RMSEs and
 accuracy per second against SMC's figures (bench 20261130T110042Z-5025).  The findings
 are in docs/validation.md, "Tempering alone, weighed cell by cell".
@@ -56,6 +60,11 @@ import smc_comparison
 
 import pemc_stan
 from pemc_stan.estimators import weights as W
+from pemc_stan.estimators.stratified import (
+    stratified_log_z,
+    stratified_mean,
+    stratum_log_weights,
+)
 from pemc_stan.modes.density import DensityEvaluator
 
 #: SMC's RMSEs of E[X1], E[X2], E[X1^2], E[X2^2], log Z and its mean seconds (b289738 table).
@@ -116,20 +125,26 @@ def proposals(x: NDArray[np.float64], lw: NDArray[np.float64], centre: NDArray[n
     if "spread" in parts and x.shape[0] > x.shape[1] + 1:
         cov = np.atleast_2d(np.cov(x.T)) + 1e-9 * np.eye(x.shape[1])
         out.append(stats.multivariate_t(x.mean(0), INFLATE * cov, df=DF, seed=rng))
-    if "laplace" in parts and laplace is not None:
+    if laplace is not None:  # the search's mode: its Hessian's or its Pathfinder draws'
         out.append(stats.multivariate_t(centre, INFLATE * laplace, df=DF, seed=rng))
     return out
 
 
 def cell_estimate(fit: Any, density: DensityEvaluator, parts: set[str], seed: int
-                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
-    """Estimates of each E[X_d], then each E[X_d^2], and log Z; their standard errors;
-    the largest Pareto k of a cell and the number of cells."""
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[float, float], int]:
+    """Estimates of each E[X_d], then each E[X_d^2], and log Z
+    (:mod:`pemc_stan.estimators.stratified`); their standard errors; the largest Pareto
+    k of a cell's weights and the k of all the weights pooled; the number of cells."""
     rng = np.random.default_rng(seed)
     centres = np.atleast_2d(np.asarray(fit.search.centres, dtype=float))
     x, lw = run_draws(fit)
     lab = nearest(x, centres)
-    laplace = laplace_covariances(density, centres) if "laplace" in parts else [None] * len(centres)
+    laplace: list[NDArray[np.float64] | None] = [None] * len(centres)
+    if "laplace" in parts:
+        laplace = laplace_covariances(density, centres)
+    elif "pathfinder" in parts:
+        laplace = list(np.asarray(fit.search.covariances, dtype=float).reshape(
+            len(centres), centres.shape[1], centres.shape[1]))
     ys, lqs, cells = [], [], []
     for k in range(len(centres)):
         qs = proposals(x[lab == k], lw[lab == k], centres[k], laplace[k], parts, rng)
@@ -142,24 +157,15 @@ def cell_estimate(fit: Any, density: DensityEvaluator, parts: set[str], seed: in
     y, lq, cell = np.concatenate(ys), np.concatenate(lqs), np.concatenate(cells)
     lg = density.log_density({"x": y})
     inside = nearest(y, centres) == cell
-    m_k = np.bincount(cell, minlength=len(centres)).astype(float)
-    lu = np.where(inside & np.isfinite(lg), lg - lq - np.log(m_k[cell]), -np.inf)  # sum: Z
+    lu = stratum_log_weights(lg, lq, inside, cell)
     kmax = max((float(W.pareto_smooth(lu[(cell == k) & inside])[1]) for k in np.unique(cell)
                 if np.sum((cell == k) & inside) > 50), default=np.nan)
-    u = np.exp(lu - lu.max())
-    total = u.sum()
-    est, se = [], []
-    for f in [*y.T, *(y.T**2)]:
-        mean = float(u @ f / total)
-        var = sum(np.var(u[cell == k] * (f[cell == k] - mean) * m_k[k]) / m_k[k]
-                  for k in np.unique(cell))
-        est.append(mean)
-        se.append(float(np.sqrt(var) / total))
-    log_z = float(logsumexp(lu))
-    var_z = sum(np.var(np.exp(lu[cell == k] - log_z) * m_k[k]) / m_k[k] for k in np.unique(cell))
-    est.append(log_z)
-    se.append(float(np.sqrt(var_z)))
-    return np.array(est), np.array(se), kmax, len(centres)
+    pooled_k = float(W.pareto_smooth(lu[np.isfinite(lu)])[1])
+    moments = stratified_mean(np.concatenate([y, y**2], axis=1), lu, cell)
+    log_z, log_z_se = stratified_log_z(lu, cell)
+    est = [*moments.mean, log_z]
+    se = [*moments.std_error, log_z_se]
+    return np.array(est), np.array(se), (kmax, pooled_k), len(centres)
 
 
 def errors_text(names: list[str], err: NDArray[np.float64], se: NDArray[np.float64]) -> str:
@@ -188,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="+", default=["ct", "pe"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--parts", nargs="+", default=["target", "spread", "laplace"])
+    parser.add_argument("--parts", nargs="+", default=["target", "spread", "pathfinder"],
+                        choices=["target", "spread", "pathfinder", "laplace"])
     parser.add_argument("--case", type=Path, default=None)
     args = parser.parse_args(argv)
     program, data, exact, name = case_target(args.case)
@@ -207,23 +214,25 @@ def main(argv: list[str] | None = None) -> int:
                                        split_modes="never", seed=seed)
             run_s = time.perf_counter() - t0
             t1 = time.perf_counter()
-            est, se, kmax, cells = cell_estimate(fit, density, set(args.parts), seed)
+            est, se, (kmax, pooled_k), cells = cell_estimate(fit, density, set(args.parts),
+                                                             seed)
             is_s = time.perf_counter() - t1
             err = est - exact
             errors.append(err)
+            cols = [f"x[{d + 1}]" for d in range(dim)]
+            own = [fit.expectation(c) for c in cols]
+            own += [fit.expectation(lambda d, c=c: d[c] ** 2) for c in cols]
+            own_est = np.array([float(o.mean) for o in own])
+            own_se = np.array([float(o.mcse) for o in own])
+            apart = np.max(np.abs(est[:-1] - own_est) / np.hypot(se[:-1], own_se))
             if args.case is not None:
-                cols = [f"x[{d + 1}]" for d in range(dim)]
-                own = [fit.expectation(c) for c in cols]
-                own += [fit.expectation(lambda d, c=c: d[c] ** 2) for c in cols]
-                own_err = np.array([float(o.mean) for o in own]) - exact[:-1]
-                own_se = np.array([float(o.mcse) for o in own])
                 verdict = "ok" if fit.check().ok else "suspect"
                 print(f"{method} seed {seed}: the run's own, {verdict}: "
-                      + errors_text(names, own_err, own_se))
+                      + errors_text(names, own_est - exact[:-1], own_se))
             seconds.append(run_s + is_s)
-            print(f"{method} seed {seed}: {cells} cells, largest k {kmax:.2f}, run {run_s:.1f} s, "
-                  f"cells {is_s:.2f} s; errors (z) "
-                  + errors_text(names, err, se),
+            print(f"{method} seed {seed}: {cells} cells, largest k {kmax:.2f}, pooled k "
+                  f"{pooled_k:.2f}, {apart:.1f} combined errors from the run's own; run "
+                  f"{run_s:.1f} s, cells {is_s:.2f} s; errors (z) " + errors_text(names, err, se),
                   flush=True)
         rmse = np.sqrt(np.mean(np.square(errors), axis=0))
         print(f"{method}: mean {np.mean(seconds):.2f} s; RMSE "

@@ -49,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstimate", "LogDensity",
            "group_paths", "log_importance_weights", "mass_scatter", "mode_centres",
-           "path_labels",
+           "mode_covariances", "path_labels",
            "mode_aware_log_z", "estimate_log_scale", "segment_points", "without_barrier"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
@@ -399,17 +399,46 @@ def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray
     return out
 
 
-def _centre(z: NDArray[np.float64], lw: NDArray[np.float64],
-            paths: list[NDArray[np.intp]]) -> NDArray[np.float64]:
-    """The importance-weighted mean of the best-converged of ``paths`` (draw indices each:
-    the largest effective sample share of its weights, :func:`_ess_share`) among those
-    with at least half as many draws as the fullest.  The narrowest (least sum of the
-    log standard deviations) was fooled by degenerate paths: one with standard
-    deviations 0.01 and 1.2 put a centre of the mixture on R^2 between two modes."""
+def _best_path(lw: NDArray[np.float64], paths: list[NDArray[np.intp]]) -> NDArray[np.intp]:
+    """The best-converged of ``paths`` (draw indices each): the largest effective sample
+    share of its weights (:func:`_ess_share`) among those with at least half as many
+    draws as the fullest.  The narrowest (least sum of the log standard deviations) was
+    fooled by degenerate paths: one with standard deviations 0.01 and 1.2 put a centre of
+    the mixture on R^2 between two modes."""
     most = max(i.size for i in paths)
     paths = [i for i in paths if 2 * i.size >= most]
-    best = paths[int(np.argmax([_ess_share(lw[i]) for i in paths]))]
+    return paths[int(np.argmax([_ess_share(lw[i]) for i in paths]))]
+
+
+def _centre(z: NDArray[np.float64], lw: NDArray[np.float64],
+            paths: list[NDArray[np.intp]]) -> NDArray[np.float64]:
+    """The importance-weighted mean of the best-converged of ``paths`` (:func:`_best_path`)."""
+    best = _best_path(lw, paths)
     return np.asarray(np.exp(lw[best] - logsumexp(lw[best])) @ z[best], dtype=float)
+
+
+def _covariance(z: NDArray[np.float64], lw: NDArray[np.float64],
+                paths: list[NDArray[np.intp]]) -> NDArray[np.float64]:
+    """The importance-weighted covariance of the best-converged of ``paths`` about its
+    weighted mean; the unweighted covariance of its draws (the path's own Gaussian
+    approximation) when its weights hold fewer than ``D + 1`` effective draws."""
+    best = _best_path(lw, paths)
+    zb = z[best]
+    w = np.exp(lw[best] - logsumexp(lw[best]))
+    if not 1.0 / float(np.sum(w**2)) >= zb.shape[1] + 1:
+        w = np.full(zb.shape[0], 1.0 / zb.shape[0])
+    d = zb - w @ zb
+    return np.asarray((d.T * w) @ d, dtype=float)
+
+
+def _paths_by_group(n: int, groups: list[ModeGroup], num_paths: Paths
+                    ) -> list[list[NDArray[np.intp]]]:
+    """Each group's draws split by path (the whole group as one path when the draws
+    cannot be split)."""
+    labels = path_labels(n, num_paths)
+    if labels is None:
+        labels = np.zeros(n, dtype=np.intp)
+    return [[idx[labels[idx] == p] for p in np.unique(labels[idx])] for idx, _ in groups]
 
 
 def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[ModeGroup],
@@ -435,11 +464,34 @@ def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[M
     ------
     Nothing.
     """
-    labels = path_labels(z.shape[0], num_paths)
-    if labels is None:
-        labels = np.zeros(z.shape[0], dtype=np.intp)
-    return np.array([_centre(z, lw, [idx[labels[idx] == p] for p in np.unique(labels[idx])])
-                     for idx, _ in groups])
+    return np.array([_centre(z, lw, paths)
+                     for paths in _paths_by_group(z.shape[0], groups, num_paths)])
+
+
+def mode_covariances(z: NDArray[np.float64], lw: NDArray[np.float64],
+                     groups: list[ModeGroup], num_paths: Paths) -> NDArray[np.float64]:
+    """Each mode's covariance, from the path its centre comes from (:func:`mode_centres`):
+    the importance-weighted covariance of that path's draws, or their plain covariance
+    when the weights hold fewer than ``D + 1`` effective draws.
+
+    Parameters
+    ----------
+    z, lw, num_paths
+        As :func:`group_paths`.
+    groups
+        Its modes.
+
+    Returns
+    -------
+    ndarray
+        (modes, dims, dims).
+
+    Raises
+    ------
+    Nothing.
+    """
+    return np.array([_covariance(z, lw, paths)
+                     for paths in _paths_by_group(z.shape[0], groups, num_paths)])
 
 
 def mode_aware_log_z(draws: NDArray[np.float64], names: list[str], num_paths: int) -> float:

@@ -48,6 +48,7 @@ from pemc_stan.backend.pathfinder import (
     log_importance_weights,
     mass_scatter,
     mode_centres,
+    mode_covariances,
     path_labels,
 )
 from pemc_stan.backend.progress import stage
@@ -437,7 +438,8 @@ class BasePilot:
                                  tuple(float(x) for x in shares), centres[major],
                                  tuple(float(x) for x in shares[major]),
                                  self._metric(z_all, groups), unseen, per_path,
-                                 mass_scatter(groups, lw_all, lab))
+                                 mass_scatter(groups, lw_all, lab),
+                                 mode_covariances(z_all, lw_all, groups, lab)[major])
         logger.info("mode search: %s", self.search.describe())
         return groups, log_z, z_all, centres
 

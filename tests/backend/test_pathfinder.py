@@ -14,6 +14,7 @@ from pemc_stan.backend.pathfinder import (
     group_paths,
     mode_aware_log_z,
     mode_centres,
+    mode_covariances,
     segment_points,
     without_barrier,
 )
@@ -83,6 +84,38 @@ def test_a_modes_centre_is_its_narrowest_paths_mean() -> None:
     one = [(np.arange(1600), 0.0)]
     whole = mode_centres(z, np.zeros(1600), one, 7)
     assert whole[0, 0] == pytest.approx(x.mean())
+
+
+def test_a_modes_covariance_comes_from_the_path_its_centre_comes_from() -> None:
+    """Two modes with known covariances; a wide path joined one of them, and a covariance
+    of the whole group would be many times too wide.  The covariance is the
+    importance-weighted one of the best path (the target's, not the path's own
+    approximation, which here is too narrow), or the path's own spread when its weights
+    hold too few effective draws."""
+    rng = np.random.default_rng(5)
+    cov_a = np.array([[0.25, 0.1], [0.1, 0.16]])
+    cov_b = np.diag([0.04, 0.01])
+    target = (stats.multivariate_normal([-3, 0], cov_a), stats.multivariate_normal([3, 1], cov_b))
+    paths = [([-3, 0], 0.6 * cov_a), ([3, 1], 0.6 * cov_b), ([-1, 0], 9 * np.eye(2))]
+    z, lw = [], []
+    for mean, cov in paths:
+        q = stats.multivariate_normal(mean, cov)
+        draws = q.rvs(4000, random_state=rng)
+        z.append(draws)
+        lw.append(np.logaddexp(target[0].logpdf(draws), target[1].logpdf(draws)) - q.logpdf(draws))
+    z_all, lw_all = np.vstack(z), np.concatenate(lw)
+    groups = [(np.concatenate([np.arange(4000), np.arange(8000, 12000)]), 0.0),
+              (np.arange(4000, 8000), 0.0)]
+    covs = mode_covariances(z_all, lw_all, groups, 3)
+    assert covs.shape == (2, 2, 2)
+    assert covs[0] == pytest.approx(cov_a, abs=0.03)
+    assert covs[1] == pytest.approx(cov_b, abs=0.005)
+    # weights holding fewer than D + 1 effective draws: the path's own spread
+    flat = lw_all.copy()
+    flat[4000:8000] = -np.inf
+    flat[4000] = 0.0
+    own = mode_covariances(z_all, flat, groups[1:], 3)[0]
+    assert own == pytest.approx(np.cov(z_all[4000:8000], rowvar=False, bias=True), rel=1e-9)
 
 
 @pytest.mark.compiled
