@@ -470,26 +470,10 @@ def mode_centres(z: NDArray[np.float64], lw: NDArray[np.float64], groups: list[M
 
 def mode_covariances(z: NDArray[np.float64], lw: NDArray[np.float64],
                      groups: list[ModeGroup], num_paths: Paths) -> NDArray[np.float64]:
-    """Each mode's covariance, from the path its centre comes from (:func:`mode_centres`):
-    the importance-weighted covariance of that path's draws, or their plain covariance
-    when the weights hold fewer than ``D + 1`` effective draws.
-
-    Parameters
-    ----------
-    z, lw, num_paths
-        As :func:`group_paths`.
-    groups
-        Its modes.
-
-    Returns
-    -------
-    ndarray
-        (modes, dims, dims).
-
-    Raises
-    ------
-    Nothing.
-    """
+    """Each mode's (dims, dims) covariance, from the path its centre comes from
+    (:func:`mode_centres`, whose parameters these are): the importance-weighted
+    covariance of that path's draws, or their plain covariance when the weights hold
+    fewer than ``D + 1`` effective draws.  Raises nothing."""
     return np.array([_covariance(z, lw, paths)
                      for paths in _paths_by_group(z.shape[0], groups, num_paths)])
 

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
-from pemc_stan.estimators.weights import WeightedMean
+from pemc_stan.estimators.weights import WeightedMean, weights_and_values
 
 __all__ = ["stratified_log_z", "stratified_mean", "stratum_log_masses", "stratum_log_weights"]
 
@@ -158,14 +158,7 @@ def stratified_mean(values: ArrayLike, log_u: ArrayLike, strata: ArrayLike) -> W
         with weight is not finite.
     """
     lu, lab = _strata(log_u, strata)
-    f = np.asarray(values, dtype=float)
-    if f.shape[:1] != lu.shape:
-        raise ValueError(f"values has {f.shape[:1]} leading entries, the weights {lu.shape}")
-    u = np.exp(lu - logsumexp(lu)).reshape((-1,) + (1,) * (f.ndim - 1))
-    used = np.broadcast_to(u > 0, f.shape)
-    if not np.all(np.isfinite(f[used])):
-        raise ValueError("values are NaN or infinite at draws with positive weight")
-    f = np.where(used, f, 0.0)
+    u, f = weights_and_values(values, lu)
     mean = np.sum(u * f, axis=0)
     g = (u * (f - mean)).reshape(lu.size, -1)
     se = np.sqrt([_variance(g[:, j], lab) for j in range(g.shape[1])])

@@ -39,6 +39,7 @@ __all__ = [
     "pareto_smooth",
     "resample_indices",
     "weighted_mean",
+    "weights_and_values",
 ]
 
 
@@ -128,6 +129,27 @@ def ess(log_w: ArrayLike, axis: int = -1) -> NDArray[np.float64] | float:
     return float(out) if np.ndim(out) == 0 else out
 
 
+def weights_and_values(values: ArrayLike, log_w: NDArray[np.float64]
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Normalised weights shaped to broadcast against ``values`` (draws along axis 0),
+    and the values, 0 at draws of no weight.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` has another number of draws than ``log_w``, or a value with weight
+        is not finite.
+    """
+    f = np.asarray(values, dtype=float)
+    if f.shape[:1] != log_w.shape:
+        raise ValueError(f"values has {f.shape[:1]} leading entries, log_w has {log_w.shape}")
+    w = np.exp(log_w - logsumexp(log_w)).reshape((-1,) + (1,) * (f.ndim - 1))
+    used = np.broadcast_to(w > 0, f.shape)
+    if not np.all(np.isfinite(f[used])):
+        raise ValueError("values are NaN or infinite at draws with positive weight")
+    return w, np.where(used, f, 0.0)
+
+
 def weighted_mean(values: ArrayLike, log_w: ArrayLike) -> WeightedMean:
     """Self-normalised importance-sampling mean and its delta-method standard error.
 
@@ -157,14 +179,7 @@ def weighted_mean(values: ArrayLike, log_w: ArrayLike) -> WeightedMean:
     lw = _check_log_weights(log_w)
     if lw.ndim != 1:
         raise ValueError("log_w must be one-dimensional (one weight per draw)")
-    f = np.asarray(values, dtype=float)
-    if f.shape[:1] != lw.shape:
-        raise ValueError(f"values has {f.shape[:1]} leading entries, log_w has {lw.shape}")
-    w = np.exp(lw - logsumexp(lw)).reshape((-1,) + (1,) * (f.ndim - 1))
-    used = np.broadcast_to(w > 0, f.shape)
-    if not np.all(np.isfinite(f[used])):
-        raise ValueError("values are NaN or infinite at draws with positive weight")
-    f = np.where(used, f, 0.0)
+    w, f = weights_and_values(values, lw)
     mu = np.sum(w * f, axis=0)
     var = np.sum(w**2 * (f - mu) ** 2, axis=0)
     return WeightedMean(np.asarray(mu), np.sqrt(np.asarray(var)))
