@@ -6,7 +6,12 @@ importance sampling with a proposal made for that cell alone
 (:func:`pemc_stan.modes.cells.cell_draws`: the run's particles in the cell weighted to
 the target, all of them unweighted, and the search's centre with its Pathfinder
 covariance).  ``--parts run`` leaves the search's part out, ``--parts search`` the run's
-particles: what each source carries.
+particles: what each source carries.  ``--moments run`` keeps the cells' shares but takes
+each cell's moments from the run's particles in it where they hold enough target draws
+(a chain follows a curved mode's arm where a cell's proposal may not; the z-scores then
+use the cells' standard errors).  ``--cover`` adds the search's covering Gaussian to every
+cell's proposal; ``--quadrature`` prints each cell's share and second moments against a
+grid quadrature (two coordinates).
 
 Targets: the 20-Gaussian mixture on R^2 (scenario a, the default), or ``--case DIR``, a
 validation case in the shared truth format (``model.stan``, ``data.json``, a
@@ -38,18 +43,25 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import logsumexp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import smc_comparison
 
 import pemc_stan
+from pemc_stan.estimators import weights as W
+from pemc_stan.estimators.stratified import stratified_mean, stratum_log_masses
+from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.cells import CellDraws, cell_draws
 from pemc_stan.modes.density import DensityEvaluator
 
 #: SMC's RMSEs of E[X1], E[X2], E[X1^2], E[X2^2], log Z and its mean seconds (b289738 table).
 SMC_RMSE = np.array([0.0775, 0.0807, 0.827, 0.988, 0.0457])
 SMC_SECONDS = 1.75
+#: ``--moments run``: a cell's moments from the run's particles when they hold this many
+#: effective target draws.
+RUN_CELL_ESS = 50
 
 
 class Case:
@@ -80,17 +92,78 @@ class Case:
         self.exact = np.array([*mean.values(), *second.values(), self.log_z])
 
 
-def cells_of(fit: Any, density: DensityEvaluator, parts: str, seed: int) -> CellDraws | None:
-    """The cells' importance draws after ``fit`` (``parts``: all, run or search)."""
-    search = fit.search
+def particles(fit: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The run's particles in base coordinates and their log target weights."""
     z = np.asarray(fit.particle_coordinates(), dtype=float)
     with np.errstate(divide="ignore"):
-        lw = np.log(fit.target_weights()).reshape(-1)
+        return z, np.log(fit.target_weights()).reshape(-1)
+
+
+def cells_of(fit: Any, density: DensityEvaluator, parts: str, seed: int, cover: bool
+             ) -> CellDraws | None:
+    """The cells' importance draws after ``fit`` (``parts``: all, run or search; ``cover``:
+    every cell's proposal also gets the search's covering Gaussian, twice as wide, with
+    Student-t tails of 3 degrees of freedom, as the wide checks draw from)."""
+    search = fit.search
+    z, lw = particles(fit)
     if parts == "search":
         z, lw = z[:0], lw[:0]
     covariances = None if parts == "run" else search.covariances
+    wide = BaseDensity(search.base.mean, 4.0 * search.base.cov, "dense", df=3.0)
     return cell_draws(fit.result.coordinates, density, fit.data, search.base, search.centres,
-                      covariances, z, lw, seed)
+                      covariances, z, lw, seed, cover=wide if cover else None)
+
+
+def quadrature(case: Case, fit: Any, density: DensityEvaluator, draws: CellDraws) -> None:
+    """Print each cell's share and second moments, the cells' estimates against a grid
+    quadrature of the density (two coordinates only, the grid 12 exact sds around the
+    exact mean, 801 x 801 points)."""
+    cols = [c for c, p in zip(case.columns, case.powers, strict=True) if p == 1]
+    sd = {c: np.sqrt(case.exact[len(cols) + i] - case.exact[i] ** 2) for i, c in enumerate(cols)}
+    axes = [np.linspace(case.exact[i] - 12 * sd[c], case.exact[i] + 12 * sd[c], 801)
+            for i, c in enumerate(cols)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 2)
+    log_p = np.asarray(density.log_density({"x": grid}), dtype=float)
+    p = np.exp(log_p - logsumexp(log_p))
+    z, _ = fit.result.coordinates.forward({"x": grid}, fit.data)
+    cell = fit.search.base.nearest_centre(z, fit.search.centres)
+    log_m = stratum_log_masses(draws.log_u, draws.strata)
+    shares = np.exp(log_m - logsumexp(log_m))
+    for k in range(len(shares)):
+        inside = cell == k
+        own = draws.strata == k
+        text = [f"cell {k}: share {shares[k]:.3f} (quadrature {p[inside].sum():.3f})"]
+        for i, c in enumerate(cols):
+            exact = float(p[inside] @ grid[inside, i] ** 2 / p[inside].sum())
+            est = stratified_mean(draws.values[c][own] ** 2, draws.log_u[own], draws.strata[own])
+            text.append(f"E[{c}^2] {float(est.mean):.3f} +- {float(est.std_error):.3f} "
+                        f"(quadrature {exact:.3f})")
+        print("    " + "; ".join(text))
+
+
+def run_moments(case: Case, fit: Any, draws: CellDraws) -> NDArray[np.float64]:
+    """The cells' shares with each cell's moments from the run's particles in it where
+    they hold :data:`RUN_CELL_ESS` effective target draws, else from the cell's
+    importance draws (``--moments run``; estimates only, no standard errors)."""
+    z, lw = particles(fit)
+    lab = fit.search.base.nearest_centre(z, fit.search.centres)
+    log_m = stratum_log_masses(draws.log_u, draws.strata)
+    share = np.exp(log_m - logsumexp(log_m))
+    out = []
+    for c, p in zip(case.columns, case.powers, strict=True):
+        run_values = fit.particles(c).reshape(-1) ** p
+        total = 0.0
+        for k in np.flatnonzero(share > 0):
+            inside = lab == k
+            if np.any(inside) and W.ess(lw[inside]) >= RUN_CELL_ESS:
+                total += share[k] * float(W.weighted_mean(run_values[inside], lw[inside]).mean)
+            else:
+                own = draws.strata == k
+                total += share[k] * float(stratified_mean(draws.values[c][own] ** p,
+                                                          draws.log_u[own],
+                                                          draws.strata[own]).mean)
+        out.append(total)
+    return np.array(out)
 
 
 def estimates(case: Case, draws: CellDraws) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -116,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--parts", default="all", choices=["all", "run", "search"])
     parser.add_argument("--case", type=Path, default=None)
+    parser.add_argument("--moments", default="cells", choices=["cells", "run"])
+    parser.add_argument("--cover", action="store_true")
+    parser.add_argument("--quadrature", action="store_true")
     args = parser.parse_args(argv)
     case = Case(args.case)
     density = DensityEvaluator(case.program, case.data, name=case.name)
@@ -133,12 +209,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{method} seed {seed}: no search centres: no cells")
                 continue
             t1 = time.perf_counter()
-            draws = cells_of(fit, density, args.parts, seed)
+            draws = cells_of(fit, density, args.parts, seed, args.cover)
             cells_s = time.perf_counter() - t1
             if draws is None:
                 print(f"{method} seed {seed}: the cells could not be drawn")
                 continue
             est, se = estimates(case, draws)
+            if args.moments == "run":
+                est = np.array([*run_moments(case, fit, draws), est[-1]])
             own = [fit.expectation(lambda v, c=c, p=p: v[c] ** p)
                    for c, p in zip(case.columns, case.powers, strict=True)]
             own_est = np.array([float(o.mean) for o in own])
@@ -154,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{apart:.1f} combined errors from the run's own; run {run_s:.1f} s, cells "
                   f"{cells_s:.2f} s; errors (z) " + errors_text(case.names, est - case.exact, se),
                   flush=True)
+            if args.quadrature:
+                quadrature(case, fit, density, draws)
         if not errors:
             continue
         rmse = np.sqrt(np.mean(np.square(errors), axis=0))

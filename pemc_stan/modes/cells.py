@@ -120,8 +120,8 @@ def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
 def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | None,
                metric: BaseDensity, centres: NDArray[np.float64],
                covariances: NDArray[np.float64] | None, z_run: NDArray[np.float64],
-               log_w_run: NDArray[np.float64], seed: int | None, n: int = CELL_DRAWS
-               ) -> CellDraws | None:
+               log_w_run: NDArray[np.float64], seed: int | None, n: int = CELL_DRAWS,
+               cover: BaseDensity | None = None) -> CellDraws | None:
     """Importance draws of each cell of ``centres`` (the nearest in ``metric``'s metric)
     from its own proposal (:func:`cell_parts`), ``n`` a cell, weighed by the target.
 
@@ -144,6 +144,9 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
         For the draws.
     n
         Draws per cell.
+    cover
+        A part every cell's proposal also gets (a covering density in base coordinates),
+        or None.
 
     Returns
     -------
@@ -168,6 +171,8 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
         inside = lab == k
         cov = None if covariances is None else np.asarray(covariances[k], dtype=float)
         parts = cell_parts(z_run[inside], log_w_run[inside], centres[k], cov)
+        if cover is not None:
+            parts.append(cover)
         if not parts:
             continue
         log_mix = np.full(len(parts), -np.log(len(parts)))

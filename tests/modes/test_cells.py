@@ -92,6 +92,12 @@ def test_the_search_s_part_covers_a_mode_no_chain_held_at_the_target() -> None:
         log_z, se = blind.log_z()
         assert log_z - LOG_C < -10 * se
         assert blind.pareto_k() < 0.7
+        # its cell had no part at all; a covering part gives every cell a proposal
+        assert 4 not in blind.strata
+        wide = BaseDensity(np.zeros(2), 16.0 * np.eye(2), "dense", df=3.0)
+        covered = cell_draws(coords(), Mixture(), {}, METRIC, MEANS, None, z, lw, seed,
+                             cover=wide)
+        assert covered is not None and set(np.unique(covered.strata)) == set(range(5))
 
 
 def test_a_cell_s_parts_need_draws_enough_for_a_covariance() -> None:
