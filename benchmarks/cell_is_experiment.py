@@ -53,7 +53,7 @@ import pemc_stan
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.stratified import stratified_mean, stratum_log_masses
 from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.modes.cells import CellDraws, cell_draws
+from pemc_stan.modes.cells import CELL_DRAWS, CellDraws, cell_draws
 from pemc_stan.modes.density import DensityEvaluator
 
 #: SMC's RMSEs of E[X1], E[X2], E[X1^2], E[X2^2], log Z and its mean seconds (b289738 table).
@@ -99,8 +99,8 @@ def particles(fit: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return z, np.log(fit.target_weights()).reshape(-1)
 
 
-def cells_of(fit: Any, density: DensityEvaluator, parts: str, seed: int, cover: bool
-             ) -> CellDraws | None:
+def cells_of(fit: Any, density: DensityEvaluator, parts: str, seed: int, cover: bool,
+             n: int = CELL_DRAWS) -> CellDraws | None:
     """The cells' importance draws after ``fit`` (``parts``: all, run or search; ``cover``:
     every cell's proposal also gets the search's covering Gaussian, twice as wide, with
     Student-t tails of 3 degrees of freedom, as the wide checks draw from)."""
@@ -111,7 +111,7 @@ def cells_of(fit: Any, density: DensityEvaluator, parts: str, seed: int, cover: 
     covariances = None if parts == "run" else search.covariances
     wide = BaseDensity(search.base.mean, 4.0 * search.base.cov, "dense", df=3.0)
     return cell_draws(fit.result.coordinates, density, fit.data, search.base, search.centres,
-                      covariances, z, lw, seed, cover=wide if cover else None)
+                      covariances, z, lw, seed, n, cover=wide if cover else None)
 
 
 def quadrature(case: Case, fit: Any, density: DensityEvaluator, draws: CellDraws) -> None:
@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", type=Path, default=None)
     parser.add_argument("--moments", default="cells", choices=["cells", "run"])
     parser.add_argument("--cover", action="store_true")
+    parser.add_argument("--draws", type=int, default=CELL_DRAWS, help="draws per cell")
     parser.add_argument("--quadrature", action="store_true")
     args = parser.parse_args(argv)
     case = Case(args.case)
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{method} seed {seed}: no search centres: no cells")
                 continue
             t1 = time.perf_counter()
-            draws = cells_of(fit, density, args.parts, seed, args.cover)
+            draws = cells_of(fit, density, args.parts, seed, args.cover, args.draws)
             cells_s = time.perf_counter() - t1
             if draws is None:
                 print(f"{method} seed {seed}: the cells could not be drawn")
