@@ -15,7 +15,10 @@ covariances times :data:`CELL_SPREAD`):
 * all the run's particles in the cell, unweighted, at any temperature: where the chains
   went, also in modes they hardly held at the target;
 * the search's centre with its mode's Pathfinder covariance
-  (:attr:`~pemc_stan.modes.search.ModeSearch.covariances`).
+  (:attr:`~pemc_stan.modes.search.ModeSearch.covariances`);
+
+and, when given, a covering part every cell shares (a curved mode's arms reach beyond
+all three).
 
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that

@@ -133,7 +133,8 @@ class ModeSearch:
     mass_scatter
         How far paths' estimates of one mode's log mass fall apart
         (:func:`~pemc_stan.backend.pathfinder.mass_scatter`): how much a mode's share may
-        be underrated (:func:`~pemc_stan.modes.pilot.defensive_groups`).    covariances
+        be underrated (:func:`~pemc_stan.modes.pilot.defensive_groups`).
+    covariances
         (K, D, D) covariances of the modes in ``centres``, from the path each centre comes
         from (:func:`~pemc_stan.backend.pathfinder.mode_covariances`); None where the
         search did not keep them.  Not part of :meth:`as_dict`.
