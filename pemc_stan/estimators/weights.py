@@ -39,6 +39,7 @@ __all__ = [
     "pareto_smooth",
     "resample_indices",
     "weighted_mean",
+    "weighted_moments",
     "weights_and_values",
 ]
 
@@ -127,6 +128,23 @@ def ess(log_w: ArrayLike, axis: int = -1) -> NDArray[np.float64] | float:
     arr = _check_log_weights(log_w, axis)
     out = np.exp(2.0 * logsumexp(arr, axis=axis) - logsumexp(2.0 * arr, axis=axis))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def weighted_moments(z: ArrayLike, log_w: ArrayLike
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The self-normalised weighted mean ``(D,)`` of the rows of ``z`` ``(S, D)`` and their
+    weighted covariance ``(D, D)`` about it.
+
+    Raises
+    ------
+    Nothing (NaN where every weight is zero).
+    """
+    za = np.asarray(z, dtype=float)
+    lw = np.asarray(log_w, dtype=float)
+    w = np.exp(lw - logsumexp(lw))
+    mu = w @ za
+    dz = za - mu
+    return mu, (w[:, None] * dz).T @ dz
 
 
 def weights_and_values(values: ArrayLike, log_w: NDArray[np.float64]

@@ -44,6 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
+from pemc_stan.estimators.weights import weighted_moments
 from pemc_stan.methods.coordinates import BaseCoordinates
 
 logger = logging.getLogger(__name__)
@@ -294,11 +295,9 @@ def moment_match(z: ArrayLike, log_weights: ArrayLike | None = None,
         idx = np.asarray(idx)[ok[np.asarray(idx)]]
         if idx.size == 0:
             continue
-        w = np.exp(lw[idx] - logsumexp(lw[idx]))
-        mu = w @ za[idx]
-        dz = za[idx] - mu
+        mu, cov_k = weighted_moments(za[idx], lw[idx])
         means.append(mu)
-        covs.append((w[:, None] * dz).T @ dz)
+        covs.append(cov_k)
         masses.append(log_mass)
     pm = np.exp(np.asarray(masses) - logsumexp(masses))
     mean = sum(p * m for p, m in zip(pm, means, strict=True))

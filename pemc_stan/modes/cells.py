@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.stratified import (
@@ -109,11 +108,9 @@ def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
     parts: list[BaseDensity | None] = []
     dim = z.shape[1]
     if z.shape[0] > dim + 1:
-        if np.any(np.isfinite(log_w)):
-            p = np.exp(log_w - logsumexp(log_w))
-            if 1.0 / float(np.sum(p * p)) >= dim + 1:
-                m = p @ z
-                parts.append(_t(m, ((z - m).T * p) @ (z - m)))
+        usable = np.any(np.isfinite(log_w)) and not np.any(np.isnan(log_w) | (log_w == np.inf))
+        if usable and W.ess(log_w) >= dim + 1:
+            parts.append(_t(*W.weighted_moments(z, log_w)))
         parts.append(_t(z.mean(axis=0), np.atleast_2d(np.cov(z, rowvar=False))))
     if centre is not None and covariance is not None:
         parts.append(_t(centre, covariance))
