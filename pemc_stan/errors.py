@@ -40,8 +40,16 @@ for errors reported by stanc, ``message`` is stanc's own report, verbatim.
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
+import sys
+import warnings
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
 
 
 class PemcStanError(Exception):
@@ -356,3 +364,22 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(f"stopped by {signal.Signals(signum).name}")
         self.signum = signum
+
+
+def emit_warning(message: str, category: type[Warning], stacklevel: int = 2) -> None:
+    """Warn on one channel: ``warnings.warn`` (what a Python user sees, and what the
+    warnings filter governs), pointing at the first caller outside pemc-stan (at least
+    ``stacklevel`` frames up, as for ``warnings.warn``); the text is also logged, at
+    DEBUG: a log record at WARNING would print the message a second time where logging
+    is not configured, and would show it where the warnings filter hides it.
+
+    Raises
+    ------
+    Nothing (unless the warnings filter turns warnings into errors).
+    """
+    level, frame = 2, sys._getframe(1)
+    while frame.f_back is not None and (level < stacklevel + 1
+                                        or frame.f_code.co_filename.startswith(_PACKAGE)):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+    logger.debug("warned: %s", message)

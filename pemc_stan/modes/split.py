@@ -71,8 +71,7 @@ from pemc_stan.modes.wide import (
     unexplained_starts,
     wide_sample,
 )
-from pemc_stan.output.diagnostics import RHAT_MAX, Note, Verdict
-from pemc_stan.sampling.fit import leapfrog_gradients
+from pemc_stan.output.diagnostics import RHAT_MAX, Note, Verdict, leapfrog_gradients
 from pemc_stan.sampling.follow_up import (
     ADAPT_DELTA_STEPS,
     Budget,

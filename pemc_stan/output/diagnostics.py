@@ -28,7 +28,7 @@ __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "tre
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "VARIANCE_SE_MAX", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
            "UNVISITED_SHARE_MIN", "UNVISITED_EXPECTED_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE",
-           "treedepth_reason"]
+           "treedepth_reason", "leapfrog_gradients"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -228,6 +228,25 @@ def _max_treedepth(fit: Any) -> int | None:
         return int(fit.metadata.cmdstan_config["max_depth"])
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
+
+
+def leapfrog_gradients(steps: NDArray[np.float64], config: Mapping[str, Any]) -> int:
+    """Gradient evaluations of a NUTS run from its saved ``n_leapfrog__`` (draws, chains)
+    and its CmdStan config: the sampling iterations' steps (times ``thin``) plus the
+    warm-up iterations at their mean
+    (see :meth:`~pemc_stan.sampling.fit.ExtendedFit.run_gradients`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    steps = np.asarray(steps, dtype=float)
+    if steps.size == 0:
+        return 0
+    warmup = int(config.get("num_warmup", 0) or 0)
+    thin = max(int(config.get("thin", 1) or 1), 1)
+    return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
+                     * steps.shape[1]))
 
 
 def transition_counts(fit: Any, draws: NDArray[np.float64],

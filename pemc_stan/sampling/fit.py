@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -32,7 +30,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.backend.console import routed_cmdstanpy_logging
-from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError
+from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError, emit_warning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
@@ -44,6 +42,7 @@ from pemc_stan.output.diagnostics import (
     TransitionCounts,
     Verdict,
     convergence_stats,
+    leapfrog_gradients,
     transition_counts,
 )
 from pemc_stan.output.generated_quantities import (
@@ -59,45 +58,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ExtendedFit", "emit_warning", "leapfrog_gradients"]
 
-
-_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
-
-
-def emit_warning(message: str, category: type[Warning], stacklevel: int = 2) -> None:
-    """Warn on one channel: ``warnings.warn`` (what a Python user sees, and what the
-    warnings filter governs), pointing at the first caller outside pemc-stan (at least
-    ``stacklevel`` frames up, as for ``warnings.warn``); the text is also logged, at
-    DEBUG: a log record at WARNING would print the message a second time where logging
-    is not configured, and would show it where the warnings filter hides it.
-
-    Raises
-    ------
-    Nothing (unless the warnings filter turns warnings into errors).
-    """
-    level, frame = 2, sys._getframe(1)
-    while frame.f_back is not None and (level < stacklevel + 1
-                                        or frame.f_code.co_filename.startswith(_PACKAGE)):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level)
-    logger.debug("warned: %s", message)
-
-
-def leapfrog_gradients(steps: NDArray[np.float64], config: Mapping[str, Any]) -> int:
-    """Gradient evaluations of a NUTS run from its saved ``n_leapfrog__`` (draws, chains)
-    and its CmdStan config: the sampling iterations' steps (times ``thin``) plus the
-    warm-up iterations at their mean (see :meth:`ExtendedFit.run_gradients`).
-
-    Raises
-    ------
-    Nothing.
-    """
-    steps = np.asarray(steps, dtype=float)
-    if steps.size == 0:
-        return 0
-    warmup = int(config.get("num_warmup", 0) or 0)
-    thin = max(int(config.get("thin", 1) or 1), 1)
-    return int(round(float(np.sum(steps)) * thin + float(np.mean(steps)) * warmup
-                     * steps.shape[1]))
 
 
 class ExtendedFit:
