@@ -5,7 +5,9 @@ separated, each group of modes is sampled by its own NUTS chains (the mode split
 otherwise the method runs as itself (tempering), told why the split was refused, and
 judged also by the refused split's chains (a scout in a mode the search missed); then
 the follow-ups apply the verdict's mechanical remedies.  The split's longer run and the
-follow-ups draw from one budget.
+follow-ups draw from one budget.  A tempered run's estimate is then weighed cell by
+cell, around the search's modes, where the cells' weights allow (:func:`_cells`); its
+verdict still judges the run's own draws.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import os
 import time
 from typing import Any
 
+import numpy as np
+
 from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
+from pemc_stan.modes.cells import CELL_K_MAX, CellDraws, cell_count, cell_draws, cover_part
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import split_modes
@@ -119,6 +124,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         if wide:
             fit.later_checks = (*fit.later_checks, *wide)
         lap("wide_moments")
+        fit.cell_estimate = _cells(model, found, seed, fit)
+        lap("cells")
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds
@@ -143,7 +150,7 @@ def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: Extend
     centres = {}
     for column in draws.values:
         try:
-            centres[column] = float(fit.expectation(column).mean)
+            centres[column] = float(fit.run_expectation(column).mean)
         except (KeyError, ValueError):  # a column the fit does not estimate
             continue
     checks.append(WideExcessCheck(excess_of(draws, centres)))
@@ -171,14 +178,64 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
         logger.info("no wide draws: a run of %d gradients", fit.gradients())
         return None
     with stage("importance draws around the modes found (checking the spread)"):
-        evaluator: LogDensity | None = model.own_density(fit)
+        evaluator = _evaluator(model, fit)
         if evaluator is None:
-            try:
-                evaluator = DensityEvaluator(model.program, model.data, model.program.name)
-            except PemcStanError as exc:
-                logger.info("no wide draws: %s", exc)
-                return None
+            return None
         return wide_draws(coords, search.base, evaluator, model.data, seed, n)
+
+
+def _evaluator(model: MethodModel, fit: ExtendedFit) -> LogDensity | None:
+    """``log gamma`` at constrained draws: from the method's own program where it computes
+    it (:meth:`~pemc_stan.sampling.model.MethodModel.own_density`: CT's), else from the
+    density program (a compile of its own); None when neither can (logged)."""
+    evaluator: LogDensity | None = model.own_density(fit)
+    if evaluator is None:
+        try:
+            evaluator = DensityEvaluator(model.program, model.data, model.program.name)
+        except PemcStanError as exc:
+            logger.info("no density evaluator: %s", exc)
+            return None
+    return evaluator
+
+
+def _cells(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
+           ) -> CellDraws | None:
+    """The tempered run's estimate weighed cell by cell (:mod:`pemc_stan.modes.cells`):
+    the search's modes cut the base coordinates into cells, each weighed by importance
+    draws from its own proposal (the run's particles in it, the search's mode, and a
+    covering part for arms beyond both), :func:`cell_count` a cell.  None, and the run's
+    own estimate stands, without the search's modes, base coordinates or a density, for a
+    program with summed-out parameters (their draws come from the run), or when the
+    draws' pooled Pareto k exceeds :data:`CELL_K_MAX` (their weights do not bound the
+    error; logged)."""
+    search = found.search
+    if search is None or search.base is None or search.centres is None \
+            or model.program.marginalised:
+        return None
+    coords = getattr(model.result, "coordinates", None)
+    if coords is None:
+        return None
+    z = fit.particle_coordinates()
+    if z is None:
+        return None
+    with np.errstate(divide="ignore"):
+        log_w = np.log(fit.target_weights()).reshape(-1)
+    n = cell_count(fit.gradients(), len(search.centres))
+    with stage(f"importance draws in each of {len(search.centres)} modes' cells (the estimate)"):
+        evaluator = _evaluator(model, fit)
+        if evaluator is None:
+            return None
+        draws = cell_draws(coords, evaluator, model.data, search.base, search.centres,
+                           search.covariances, z, log_w, seed, n,
+                           cover=cover_part(search.base))
+    if draws is None:
+        return None
+    k = draws.pareto_k()
+    if not k <= CELL_K_MAX:
+        logger.info("the cells' estimate is not used: Pareto k %.2f of their weights > %.1f",
+                    k, CELL_K_MAX)
+        return None
+    return draws
 
 
 def _widened(found: Found, refused: SplitDraws) -> Found:

@@ -22,14 +22,16 @@ all three).
 
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that
-no part reaches (docs/validation.md, "Tempering alone, weighed cell by cell").  Not yet a
-run's estimate: ``benchmarks/cell_is_experiment.py`` measures it.
+no part reaches (docs/validation.md, "Tempering alone, weighed cell by cell").  A
+tempered run's estimate where the draws' weights allow (:func:`pemc_stan.plan.run_plan`);
+``benchmarks/cell_is_experiment.py`` measures its parts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.estimators import weights as W
+from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.stratified import (
     stratified_log_z,
     stratified_mean,
@@ -46,8 +49,10 @@ from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.density import LogDensity
 from pemc_stan.modes.wide import mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
+from pemc_stan.sampling.hooks import WeightedEstimate
 
-__all__ = ["CELL_DF", "CELL_DRAWS", "CELL_SPREAD", "CellDraws", "cell_draws", "cell_parts"]
+__all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_K_MAX", "CELL_SPREAD", "COVER_DF",
+           "COVER_SPREAD", "CellDraws", "cell_count", "cell_draws", "cell_parts", "cover_part"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +60,22 @@ logger = logging.getLogger(__name__)
 CELL_DF = 5.0
 #: ... whose covariances are this many times those fitted ...
 CELL_SPREAD = 2.0
-#: ... and the draws of each cell's proposal.
+#: ... and the draws of each cell's proposal: at least this many, and at most
+#: :data:`CELL_DRAWS_MAX`; between them as many in all as the run took gradients
+#: (:func:`cell_count`: a density costs less than a gradient, so the cells cost at most
+#: about what the run did).  A curved mode's arms need the more: ``curved_pair_2d`` CT
+#: seed 1 was 9.9 standard errors off at 4,000 a cell with a pooled k of 0.35, and right
+#: at 64,000 (docs/validation.md, "Tempering alone, weighed cell by cell").
 CELL_DRAWS = 4000
+CELL_DRAWS_MAX = 16_000
+#: The covering part every cell's proposal gets: the search's base with its standard
+#: deviations times this, and Student-t tails of :data:`COVER_DF` degrees of freedom (the
+#: wide check's covering part, :data:`~pemc_stan.modes.wide.MOMENT_DF`) ...
+COVER_SPREAD = 2.0
+COVER_DF = 3.0
+#: ... and the largest pooled Pareto k of the draws' weights for the cells to be the
+#: run's estimate (where PSIS estimates and their errors hold, Vehtari et al. 2024).
+CELL_K_MAX = 0.7
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +101,72 @@ class CellDraws:
     def pareto_k(self) -> float:
         """The Pareto k of all the draws' weights pooled (each cell's by its share)."""
         return float(W.pareto_smooth(self.log_u[np.isfinite(self.log_u)])[1])
+
+    # what a fit reports when its estimate is the cells' (ExtendedFit.cell_estimate)
+    def expectation(self, f: Callable[[Mapping[str, Any]], Any] | str) -> WeightedEstimate:
+        """``E[f]`` as a fit reports it: ``f`` a column, or a callable of a view
+        ``column -> values at the draws`` (N,); ``ess`` is the weighted variance over the
+        squared standard error.
+
+        Raises
+        ------
+        KeyError
+            For a column the draws do not hold.
+        ValueError
+            For a callable that does not return one value a draw.
+        """
+        values = np.asarray(self.values[f] if isinstance(f, str) else f(self.values),
+                            dtype=float)
+        if values.shape != self.log_u.shape:
+            raise ValueError(f"f returned shape {values.shape}; expected one value per "
+                             f"cell draw, {self.log_u.shape}")
+        est = self.mean(values)
+        mean, se = float(est.mean), float(est.std_error)
+        u = np.exp(W.log_normalise(self.log_u))
+        var = float(np.sum(np.where(u > 0, u * (values - mean) ** 2, 0.0)))
+        return WeightedEstimate(mean=mean, mcse=se, ess=var / se**2 if se > 0 else math.nan)
+
+    def evidence(self) -> EvidenceEstimate:
+        """``log Z`` as a fit reports it (estimator ``"cells"``, :meth:`describe` in its
+        diagnostics)."""
+        log_z, se = self.log_z()
+        return EvidenceEstimate(log_z, se, "cells", self.describe())
+
+    def resampled(self, n: int, seed: int | None) -> dict[str, NDArray[np.float64]]:
+        """``n`` draws of every column resampled by the weights (systematic), in random
+        order: the draws are independent, so any cut into chains is fair."""
+        rng = np.random.default_rng(seed)
+        idx = rng.permutation(W.resample_indices(self.log_u, rng, n_samples=n))
+        return {c: v[idx] for c, v in self.values.items()}
+
+    def describe(self) -> dict[str, Any]:
+        """What the estimate is, for the diagnostics and the run folder."""
+        return {"estimate": "cells", "cells": self.cells, "draws": int(self.log_u.size),
+                "pareto_k": round(self.pareto_k(), 3)}
+
+
+def cell_count(gradients: int, cells: int) -> int:
+    """Draws a cell (:data:`CELL_DRAWS`): ``gradients`` in all over ``cells`` cells, within
+    :data:`CELL_DRAWS` and :data:`CELL_DRAWS_MAX`.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return int(min(max(gradients // max(cells, 1), CELL_DRAWS), CELL_DRAWS_MAX))
+
+
+def cover_part(base: BaseDensity) -> BaseDensity:
+    """The covering part of every cell's proposal (:data:`COVER_SPREAD`) around ``base``.
+
+    Raises
+    ------
+    ValueError
+        If ``base`` has no covariance.
+    """
+    return BaseDensity(np.asarray(base.mean, dtype=float),
+                       COVER_SPREAD**2 * np.asarray(base.cov, dtype=float), "dense",
+                       df=COVER_DF)
 
 
 def _t(mean: NDArray[np.float64], cov: NDArray[np.float64]) -> BaseDensity | None:

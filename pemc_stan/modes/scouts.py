@@ -311,7 +311,7 @@ def _once(fit: Any, name: str, find: Callable[[], Reason | None]) -> tuple[str, 
 def _log_z(fit: Any) -> float:
     """The tempered fit's ``log Z``: its own estimate, else its pilot's offset."""
     try:
-        est = fit.log_z()
+        est = fit.run_log_z()
     except Exception:  # an estimator that cannot run here: fall back to the offset
         est = None
     if est is not None and np.isfinite(est.log_z):
@@ -338,7 +338,7 @@ def narrower_than_every_chain(split: SplitDraws, fit: Any) -> list[tuple[str, fl
             continue
         smallest = float(np.min(np.var(x, axis=1)))
         try:
-            var = variance_and_error(fit, column, float(fit.expectation(column).mean))[0]
+            var = variance_and_error(fit, column, float(fit.run_expectation(column).mean))[0]
         except (KeyError, ValueError):
             continue
         if np.isfinite(var) and smallest > SPREAD_RATIO_MAX * max(var, 0.0):

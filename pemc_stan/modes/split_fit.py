@@ -143,8 +143,8 @@ class ModeSplitFit(ExtendedFit):
         lw = np.log(self.mode_weights())[self._groups] - np.log(counts[self._groups])
         return np.repeat(lw[:, None, None], n_draws, axis=1)
 
-    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
-                    **ignored: Any) -> WeightedEstimate:
+    def run_expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
+                        **ignored: Any) -> WeightedEstimate:
         """``E[f] = sum_g p_g E_g[f]`` with its delta-method standard error.
 
         Keywords of the methods' own estimators (PE's ``estimator=``) are accepted and
@@ -216,7 +216,7 @@ class ModeSplitFit(ExtendedFit):
             self._index = rng.permutation(flat).reshape(lw.shape)
         return self._index
 
-    def log_z(self) -> EvidenceEstimate:
+    def run_log_z(self) -> EvidenceEstimate:
         """``log Z = log sum_g Z_g`` with ``se^2 = sum_g p_g^2 se_g^2``.
 
         Raises
@@ -248,7 +248,7 @@ class ModeSplitFit(ExtendedFit):
         """
         logger.info("the run split the modes instead of tempering: log Z by estimator %r is "
                     "the sum of the modes' bridge estimates", estimator)
-        return self.log_z()
+        return self.run_log_z()
 
     def own_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate | None:
         """The modes' own bridge estimates for ``"bridge"`` and the method's estimators: one

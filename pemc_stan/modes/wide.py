@@ -458,7 +458,7 @@ class WideMomentsCheck:
             0.0, "", "", 0.0, 0.0, 0.0, 0.0)
         for j, column in enumerate(mo.columns):
             try:
-                run = fit.expectation(column)
+                run = fit.run_expectation(column)
                 spread = variance_and_error(fit, column, float(run.mean))
             except (KeyError, ValueError):
                 continue
@@ -560,7 +560,7 @@ def _run_log_normaliser(fit: Any) -> EvidenceEstimate | None:
     prior), or None when the fit has none."""
     try:
         own = getattr(fit, "log_normaliser", None)
-        est = own() if callable(own) else fit.log_z()
+        est = own() if callable(own) else fit.run_log_z()
     except (PemcStanError, ValueError, AttributeError):
         return None
     return est if est is not None and np.isfinite(est.log_z) else None

@@ -90,7 +90,7 @@ def estimates_ess(fit: ExtendedFit) -> float:
     ------
     Nothing.
     """
-    values = [float(fit.expectation(c).ess) for c in fit.parameter_columns()]
+    values = [float(fit.run_expectation(c).ess) for c in fit.parameter_columns()]
     finite = [v for v in values if np.isfinite(v)]
     return min(finite) if finite else float("nan")
 
@@ -157,7 +157,7 @@ def variance_and_error(fit: ExtendedFit, column: str, mean: float) -> tuple[floa
     KeyError
         For an unknown column.
     """
-    estimate = fit.expectation(lambda view: (view[column] - mean) ** 2)
+    estimate = fit.run_expectation(lambda view: (view[column] - mean) ** 2)
     return float(estimate.mean), float(estimate.mcse)
 
 
@@ -173,7 +173,7 @@ def carried_variance_floor(before: ExtendedFit, after: ExtendedFit) -> dict[str,
     shrink = np.sqrt(before._draws.shape[0] / max(after._draws.shape[0], 1))
     floor = {}
     for column in before.parameter_columns():
-        mean = float(before.expectation(column).mean)
+        mean = float(before.run_expectation(column).mean)
         error = max(variance_and_error(before, column, mean)[1],
                     before.variance_se_floor.get(column, 0.0))
         if np.isfinite(error):
@@ -216,7 +216,7 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
         # the ESS behind the error bar reported with the estimate (the weighted
         # estimator's): resampling adds independent noise, which can hide how slowly
         # the weighted estimate itself mixes
-        estimate = fit.expectation(column)
+        estimate = fit.run_expectation(column)
         own = float(estimate.ess)
         own_ess.append(own)
         if np.isfinite(own) and own < worst_ess[0]:

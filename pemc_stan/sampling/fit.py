@@ -104,6 +104,11 @@ class ExtendedFit:
     variance_se_floor: Mapping[str, float] = MappingProxyType({})
     #: Checks of evidence from outside the fit, set per fit by the run's plan.
     later_checks: tuple[Callable[[Any], tuple[str, Reason | None]], ...] = ()
+    #: The cells' importance draws (:class:`~pemc_stan.modes.cells.CellDraws`), set per fit
+    #: by the run's plan when they pass its gate: they then make every estimate
+    #: (:meth:`expectation`, :meth:`summary`, :meth:`log_z`, the resampled draws), while
+    #: the verdict judges the run's own draws (:meth:`run_expectation`, :meth:`run_log_z`).
+    cell_estimate: Any = None
     #: Reasons that alone do not make the verdict suspect (they stay in the diagnostics).
     minor_reasons: ClassVar[frozenset[str]] = frozenset()
     #: Any divergence is suspect (NUTS on the user's model), else past DIVERGENT_SHARE_MAX.
@@ -229,8 +234,27 @@ class ExtendedFit:
         summed-out parameter's draws, :mod:`pemc_stan.sampling.marginal`)."""
         return averaged(self, (lambda v: v[f]) if isinstance(f, str) else f, ColumnView)
 
-    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
-        """``E[f(x)]`` with within-draw self-normalised weights, and its MCSE.
+    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str, **kwargs: Any
+                    ) -> WeightedEstimate:
+        """``E[f(x)]`` and its Monte-Carlo standard error: the cells' (:attr:`cell_estimate`;
+        ``f`` a column or a callable of a view ``column -> values at the cells' draws``) when
+        the run has them and ``kwargs`` name no estimator of the run, else the run's own
+        (:meth:`run_expectation`, given ``kwargs``).
+
+        Raises
+        ------
+        KeyError
+            For an unknown column.
+        ValueError
+            For a callable returning the wrong shape, or an unknown keyword value.
+        """
+        if self.cell_estimate is not None and not kwargs:
+            return self.cell_estimate.expectation(f)
+        return self.run_expectation(f, **kwargs)
+
+    def run_expectation(self, f: Callable[[Any], NDArray[np.float64]] | str
+                        ) -> WeightedEstimate:
+        """The run's own ``E[f(x)]`` with within-draw self-normalised weights, and its MCSE.
 
         The estimate is ``mean_t h_t`` with ``h_t = sum_i W_ti f(x_ti)``; the
         MCSE is ``sd(h) / sqrt(ESS(h))`` with the autocorrelation-aware
@@ -289,7 +313,23 @@ class ExtendedFit:
         return table
 
     def log_z(self) -> EvidenceEstimate | None:
-        """The method's own ``log Z`` estimate, or None when it has none.
+        """``log Z``: the cells' (:attr:`cell_estimate`) when the run has them, else the run's
+        own (:meth:`run_log_z`); None when there is none.
+
+        Raises
+        ------
+        ImproperPriorError
+            If a parameter has a flat, improper prior (:meth:`log_z_undefined`).
+        """
+        if self.cell_estimate is None:
+            return self.run_log_z()
+        undefined = self.log_z_undefined()
+        if undefined is not None:
+            raise undefined
+        return self.cell_estimate.evidence()
+
+    def run_log_z(self) -> EvidenceEstimate | None:
+        """The method's own ``log Z`` estimate from the run, or None when it has none.
 
         Raises
         ------
@@ -387,13 +427,14 @@ class ExtendedFit:
 
     def _sampler_values(self, chain: int, cols: list[int]) -> NDArray[np.float64]:
         """Columns ``cols`` of the extended run's rows that go with resampled chain ``chain``."""
-        if self.resampling == "pooled":
+        if self.resampling == "pooled" and self.cell_estimate is None:  # cells: the run's rows
             draws = np.swapaxes(self._draws, 0, 1).reshape(-1, self._draws.shape[2])
             return np.asarray(draws[self.resample_index()[chain]][:, cols])
         return np.asarray(self._draws[:, chain][:, cols])
 
     def resampled_parameters_pd(self) -> pd.DataFrame:
-        """Resampled draws of the original parameters (chains kept as chains).
+        """Resampled draws of the original parameters (chains kept as chains; the cells'
+        independent draws, shuffled, when they are the estimate: :attr:`cell_estimate`).
 
         Returns
         -------
@@ -407,8 +448,10 @@ class ExtendedFit:
             "iter__": np.tile(np.arange(1, n_iter + 1), n_chains),
             "draw__": np.arange(1, n_chains * n_iter + 1),
         }
+        cells = None if self.cell_estimate is None \
+            else self.cell_estimate.resampled(n_chains * n_iter, self.seed)
         for c in self.parameter_columns():
-            frame[c] = self._resampled_values(c).reshape(-1)
+            frame[c] = self._resampled_values(c).reshape(-1) if cells is None else cells[c]
         return pd.DataFrame(frame)
 
     def _original(self) -> cmdstanpy.CmdStanModel:
@@ -707,6 +750,8 @@ class ExtendedFit:
             info["search_radius"] = self.search.radius
         if self.follow_up is not None:
             info.update({"follow_up": self.follow_up.describe()} if self.follow_up.steps else {})
+        info["estimate"] = {"estimate": "run"} if self.cell_estimate is None \
+            else self.cell_estimate.describe()
         info["messages"] = msgs
         if warn:
             for m in msgs:

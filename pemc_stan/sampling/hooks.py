@@ -89,7 +89,7 @@ class FitHooks(Protocol):
     def method_checks(self) -> Iterator[tuple[str, Reason | None]]:
         """The method's own named checks of the verdict."""
 
-    def log_z(self) -> EvidenceEstimate | None:
+    def run_log_z(self) -> EvidenceEstimate | None:
         """The method's own ``log Z`` estimate (None when it has none)."""
 
     def evidence_estimate(self, estimator: str, **settings: Any) -> EvidenceEstimate:

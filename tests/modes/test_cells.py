@@ -12,7 +12,14 @@ from scipy import stats
 
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.coordinates import base_coordinates
-from pemc_stan.modes.cells import cell_draws, cell_parts
+from pemc_stan.modes.cells import (
+    CELL_DRAWS,
+    CELL_DRAWS_MAX,
+    cell_count,
+    cell_draws,
+    cell_parts,
+    cover_part,
+)
 from pemc_stan.stan.parser import parse
 
 MEANS = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [4.6, 0.6], [0.0, -6.0]])
@@ -116,3 +123,39 @@ def test_particles_that_do_not_match_the_centres_are_an_error() -> None:
     with pytest.raises(ValueError, match="do not agree"):
         cell_draws(coords(), Mixture(), {}, METRIC, MEANS, None, np.zeros((5, 3)),
                    np.zeros(5), 1)
+
+
+def test_the_cells_report_expectations_log_z_and_draws_as_a_fit_does() -> None:
+    """What a fit reports from the cells (``ExtendedFit.cell_estimate``): means of columns and of
+    functions, ``log Z`` with its diagnostics, and resampled draws, each against the
+    exact mixture; the draws come shuffled (every cut into chains holds every mode)."""
+    rng = np.random.default_rng(7)
+    z, lw = run_particles(rng, [0, 1, 2, 3, 4])
+    covs = np.array([SD**2 * np.eye(2)] * 5)
+    draws = cell_draws(coords(), Mixture(), {}, METRIC, MEANS, covs, z, lw, 7,
+                       cover=cover_part(METRIC))
+    assert draws is not None
+    mean = draws.expectation("x[1]")
+    assert abs(mean.mean - exact_mean()[0]) < 4 * mean.mcse < 0.2 and mean.ess > 1000
+    second = draws.expectation(lambda v: v["x[2]"] ** 2)
+    exact_second = float(WEIGHTS @ (MEANS[:, 1] ** 2 + SD**2))
+    assert abs(second.mean - exact_second) < 4 * second.mcse
+    log_z = draws.evidence()
+    assert log_z.method == "cells" and abs(log_z.log_z - LOG_C) < 4 * log_z.std_error
+    assert log_z.diagnostics == draws.describe()
+    assert draws.describe()["cells"] == 5 and draws.describe()["draws"] == draws.log_u.size
+    drawn = draws.resampled(8000, seed=1)
+    low = np.asarray(drawn["x[2]"]) < -3  # the mode at (0, -6), a fifth of the mass
+    for quarter in np.split(low, 4):
+        assert abs(quarter.mean() - WEIGHTS[4]) < 4 * np.sqrt(0.2 * 0.8 / 2000)
+    with pytest.raises(KeyError):
+        draws.expectation("y")
+    with pytest.raises(ValueError, match="one value per cell draw"):
+        draws.expectation(lambda v: v["x[1]"][:10])
+
+
+def test_the_cells_take_about_the_run_s_gradients_within_bounds() -> None:
+    assert cell_count(10, 20) == CELL_DRAWS
+    assert cell_count(200_000, 20) == 10_000
+    assert cell_count(10**9, 2) == CELL_DRAWS_MAX
+    assert cell_count(50_000, 0) == CELL_DRAWS_MAX  # no cells: no division by zero

@@ -137,7 +137,7 @@ class _Fit:
             reasons += [found] if found is not None else []
         return Verdict(tuple(reasons), tuple(names))
 
-    def log_z(self) -> None:
+    def run_log_z(self) -> None:
         return None
 
     log_zeta = 0.0
@@ -171,7 +171,7 @@ class _WeightedFit:
     def __init__(self, var: float, ok: bool = True) -> None:
         self.var, self.ok = var, ok
 
-    def expectation(self, f: Any) -> Any:
+    def run_expectation(self, f: Any) -> Any:
         from types import SimpleNamespace
 
         if isinstance(f, str):

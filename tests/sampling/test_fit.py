@@ -49,3 +49,57 @@ def test_run_gradients_count_every_iteration_when_thinned(thin: int) -> None:
     fit.fit = types.SimpleNamespace(metadata=types.SimpleNamespace(
         cmdstan_config={"num_warmup": 10, "thin": thin}))
     assert fit.run_gradients() == 16 * thin + 4 * 10 * 2
+
+
+class _Target:
+    """``log gamma`` of ``fakes.CT_PROGRAM``: ``Z N(x; M, S^2)``."""
+
+    def log_density(self, draws: dict[str, object]) -> object:
+        import numpy as np
+        from fakes import LOG_Z, M, S
+        from scipy.stats import norm
+
+        return LOG_Z + norm.logpdf(np.asarray(draws["x"]).reshape(-1), M, S)
+
+
+def test_a_fit_with_cells_reports_the_cells_estimate_and_is_judged_by_its_run() -> None:
+    """With :attr:`cell_estimate` set, ``expectation``, ``summary``, ``log_z``, the resampled draws
+    and the diagnostics are the cells' (exact answers: ``x ~ N(1, 0.7^2)``, ``log Z``
+    2.3), while ``run_expectation``, the method's own estimators and the verdict stay the
+    run's."""
+    import numpy as np
+    from fakes import LOG_Z, M, S, exact_ct_fit
+
+    from pemc_stan.modes.cells import cell_draws
+
+    fit = exact_ct_fit(LOG_Z - 0.5, n=4000, seed=3)
+    run_mean, run_log_z = fit.expectation("x"), fit.log_z()
+    verdict, diagnostics = fit.check(), fit.diagnostics(warn=False)
+    assert diagnostics["estimate"] == {"estimate": "run"}
+    z = fit.particle_coordinates()
+    with np.errstate(divide="ignore"):
+        log_w = np.log(fit.target_weights()).reshape(-1)
+    fit.cell_estimate = cell_draws(fit.result.coordinates, _Target(), fit.data, fit.base,
+                           np.array([[M]]), np.array([[[S**2]]]), z, log_w, seed=4)
+    assert fit.cell_estimate is not None
+    mean = fit.expectation("x")
+    assert mean == fit.cell_estimate.expectation("x") and mean != run_mean
+    assert abs(mean.mean - M) < 4 * mean.mcse < 0.05 and mean.ess > 1000
+    second = fit.expectation(lambda v: v["x"] ** 2)
+    assert abs(second.mean - (M**2 + S**2)) < 4 * second.mcse
+    assert fit.run_expectation("x") == run_mean
+    assert float(fit.summary().loc["x", "mean"]) == mean.mean
+    log_z = fit.log_z()
+    assert log_z is not None and log_z.method == "cells"
+    assert abs(log_z.log_z - LOG_Z) < 4 * log_z.std_error < 0.05
+    assert log_z.diagnostics["pareto_k"] < 0.7
+    assert fit.run_log_z() == run_log_z == fit.evidence_estimate("ct")
+    drawn = fit.resampled_parameters_pd()
+    assert len(drawn) == 4000 and list(drawn["chain__"].unique()) == [1, 2, 3, 4]
+    assert abs(drawn["x"].mean() - M) < 4 * S / np.sqrt(4000)
+    assert abs(drawn["x"].std() - S) < 0.05
+    # the draws are independent and shuffled: every chain holds the same distribution
+    chain_means = drawn.groupby("chain__")["x"].mean().to_numpy()
+    assert np.ptp(chain_means) < 8 * S / np.sqrt(1000)
+    assert fit.diagnostics(warn=False)["estimate"] == fit.cell_estimate.describe()
+    assert fit.check() == verdict

@@ -295,7 +295,7 @@ class ContinuousTemperingFit(ExtendedFit):
         """``log w_0(x) = log p(beta = 0 | x)`` of eq 20 per draw, (chains, draws)."""
         return self.bias.log_w_pair(self.delta())[0]
 
-    def log_z(self) -> EvidenceEstimate:
+    def run_log_z(self) -> EvidenceEstimate:
         """``log Z`` by eq 20 with its Monte-Carlo standard error: :meth:`log_normaliser`,
         refused as :func:`pemc_stan.evidence` refuses it when the prior is improper.
 
@@ -366,7 +366,7 @@ class ContinuousTemperingFit(ExtendedFit):
             For ``"ct"`` and ``"ti"`` when a parameter has a flat, improper prior.
         """
         if estimator == "ct":
-            return self.log_z()
+            return self.run_log_z()
         if estimator == "ti":
             undefined = self.log_z_undefined()
             if undefined is not None:
@@ -383,7 +383,8 @@ class ContinuousTemperingFit(ExtendedFit):
         """Each original parameter column is its own (single) particle."""
         return {c: [c] for c in self._param_columns}
 
-    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str) -> WeightedEstimate:
+    def run_expectation(self, f: Callable[[Any], NDArray[np.float64]] | str
+                        ) -> WeightedEstimate:
         """Target expectation ``E[f(x)]`` by eq 21, with its Monte-Carlo standard error.
 
         Parameters

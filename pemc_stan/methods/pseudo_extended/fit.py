@@ -292,8 +292,8 @@ class PseudoExtendedFit(ExtendedFit):
         """
         return self.particles(column)
 
-    def expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
-                    estimator: str = "draw") -> WeightedEstimate:
+    def run_expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
+                        estimator: str = "draw") -> WeightedEstimate:
         """Weighted expectation ``E_pi[f(x)]`` with its Monte-Carlo standard error.
 
         ``estimator="draw"`` (Theorem 2.1): the estimate is ``mean_t h_t`` with
@@ -334,7 +334,7 @@ class PseudoExtendedFit(ExtendedFit):
             raise ValueError(f"estimator={estimator!r}: expected 'draw' (Theorem 2.1, "
                              "per-draw weights) or 'mixture' (pooled over all draws)")
         if estimator == "draw":
-            return super().expectation(f)
+            return super().run_expectation(f)
         values = self._values(f)
         lw = self.log_weights()
         if values.shape != lw.shape:
@@ -360,20 +360,22 @@ class PseudoExtendedFit(ExtendedFit):
         lw = W.log_normalise(self.log_weights(), axis=-1).reshape(-1)
         return W.weighted_mean(values, lw)
 
-    def summary(self, estimator: str = "draw", **kwargs: Any) -> Any:
+    def summary(self, estimator: str | None = None, **kwargs: Any) -> Any:
         """Weighted mean, MCSE and ESS of every original parameter column.
 
         Parameters
         ----------
         estimator
-            As in :meth:`expectation`.
+            As in :meth:`run_expectation`; None: the fit's estimate (:meth:`expectation`:
+            the cells' when the run has them, else ``"draw"``).
 
         Raises
         ------
         ValueError
             For an unknown ``estimator``.
         """
-        return super().summary(estimator=estimator, **kwargs)
+        return super().summary(**kwargs) if estimator is None \
+            else super().summary(estimator=estimator, **kwargs)
 
     # ------------------------------------------------------------------ #
     # diagnostics
