@@ -168,10 +168,12 @@ def nuts_expectation(frame: Any) -> Any:
     return expect
 
 
-def fit_expectation(fit: Any) -> Any:
-    """``f -> (mean, MCSE)`` by the fit's own weighted estimator and its standard error."""
+def fit_expectation(fit: Any, run: bool = False) -> Any:
+    """``f -> (mean, MCSE)`` by the fit's estimate and its standard error (``run``: the
+    run's own, ``run_expectation``, where the fit's estimate is its cells')."""
     def expect(f: Any) -> tuple[float, float]:
-        est = fit.expectation(lambda v: f(lambda c: v[c]))
+        estimate = fit.run_expectation if run else fit.expectation
+        est = estimate(lambda v: f(lambda c: v[c]))
         return float(est.mean), float(est.mcse)
     return expect
 
@@ -281,7 +283,13 @@ def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> d
         log_z = fit.log_z() or pemc_stan.evidence(fit, estimator="bridge", seed=args.seed)
     verdict = fit.check()
     nuts = fit.nuts_counts()
+    estimate = fit.diagnostics(warn=False).get("estimate", {})
+    if estimate.get("estimate") == "cells" and case["kind"] == "multimodal":
+        # the run's own estimate beside the cells', for the record
+        estimate["run_own"] = measure(case, frame, fit.run_log_z(),
+                                      fit_expectation(fit, run=True))
     return {"seconds": seconds, "verdict": "ok" if verdict.ok else "suspect",
+            "estimate": estimate,
             "reasons": [str(r) for r in verdict.reasons],
             "sampling": fit.output_extras().settings.get("sampling", method),
             "treedepth_share": nuts.max_treedepth_hits / max(nuts.transitions, 1),
