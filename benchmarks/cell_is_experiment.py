@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             est, se = estimates(case, draws)
             if args.moments == "run":
                 est = np.array([*run_moments(case, fit, draws), est[-1]])
-            own = [fit.expectation(lambda v, c=c, p=p: v[c] ** p)
+            own = [fit.run_expectation(lambda v, c=c, p=p: v[c] ** p)
                    for c, p in zip(case.columns, case.powers, strict=True)]
             own_est = np.array([float(o.mean) for o in own])
             own_se = np.array([float(o.mcse) for o in own])

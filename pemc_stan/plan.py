@@ -124,7 +124,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         if wide:
             fit.later_checks = (*fit.later_checks, *wide)
         lap("wide_moments")
-        fit.cell_estimate = _cells(model, found, seed, fit)
+        fit.cell_estimate, fit.cell_note = _cells(model, found, seed, fit)
         lap("cells")
     record = getattr(fit, "follow_up", None)
     if record is not None:
@@ -199,43 +199,42 @@ def _evaluator(model: MethodModel, fit: ExtendedFit) -> LogDensity | None:
 
 
 def _cells(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
-           ) -> CellDraws | None:
+           ) -> tuple[CellDraws | None, str]:
     """The tempered run's estimate weighed cell by cell (:mod:`pemc_stan.modes.cells`):
     the search's modes cut the base coordinates into cells, each weighed by importance
     draws from its own proposal (the run's particles in it, the search's mode, and a
-    covering part for arms beyond both), :func:`cell_count` a cell.  None, and the run's
-    own estimate stands, without the search's modes, base coordinates or a density, for a
-    program with summed-out parameters (their draws come from the run), or when the
+    covering part for arms beyond both), :func:`cell_count` a cell; and why not, when the
+    run's own estimate stands: without the search's modes, base coordinates or a density,
+    for a program with summed-out parameters (their draws come from the run), or when the
     draws' pooled Pareto k exceeds :data:`CELL_K_MAX` (their weights do not bound the
-    error; logged)."""
+    error)."""
     search = found.search
-    if search is None or search.base is None or search.centres is None \
-            or model.program.marginalised:
-        return None
+    if search is None or search.base is None or search.centres is None:
+        return None, "no modes from the search"
+    if model.program.marginalised:
+        return None, "the model has summed-out parameters"
     coords = getattr(model.result, "coordinates", None)
-    if coords is None:
-        return None
-    z = fit.particle_coordinates()
+    z = None if coords is None else fit.particle_coordinates()
     if z is None:
-        return None
+        return None, "no base coordinates of the parameters"
     with np.errstate(divide="ignore"):
         log_w = np.log(fit.target_weights()).reshape(-1)
     n = cell_count(fit.gradients(), len(search.centres))
     with stage(f"importance draws in each of {len(search.centres)} modes' cells (the estimate)"):
         evaluator = _evaluator(model, fit)
         if evaluator is None:
-            return None
+            return None, "no density evaluator"
         draws = cell_draws(coords, evaluator, model.data, search.base, search.centres,
                            search.covariances, z, log_w, seed, n,
                            cover=cover_part(search.base))
     if draws is None:
-        return None
+        return None, "the cells' draws could not be evaluated"
     k = draws.pareto_k()
     if not k <= CELL_K_MAX:
-        logger.info("the cells' estimate is not used: Pareto k %.2f of their weights > %.1f",
-                    k, CELL_K_MAX)
-        return None
-    return draws
+        note = f"the Pareto k of the cells' weights is {k:.2f} (> {CELL_K_MAX})"
+        logger.info("the run's own estimate stands: %s", note)
+        return None, note
+    return draws, ""
 
 
 def _widened(found: Found, refused: SplitDraws) -> Found:

@@ -7,18 +7,20 @@ nearest centre in the search base's metric, as CT's strata), and each cell's mas
 ``Z_k = int_cell gamma`` is estimated by importance sampling with a proposal made for
 that cell alone (:mod:`pemc_stan.estimators.stratified`: a draw outside its cell weighs
 nothing, so each ``Z_k`` is unbiased whatever the proposal).  A cell's proposal is the
-equal mixture of up to three Student-t parts (:data:`CELL_DF` degrees of freedom, the
-covariances times :data:`CELL_SPREAD`):
+equal mixture of up to four Student-t parts (:data:`CELL_DF` degrees of freedom, the
+covariances times :data:`CELL_SPREAD`), from the particles within
+:data:`PARTICLE_RADIUS` of the search base's mean:
 
 * the run's particles in the cell weighted to the target, where they hold ``D + 1``
   effective draws;
 * all the run's particles in the cell, unweighted, at any temperature: where the chains
-  went, also in modes they hardly held at the target;
+  went, also in modes they hardly held at the target; one Student-t, and kernels at the
+  particles (:class:`KernelPart`) that follow a curved mode's arms;
 * the search's centre with its mode's Pathfinder covariance
   (:attr:`~pemc_stan.modes.search.ModeSearch.covariances`);
 
-and, when given, a covering part every cell shares (a curved mode's arms reach beyond
-all three).
+and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
+a curved mode's arms reach beyond the rest).
 
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.linalg import solve_triangular
 
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
@@ -47,12 +50,14 @@ from pemc_stan.estimators.stratified import (
 )
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.density import LogDensity
-from pemc_stan.modes.wide import mixture_log_density, mixture_sample
+from pemc_stan.modes.wide import Part, mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.hooks import WeightedEstimate
 
-__all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_K_MAX", "CELL_SPREAD", "COVER_DF",
-           "COVER_SPREAD", "CellDraws", "cell_count", "cell_draws", "cell_parts", "cover_part"]
+__all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
+           "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
+           "PARTICLE_RADIUS", "CellDraws", "KernelPart", "cell_count", "cell_draws",
+           "cell_parts", "cover_part"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,14 +65,33 @@ logger = logging.getLogger(__name__)
 CELL_DF = 5.0
 #: ... whose covariances are this many times those fitted ...
 CELL_SPREAD = 2.0
-#: ... and the draws of each cell's proposal: at least this many, and at most
-#: :data:`CELL_DRAWS_MAX`; between them as many in all as the run took gradients
-#: (:func:`cell_count`: a density costs less than a gradient, so the cells cost at most
-#: about what the run did).  A curved mode's arms need the more: ``curved_pair_2d`` CT
-#: seed 1 was 9.9 standard errors off at 4,000 a cell with a pooled k of 0.35, and right
-#: at 64,000 (docs/validation.md, "Tempering alone, weighed cell by cell").
-CELL_DRAWS = 4000
+#: A cell's kernel part: Student-t kernels at up to this many of the run's particles in
+#: the cell (any temperature), each the particles' covariance times Scott's factor
+#: ``M^(-2/(D+4))`` (and :data:`CELL_SPREAD`).  It follows a curved mode's arms where the
+#: chains went, which one Student-t cannot: on ``banana_beside_t_2d`` (tempering alone),
+#: without it E[x2^2] was 4.1 (CT seed 2) and 5.0 (PE seed 2, pooled k 0.23) standard
+#: errors off, with it 0.9 and 1.1 ...
+KERNEL_CENTRES = 200
+#: (... its density is computed for this many draws at a time.)
+KERNEL_BLOCK = 2048
+#: The run's particles farther than this many of the search base's standard deviations
+#: from its mean place no part: PE's copies at small beta on a density without a prior
+#: (its tempered target is then nearly flat) drift to 1e15 (``banana_beside_t_2d``: two of
+#: every three particles), and would make the spread and kernel parts as wide.
+PARTICLE_RADIUS = 20.0
+#: ... and the draws of each cell's proposal in a run (:func:`cell_count`): this many in
+#: all over the cells, as many as the wide check's (:data:`~pemc_stan.modes.wide.MOMENT_DRAWS`)
+#: and no more than the run took gradients (an ODE model's density is dear), each cell
+#: between :data:`CELL_DRAWS_MIN` and :data:`CELL_DRAWS_MAX`.  A density through CmdStan
+#: costs more than a gradient: as many draws as gradients took 8-11 s on ``boltzmann_20``,
+#: whose run took 20.  A curved mode's arms need the more: ``curved_pair_2d`` CT seed 1
+#: was 9.9 standard errors off at 4,000 a cell with a pooled k of 0.35, and right at
+#: 64,000 (docs/validation.md, "Tempering alone, weighed cell by cell").
+CELL_TOTAL = 100_000
+CELL_DRAWS_MIN = 1000
 CELL_DRAWS_MAX = 16_000
+#: (The experiment's draws a cell, ``benchmarks/cell_is_experiment.py``.)
+CELL_DRAWS = 4000
 #: The covering part every cell's proposal gets: the search's base with its standard
 #: deviations times this, and Student-t tails of :data:`COVER_DF` degrees of freedom (the
 #: wide check's covering part, :data:`~pemc_stan.modes.wide.MOMENT_DF`) ...
@@ -146,14 +170,14 @@ class CellDraws:
 
 
 def cell_count(gradients: int, cells: int) -> int:
-    """Draws a cell (:data:`CELL_DRAWS`): ``gradients`` in all over ``cells`` cells, within
-    :data:`CELL_DRAWS` and :data:`CELL_DRAWS_MAX`.
+    """Draws a cell (:data:`CELL_TOTAL`) after a run of ``gradients``, over ``cells`` cells.
 
     Raises
     ------
     Nothing.
     """
-    return int(min(max(gradients // max(cells, 1), CELL_DRAWS), CELL_DRAWS_MAX))
+    total = min(gradients, CELL_TOTAL) // max(cells, 1)
+    return int(min(max(total, CELL_DRAWS_MIN), CELL_DRAWS_MAX))
 
 
 def cover_part(base: BaseDensity) -> BaseDensity:
@@ -169,6 +193,55 @@ def cover_part(base: BaseDensity) -> BaseDensity:
                        df=COVER_DF)
 
 
+@dataclass(frozen=True, eq=False)
+class KernelPart:
+    """Student-t kernels (``df`` degrees of freedom, scale ``chol chol^T``) at ``centres``
+    (M, D), in equal shares: a proposal part that follows where the particles went."""
+
+    centres: NDArray[np.float64]
+    chol: NDArray[np.float64]
+    df: float
+
+    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``n`` draws, shape (n, D)."""
+        pick = self.centres[rng.integers(self.centres.shape[0], size=n)]
+        eps = rng.standard_normal((n, self.centres.shape[1])) @ self.chol.T
+        return pick + eps * np.sqrt(self.df / rng.chisquare(self.df, n))[:, None]
+
+    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The log density at ``z`` (S, D), in blocks of draws (S x M distances each)."""
+        za = np.atleast_2d(np.asarray(z, dtype=float))
+        nu, (m, d) = self.df, self.centres.shape
+        w = solve_triangular(self.chol, za.T, lower=True).T
+        c = solve_triangular(self.chol, self.centres.T, lower=True).T
+        const = (math.lgamma(0.5 * (nu + d)) - math.lgamma(0.5 * nu)
+                 - 0.5 * d * math.log(nu * math.pi)
+                 - float(np.sum(np.log(np.diag(self.chol)))) - math.log(m))
+        out = np.empty(za.shape[0])
+        cc = np.sum(c * c, axis=1)
+        for a in range(0, za.shape[0], KERNEL_BLOCK):
+            wb = w[a:a + KERNEL_BLOCK]
+            q = np.maximum(np.sum(wb * wb, axis=1)[:, None] + cc[None, :] - 2 * wb @ c.T, 0.0)
+            lt = np.log1p(q / nu)
+            lt *= -0.5 * (nu + d)
+            top = lt.max(axis=1)
+            out[a:a + KERNEL_BLOCK] = top + np.log(np.exp(lt - top[:, None]).sum(axis=1))
+        return out + const
+
+
+def _kernels(z: NDArray[np.float64], cov: NDArray[np.float64]) -> KernelPart | None:
+    """The kernel part at up to :data:`KERNEL_CENTRES` of the particles ``z`` (evenly
+    spaced), each kernel the particles' covariance times Scott's factor squared and
+    :data:`CELL_SPREAD`; None when that is not positive definite."""
+    keep = z[np.unique(np.linspace(0, z.shape[0] - 1, KERNEL_CENTRES).astype(int))]
+    m, d = keep.shape
+    scale = CELL_SPREAD * m ** (-2.0 / (d + 4)) * (cov + cov.T) / 2
+    try:
+        return KernelPart(keep, np.linalg.cholesky(scale), CELL_DF)
+    except np.linalg.LinAlgError:
+        return None
+
+
 def _t(mean: NDArray[np.float64], cov: NDArray[np.float64]) -> BaseDensity | None:
     """The Student-t part, or None when its covariance is not positive definite."""
     scale = CELL_SPREAD * (np.asarray(cov, dtype=float) + np.asarray(cov, dtype=float).T) / 2
@@ -181,7 +254,7 @@ def _t(mean: NDArray[np.float64], cov: NDArray[np.float64]) -> BaseDensity | Non
 
 def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
                centre: NDArray[np.float64] | None, covariance: NDArray[np.float64] | None
-               ) -> list[BaseDensity]:
+               ) -> list[Part]:
     """One cell's proposal parts (module docstring): from the run's particles ``z`` in
     the cell (base coordinates) with their log target weights ``log_w``, and the search's
     ``centre`` and ``covariance`` of the cell's mode (None: no such part).
@@ -190,13 +263,15 @@ def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
     ------
     Nothing.
     """
-    parts: list[BaseDensity | None] = []
+    parts: list[Part | None] = []
     dim = z.shape[1]
     if z.shape[0] > dim + 1:
         usable = np.any(np.isfinite(log_w)) and not np.any(np.isnan(log_w) | (log_w == np.inf))
         if usable and W.ess(log_w) >= dim + 1:
             parts.append(_t(*W.weighted_moments(z, log_w)))
-        parts.append(_t(z.mean(axis=0), np.atleast_2d(np.cov(z, rowvar=False))))
+        cov = np.atleast_2d(np.cov(z, rowvar=False))
+        parts.append(_t(z.mean(axis=0), cov))
+        parts.append(_kernels(z, cov))
     if centre is not None and covariance is not None:
         parts.append(_t(centre, covariance))
     return [q for q in parts if q is not None]
@@ -250,6 +325,9 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
         raise ValueError(f"particles {z_run.shape}, weights {log_w_run.shape} and centres "
                          f"{centres.shape} do not agree")
     rng = np.random.default_rng(seed)
+    eps = np.linalg.solve(np.linalg.cholesky(metric.cov), (z_run - metric.mean).T)
+    near = np.sum(eps * eps, axis=0) <= PARTICLE_RADIUS**2
+    z_run, log_w_run = z_run[near], log_w_run[near]
     lab = metric.nearest_centre(z_run, centres)
     zs, lqs, strata = [], [], []
     for k in range(centres.shape[0]):

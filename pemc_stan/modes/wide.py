@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -102,7 +102,17 @@ def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.i
     return parts, log_w
 
 
-def mixture_sample(parts: list[BaseDensity], log_w: NDArray[np.float64], n: int,
+class Part(Protocol):
+    """A part of a proposal mixture in base coordinates (:class:`BaseDensity` is one)."""
+
+    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``n`` draws, shape (n, D)."""
+
+    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The normalised log density at ``z`` (S, D)."""
+
+
+def mixture_sample(parts: Sequence[Part], log_w: NDArray[np.float64], n: int,
                    rng: np.random.Generator) -> NDArray[np.float64]:
     """``n`` draws (base coordinates) of the mixture of ``parts`` with log weights
     ``log_w`` (need not be normalised), grouped by part.
@@ -116,7 +126,7 @@ def mixture_sample(parts: list[BaseDensity], log_w: NDArray[np.float64], n: int,
     return np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
 
 
-def mixture_log_density(parts: list[BaseDensity], log_w: NDArray[np.float64],
+def mixture_log_density(parts: Sequence[Part], log_w: NDArray[np.float64],
                         z: NDArray[np.float64]) -> NDArray[np.float64]:
     """``log sum_k exp(log_w[k]) q_k(z)`` at draws ``z`` (S, D): the mixture's log
     density when ``log_w`` is normalised.

@@ -109,6 +109,8 @@ class ExtendedFit:
     #: (:meth:`expectation`, :meth:`summary`, :meth:`log_z`, the resampled draws), while
     #: the verdict judges the run's own draws (:meth:`run_expectation`, :meth:`run_log_z`).
     cell_estimate: Any = None
+    #: Why a tempered run's estimate is its own, not its cells' (set by the run's plan).
+    cell_note: str = ""
     #: Reasons that alone do not make the verdict suspect (they stay in the diagnostics).
     minor_reasons: ClassVar[frozenset[str]] = frozenset()
     #: Any divergence is suspect (NUTS on the user's model), else past DIVERGENT_SHARE_MAX.
@@ -750,8 +752,8 @@ class ExtendedFit:
             info["search_radius"] = self.search.radius
         if self.follow_up is not None:
             info.update({"follow_up": self.follow_up.describe()} if self.follow_up.steps else {})
-        info["estimate"] = {"estimate": "run"} if self.cell_estimate is None \
-            else self.cell_estimate.describe()
+        info["estimate"] = self.cell_estimate.describe() if self.cell_estimate is not None \
+            else {"estimate": "run", **({"cells": self.cell_note} if self.cell_note else {})}
         info["messages"] = msgs
         if warn:
             for m in msgs:

@@ -13,8 +13,9 @@ from scipy import stats
 from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.coordinates import base_coordinates
 from pemc_stan.modes.cells import (
-    CELL_DRAWS,
     CELL_DRAWS_MAX,
+    CELL_DRAWS_MIN,
+    CELL_TOTAL,
     cell_count,
     cell_draws,
     cell_parts,
@@ -111,12 +112,12 @@ def test_a_cell_s_parts_need_draws_enough_for_a_covariance() -> None:
     rng = np.random.default_rng(5)
     z = rng.normal(size=(10, 2))
     both = cell_parts(z, np.zeros(10), np.zeros(2), np.eye(2))
-    assert len(both) == 3  # target, spread, search
+    assert len(both) == 4  # target, spread, kernels, search
     one_heavy = np.full(10, -np.inf)
     one_heavy[0] = 0.0  # one effective draw: no target part
-    assert len(cell_parts(z, one_heavy, np.zeros(2), np.eye(2))) == 2
+    assert len(cell_parts(z, one_heavy, np.zeros(2), np.eye(2))) == 3
     assert len(cell_parts(z[:3], np.zeros(3), None, None)) == 0  # 3 draws: no covariance in 2-D
-    assert len(cell_parts(z, np.zeros(10), np.zeros(2), -np.eye(2))) == 2  # not positive
+    assert len(cell_parts(z, np.zeros(10), np.zeros(2), -np.eye(2))) == 3  # not positive
 
 
 def test_particles_that_do_not_match_the_centres_are_an_error() -> None:
@@ -154,8 +155,30 @@ def test_the_cells_report_expectations_log_z_and_draws_as_a_fit_does() -> None:
         draws.expectation(lambda v: v["x[1]"][:10])
 
 
-def test_the_cells_take_about_the_run_s_gradients_within_bounds() -> None:
-    assert cell_count(10, 20) == CELL_DRAWS
-    assert cell_count(200_000, 20) == 10_000
+def test_the_cells_draw_the_run_s_gradients_at_most_within_bounds() -> None:
+    assert cell_count(10, 20) == CELL_DRAWS_MIN  # a short run: the least a cell
+    assert cell_count(40_000, 20) == 2000  # the run's gradients over the cells
+    assert cell_count(10**9, 20) == CELL_TOTAL // 20  # no more than the total
     assert cell_count(10**9, 2) == CELL_DRAWS_MAX
     assert cell_count(50_000, 0) == CELL_DRAWS_MAX  # no cells: no division by zero
+
+
+def test_a_kernel_part_is_the_equal_mixture_of_its_student_t_kernels() -> None:
+    """Its density is the mixture's (each kernel a ``BaseDensity`` Student-t), computed in
+    blocks, and its draws have the mixture's mean and covariance."""
+    from scipy.special import logsumexp
+
+    from pemc_stan.modes.cells import KERNEL_BLOCK, KernelPart
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(7, 2)) * 3
+    scale = np.array([[0.5, 0.2], [0.2, 0.3]])
+    part = KernelPart(centres, np.linalg.cholesky(scale), 5.0)
+    z = rng.normal(size=(KERNEL_BLOCK + 11, 2)) * 4
+    kernels = [BaseDensity(c, scale, "dense", df=5.0).log_density_z(z) for c in centres]
+    expected = logsumexp(kernels, axis=0) - np.log(len(centres))
+    assert np.allclose(part.log_density_z(z), expected, atol=1e-9)
+    draws = part.sample_z(200_000, rng)
+    assert np.allclose(draws.mean(axis=0), centres.mean(axis=0), atol=0.03)
+    cov = np.cov(centres, rowvar=False, bias=True) + scale * 5.0 / 3.0
+    assert np.allclose(np.cov(draws, rowvar=False), cov, atol=0.15)
