@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["RunFit", "by_column", "column_name", "fit_seed", "judged_run"]
+__all__ = ["RunFit", "by_column", "column_name", "estimate_source", "fit_seed", "judged_run"]
 
 
 def column_name(name: str, index: tuple[int, ...]) -> str:
@@ -95,6 +95,22 @@ def fit_seed(fit: RunFit) -> int | None:
     """
     seed = fit.run_seed if fit.run_seed is not None else fit.seed
     return None if seed is None else int(seed)
+
+
+def estimate_source(fit: Any) -> dict[str, Any]:
+    """Which estimate the fit reports: ``{"estimate": "cells", ...}`` (its cells', with
+    their number, draws and Pareto k) or ``{"estimate": "run"}`` (its own draws', with why
+    not the cells' when the run's plan tried them).  The one place the output decides it.
+
+    Raises
+    ------
+    Nothing.
+    """
+    cells = getattr(fit, "cell_estimate", None)
+    if cells is not None:
+        return dict(cells.describe())
+    note = getattr(fit, "cell_note", "")
+    return {"estimate": "run", **({"cells": note} if note else {})}
 
 
 #: CmdStan's names (its CSV header) of the judged run's settings, by cmdstanpy's names.

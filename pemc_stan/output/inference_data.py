@@ -10,8 +10,10 @@
     Resampled draws of the ORIGINAL model's parameters, transformed
     parameters and generated quantities (``fit.resampled_draws_pd()``: one
     pseudo-sample per iteration for PE, draws resampled by ``w1`` for CT;
-    chains stay chains).  These are (approximately) draws from the target and
-    are what ``az.summary``, ``az.plot_trace`` and ``az.plot_pair`` look at.
+    chains stay chains; when a tempered fit reports its cells' estimate, their
+    independent importance draws resampled by weight, shuffled into chains).  These
+    are (approximately) draws from the target and are what ``az.summary``,
+    ``az.plot_trace`` and ``az.plot_pair`` look at.
 ``sample_stats``
     CmdStan's NUTS statistics of the extended run in ArviZ's names (``lp``,
     ``acceptance_rate``, ``step_size``, ``tree_depth``, ``n_steps``,
@@ -45,6 +47,7 @@ Stan is ``posterior.mu.sel(K_dim=2)`` and ``az.summary`` labels it ``mu[2]``.
 
 Attributes (on every group, so they survive NetCDF): ``pemc_method``,
 ``pemc_options`` (JSON), ``pemc_seed`` (the seed that repeats the run),
+``pemc_estimate`` (JSON: the run's own draws or its cells', and why),
 ``pemc_log_scale`` (PE) / ``pemc_log_zeta`` (CT),
 ``pemc_n_pseudo`` (PE), and when an evidence estimate is known
 ``pemc_log_z``, ``pemc_log_z_std_error``, ``pemc_log_z_method``; when the
@@ -66,7 +69,7 @@ from numpy.typing import NDArray
 
 from pemc_stan._version import __version__
 from pemc_stan.errors import ImproperPriorError
-from pemc_stan.output.fit_protocol import fit_seed, judged_run
+from pemc_stan.output.fit_protocol import estimate_source, fit_seed, judged_run
 from pemc_stan.stan import ast
 
 logger = logging.getLogger(__name__)
@@ -335,6 +338,7 @@ class InferenceDataConverter:
         attrs.update(self.extras.attributes)
         if fit.follow_up is not None:
             attrs["pemc_follow_up"] = json.dumps(fit.follow_up.as_dict())
+        attrs["pemc_estimate"] = json.dumps(estimate_source(fit))
         judged = judged_run(fit)
         judged.pop("csv_folder", None)  # where it was written; estimates.json says, relative
         if judged:  # chains, iterations and settings of the run the verdict judged

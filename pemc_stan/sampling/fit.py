@@ -45,6 +45,7 @@ from pemc_stan.output.diagnostics import (
     leapfrog_gradients,
     transition_counts,
 )
+from pemc_stan.output.fit_protocol import estimate_source
 from pemc_stan.output.generated_quantities import (
     SAMPLER_COLUMNS,
     recompute_quantities,
@@ -752,8 +753,7 @@ class ExtendedFit:
             info["search_radius"] = self.search.radius
         if self.follow_up is not None:
             info.update({"follow_up": self.follow_up.describe()} if self.follow_up.steps else {})
-        info["estimate"] = self.cell_estimate.describe() if self.cell_estimate is not None \
-            else {"estimate": "run", **({"cells": self.cell_note} if self.cell_note else {})}
+        info["estimate"] = estimate_source(self)
         info["messages"] = msgs
         if warn:
             for m in msgs:

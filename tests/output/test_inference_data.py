@@ -56,6 +56,37 @@ def test_posterior_is_the_resampled_pseudo_sample() -> None:
                                                      idx[..., None], axis=-1)[..., 0])
 
 
+class _Cells:
+    """What a fit reads of its cells' estimate (``ExtendedFit.cell_estimate``)."""
+
+    def resampled(self, n: int, seed: int | None) -> dict[str, np.ndarray]:
+        return {c: np.arange(n) + 100.0 * j
+                for j, c in enumerate(("tau", "v[1]", "v[2]", "v[3]"))}
+
+    def describe(self) -> dict[str, object]:
+        return {"estimate": "cells", "cells": 2, "draws": 64, "pareto_k": 0.1}
+
+    def evidence(self) -> object:
+        from pemc_stan.estimators.log_z import EvidenceEstimate
+
+        return EvidenceEstimate(1.5, 0.1, "cells", self.describe())
+
+
+def test_a_fit_reporting_its_cells_has_their_draws_as_its_posterior() -> None:
+    """The posterior is the cells' resampled draws, cut into the run's chains; no
+    ``resample_index`` ties it to the extended draws; the attributes say so."""
+    fit = fake_pe_fit()
+    fit.cell_estimate = _Cells()
+    idata = to_inference_data(fit)
+    np.testing.assert_array_equal(idata.posterior["tau"].values, np.arange(120).reshape(3, 40))
+    np.testing.assert_array_equal(idata.posterior["v"].sel(K_dim=2).values,
+                                  200 + np.arange(120).reshape(3, 40))
+    assert "resample_index" not in idata.sample_stats
+    attrs = idata.posterior.attrs
+    assert json.loads(attrs["pemc_estimate"]) == _Cells().describe()
+    assert attrs["pemc_log_z"] == 1.5 and attrs["pemc_log_z_method"] == "cells"
+
+
 def test_sample_stats_hold_nuts_statistics_weights_and_beta() -> None:
     fit = fake_pe_fit()
     stats = to_inference_data(fit).sample_stats
@@ -126,6 +157,7 @@ def test_continuous_tempering_groups(tmp_path: Path) -> None:
     assert attrs["pemc_method"] == "continuous_tempering" and attrs["pemc_log_zeta"] == -2.0
     assert attrs["pemc_log_z"] == -2.1 and attrs["pemc_log_z_method"] == "ct_eq20"
     assert json.loads(attrs["pemc_options"])["base"] == "pathfinder"
+    assert json.loads(attrs["pemc_estimate"]) == {"estimate": "run"}
     idata.to_netcdf(str(tmp_path / "ct.nc"))
     back = az.from_netcdf(str(tmp_path / "ct.nc"))
     np.testing.assert_array_equal(back[EXTENDED_GROUP]["pemc_beta"].values, fit.beta())

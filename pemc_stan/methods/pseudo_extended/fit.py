@@ -481,11 +481,15 @@ class PseudoExtendedFit(ExtendedFit):
     def output_extras(self) -> OutputExtras:
         """``pemc_n_pseudo`` and ``pemc_log_scale`` (attributes), the offset ``log_scale``
         (setting); sample stats ``beta``, ``log_weight``, ``weight`` (dim ``pseudo``),
-        ``weight_ess`` and ``resample_index``; extended ``pemc_beta`` and
-        ``pemc_log_weight`` per pseudo-sample."""
+        ``weight_ess`` and ``resample_index`` (none when the posterior draws are the
+        cells', :attr:`cell_estimate`); extended ``pemc_beta`` and ``pemc_log_weight`` per
+        pseudo-sample."""
         per = ("chain", "draw", "pseudo")
         beta = np.asarray(self.beta(), dtype=float)
         lw = np.asarray(self.log_weights(), dtype=float)
+        kept = {} if self.cell_estimate is not None else {
+            "resample_index": (("chain", "draw"),
+                               np.asarray(self.resample_index(), dtype=np.int64) + 1)}
         return OutputExtras(
             attributes={"pemc_n_pseudo": int(self.n_pseudo),
                         "pemc_log_scale": float(self.log_scale)},
@@ -494,8 +498,7 @@ class PseudoExtendedFit(ExtendedFit):
                 "beta": (per, beta), "log_weight": (per, lw),
                 "weight": (per, np.asarray(self.normalised_weights())),
                 "weight_ess": (("chain", "draw"), np.asarray(self.weight_ess(), dtype=float)),
-                "resample_index": (("chain", "draw"),
-                                   np.asarray(self.resample_index(), dtype=np.int64) + 1)},
+                **kept},
             extended={"pemc_beta": beta, "pemc_log_weight": lw})
 
     def weights_frame(self) -> Any:
