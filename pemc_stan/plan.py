@@ -120,12 +120,12 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     if diverged:
         fit.later_checks = (*fit.later_checks, DivergedCheck())
     if tempered:  # importance draws need no chain to reach a region
-        wide = _wide_checks(model, found, seed, fit)
+        fit.cell_estimate, fit.cell_note = _cells(model, found, seed, fit)
+        lap("cells")
+        wide = _wide_checks(model, found, seed, fit)  # of the estimate reported
         if wide:
             fit.later_checks = (*fit.later_checks, *wide)
         lap("wide_moments")
-        fit.cell_estimate, fit.cell_note = _cells(model, found, seed, fit)
-        lap("cells")
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds
@@ -136,9 +136,10 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
 def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
                  ) -> tuple[WideMomentsCheck | WideExcessCheck, ...]:
     """A tempered run's checks against importance draws from around the search's modes
-    (:func:`~pemc_stan.modes.wide.wide_draws`): its moments where the draws' weights
-    allow (:class:`~pemc_stan.modes.wide.WideMomentsCheck`), and the spread about its
-    means that it must at least hold (:class:`~pemc_stan.modes.wide.WideExcessCheck`).
+    (:func:`~pemc_stan.modes.wide.wide_draws`) of the estimate it reports (its cells', or
+    its own): its moments where the draws' weights allow
+    (:class:`~pemc_stan.modes.wide.WideMomentsCheck`), and the spread about its means
+    that it must at least hold (:class:`~pemc_stan.modes.wide.WideExcessCheck`).
     None without draws (:func:`_wide_draws`)."""
     draws = _wide_draws(model, found, seed, fit)
     if draws is None:
@@ -150,7 +151,7 @@ def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: Extend
     centres = {}
     for column in draws.values:
         try:
-            centres[column] = float(fit.run_expectation(column).mean)
+            centres[column] = float(fit.expectation(column).mean)
         except (KeyError, ValueError):  # a column the fit does not estimate
             continue
     checks.append(WideExcessCheck(excess_of(draws, centres)))

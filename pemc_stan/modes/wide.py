@@ -454,7 +454,9 @@ class WideMomentsCheck:
     (:func:`wide_moments`).  Tempered chains that rarely reach part of a mode (a
     banana's arms, a Student-t mode's tails) give estimates whose error bars are too
     small, with every chain agreeing (docs/validation.md); importance draws reach those
-    regions without a chain.  A class, not a closure, so that a fit still pickles.
+    regions without a chain.  It judges the estimate the fit reports: its cells' where
+    it has them (:attr:`~pemc_stan.sampling.fit.ExtendedFit.cell_estimate`, whose parts
+    may miss such regions too).  A class, not a closure, so that a fit still pickles.
     """
 
     def __init__(self, moments: WideMoments) -> None:
@@ -468,8 +470,8 @@ class WideMomentsCheck:
             0.0, "", "", 0.0, 0.0, 0.0, 0.0)
         for j, column in enumerate(mo.columns):
             try:
-                run = fit.run_expectation(column)
-                spread = variance_and_error(fit, column, float(run.mean))
+                run = fit.expectation(column)  # the reported estimate: the cells' or the run's
+                spread = variance_and_error(fit, column, float(run.mean), reported=True)
             except (KeyError, ValueError):
                 continue
             for what, (est, est_se), ref, ref_se in (
@@ -566,11 +568,14 @@ def excess_of(draws: WideDraws, centres: Mapping[str, float]) -> WideExcess:
 
 
 def _run_log_normaliser(fit: Any) -> EvidenceEstimate | None:
-    """The run's log normaliser of the density as written (CT's even for an improper
-    prior), or None when the fit has none."""
+    """The reported log normaliser of the density as written: the cells' where the fit
+    reports them, else the run's (CT's even for an improper prior); None when the fit
+    has none."""
     try:
+        cells = getattr(fit, "cell_estimate", None)
         own = getattr(fit, "log_normaliser", None)
-        est = own() if callable(own) else fit.run_log_z()
+        est = cells.evidence() if cells is not None else own() if callable(own) \
+            else fit.run_log_z()
     except (PemcStanError, ValueError, AttributeError):
         return None
     return est if est is not None and np.isfinite(est.log_z) else None
@@ -583,8 +588,9 @@ class WideExcessCheck:
     slab under a peak that the base does not reach (a change point's early-time mean)
     is missed by every chain alike, and the run's own error bars cannot show it; its
     importance weights are too heavy-tailed for :class:`WideMomentsCheck`, but a low
-    estimate that still exceeds the run's is evidence.  Only a fit with a log normaliser
-    of its own is checked (CT's; PE's log Z needs bridge sampling).  A class, not a
+    estimate that still exceeds the run's is evidence.  It judges the estimate the fit
+    reports (its cells' where it has them), and only a fit with a log normaliser of its
+    own (its cells', or CT's; PE's log Z needs bridge sampling).  A class, not a
     closure, so that a fit still pickles.
     """
 
@@ -602,7 +608,7 @@ class WideExcessCheck:
         for column, m, log_est, rel_is in zip(ex.columns, ex.centres, ex.log_estimate,
                                              ex.rel_se, strict=True):
             try:
-                second, second_se = variance_and_error(fit, column, float(m))
+                second, second_se = variance_and_error(fit, column, float(m), reported=True)
             except (KeyError, ValueError):
                 continue
             if not (second > 0 and np.isfinite(log_est)):

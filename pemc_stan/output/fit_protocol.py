@@ -60,9 +60,15 @@ class RunFit(Protocol):
     fit
         The ``cmdstanpy.CmdStanMCMC`` of the run the verdict judges (the last round,
         follow-up or split run).
+    cell_estimate
+        The cells' estimate the fit reports (``describe()``), or None: its run's own.
+    cell_note
+        Why the estimate is the run's own when the cells were tried ("" otherwise).
     """
 
     fit: Any
+    cell_estimate: Any
+    cell_note: str
     result: Any
     data: dict[str, Any]
     seed: int | None
@@ -97,7 +103,7 @@ def fit_seed(fit: RunFit) -> int | None:
     return None if seed is None else int(seed)
 
 
-def estimate_source(fit: Any) -> dict[str, Any]:
+def estimate_source(fit: RunFit) -> dict[str, Any]:
     """Which estimate the fit reports: ``{"estimate": "cells", ...}`` (its cells', with
     their number, draws and Pareto k) or ``{"estimate": "run"}`` (its own draws', with why
     not the cells' when the run's plan tried them).  The one place the output decides it.
@@ -106,11 +112,9 @@ def estimate_source(fit: Any) -> dict[str, Any]:
     ------
     Nothing.
     """
-    cells = getattr(fit, "cell_estimate", None)
-    if cells is not None:
-        return dict(cells.describe())
-    note = getattr(fit, "cell_note", "")
-    return {"estimate": "run", **({"cells": note} if note else {})}
+    if fit.cell_estimate is not None:
+        return dict(fit.cell_estimate.describe())
+    return {"estimate": "run", **({"cells": fit.cell_note} if fit.cell_note else {})}
 
 
 #: CmdStan's names (its CSV header) of the judged run's settings, by cmdstanpy's names.

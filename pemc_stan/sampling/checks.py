@@ -31,9 +31,32 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["estimates_ess", "shared_checks", "unvisited_modes", "unvisited_reason",
-           "search_incomplete", "variance_error", "variance_and_error",
-           "carried_variance_floor"]
+__all__ = ["RUN_ESTIMATE_REASONS", "estimates_ess", "shared_checks", "unvisited_modes",
+           "unvisited_reason", "search_incomplete", "variance_error", "variance_and_error",
+           "carried_variance_floor", "minor_reasons"]
+
+#: Reasons that judge how well the run's own estimate is known: its chains' mixing and
+#: agreement, its effective draws, its temperatures and its modes' entries.  Where the fit
+#: reports its cells' estimate instead (``ExtendedFit.cell_estimate``: independent
+#: importance draws with their own errors), these alone do not make it suspect; the
+#: reasons that say the run missed a region (divergences, cut trajectories, the search,
+#: the refused split's chains, the wide checks of the reported estimate) still do.
+RUN_ESTIMATE_REASONS = frozenset({
+    "rhat", "ess", "sd_precision", "chains_agree", "unvisited_modes", "weight_ess",
+    "beta_round_trips", "beta_ends", "base_moments", "log_z_chains", "log_z_rounds",
+    "mode_acceptance"})
+
+
+def minor_reasons(fit: ExtendedFit) -> frozenset[str]:
+    """The reasons that alone do not make ``fit`` suspect: its class's, and
+    :data:`RUN_ESTIMATE_REASONS` when it reports its cells' estimate.
+
+    Raises
+    ------
+    Nothing.
+    """
+    cells = fit.cell_estimate is not None
+    return fit.minor_reasons | (RUN_ESTIMATE_REASONS if cells else frozenset())
 
 
 def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[int, float]]:
@@ -148,16 +171,19 @@ def variance_error(fit: ExtendedFit, column: str, mean: float) -> float:
     return error / variance if variance > 0 and np.isfinite(error) else float("nan")
 
 
-def variance_and_error(fit: ExtendedFit, column: str, mean: float) -> tuple[float, float]:
-    """The fit's own weighted estimate of the variance of ``column`` about ``mean`` and
-    its Monte-Carlo standard error (no floor).
+def variance_and_error(fit: ExtendedFit, column: str, mean: float, reported: bool = False
+                       ) -> tuple[float, float]:
+    """The run's own weighted estimate of the variance of ``column`` about ``mean`` (with
+    ``reported``, the fit's reported one: its cells' where it has them) and its
+    Monte-Carlo standard error (no floor).
 
     Raises
     ------
     KeyError
         For an unknown column.
     """
-    estimate = fit.run_expectation(lambda view: (view[column] - mean) ** 2)
+    estimate = (fit.expectation if reported else fit.run_expectation)(
+        lambda view: (view[column] - mean) ** 2)
     return float(estimate.mean), float(estimate.mcse)
 
 

@@ -581,7 +581,8 @@ class ExtendedFit:
         and bulk ESS of the resampled draws of every original parameter, whether
         the chains agree on the weighted means, and each method's own checks
         (temperatures, weights, pilots; see the method's fit class).  Thresholds
-        are the constants of :mod:`pemc_stan.output.diagnostics`.
+        are the constants of :mod:`pemc_stan.output.diagnostics`; what alone is not
+        suspect, :func:`~pemc_stan.sampling.checks.minor_reasons`.
 
         Raises
         ------
@@ -593,7 +594,7 @@ class ExtendedFit:
             names.append(name)
             if found is not None:
                 reasons.append(found)
-        if reasons and all(r.name in self.minor_reasons for r in reasons):
+        if reasons and all(r.name in checks.minor_reasons(self) for r in reasons):
             return Verdict((), tuple(names))
         return Verdict(tuple(reasons), tuple(names))
 

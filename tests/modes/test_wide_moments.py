@@ -84,7 +84,7 @@ class Fit:
     def __init__(self, mean: float, mean_se: float, var: float, var_se: float) -> None:
         self.values = (mean, mean_se, var, var_se)
 
-    def run_expectation(self, f: Any) -> WeightedEstimate:
+    def expectation(self, f: Any) -> WeightedEstimate:
         m, m_se, v, v_se = self.values
         if isinstance(f, str):
             if f != "x[1]":

@@ -102,4 +102,49 @@ def test_a_fit_with_cells_reports_the_cells_estimate_and_is_judged_by_its_run() 
     chain_means = drawn.groupby("chain__")["x"].mean().to_numpy()
     assert np.ptp(chain_means) < 8 * S / np.sqrt(1000)
     assert fit.diagnostics(warn=False)["estimate"] == fit.cell_estimate.describe()
-    assert fit.check() == verdict
+    assert verdict.ok and fit.check() == verdict
+
+
+class _Forced:
+    """A later check that finds ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, fit: object) -> tuple[str, object]:
+        from pemc_stan.output.diagnostics import Reason
+
+        return self.name, Reason(self.name, "forced", "nothing")
+
+
+def test_with_cells_the_run_s_own_mixing_alone_is_not_suspect_but_a_missed_region_is(
+        ) -> None:
+    """A reason about how well the run's own estimate is known (R-hat, its ESS) makes a
+    fit suspect, unless the fit reports its cells' estimate; a reason that the run missed
+    a region (divergences, the wide checks) makes it suspect either way."""
+    import numpy as np
+    from fakes import LOG_Z, M, S, exact_ct_fit
+
+    from pemc_stan.modes.cells import cell_draws
+    from pemc_stan.sampling.checks import RUN_ESTIMATE_REASONS
+
+    assert {"rhat", "ess", "chains_agree"} <= RUN_ESTIMATE_REASONS
+    assert not {"divergences", "max_treedepth", "wide_moments", "wide_excess",
+                "split_chains", "mode_search"} & RUN_ESTIMATE_REASONS
+    for names, with_cells, ok in [(("rhat",), False, False), (("rhat", "ess"), True, True),
+                                  (("rhat", "wide_moments"), True, False),
+                                  (("divergences",), True, False)]:
+        fit = exact_ct_fit(LOG_Z - 0.5, n=2000, seed=5)
+        assert fit.check().ok
+        fit.later_checks = tuple(_Forced(n) for n in names)
+        if with_cells:
+            z = fit.particle_coordinates()
+            with np.errstate(divide="ignore"):
+                log_w = np.log(fit.target_weights()).reshape(-1)
+            fit.cell_estimate = cell_draws(fit.result.coordinates, _Target(), fit.data,
+                                           fit.base, np.array([[M]]), np.array([[[S**2]]]),
+                                           z, log_w, seed=6, n=1000)
+        verdict = fit.check()
+        assert verdict.ok is ok, (names, with_cells, verdict)
+        if not ok:
+            assert set(verdict.names()) == set(names)
