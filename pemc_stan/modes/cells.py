@@ -79,9 +79,9 @@ KERNEL_BLOCK = 2048
 #: (its tempered target is then nearly flat) drift to 1e15 (``banana_beside_t_2d``: two of
 #: every three particles), and would make the spread and kernel parts as wide.
 PARTICLE_RADIUS = 20.0
-#: ... and the draws of each cell's proposal in a run (:func:`cell_count`): this many in
-#: all over the cells, as many as the wide check's (:data:`~pemc_stan.modes.wide.MOMENT_DRAWS`)
-#: and no more than the run took gradients (an ODE model's density is dear), each cell
+#: The draws of the cells' proposals after a run (:func:`cell_count`): this many in all,
+#: as many as the wide check's (:data:`~pemc_stan.modes.wide.MOMENT_DRAWS`), and no more
+#: than the run took gradients (an ODE model's density is dear), each cell
 #: between :data:`CELL_DRAWS_MIN` and :data:`CELL_DRAWS_MAX`.  A density through CmdStan
 #: costs more than a gradient: as many draws as gradients took 8-11 s on ``boltzmann_20``,
 #: whose run took 20.  A curved mode's arms need the more: ``curved_pair_2d`` CT seed 1
