@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = "ok" if fit.check().ok else "suspect"
                 print(f"{method} seed {seed}: the run's own, {verdict}: "
                       + errors_text(case.names, own_est - case.exact[:-1], own_se))
-            print(f"{method} seed {seed}: {draws.cells} cells, pooled k {draws.pareto_k():.2f}, "
+            print(f"{method} seed {seed}: {draws.cells} cells, pooled k {draws.pooled_k():.2f}, "
                   f"{apart:.1f} combined errors from the run's own; run {run_s:.1f} s, cells "
                   f"{cells_s:.2f} s; errors (z) " + errors_text(case.names, est - case.exact, se),
                   flush=True)

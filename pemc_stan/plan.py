@@ -206,9 +206,8 @@ def _cells(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
     draws from its own proposal (the run's particles in it, the search's mode, and a
     covering part for arms beyond both), :func:`cell_count` a cell; and why not, when the
     run's own estimate stands: without the search's modes, base coordinates or a density,
-    for a program with summed-out parameters (their draws come from the run), or when the
-    draws' pooled Pareto k exceeds :data:`CELL_K_MAX` (their weights do not bound the
-    error)."""
+    for a program with summed-out parameters (their draws come from the run), or when a
+    cell's Pareto k exceeds :data:`CELL_K_MAX` (its weights do not bound its error)."""
     search = found.search
     if search is None or search.base is None or search.centres is None:
         return None, "no modes from the search"
@@ -232,7 +231,7 @@ def _cells(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
         return None, "the cells' draws could not be evaluated"
     k = draws.pareto_k()
     if not k <= CELL_K_MAX:
-        note = f"the Pareto k of the cells' weights is {k:.2f} (> {CELL_K_MAX})"
+        note = f"a cell's weights have a Pareto k of {k:.2f} (> {CELL_K_MAX})"
         logger.info("the run's own estimate stands: %s", note)
         return None, note
     return draws, ""

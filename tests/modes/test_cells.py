@@ -182,3 +182,48 @@ def test_a_kernel_part_is_the_equal_mixture_of_its_student_t_kernels() -> None:
     assert np.allclose(draws.mean(axis=0), centres.mean(axis=0), atol=0.03)
     cov = np.cov(centres, rowvar=False, bias=True) + scale * 5.0 / 3.0
     assert np.allclose(np.cov(draws, rowvar=False), cov, atol=0.15)
+
+
+def test_each_cell_is_judged_by_its_own_pareto_k() -> None:
+    """Pooled, one cell's heavy weights vanish among the others' (the pooled k is low);
+    judged cell by cell they do not.  A cell with too few draws inside is not judged."""
+    from pemc_stan.modes.cells import CELL_K_DRAWS, CellDraws
+
+    rng = np.random.default_rng(2)
+    even = rng.normal(0.0, 0.1, 20_000)  # a well-covered cell
+    heavy = np.log(rng.pareto(0.5, 400) + 1.0) - 16.0  # k about 2, a tiny share
+    lone = np.array([0.0] * (CELL_K_DRAWS - 1))
+    log_u = np.concatenate([even, heavy, lone])
+    strata = np.repeat([0, 1, 2], [even.size, heavy.size, lone.size])
+    draws = CellDraws(log_u, strata, {"x": np.zeros(log_u.size)}, 3)
+    k = draws.cell_k()
+    assert k[0] < 0.3 and k[1] > 1.0 and np.isnan(k[2])
+    assert draws.pooled_k() < 0.7 < draws.pareto_k() == k[1]
+
+
+class TwoInOne:
+    """N((0, 0), 0.3^2) and N((3, 0), 0.3^2), equal weights, and a third mode far left."""
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.asarray(draws["x"])
+        parts = [np.log(1 / 3) + stats.multivariate_normal(m, SD**2).logpdf(x)
+                 for m in ([0.0, 0.0], [3.0, 0.0], [-10.0, 0.0])]
+        return np.logaddexp.reduce(parts, axis=0)
+
+
+def test_a_cell_with_uneven_weights_gets_more_draws() -> None:
+    """The search found (0, 0) and (-10, 0); the run held (0, 0) alone.  The mode at
+    (3, 0) lies in the cell of (0, 0), where only the covering part reaches it: that
+    cell's weights are uneven, so it is drawn :data:`CELL_MORE` times as often as the
+    other, and its k is judged on those draws."""
+    from pemc_stan.modes.cells import CELL_MORE
+
+    rng = np.random.default_rng(8)
+    z = rng.normal([0.0, 0.0], SD, (400, 2))
+    found = np.array([[0.0, 0.0], [-10.0, 0.0]])
+    covs = np.array([SD**2 * np.eye(2)] * 2)
+    draws = cell_draws(coords(), TwoInOne(), {}, METRIC, found, covs, z, np.zeros(400), 8,
+                       n=2000, cover=cover_part(METRIC))
+    assert draws is not None
+    assert list(np.bincount(draws.strata)) == [CELL_MORE * 2000, 2000]
+    assert draws.cell_k()[0] > 0.7 >= draws.cell_k()[1]
