@@ -6,8 +6,9 @@ otherwise the method runs as itself (tempering), told why the split was refused,
 judged also by the refused split's chains (a scout in a mode the search missed); then
 the follow-ups apply the verdict's mechanical remedies.  The split's longer run and the
 follow-ups draw from one budget.  A tempered run's estimate is then weighed cell by
-cell, around the search's modes, where the cells' weights allow (:func:`_cells`); its
-verdict still judges the run's own draws.
+cell, around the search's modes, where each cell's weights allow (:func:`_cells`); its
+verdict then judges that estimate (the run's own precision alone is not suspect,
+:data:`~pemc_stan.sampling.checks.RUN_ESTIMATE_REASONS`).
 """
 
 from __future__ import annotations
