@@ -25,8 +25,7 @@ a curved mode's arms reach beyond the rest).
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that
 no part reaches (docs/validation.md, "Tempering alone, weighed cell by cell").  A
-tempered run's estimate where the draws' weights allow (:func:`pemc_stan.plan.run_plan`);
-``benchmarks/cell_is_experiment.py`` measures its parts.
+tempered run's estimate where the draws' weights allow (:func:`pemc_stan.plan.run_plan`).
 """
 
 from __future__ import annotations
@@ -90,7 +89,7 @@ PARTICLE_RADIUS = 20.0
 CELL_TOTAL = 100_000
 CELL_DRAWS_MIN = 1000
 CELL_DRAWS_MAX = 16_000
-#: (The experiment's draws a cell, ``benchmarks/cell_is_experiment.py``.)
+#: Draws a cell when no run's gradient count sizes them.
 CELL_DRAWS = 4000
 #: The covering part every cell's proposal gets: the search's base with its standard
 #: deviations times this, and Student-t tails of :data:`COVER_DF` degrees of freedom (the
