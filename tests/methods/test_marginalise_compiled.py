@@ -112,7 +112,7 @@ def test_after_a_refused_split_the_tempered_run_reaches_the_slab_its_chains_saw(
     """Where s is near 0, mu1 keeps its N(0, 5^2) prior: a slab under the peak the data
     make, which no mode shows.  The split's plain NUTS chains wander into it; refused
     (forced here), the tempered run starts from their base and must sample it too.
-    From the search's base, CT missed it by 69-898 standard errors (docs/validation.md)."""
+    From the search's base, CT missed it by 69-898 standard errors (docs/decisions.md)."""
     from pemc_stan.modes import split
 
     judge = split._judge_run

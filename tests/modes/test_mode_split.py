@@ -290,7 +290,7 @@ def test_a_split_that_diverged_runs_again_with_a_smaller_step_first() -> None:
     assert step is not None and step[1] == 0.99 and step[3] == pytest.approx(c * c)
     assert _next_step(both, Budget(8.0), 0.0, 1.0, 1000, 1000, ADAPT_DELTA_STEPS[-1]) is None
     # the default budget pays for one of them (1 + c + c^2 > 4 >= 1 + c^2): the last,
-    # which passed wherever the one before did (curved_pair_2d; docs/validation.md)
+    # which passed wherever the one before did (curved_pair_2d; docs/decisions.md)
     assert 1 + c + c * c > 4.0 >= 1 + c * c
     assert _next_step(both, Budget(), 0.0, 1.0, 1000, 1000, 0.8) == (
         "adapt_delta 0.8 -> 0.99 (mode split)", 0.99, 1000, pytest.approx(c * c))
