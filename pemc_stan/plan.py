@@ -96,8 +96,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
         fit, refused = outcome.fit, outcome.draws
         # A split refused for divergences buys no more tempered draws: tempering meets
-        # the regions NUTS could not enter, and on curved_pair_2d more tempered draws
-        # made its verdict pass 5.6-7.2 standard errors off (docs/validation.md).
+        # the regions NUTS could not enter, and more draws there only make a wrong
+        # estimate look precise (docs/decisions.md).
         diverged = fit is None and "divergences" in outcome.names
         if fit is None and not diverged:
             refused_gradients = outcome.gradients

@@ -14,7 +14,7 @@ means lie within 3 standard deviations of each other (every coordinate) found
 the same mode; given the target's log density (``log_density``), groups with no
 valley between their centres are then one mode (:func:`without_barrier`:
 Pathfinder can stop paths at different points of one long ridge, and the 3-sd
-rule alone made 21 "modes" of the unimodal ``kilpisjarvi`` regression).  A mode
+rule alone splits a unimodal regression's ridge into many "modes").  A mode
 contributes the median of its converged paths' ``Z_p`` (:data:`CONVERGED_SHARE`), a
 mode merged from several groups the sum over them of the median of their paths'
 shares by a partition of unity (:func:`_merged_mass`); distinct modes add up::
@@ -27,10 +27,8 @@ missed mass).
 :func:`mode_centres` places each mode at the importance-weighted mean of its
 best-converged path (the largest effective sample share of its weights): a path whose
 approximation stopped wide, between modes, can join a mode's group, and its draws would
-pull a centre computed from the whole group towards the other modes (``bimodal_1d``,
-seed 4: one of 8 paths had mean 2.85 and sd 2.58 between modes at -3 and 3 of sd 0.5;
-the mode at -3 was placed at -0.92).  Only the converged paths weigh a mode
-(:data:`CONVERGED_SHARE`).
+pull a centre computed from the whole group towards the other modes.  Only the
+converged paths weigh a mode (:data:`CONVERGED_SHARE`).
 """
 
 from __future__ import annotations
@@ -67,15 +65,15 @@ SEGMENT_POINTS = 9
 #: (a regression's ridge) never dips at all.
 BARRIER_DEPTH = 2.0
 #: The merge evaluates the segments of as many heads as fit in this many points at once
-#: (one ``log_prob`` run of CmdStan each; each run costs about 50 ms to start, and the
-#: Boltzmann relaxation's 75 groups took 75 runs per grouping).
+#: (one ``log_prob`` run of CmdStan each, and each run has a fixed start-up cost that
+#: many groups would otherwise pay once each).
 BATCH_POINTS = 20_000
 #: A path counts towards its mode's mass only when the effective sample size of its
 #: importance weights, as a share of its draws, is at least this share of the best
 #: path's in the mode.  A path whose approximation stopped wide or degenerate (one
 #: standard deviation near 0, another spanning several modes) estimates the mass of
-#: everything it covers: on the mixture on R^2, seed 7, six such paths joined the one
-#: path that converged on a mode of 5% and their median gave it 13%.
+#: everything it covers, and a few such paths in a group would outvote the converged
+#: one in the median (docs/decisions.md).
 CONVERGED_SHARE = 0.25
 
 
@@ -246,12 +244,12 @@ def group_paths(z: NDArray[np.float64], lw: NDArray[np.float64], num_paths: Path
         lm = _log_mass(lw[idx])
         paths.append((idx, lm, z[idx].mean(axis=0), z[idx].std(axis=0), _ess_share(lw[idx])))
     # the best-converged paths first: a group is judged by its first path's spread, and a
-    # degenerate first path (sd 0.01 across, 1 along) took in three modes of the mixture
+    # degenerate first path (nearly flat across, wide along) takes in several modes
     paths.sort(key=lambda p: -p[4])
     groups: list[list[Any]] = []
     # with the density test to merge them later, paths group by the narrower one's spread:
     # a path that stopped wide between modes would otherwise take in every mode within 3
-    # of its standard deviations (the mixture on R^2: one wide path's group held three)
+    # of its standard deviations
     spread = np.maximum if log_density is None else np.minimum
     d = z.shape[1]
     ref_mean, ref_sd = np.empty((len(paths), d)), np.empty((len(paths), d))
@@ -287,8 +285,8 @@ def _converged(paths: list[Any]) -> list[Any]:
 
 def _median_mass(paths: list[Any]) -> float:
     """A mode's log mass: the median of its converged paths' estimates (:func:`_converged`).
-    One path's importance weights can have a draw far in its approximation's tail: the
-    largest of 32 paths' masses of one mode of periodic_phase was 270 times their median."""
+    One path's importance weights can have a draw far in its approximation's tail, which
+    makes its mass an outlier that a mean would follow."""
     return float(np.median([p[1] for p in _converged(paths)]))
 
 
@@ -297,19 +295,17 @@ def _merged_mass(parts: list[list[Any]], z: NDArray[np.float64],
     """The log mass of a mode merged from ``parts`` (groups of paths within 3 sd).
 
     The parts of one mode can cover different bumps of it (valleys shallower than
-    :data:`BARRIER_DEPTH`: the Boltzmann relaxation's merged modes) or one stretch
-    of a ridge many times over (``kilpisjarvi``).  One part's median alone leaves the
-    other bumps out (the relaxation's pilot log Z was 2-5 below its exact 137.1) and
-    the sum of the parts' medians counts a ridge once per part.  A partition of unity
+    :data:`BARRIER_DEPTH`) or one stretch of a ridge many times over.  One part's
+    median alone leaves the other bumps out, and the sum of the parts' medians counts a
+    ridge once per part.  A partition of unity
     does neither: with ``a_s(u) = n_s g_s(u) / sum_t n_t g_t(u)`` (``g_s`` the Gaussian
     with the mean and standard deviations of part ``s``'s ``n_s`` draws), every path
     ``p`` of part ``s`` estimates ``int gamma a_s`` by
     ``mean_i a_s(u_i) gamma(u_i) / q_p(u_i)``, without bias for any fixed ``g_s`` (here
     fitted to the same draws: a bias of order one over their number), and the mode's mass
     is the sum over parts of the median of their paths' estimates (one part: its
-    median, as before).  The parts are weighed by their draws, not by their masses: a
-    lone path's outlying estimate (6 above the others) then claimed the other parts'
-    draws too, and the relaxation's pilot log Z came out 2.1 above the exact value.
+    median, as before).  The parts are weighed by their draws, not by their masses: by
+    mass, a lone path's outlying estimate would claim the other parts' draws too.
     """
     if len(parts) == 1:
         return _median_mass(parts[0])
@@ -337,7 +333,7 @@ def _merge_without_barrier(groups: list[list[Any]], z: NDArray[np.float64],
 
     The head is the highest centre left, not the heaviest group: a group whose paths all
     stopped wide has its centre low between modes, every mode is uphill of it, and as a
-    head it took in three modes of the mixture on R^2.  Taken in by a higher centre, it
+    head it would take in several modes.  Taken in by a higher centre, it
     joins one mode only.  The density is evaluated at the centres, then on the segments
     of the next heads in batches (:func:`_batch_segments`).
     """
@@ -368,8 +364,8 @@ def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray
     joined}}``.  The density is evaluated at the segments' midpoints first, then at all
     their points where the midpoint shows no valley: the same judgement as on all
     points (a valley anywhere keeps the pair apart), and most pairs of separated modes
-    are decided by one point (the Boltzmann relaxation's pilot evaluated 145,000
-    segment points, most of them between modes a valley already kept apart)."""
+    are decided by one point (with many groups most segment points would lie between
+    modes a valley already keeps apart)."""
     heads: list[tuple[int, list[int]]] = []
     points = 0
     for i, h in enumerate(order[:-1]):
@@ -402,9 +398,9 @@ def _batch_segments(order: list[int], centres: NDArray[np.float64], top: NDArray
 def _best_path(lw: NDArray[np.float64], paths: list[NDArray[np.intp]]) -> NDArray[np.intp]:
     """The best-converged of ``paths`` (draw indices each): the largest effective sample
     share of its weights (:func:`_ess_share`) among those with at least half as many
-    draws as the fullest.  The narrowest (least sum of the log standard deviations) was
-    fooled by degenerate paths: one with standard deviations 0.01 and 1.2 put a centre of
-    the mixture on R^2 between two modes."""
+    draws as the fullest.  The narrowest (least sum of the log standard deviations) is
+    fooled by degenerate paths, flat in one direction and wide in another, that can
+    place a centre between two modes."""
     most = max(i.size for i in paths)
     paths = [i for i in paths if 2 * i.size >= most]
     return paths[int(np.argmax([_ess_share(lw[i]) for i in paths]))]

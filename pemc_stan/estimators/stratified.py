@@ -14,9 +14,9 @@ unbiased whatever ``q_k`` as long as it reaches every point of the stratum where
 strata's independent variances: ``Var Z = sum_k Var_k(w) / M_k``, and for the ratio
 ``E[f]`` the delta method, ``sum_k Var_k(w (f - E[f])) / M_k / Z^2``.
 
-How the strata's proposals are built, and why a chain's count of mode entries then no
-longer limits a tempered run's shares, is in docs/validation.md, "Tempering alone,
-weighed cell by cell".  Everything works on log weights with log-sum-exp, like
+The strata's proposals are built in :mod:`pemc_stan.modes.cells`; with them a chain's
+count of mode entries no longer limits a tempered run's shares.  Everything works on
+log weights with log-sum-exp, like
 :mod:`pemc_stan.estimators.weights`.
 """
 

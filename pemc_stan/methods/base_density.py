@@ -28,8 +28,7 @@ With finite degrees of freedom ``df`` the Gaussian gets heavier tails: a multiva
 Student-t with scale matrix ``S`` (dense), or independent Student-t coordinates with
 scales ``sqrt(diag S)`` (diag), whose covariance is ``S df / (df - 2)``.  A base with
 lighter tails than the target leaves part of a mode (a banana's arms) where the
-tempered density is negligible at every temperature (docs/validation.md, "A mode's
-missed region").
+tempered density is negligible at every temperature.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ A parameter ``s`` that the density reads only through comparisons such as
 consecutive points where a comparison changes (the values of the comparisons' other
 sides, and the bounds), nothing depends on ``s``.  HMC has no gradient along it, its
 trajectories drift to the tree depth limit, and the chains do not mix between the
-intervals (docs/validation.md, "changepoint_normal").  The integral over ``s`` is then a
+intervals.  The integral over ``s`` is then a
 finite sum, as the Stan User's Guide writes a change point:
 
     p(theta, y) = int p(theta, s, y) ds = sum_k (c_k - c_{k-1}) p(theta, m_k, y),
@@ -274,8 +274,7 @@ def _summed_likelihood(program: StanProgram, uses: list[ast.Stmt], name: str) ->
     ``name``'s prior integrates out, so the sum is ``int p(s) p(y | theta, s) ds =
     p(y | theta)``; classed as prior, a model whose data all meet ``s`` would have no
     likelihood left, and pseudo-extended MCMC would temper its whole posterior, whose hot
-    pseudo-samples roam the prior widened tenfold (docs/validation.md, "A change point's
-    likelihood, summed").
+    pseudo-samples roam a widely flattened prior.
     """
     inside = {id(n) for st in uses for n in ast.walk(st)}
     kinds = {c.kind for c in program.analysis.contributions if id(c.node) in inside

@@ -180,9 +180,8 @@ class Method:
 _METHODS: dict[str, Method] = {}
 
 #: The method used when none is named (pemc_stan.sample, pemc-stan sample, batch tasks).
-#: Continuous tempering: on the validation set (docs/validation.md) it was within bounds on
-#: more multimodal cases than pseudo-extended MCMC, at about half its wall time on
-#: posteriordb, and it estimates log Z.
+#: Continuous tempering: it was right on more multimodal targets than pseudo-extended
+#: MCMC, at lower cost, and it estimates log Z (docs/decisions.md).
 DEFAULT_METHOD = "continuous_tempering"
 
 

@@ -1,8 +1,8 @@
 """A tempered run's cells weighed by importance sampling inside each cell.
 
 A tempered run's shares of the modes rest on how often its chains entered each one,
-about ten times a run on the 20-Gaussian mixture (docs/validation.md, "Tempering alone
-against SMC").  Here the search's mode centres cut the base coordinates into cells (the
+which can be a handful of times a run.  Here the search's mode centres cut the base
+coordinates into cells (the
 nearest centre in the search base's metric, as CT's strata), and each cell's mass
 ``Z_k = int_cell gamma`` is estimated by importance sampling with a proposal made for
 that cell alone (:mod:`pemc_stan.estimators.stratified`: a draw outside its cell weighs
@@ -24,8 +24,8 @@ a curved mode's arms reach beyond the rest).
 
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that
-no part reaches (docs/validation.md, "Tempering alone, weighed cell by cell").  A
-tempered run's estimate where the draws' weights allow (:func:`pemc_stan.plan.run_plan`).
+no part reaches (docs/decisions.md).  The cells' estimate is a tempered run's reported
+estimate where every cell's weights allow it (:func:`pemc_stan.plan.run_plan`).
 """
 
 from __future__ import annotations
@@ -67,25 +67,23 @@ CELL_SPREAD = 2.0
 #: A cell's kernel part: Student-t kernels at up to this many of the run's particles in
 #: the cell (any temperature), each the particles' covariance times Scott's factor
 #: ``M^(-2/(D+4))`` (and :data:`CELL_SPREAD`).  It follows a curved mode's arms where the
-#: chains went, which one Student-t cannot: on ``banana_beside_t_2d`` (tempering alone),
-#: without it E[x2^2] was 4.1 (CT seed 2) and 5.0 (PE seed 2, pooled k 0.23) standard
-#: errors off, with it 0.9 and 1.1 ...
+#: chains went, which one Student-t cannot: without it the weights can look healthy
+#: while a curved mode's moments are far off ...
 KERNEL_CENTRES = 200
 #: (... its density is computed for this many draws at a time.)
 KERNEL_BLOCK = 2048
 #: The run's particles farther than this many of the search base's standard deviations
 #: from its mean place no part: PE's copies at small beta on a density without a prior
-#: (its tempered target is then nearly flat) drift to 1e15 (``banana_beside_t_2d``: two of
-#: every three particles), and would make the spread and kernel parts as wide.
+#: (its tempered target is then nearly flat) drift to astronomical values, and would make
+#: the spread and kernel parts as wide.
 PARTICLE_RADIUS = 20.0
 #: The draws of the cells' proposals after a run (:func:`cell_count`): this many in all,
 #: as many as the wide check's (:data:`~pemc_stan.modes.wide.MOMENT_DRAWS`), and no more
 #: than the run took gradients (an ODE model's density is dear), each cell
 #: between :data:`CELL_DRAWS_MIN` and :data:`CELL_DRAWS_MAX`.  A density through CmdStan
-#: costs more than a gradient: as many draws as gradients took 8-11 s on ``boltzmann_20``,
-#: whose run took 20.  A curved mode's arms need the more: ``curved_pair_2d`` CT seed 1
-#: was 9.9 standard errors off at 4,000 a cell with a pooled k of 0.35, and right at
-#: 64,000 (docs/validation.md, "Tempering alone, weighed cell by cell").
+#: costs more than a gradient, so the cap keeps the check well below the run's own cost.
+#: A curved mode's arms need the more: at a few thousand a cell its estimate can be far
+#: off with a good pooled k (docs/decisions.md).
 CELL_TOTAL = 100_000
 CELL_DRAWS_MIN = 1000
 CELL_DRAWS_MAX = 16_000
@@ -98,10 +96,9 @@ COVER_SPREAD = 2.0
 COVER_DF = 3.0
 #: ... and the largest Pareto k of a cell's weights for the cells to be the run's estimate
 #: (where PSIS estimates and their errors hold, Vehtari et al. 2024), each cell's judged
-#: on its own: pooled, a few cells' heavy weights vanish among the rest (``bz16_s7`` PE
-#: seed 1: pooled 0.54, cells up to 2.8, 11 standard errors off).  A cell above it gets
-#: :data:`CELL_MORE` times its draws first (the 20-Gaussian mixture, PE seed 3: one cell's
-#: k 1.25 at 4,000 draws, below 0.7 at 16,000), when all such cells' together stay within
+#: on its own: pooled, a few cells' heavy weights vanish among the rest.  A cell above it
+#: gets :data:`CELL_MORE` times its draws first (a k that is high only for want of draws
+#: then falls below the bound), when all such cells' together stay within
 #: :data:`CELL_TOTAL`; a cell with fewer than :data:`CELL_K_DRAWS` draws inside is not
 #: judged.
 CELL_K_MAX = 0.7

@@ -112,15 +112,13 @@ def defensive_groups(groups: list[ModeGroup], share: float = DEFENSIVE_SHARE,
     ``scatter`` (:func:`mass_scatter`), reaches it.
 
     A mode's mass comes from importance sampling with its own local approximation,
-    which can be off by orders of magnitude between modes (boltzmann_20: 1% for the
-    side holding two thirds of the mass).  A base moment-matched to those masses
+    which can be off by orders of magnitude between modes.  A base moment-matched to
+    those masses
     stays near the overrated modes, and a tempered chain, which changes mode through
     the base, never reaches the others; with half the weight spread evenly (defensive
     importance sampling) the base covers every major mode whatever its estimate.  A
     mode found by few paths can be rated far below its mass, as paths' estimates of
-    one mode scatter (a 20-unit relaxation: its mirror side, 28% of the mass, rated
-    0.01% by four paths, while the middle half of the 130 paths' estimates on the other
-    side spread over 11 in log), so it counts while that scatter could lift it to the
+    one mode scatter by many nats, so it counts while that scatter could lift it to the
     share.  The other modes keep ``(1 - share) p_k``.
 
     Raises
@@ -162,10 +160,8 @@ def restart_counts(groups: list[ModeGroup], major: NDArray[np.bool_],
 
     A mode the radius rounds found is not unseen, however few restarts reached it: the
     restarts go to the modes in proportion to their mass, so a small mode's single
-    restart says that it is small, not that more modes are missing
-    (``product_bimodal_5``: modes of 0.2-0.5% of the mass, each seen 3 times or more by
-    all 344 paths, were 4 restart singletons out of 240 restarts, an unseen share of
-    0.021 and a suspect verdict, with all 32 modes found).
+    restart says that it is small, not that more modes are missing (counting such
+    singletons would mark a run whose every mode was found as suspect).
 
     Raises
     ------
@@ -296,8 +292,8 @@ class BasePilot:
         :data:`DENSITY_SPLITS` deep; segments through nan are not merged); None
         without base coordinates.  It remembers every point it evaluated: the search
         groups its rounds again after each, and the segments between centres that did
-        not move are the same points (on the Boltzmann relaxation, writing them for
-        CmdStan again was 40% of the search's time); a point left nan with others of a
+        not move are the same points (writing them for CmdStan again can be much of the
+        search's time); a point left nan with others of a
         failed chunk is not remembered, so a later call evaluates it again."""
         if not self.coordinates.blocks:
             return None
@@ -495,12 +491,11 @@ class BasePilot:
 
         The radius rounds start around the origin: a mode among the others (the interior
         of a grid of narrow modes) has a basin too small from there for the unseen share
-        to notice, however much mass it holds (the 20-Gaussian mixture on R^2: 8-12 of
-        its 20 modes found, the search stopped at its path limit).  Each round runs
+        to notice, however much mass it holds.  Each round runs
         :data:`RESTART_PATHS` Pathfinder paths, doubled each round, from the next of the
         starts :meth:`_restart_starts` draws once for all rounds around the modes the
         radius rounds found (drawing them again each round, around the modes found so
-        far, cost 0.7 s a round on the Boltzmann relaxation; the starts resampled by
+        far, costs time for nothing; the starts resampled by
         importance weight already go to the modes not yet found in proportion to their
         mass), until the restarts' own unseen share (every mode that only they found
         seen twice, :func:`restart_counts`, and about ``1 / UNSEEN_SHARE_MAX`` restarts
@@ -578,9 +573,9 @@ class BasePilot:
         :data:`RESTART_SPREADS` (equal parts), so that a mode gets starts in proportion
         to its mass and the restarts' unseen share estimates the mass not yet seen.  A
         start drawn from the covering Gaussian alone lies between narrow modes, and
-        L-BFGS from there reaches some modes far more often than others (the mixture on
-        R^2: 96 such restarts left 1-5 of its 20 modes unseen, with an unseen share of
-        0.01-0.03).  When the weights are too uneven to resample from (many dimensions)
+        L-BFGS from there reaches some modes far more often than others, leaving modes
+        unseen while the unseen share looks small.  When the weights are too uneven to
+        resample from (many dimensions)
         or cannot be evaluated, the raw draws are the starts.
 
         Raises

@@ -3,10 +3,8 @@
 The mode split runs NUTS on the user's unchanged model from Stan's own starting points
 (the scouts) and at every mode the search found.  When it is refused, the run tempers
 from a base that covers the modes found, and a scout that stayed in a mode the search
-missed is the only evidence left of that mode: on ``heavy_tail_pair_2d``, seed 5, the
-search found the wide mode alone, a scout sat in the narrow one (30% of the mass), the
-split was refused for its chains' R-hat (1.54), and the tempered run, which never
-reached that mode, was judged ok with its estimates 25-39 standard errors off.
+missed is the only evidence left of that mode.  Without it a tempered run that never
+reaches the mode can be judged ok with its estimates far off.
 
 :func:`missed_regions` measures the tempered draws' weight in each split chain's
 region (the points nearer its draws than any other chain's), and for a chain whose
@@ -18,14 +16,11 @@ tempered fit's verdict (:class:`ScoutsCheck`).
 restricted to where it went, and by the law of total variance the target's variance of a
 parameter is at least the smallest of those restricted variances (the chains started
 at every mode the search found).  A tempered run whose variance is far below every
-chain's missed a wide part of the target (on ``changepoint_normal``, CT's draws stayed on
-the peak that the data make and never reached the prior's slab under it: var[mu1] 0.06
-and 0.14 where every plain NUTS chain of the same program saw 2.3 or more;
-:class:`SpreadCheck`).
+chain's missed a wide part of the target, such as the prior's slab under a peak that
+the data make (:class:`SpreadCheck`).
 
-The chains also widen the tempered run's base (:meth:`SplitDraws.base`): from the
-search's base alone, that change point's tempered run is wrong whenever its split is
-refused.
+The chains also widen the tempered run's base (:meth:`SplitDraws.base`), so that the
+tempered run can reach such parts at all.
 """
 
 from __future__ import annotations
@@ -60,17 +55,16 @@ __all__ = ["MASS_Z", "REGION_ESS_MIN", "SPREAD_RATIO_MAX", "DivergedCheck", "Sco
 logger = logging.getLogger(__name__)
 
 #: At most this many chains' masses are estimated, those of least tempered weight first
-#: (a bridge costs 1-3 s).
+#: (each bridge costs seconds).
 MAX_BRIDGES = 4
-#: A region's mass is judged this many of its bridge's standard errors low: one chain's
-#: draws in 27 dimensions gave a bridge of standard error 0.8 (in log), whose estimate,
-#: 4 times the importance-sampled mass, named a region a right run had weighed rightly.
+#: A region's mass is judged this many of its bridge's standard errors low: in many
+#: dimensions one chain's bridge is imprecise, and its point estimate alone would flag
+#: regions a right run weighed rightly.
 MASS_Z = 2.0
 #: A region's bridge needs at least this many effective draws inside it, so that its
 #: standard error, which :data:`MASS_Z` scales, is known to ``VARIANCE_SE_MAX`` (an
-#: error from ``n`` effective draws is itself off by about ``1 / sqrt(2 n)``): a chain
-#: that drifted between the modes of a 20-unit relaxation had 3 effective draws in its
-#: region, and its bridge put 9 times the whole mass there (docs/validation.md).
+#: error from ``n`` effective draws is itself off by about ``1 / sqrt(2 n)``): a bridge on
+#: a handful of effective draws can put more than the whole mass in a region.
 REGION_ESS_MIN = 1.0 / (2.0 * VARIANCE_SE_MAX**2)
 #: A tempered variance this many times below every split chain's own (an sd half as
 #: wide) is a miss: a chain's variance of 1,000 draws is off by a factor of 4 only far
@@ -125,9 +119,8 @@ class SplitDraws:
         The search's base sits on the modes it found; a chain also wanders through what
         no mode shows, such as the prior's slab under a change point's peak, which a
         tempered run from the search's base never reaches.  Within-chain spread, not the
-        pooled draws: a chain stuck far away in a region of no mass would otherwise pull a
-        quarter of the base there (docs/validation.md, "A refused split's chains widen the
-        base").
+        pooled draws: a chain stuck far away in a region of no mass would otherwise pull
+        much of the base there.
 
         Raises
         ------
@@ -223,10 +216,8 @@ def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int 
     Only the draws inside: those of a chain that samples the target are, restricted to
     the region, draws of the target restricted to it, which is what the bridge needs.
     Where other chains share the chain's mode its region is a slice of the mode, and
-    with every draw the bridge weighed the whole mode: on the 28-unit Boltzmann
-    relaxation (seed 4) a slice that held 0.5% of the mass and 69% of its chain's
-    draws came out at 15%, and a right tempered run was judged to have missed it
-    (docs/validation.md, "A chain's region is a slice of its mode").  A bridge whose
+    with every draw the bridge would weigh the whole mode, and a right tempered run
+    would be judged to have missed a thin slice.  A bridge whose
     error is not finite, or that rests on fewer than :data:`REGION_ESS_MIN` effective
     draws, counts as failed."""
     def region(values: Mapping[str, NDArray[np.float64]]) -> NDArray[np.bool_]:
@@ -382,9 +373,8 @@ class DivergedCheck:
     """The ``split_divergences`` reason of a tempered fit run after a split refused for
     divergences (after the split's own remedy, a higher ``adapt_delta``, where the budget
     paid for it): the model has a region plain NUTS cannot enter, and the tempered chains near
-    beta = 1 meet the same region.  Tempering alone missed the arms of
-    ``curved_pair_2d``'s bananas with every other check passed (var[x2] 5.6 standard
-    errors low; docs/validation.md), so the run is not judged ok.  A class, not a
+    beta = 1 meet the same region, and can miss it with every other check passed
+    (docs/decisions.md), so the run is not judged ok.  A class, not a
     closure, so that a fit still pickles.
     """
 

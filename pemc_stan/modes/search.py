@@ -39,14 +39,13 @@ MAX_PATHS_FACTOR = 16
 #: wall time per path (a round is given at least :data:`MIN_ROUND_SECONDS`): starts
 #: far out can put an ODE solver where the model is slow.  Per round and per path, never
 #: on the total, so that what is found does not depend on the machine
-#: (docs/validation.md, "Why the constants are what they are").
+#: (docs/decisions.md).
 ROUND_TIME_FACTOR = 8.0
 MIN_ROUND_SECONDS = 5.0
 #: Draws per path of the search's later rounds (a tenth of the first round's, at least
 #: this): they only place and weigh modes, while the first round's draws (``draws`` per
-#: path) also shape the base.  Evaluating every draw's density was most of the search's
-#: cost: with all rounds at 1000 draws per path CT's median wall time on posteriordb
-#: went from 2.56 to 3.15 times NUTS's.
+#: path) also shape the base.  Evaluating every draw's density is most of the search's
+#: cost, so the later rounds draw fewer.
 SEARCH_DRAWS_MIN = 50
 #: A density evaluation that fails (CmdStan's ``log_prob`` fails the whole call for one
 #: bad point) is retried on halves, this many times deep, so that only the points near
@@ -55,8 +54,8 @@ DENSITY_SPLITS = 4
 #: Restarts near the modes found (:meth:`~pemc_stan.modes.pilot.BasePilot._restarts`):
 #: this many paths in the first round, doubled each round ...
 RESTART_PATHS = 16
-#: ... for at most this many rounds (240 restarts: with 16 modes of 5-10% of the mass
-#: each, 96 restarts still saw one of them once in about 2 searches of 5).
+#: ... for at most this many rounds (240 restarts: with many modes of similar mass,
+#: fewer restarts often still see one of them only once).
 RESTART_ROUNDS = 4
 #: The restarts start from the found modes' covering Gaussian with its standard
 #: deviations multiplied by these in turn: 1 puts starts among the modes found (where a
@@ -81,9 +80,8 @@ def unseen_share(paths_per_mode: NDArray[np.intp] | list[int], paths: int) -> fl
     ``q``), with one more singleton counted: a search must see every mode at least
     twice *and* have run about ``1 / UNSEEN_SHARE_MAX`` paths before it stops (72: two
     cycles of radii).  (With
-    f1 alone, 24 paths that all ended at one mode stopped the search of a model whose
-    second mode, at 14, has a basin of 35% of the starts within radius 32: L-BFGS from
-    far out overshoots into the wide mode's basin.)
+    f1 alone, a round whose paths all ended at one mode would stop the search, though
+    L-BFGS from far out can overshoot into a wide mode's basin past another mode.)
 
     Raises
     ------

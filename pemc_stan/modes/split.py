@@ -13,7 +13,7 @@ each cell's chains gives ``log Z_k``
 tempered chain cannot do when a mode is narrow: the geometric path
 ``gamma^beta b^(1 - beta)`` has an entropy barrier inside a narrow mode's cell (the
 volume ratio of the base's scale to the mode's), which no beta bias fitted to all
-modes together lifts (docs/validation.md, "Experiment: one NUTS chain per mode").
+modes together lifts (docs/decisions.md).
 
 :func:`split_modes` runs the chains the user asked for from where CmdStan would start
 them (scouts: a mode the search missed can catch one, whose draws then disagree with
@@ -94,8 +94,7 @@ SCOUT_SEED_OFFSET = 15485863
 #: separated, and the chains would cost more than tempering).
 MAX_SPLIT_MODES = 24
 #: A split refused for mass no group holds searches again from that mass at most this
-#: many times (each within the budget; once was not always enough: docs/validation.md,
-#: "Why the constants are what they are").
+#: many times (each within the budget; once is not always enough: docs/decisions.md).
 MAX_EXTENSIONS = 2
 #: A split refused only for these reasons (slow mixing within a group of modes) runs once
 #: more, twice as long, from where its chains ended (:func:`_remedied`), when the
@@ -106,10 +105,9 @@ SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree", "sd_precision")
 #: budget allows, and its verdict names what is still short.
 IMPRECISE_REASONS = frozenset({"sd_precision"})
 #: Predicted cost of the split run again one step further along ``ADAPT_DELTA_STEPS``, in
-#: multiples of the run before it (``k`` steps: this to the power ``k``): on a
-#: banana-shaped mode 0.8 -> 0.95 made an iteration 1.4-1.55 times as long, and
-#: 0.8 -> 0.99 about 2.6 times (docs/validation.md, "A mode's missed region"; "The
-#: split's last step first").  Measured, so the budget takes it without a further margin.
+#: multiples of the run before it (``k`` steps: this to the power ``k``): a smaller step
+#: size lengthens each iteration by about this much a step.  It is a measured cost, so
+#: the budget takes it without a further margin (docs/decisions.md).
 ADAPT_DELTA_COST = 1.6
 
 
@@ -548,8 +546,8 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
     run's draws in base coordinates, (chains, draws, D)).  The wide
     importance sampler (:func:`~pemc_stan.modes.wide.wide_sample`) runs only for a split
     every other check
-    passed: it can only refuse it, and on the Boltzmann relaxation it took 4-25 s to
-    draw for a split its chains' R-hat had already refused."""
+    passed: it can only refuse it, and its draws cost seconds that a split already
+    refused does not need."""
     centres = np.asarray(search.centres, dtype=float)
     n_chains, n_draws, dim = z.shape
     classify: Callable[[NDArray[np.float64]], NDArray[np.intp]] = \
@@ -628,8 +626,8 @@ def _unmixed_group(run: cmdstanpy.CmdStanMCMC, names: list[str], groups: NDArray
                    n_groups: int) -> tuple[str, float] | None:
     """The verdict's R-hat check (:meth:`ModeSplitFit.convergence`: the largest of the
     groups' R-hat of each parameter) before the masses are estimated: a split it refuses
-    is refused without bridge sampling (on the Boltzmann relaxation, 3-5 s a run for
-    chains whose R-hat within their one group was 3.2).  Why and the R-hat, or None
+    is refused without bridge sampling, which would cost seconds for nothing.  Why and
+    the R-hat, or None
     when it passes.
 
     Raises

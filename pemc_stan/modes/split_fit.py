@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
+from pemc_stan.errors import emit_warning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import (
@@ -27,7 +28,7 @@ from pemc_stan.modes.grouping import LEFT_SHARE_MAX, group_stats, worst_rhat
 from pemc_stan.modes.search import ModeSearch
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason
-from pemc_stan.sampling.fit import ExtendedFit, emit_warning
+from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
 logger = logging.getLogger(__name__)
@@ -77,15 +78,13 @@ class ModeSplitFit(ExtendedFit):
     """
 
     resampling = "pooled"
-    #: Plain NUTS on the user's model: any divergence is suspect, as Stan warns (on a
-    #: banana-shaped mode, 0.14% of the transitions diverged and the chains missed its
-    #: arms: docs/validation.md, "A mode's missed region").
+    #: Plain NUTS on the user's model: any divergence is suspect, as Stan warns (a few
+    #: divergences can be all that shows the chains missed a curved mode's arms).
     any_divergence: ClassVar[bool] = True
     #: ... and trajectories cut at the maximum tree depth are, as Stan says, a cost, not a
     #: bias: each group's chains need not cross to another mode, and a mode's far regions
-    #: missed show in R-hat and ESS. Alone they do not refuse the split (posteriordb's
-    #: diamonds: 80% of plain NUTS's transitions cut, the answer right at 0.05 sd, and the
-    #: refused split's tempered run took 2.4 times as long and was suspect for the same).
+    #: missed show in R-hat and ESS. Alone they do not refuse the split: the tempered run
+    #: that would replace it costs more and meets the same cut trajectories.
     minor_reasons: ClassVar[frozenset[str]] = frozenset({"max_treedepth"})
     #: The split runs longer within the budget itself (:func:`~pemc_stan.modes.split.
     #: _remedied`); the method's model would continue the method, not these chains.

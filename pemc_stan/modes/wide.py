@@ -49,7 +49,7 @@ __all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_
 #: covering Gaussian, half with its standard deviations as they are (among the modes
 #: found) and half doubled (beyond them) ...
 WIDE_SPREADS = (1.0, 2.0)
-#: ... this many draws at a time (in 2-D, 100,000 densities take about 0.7 s).
+#: ... this many draws at a time (cheap next to a run in a few dimensions).
 WIDE_DRAWS = 100_000
 
 
@@ -63,9 +63,8 @@ WIDE_MODE_SPREAD = 1.25
 #: ... until the standard error of the mass they see beyond the groups' (a share of the
 #: groups') is at most the lightest group's share over ``WIDE_EXCESS_Z + WIDE_POWER_Z``
 #: (a missing mode as heavy as the lightest found is seen), within these bounds, at most
-#: :data:`WIDE_BATCHES` batches ...  (With a fixed 0.02, one of the 20 modes of the
-#: mixture on R^2, 5% of the mass, went unseen at 2.5 standard errors and a split with
-#: log Z -0.05 +- 0.004 was judged ok.)
+#: :data:`WIDE_BATCHES` batches ...  (A fixed bound cannot see a missing mode lighter
+#: than it, however many modes share the mass.)
 WIDE_SE_MAX = 0.02
 WIDE_SE_MIN = 0.005
 WIDE_BATCHES = 8
@@ -193,10 +192,9 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     with its standard deviations times each of :data:`WIDE_SPREADS`, and with
     ``modes`` (Gaussians fitted to the found modes' draws) the defensive mixture of
     that and of them, half each.  Its estimate of ``Z`` is unbiased either way; when
-    the modes hold all the mass, their half keeps the weights nearly even (on the
-    mixture on R^2 one batch then reached the precision eight batches of the covering
-    Gaussians alone did not), and a mode missing from them is still reached by the
-    covering half.  ``df``: the covering parts' Student-t tails (:func:`_proposal`).
+    the modes hold all the mass, their half keeps the weights nearly even (far more
+    precise than the covering Gaussians alone), and a mode missing from them is still
+    reached by the covering half.  ``df``: the covering parts' Student-t tails (:func:`_proposal`).
     ``-inf`` where the density is not finite.  None when the draws cannot be evaluated
     (the split is then judged without them).
 
@@ -272,8 +270,8 @@ def wide_sample(coords: Any, base: BaseDensity, evaluator: LogDensity,
     not see the missing mass it is meant to see (``WIDE_EXCESS_Z + WIDE_POWER_Z`` times
     its resolution) at even one standard error after :data:`WIDE_BATCHES` batches (the
     error falls as one over the square root of the draws: in many dimensions the
-    weights are so uneven that it never gets anywhere, and the Boltzmann relaxation's
-    27 dimensions ran all 8 batches, 25 s, for nothing).  Returns the log weights and
+    weights are so uneven that it never gets anywhere, and every batch would be spent
+    for nothing).  Returns the log weights and
     their draws (base coordinates)."""
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
@@ -308,12 +306,12 @@ def wide_sample(coords: Any, base: BaseDensity, evaluator: LogDensity,
 MOMENT_DF = 3.0
 #: ... first this many draws, and only when they hold :data:`~pemc_stan.output.diagnostics.ESS_MIN`
 #: effective draws or more (fewer, and the whole batch could not check anything: in many
-#: dimensions the weights are too uneven, as on the Boltzmann relaxations' 19 and 27) ...
+#: dimensions the weights are too uneven) ...
 MOMENT_PILOT = 10_000
-#: ... the rest of this many (in 2-D about 0.7 s), whose Pareto-smoothed weights must
-#: then have a k of at most :data:`MOMENT_K_MAX`, where PSIS estimates and their errors
-#: hold (Vehtari et al. 2024).  The pilot alone cannot judge k: on a banana's far arm it
-#: gave 1.2-1.3 at 10,000 draws and 0.43-0.54 at 100,000 (four seeds).
+#: ... the rest of this many, whose Pareto-smoothed weights must then have a k of at
+#: most :data:`MOMENT_K_MAX`, where PSIS estimates and their errors hold (Vehtari et al.
+#: 2024).  The pilot alone cannot judge k: on a curved mode's far arm k from the pilot's
+#: draws is far above its value from the whole batch.
 MOMENT_DRAWS = 100_000
 MOMENT_K_MAX = 0.7
 #: A run's mean or variance this many combined standard errors from the importance
@@ -341,9 +339,9 @@ def _moment(values: NDArray[np.float64], log_w: NDArray[np.float64]) -> tuple[fl
     with weight is not finite (a bound's exp overflowed far out in the tails; values of
     draws whose weight underflows to 0 do not count).
 
-    The function's own Pareto k (``w |f - E f|``) is not asked: at 100,000 draws it was
-    0.72-0.82 on the means of ``funnel_5d``'s right runs (|z| at most 1.4), so it would
-    withhold every check there while telling nothing.
+    The function's own Pareto k (``w |f - E f|``) is not asked: on heavy-tailed targets
+    it exceeds the bound for runs that are right, so it would withhold the check while
+    telling nothing.
     """
     try:
         with np.errstate(all="ignore"):
@@ -453,7 +451,7 @@ class WideMomentsCheck:
     :data:`MOMENT_Z_MAX` combined standard errors from the wide importance estimate
     (:func:`wide_moments`).  Tempered chains that rarely reach part of a mode (a
     banana's arms, a Student-t mode's tails) give estimates whose error bars are too
-    small, with every chain agreeing (docs/validation.md); importance draws reach those
+    small, with every chain agreeing (docs/decisions.md); importance draws reach those
     regions without a chain.  It judges the estimate the fit reports: its cells' where
     it has them (:attr:`~pemc_stan.sampling.fit.ExtendedFit.cell_estimate`, whose parts
     may miss such regions too).  A class, not a closure, so that a fit still pickles.

@@ -204,7 +204,7 @@ def chains_disagree(estimates: NDArray[np.float64], std_errors: NDArray[np.float
 TREEDEPTH_WARN_SHARE = 0.01
 #: Share above which the verdict is suspect: a tenth of the moves cut short is where a
 #: tempered run loses its moves between modes, which R-hat over four chains can miss
-#: (docs/validation.md, "Why the constants are what they are").
+#: (docs/decisions.md).
 TREEDEPTH_SUSPECT_SHARE = 0.1
 
 

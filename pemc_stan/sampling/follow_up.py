@@ -76,7 +76,7 @@ SMALLER_STEP_REASONS = ("divergences", "mode_acceptance")
 TREEDEPTH_STEPS = (10, 12, 14)
 #: A step's cost is predicted as the last run's gradients per iteration times its
 #: iterations, times this margin: a new round's base and step size change the cost per
-#: iteration (docs/validation.md, "Why the constants are what they are").
+#: iteration (docs/decisions.md).
 PREDICTION_MARGIN = 1.5
 #: The fastest fall of ``R-hat^2 - 1`` with the draws ``n``: as ``n**-2`` while the chains'
 #: starts still set their means (a start's pull on a chain's mean fades as one over its
@@ -84,7 +84,7 @@ PREDICTION_MARGIN = 1.5
 #: different modes.  The first longer run is allowed this fall (the chains' starts are
 #: strongest in the first run); later ones the stationary fall, as one over the draws.
 #: The fall measured between two runs of four chains is too noisy to judge by
-#: (docs/validation.md, "A longer run judged by its start's fading").
+#: (docs/decisions.md).
 TRANSIENT_RATE = 2.0
 #: Reasons that more draws from where the last run ended can fix.
 LONGER_REASONS = ("rhat", "ess", "sd_precision", "chains_agree", "beta_round_trips", "beta_ends",
@@ -290,8 +290,7 @@ def carries_floor(settings: dict[str, Any], new: dict[str, Any]) -> bool:
     it was judged sound and short, so its error is what the longer run must at least
     show.  A step that changes ``adapt_delta`` or ``max_treedepth`` answers a run whose
     exploration the verdict found faulty (divergences, a mode's acceptance, cut
-    trajectories), and that run's error, swollen by the fault, is no yardstick
-    (docs/validation.md, "A faulty run's error is no floor").
+    trajectories), and that run's error, swollen by the fault, is no yardstick.
 
     Raises
     ------

@@ -3,10 +3,9 @@
 CmdStan's warm-up starts with the unit metric.  When the posterior's scales in
 the unconstrained coordinates differ by orders of magnitude, the first
 adaptation window (75 + 25 iterations) runs with tiny step sizes and trees of
-hundreds of leapfrog steps until the first metric estimate arrives.  On
-posteriordb's ``kidiq`` (variances 37 and 0.001) that window took 47% of the
-gradients of a pseudo-extended run (measured with ``save_warmup``).  The
-pilot's base density (a Gaussian in base coordinates fitted to the posterior,
+hundreds of leapfrog steps until the first metric estimate arrives, and that
+window can cost a large share of a run's gradients.  The pilot's base density
+(a Gaussian in base coordinates fitted to the posterior,
 :mod:`pemc_stan.methods.base_density`) knows these scales before NUTS starts:
 it has the marginal variance of every base coordinate, and the base
 coordinates of every supported type have the same number of entries, in the
@@ -19,13 +18,10 @@ scales).
 
 Pseudo-extended MCMC uses it (its copies also start at draws of the base, and
 its tempered copies are what finds a mode the pilot missed).  Continuous
-tempering does not: measured side by side on the validation cases, the base's
-metric made its chains that start at CmdStan's random inits stall more often
-where the model's density is numerically explosive (posteriordb's ``arma11``)
-and diverge more (``gp_pois_regr``), for a median wall time of 2.64 times
-NUTS's against 2.97 without it; and its
-chains must keep CmdStan's random inits, so that one can start in a mode the
-pilot missed.
+tempering does not: with the base's metric its chains, which start at CmdStan's
+random inits, stalled more often where the density is numerically explosive and
+diverged more (docs/decisions.md); and its chains must keep CmdStan's random
+inits, so that one can start in a mode the pilot missed.
 
 :class:`WarmStart` carries the metric; :meth:`WarmStart.kwargs` adds it to
 the ``CmdStanModel.sample`` arguments where the user set none, and

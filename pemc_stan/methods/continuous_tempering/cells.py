@@ -27,7 +27,7 @@ MERGE_RATE = 0.05
 MIN_CELL_DRAWS = 50
 #: A mode's cell whose mean acceptance statistic at beta > 0.5 is below this share of
 #: the other cells' was sampled with a step size too large for it (:meth:`mode_acceptance`;
-#: the measurements are in docs/validation.md, "A narrow mode beside a wide one").
+#: docs/decisions.md).
 MODE_ACCEPT_RATIO = 2.0 / 3.0
 #: Fewest draws at beta > 0.5 in a cell for its acceptance to be judged.
 MODE_ACCEPT_DRAWS = 30
@@ -41,9 +41,9 @@ def join_crossed_cells(labels: NDArray[np.intp], mass: NDArray[np.float64],
     Repeatedly joins the two cells with the most steps between them at ``beta
     > 0.5`` while that count is at least ``MERGE_CROSSINGS`` and at least
     ``MERGE_RATE`` times ``2 H p_i p_j``, the count of ``H`` such steps between
-    independent draws whose shares of the cells are ``p_i`` and ``p_j``
-    (``bimodal_1d``, modes 6 sd apart: 0-6 steps against about 1300; one mode
-    split in two: a share of order one over the autocorrelation time); then a cell with
+    independent draws whose shares of the cells are ``p_i`` and ``p_j`` (separated
+    modes: a tiny share of that count; one mode split in two: a share of order one
+    over the autocorrelation time); then a cell with
     fewer than ``MIN_CELL_DRAWS`` draws, or whose base-end weights ``w_0``
     (``log_w0``) have a Kish ESS below ``MIN_CELL_DRAWS / 5`` (its ``E[w_0 1_k]``,
     the denominator of its share of ``Z``, rests on a few draws: a cell the

@@ -320,11 +320,10 @@ class ContinuousTemperingFit(ExtendedFit):
         ``log zeta`` from it; as the evidence it is :meth:`log_z`).
 
         Only this run's draws count (the final bootstrap round's).  Pooling the
-        rounds' estimates by their inverse variances was tried and rejected: over
-        50 seeded fits of each model of ``benchmarks/calibration.py`` the pooled
-        z-scores had sd 1.20-1.27 and the +-2 SE intervals covered 86-94% (the
-        final round alone, same seeds: sd 1.01-1.22, 88-100%).  The earlier
-        rounds are instead a check (``log_z_rounds``).
+        rounds' estimates by their inverse variances was rejected: its intervals
+        covered the truth less often than the final round's alone
+        (docs/decisions.md).  The earlier rounds are instead a check
+        (``log_z_rounds``).
 
         Returns
         -------
@@ -534,8 +533,7 @@ class ContinuousTemperingFit(ExtendedFit):
             "weight_ess", f"the Kish ESS of the target weights w_1 is {kish:.0f} "
             f"(< {ESS_MIN:.0f})", "run longer (iter_sampling) or improve log zeta")
         # No Pareto k-hat: w_1 = p(beta = 1 | x) <= 1 is bounded, so the weights always have
-        # finite variance; k-hat of bounded weights flags skew, not failure (half_normal_scale:
-        # k-hat 1.9 on a fit whose log Z was 1.1 SE from the truth).
+        # finite variance; k-hat of bounded weights flags skew, not failure.
         base_df = self.base_expectations()
         if len(base_df):
             zs = np.abs(np.concatenate([base_df["mean_z"].to_numpy(),

@@ -235,10 +235,9 @@ class ContinuousTemperingModel(MethodModel):
         """The next ``log zeta`` after a round that stayed at the target's end of the bridge.
 
         With (almost) no draws near beta = 0, eq 20 is a ratio of a sum to a
-        near-empty one: it says that ``log Z`` lies above ``log zeta``, not where
-        (earn_height: the ADVI base's ``log zeta`` was 400 nats low, round 0 stayed
-        at beta = 1 and its eq-20 value was 320 nats high, so the last round stayed
-        at beta = 0).  The round's draws are then draws of the target, the next base
+        near-empty one: it says that ``log Z`` lies above ``log zeta``, not where, and
+        taken as the next ``log zeta`` it can overshoot so far that the next round sits
+        at the other end.  The round's draws are then draws of the target, the next base
         is fitted to them, and ``log Z`` is estimated by importance sampling from that
         base (:meth:`~pemc_stan.modes.pilot.BasePilot.importance_log_z`); the eq-20
         value is kept when that fails.  (A round that stayed near beta = 0 sampled
@@ -267,18 +266,17 @@ class ContinuousTemperingModel(MethodModel):
         section-6 bootstrap step).
 
         ``log zeta`` is eq 20's estimate without the post-stratification (a cell whose
-        sampling is incomplete can move the stratified estimate by nats: Boltzmann
-        machine -4, and a zeta that far off leaves the next round's chains at one end
-        of the bridge), or :meth:`_one_ended_zeta` after a round that stayed near
-        beta = 1.  The base is moment-matched to the eq-21 weighted draws (again
-        without the post-stratification: one cell whose ``E[w0 1_k]`` rests on few
-        draws would carry the whole re-fit); a given ``BaseDensity`` is kept.  When
+        sampling is incomplete can move the stratified estimate by nats, and a zeta
+        that far off leaves the next round's chains at one end of the bridge), or
+        :meth:`_one_ended_zeta` after a round that stayed near beta = 1.  The base is
+        moment-matched to the eq-21 weighted draws (again without the
+        post-stratification: one cell whose ``E[w0 1_k]`` rests on few draws would carry
+        the whole re-fit); a given ``BaseDensity`` is kept.  When
         the pilot found several modes, or a refused split's chains widened the first
         round's base (``found.widened``), the re-fitted base is widened to cover that
         base as well (:func:`~pemc_stan.methods.base_density.covering`): a round
         whose chains missed a narrow mode would otherwise re-fit a base without it, and
-        every later round would miss it too (far_modes_2d: the mode of share 0.2 at
-        (4, -9), sd 0.3, was lost after round 1 and the final round judged ok).
+        every later round would miss it too, unnoticed by the final verdict.
         ``history[-1]`` (``fit``'s record) gets ``next_log_zeta`` when it was set so.
         """
         opts: ContinuousTemperingOptions = self.result.options

@@ -67,8 +67,7 @@ class ContinuousTemperingOptions(MethodOptions):
         Gaussian of the target (section 6); a diagonal one drops the
         correlations of e.g. a regression with uncentred predictors, so the
         two ends of the bridge differ in shape and the chains stall between
-        them (posteriordb ``kilpisjarvi``, ``diamonds``: suspect with diag,
-        ok with dense).  Dense costs O(D^2) per density evaluation; with
+        them.  Dense costs O(D^2) per density evaluation; with
         fewer than ``4 D`` pilot draws only the variances are estimated.
     log_zeta
         ``log zeta``; None means "estimate" (importance sampling on the base
@@ -90,25 +89,21 @@ class ContinuousTemperingOptions(MethodOptions):
         (:func:`~pemc_stan.methods.base_density.moment_match`).  The length bias
         (``beta_marginal="length"``) is importance-weighted from round 0's draws
         pooled with as many iid draws of the next base, which represent the next
-        bridge's ``beta = 0`` end (only about 4% of round 0's own draws are near
-        ``beta = 0`` on ``label_switching_2``).  None (the default) draws
+        bridge's ``beta = 0`` end (few of round 0's own draws are near
+        ``beta = 0``).  None (the default) draws
         ``iter_sampling // 4``, at least 250 and at most ``iter_sampling``: round 0's
         sampling is then about a twentieth of a default CT run's time instead of
         a fifth.
     bootstrap_warmup
         Warm-up iterations of round 0 when bootstrap rounds follow it (every
-        later round warms up ``iter_warmup``).  Round 0's warm-up is most of round
-        0's time (88% on posteriordb's ``kidiq``: the early adaptation windows run
-        with the unit metric), and its adaptation only has to be good enough for
-        ``bootstrap_sampling`` draws that re-fit the base, ``log zeta`` and the
-        beta bias.  None (the default) warms up ``iter_warmup // 2``, at least 150
-        (CmdStan's first buffer, one metric window and its last buffer) and at
-        most ``iter_warmup``.  Measured beside NUTS on ten posteriordb cases (seed
-        1): median 2.56 times NUTS's wall time with the whole warm-up, 2.25 with
-        half, 2.23 with a quarter, which left ``arma11``'s round 0 in the region
-        where its density is explosive and its estimate 400 reference sd off
-        (flagged); ``label_switching_2``'s ``log Z`` standard error was the same
-        with half as with the whole warm-up (0.09-0.13 on seeds 1-5).
+        later round warms up ``iter_warmup``).  Round 0's warm-up can be most of
+        round 0's time (the early adaptation windows run with the unit metric), and
+        its adaptation only has to be good enough for ``bootstrap_sampling`` draws
+        that re-fit the base, ``log zeta`` and the beta bias.  None (the default)
+        warms up ``iter_warmup // 2``, at least 150 (CmdStan's first buffer, one
+        metric window and its last buffer) and at most ``iter_warmup``: half saves
+        time without a less precise ``log Z``, while a quarter can leave round 0
+        in a region where the density is explosive (docs/decisions.md).
     bootstrap_tol
         The bootstrap stops early when ``|log Z_r - log Z_{r-1}| <=
         bootstrap_tol * sqrt(se_r^2 + se_{r-1}^2)``.
@@ -119,8 +114,7 @@ class ContinuousTemperingOptions(MethodOptions):
         cannot reach a mode the base gives no mass).  A mode whose basin of
         attraction holds a share ``q`` of the starting region is missed by
         every path with probability ``(1 - q)^num_paths``: for two equal
-        basins 12.5% with 4 paths (measured: 12 of 100 seeds of
-        ``bimodal_1d``) and 0.8% with 8 (1 of 100).  This is the number of
+        basins 12.5% with 4 paths and 0.8% with 8.  This is the number of
         paths of the search's first round; its later rounds start at wider
         radii and run up to 16 times as many in all
         (:meth:`~pemc_stan.modes.pilot.BasePilot.pathfinder`).

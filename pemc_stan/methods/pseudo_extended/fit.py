@@ -305,9 +305,8 @@ class PseudoExtendedFit(ExtendedFit):
         each weighted by its probability of being the target component of its
         marginal mixture (:func:`pemc_stan.methods.pseudo_extended.estimators.mixture_mean`;
         one ratio ``Z / Z_q`` for sampled temperatures, one per pseudo-sample
-        for a fixed ladder).  Same draws, same cost; on the 20-Gaussian mixture
-        its MCSE was 4-14% lower.  The MCSE is that of the per-draw influence
-        series.
+        for a fixed ladder).  Same draws, same cost, and usually a somewhat
+        lower MCSE.  The MCSE is that of the per-draw influence series.
 
         Parameters
         ----------

@@ -65,8 +65,8 @@ class PseudoExtendedModel(MethodModel):
     result: PseudoExtendedResult
     _g_shape: float | None = None
     #: Pathfinder paths and draws per path of the base's pilot (as continuous tempering's:
-    #: on the 0.3 / 0.7 bimodal gallery model 4 paths found both modes for 34 of 40 seeds,
-    #: 8 paths for 39; a base around one mode leaves the hot pseudo-samples near it).
+    #: 8 paths miss a mode far less often than 4, and a base around one mode leaves the
+    #: hot pseudo-samples near it).
     PILOT_PATHS = 8
     PILOT_DRAWS = 1000
 
@@ -193,9 +193,9 @@ class PseudoExtendedModel(MethodModel):
         """Initial values of every pseudo-sample of every chain, drawn from the base.
 
         Stan's default inits, uniform on (-2, 2) in the unconstrained coordinates, can put
-        a copy where the model's density is numerically explosive (posteriordb's arma11:
-        an MA coefficient above 1 makes the errors grow like theta^T, log gamma near
-        -1e11); a hot copy feels only beta times that gradient, warm-up shrinks the step
+        a copy where the model's density is numerically explosive (a time-series
+        coefficient above 1 makes the errors grow geometrically); a hot copy feels only
+        beta times that gradient, warm-up shrinks the step
         size to 0 and the chain never moves.  Draws from the base, fitted to the posterior
         by the pilot, start every copy where the posterior is.  The temperatures keep
         Stan's own inits.  None (Stan's inits) with ``noncentring > 0``, whose raw

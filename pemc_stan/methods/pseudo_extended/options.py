@@ -136,11 +136,9 @@ class PseudoExtendedOptions(MethodOptions):
         ``2 <= N <= 5`` best for the cost (sections 4.1-4.2).  Within that range
         ``N = 2`` is the weakest between separated modes: with one hot and one
         cold copy, a mode change needs the hot copy to land in the other mode
-        and cool while the resampling weight passes to it.  Measured on
-        ``bimodal_4d`` (modes 10 sd apart, seeds 1-3, defaults otherwise): the
-        standard error of P(x1 < 0) was 0.09-0.12 with chains disagreeing at
-        ``N = 2``, 0.03-0.045 with an ok verdict at ``N = 3``, 0.02-0.03 at
-        ``N = 5``, for about 1.5 and 2.5 times the gradients of ``N = 2``.
+        and cool while the resampling weight passes to it.  ``N = 3`` is the
+        fewest that moves reliably between separated modes; more copies lower the
+        error further for proportionally more gradients (docs/decisions.md).
     beta
         ``"estimate"`` (sample ``beta_i`` with prior ``pi`` and instrumental
         ``g``) or a fixed ladder: a sequence of ``N`` values in (0, 1].
@@ -157,23 +155,19 @@ class PseudoExtendedOptions(MethodOptions):
         b^(1 - beta) gamma~^beta <= Z~^beta`` by Hölder's inequality: proper by
         construction for every model; ``"base"`` too when the model has
         likelihood terms (the pilot's base is a shorter bridge to the target than
-        the prior: from the prior, the Boltzmann relaxation's copies needed a bias
-        of more than 30 nats in ``beta``; ``"likelihood"``, ``Z~(beta) = int p
+        the prior, which can be many nats away; ``"likelihood"``, ``Z~(beta) = int p
         L~^beta <= Z~^beta``, remains an option); and ``"posterior"`` with the
         ``"auto"`` instrumental below for a density with no likelihood split (a
         mixture written as one ``target +=``): its hot
         pseudo-samples roam the flattened density, beyond the modes a pilot
         found, where a base fitted by Pathfinder would keep them near the modes
-        it found (the 20-Gaussian mixture on R^2: Pathfinder's paths, started
-        in (-2, 2), find the 2-3 modes near the origin, and base tempering gave
-        two runs of 5 with one corner's modes and an ok verdict), unless the
+        it found (Pathfinder's paths start near the origin and can miss far
+        modes, which a base would then hide behind an ok verdict), unless the
         density has a hierarchical normal prior (non-centred by
         ``reparameterize``): ``gamma^beta`` then pushes the hot pseudo-samples'
-        scale parameter far up (Neal's funnel: to ``v`` near ``18 / beta``,
-        92% divergent transitions), so ``"base"``; likewise when a prior is
-        heavy-tailed (a Cauchy prior's ``gamma^beta`` is not integrable for
-        ``beta <= 1/2``; posteriordb's arma11, whose likelihood is written
-        through a local, was 41 sd off and suspect at ``N = 3``).  When the
+        scale parameter far up into a funnel where NUTS diverges, so ``"base"``;
+        likewise when a prior is heavy-tailed (a Cauchy prior's ``gamma^beta``
+        is not integrable for ``beta <= 1/2``).  When the
         parameters have no base density (``unit_vector``, correlation
         matrices, bounds that depend on container parameters), ``"posterior"``
         replaces ``"base"``.
@@ -196,12 +190,10 @@ class PseudoExtendedOptions(MethodOptions):
         dimension (the instrumental is proper) and leaning to small ``beta`` as a
         uniform ``g`` does in one dimension (uniform for ``d = 1``), instead of
         drifting to 0.  (``Beta(1 + d/2, 1)``, a flat marginal, left the hot
-        pseudo-samples too little time at small ``beta`` on the 1-D mixture.)  ``(a, 1)`` with
+        pseudo-samples too little time at small ``beta``.)  ``(a, 1)`` with
         ``a < 1`` gives each pseudo-sample more time at small ``beta``, where
-        it leaves its mode.  On the 20-Gaussian mixture
-        (``models/gaussian_mixture_20``) ``(0.7, 1)`` lowered the Monte-Carlo
-        error of the moments, ``pi = g = (0.5, 1)`` lowered it further, and
-        ``(0.1, 1)`` left too few pseudo-samples cold and raised it.
+        it leaves its mode; too small an ``a`` leaves too few pseudo-samples
+        cold and raises the error.
     log_scale
         ``log Z^``; None means "estimate with a pilot run" (see
         :mod:`pemc_stan.pipeline`); the transformation itself only declares it
@@ -211,8 +203,7 @@ class PseudoExtendedOptions(MethodOptions):
         ``(beta_min, 1)``).  The default (None) is :data:`AUTO_BETA_MIN` = 0.01
         under whole-posterior tempering, where a pseudo-sample at ``beta`` near 0
         sees an almost flat density and leaves for regions whose curvature NUTS
-        cannot follow (posteriordb garch11: 1,920 of 4,000 transitions divergent
-        with 0, none with 0.01, the same estimates), and 0 (the paper's ``(0, 1)``)
+        cannot follow (NUTS diverges there), and 0 (the paper's ``(0, 1)``)
         under likelihood tempering, where the prior holds every pseudo-sample.  Under
         whole-posterior tempering ``C = int Z~(beta) g(beta) dbeta`` of eq 7
         must be finite, but ``Z~(beta) = int gamma~(x)^beta dx`` grows like
@@ -226,9 +217,7 @@ class PseudoExtendedOptions(MethodOptions):
         roam: around a mode of width ``s``, ``gamma^beta`` has width
         ``s / sqrt(beta)``.  Choose it so that ``s / sqrt(beta_min)`` is one
         to a few times the distance between modes; a much smaller value makes
-        the hot pseudo-samples spend their time far away from every mode
-        (measured in ``models/gaussian_mixture_20/README.md``: 0.001 suits
-        its scenario (a), 0.01 its scenario (b)).
+        the hot pseudo-samples spend their time far away from every mode.
     noncentring
         Partial non-centring exponent ``alpha`` in [0, 1] (default 0: off).
         With ``alpha > 0`` NUTS moves ``v_i`` and the unconstrained coordinates
@@ -240,14 +229,10 @@ class PseudoExtendedOptions(MethodOptions):
         target is unchanged; only the sampler's geometry is.  Supported for
         ``real``, ``vector``, ``row_vector`` and ``matrix`` parameters (not
         arrays of them) with no constraint or ``lower``/``upper`` bounds that
-        do not depend on other parameters.  On the 20-Gaussian mixture
-        (scenario (a)) ``0.5`` lowered the Monte-Carlo error per iteration by
-        about 18% at N = 2 (pilots, where warm-up succeeded) and 8-15% at
-        N = 10 (ten 50,000-iteration benchmark seeds, none failed), for 1.3
-        and 1.8 times the gradient evaluations: fewer iterations for the same
-        error, but more gradients.  At N = 2 warm-up ended with a too large
-        step size (divergences, doubled error) in 4 of 18 runs against 1 of 12
-        without it, so check the divergences.  ``1`` was worse than ``0``.
+        do not depend on other parameters.  A middle value such as ``0.5`` can
+        lower the error per iteration but costs more gradients per iteration, and
+        with few pseudo-samples warm-up may end with too large a step size: check
+        the divergences (docs/decisions.md).
     beta_marginal
         ``"length"`` (the default): when the inverse temperatures are sampled from
         a uniform ``g`` with ``pi = g`` under likelihood or base tempering and
@@ -259,9 +244,8 @@ class PseudoExtendedOptions(MethodOptions):
         ``g(beta) ∝ exp(-h(beta))`` (and ``pi = g``, so the weights are unchanged).
         With a uniform ``g`` the copies' ``beta``-marginal is ``∝ Z~(beta)``, which
         dips by nats between the ends when the base (or prior) differs from the
-        target: on the Boltzmann relaxation (27-D, base tempering) 44% of the
-        copies' time was at ``beta > 0.9`` and only 4% in each tenth between 0.1
-        and 0.7, so a copy seldom carried a new mode from the base to the target.
+        target: the copies then crowd near ``beta = 1`` and seldom carry a new mode
+        from the base to the target.
         ``"flat"``: one round with the uniform ``g``.
     reparameterize
         ``"auto"`` (the default): non-centre hierarchical normal priors in the
