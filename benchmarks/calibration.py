@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     import dataclasses
 
     from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-    from pemc_stan.output.writers import json_safe
+    from pemc_stan.output.json_values import json_safe
 
     ct_defaults = json_safe(dataclasses.asdict(ContinuousTemperingOptions()))
     print(f"calibration of CT log Z standard errors: {args.fits} fits per model, defaults "

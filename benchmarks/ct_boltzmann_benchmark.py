@@ -115,7 +115,7 @@ def mean_field_base(gen: ModuleType, data: dict[str, Any], seed: int, restarts: 
 
     As in the CT paper's section 7.2: no enumeration or ground truth is used.
     """
-    from pemc_stan.methods.base_density import BaseDensity
+    from pemc_stan.core.base_density import BaseDensity
 
     mf = gen.mean_field_base(np.asarray(data["Q"]), np.asarray(data["b"]), restarts=restarts,
                              seed=seed)

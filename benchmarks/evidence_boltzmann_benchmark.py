@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     import pemc_stan
     from pemc_stan.backend import runtime
     from pemc_stan.backend.compile import compile_model
-    from pemc_stan.evidence import evidence as estimate_evidence
+    from pemc_stan.run.evidence import evidence as estimate_evidence
 
     runtime.activate()
     ct_bench = load_ct_benchmark()

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 import pemc_stan
-from pemc_stan.examples import example
+from pemc_stan.stan.examples import example
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "false_alarms.jsonl"

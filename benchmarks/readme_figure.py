@@ -21,7 +21,7 @@ import numpy as np
 
 from pemc_stan.backend import runtime
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.pipeline import method_model
+from pemc_stan.run.pipeline import method_model
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "models" / "gaussian_mixture_20"

@@ -259,9 +259,9 @@ def run_nuts(case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
 
 def run_method(case: dict[str, Any], method: str, args: argparse.Namespace) -> dict[str, Any]:
     import pemc_stan
-    from pemc_stan.inputs import read_program
     from pemc_stan.modes.density import DensityEvaluator
-    from pemc_stan.pipeline import method_model
+    from pemc_stan.run.pipeline import method_model
+    from pemc_stan.stan.inputs import read_program
 
     folder = case["folder"]
     data = _data(folder)

@@ -16,16 +16,17 @@ warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refac
 
 from pemc_stan._version import __version__  # noqa: E402
 from pemc_stan.errors import OptionsError, PemcStanError  # noqa: E402
-from pemc_stan.evidence import bayes_factor, evidence  # noqa: E402
+from pemc_stan.estimators.log_z import bayes_factor  # noqa: E402
 from pemc_stan.methods.continuous_tempering import (  # noqa: E402
-    ContinuousTemperingFit,
-    ContinuousTemperingOptions,
+                        ContinuousTemperingFit,
+                        ContinuousTemperingOptions,
 )
 from pemc_stan.methods.pseudo_extended import (  # noqa: E402
-    PseudoExtendedFit,
-    PseudoExtendedOptions,
+                        PseudoExtendedFit,
+                        PseudoExtendedOptions,
 )
-from pemc_stan.pipeline import sample, transform, transform_result  # noqa: E402
+from pemc_stan.run.evidence import evidence  # noqa: E402
+from pemc_stan.run.pipeline import sample, transform, transform_result  # noqa: E402
 
 __all__ = ["__version__", "transform", "transform_result", "sample", "evidence",
            "bayes_factor", "PseudoExtendedFit", "ContinuousTemperingFit",

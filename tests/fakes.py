@@ -11,13 +11,13 @@ import pandas as pd
 from scipy.special import logit
 from scipy.stats import norm
 
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PseudoExtendedWarning
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
-from pemc_stan.modes.search import ModeSearch
 from pemc_stan.modes.split_fit import ModeSplitFit
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 
 CODE = """
 data { int<lower=1> K; vector[K] y; real<lower=0> s; }

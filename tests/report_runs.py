@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from fakes import LOG_Z, exact_ct_fit, fake_pe_fit
 
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.modes.search import ModeSearch
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.search import ModeSearch
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import SavedFit, save_fit
 

@@ -1,0 +1,1 @@
+"""The CmdStan runtime: finding or building it, compiling programs, running its methods."""

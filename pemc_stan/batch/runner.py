@@ -195,9 +195,9 @@ def execute(task: ResolvedTask) -> dict[str, Any]:
         Only when the worker itself is interrupted.
     """
     from pemc_stan._version import __version__
-    from pemc_stan.inputs import read_program
     from pemc_stan.output.writers import save_fit
-    from pemc_stan.pipeline import sample
+    from pemc_stan.run.pipeline import sample
+    from pemc_stan.stan.inputs import read_program
 
     start = time.perf_counter()
     worker = f"{socket.gethostname()}:{os.getpid()}"

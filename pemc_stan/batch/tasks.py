@@ -45,8 +45,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
 def _sampler_defaults() -> dict[str, Any]:
-    """The defaults of :class:`pemc_stan.pipeline.SamplerArgs` (one home for them)."""
-    from pemc_stan.pipeline import SamplerArgs
+    """The defaults of :class:`pemc_stan.run.pipeline.SamplerArgs` (one home for them)."""
+    from pemc_stan.run.pipeline import SamplerArgs
 
     return {f.name: f.default for f in dataclasses.fields(SamplerArgs)
             if f.name in ("chains", "iter_warmup", "iter_sampling")}
@@ -54,7 +54,7 @@ def _sampler_defaults() -> dict[str, Any]:
 
 def _canonical(value: Any) -> Any:
     """``value`` as plain JSON types (NumPy arrays to lists), for hashing and records."""
-    from pemc_stan.output.writers import json_safe
+    from pemc_stan.output.json_values import json_safe
 
     return json_safe(value)
 
@@ -109,7 +109,7 @@ class Task:
 
     def _settle(self) -> tuple[registry.Method, Any]:
         """The task's method and validated options, after checking every argument."""
-        from pemc_stan.pipeline import SamplerArgs
+        from pemc_stan.run.pipeline import SamplerArgs
 
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise OptionsError("name", self.name, "a task name of letters, digits, '_', '.' "
@@ -153,8 +153,8 @@ class Task:
         StanProgramError, DataError, OSError
             For an unreadable or invalid program or data.
         """
-        from pemc_stan.examples import example, is_example
-        from pemc_stan.inputs import read_data, read_program
+        from pemc_stan.stan.examples import example, is_example
+        from pemc_stan.stan.inputs import read_data, read_program
 
         spec, options = self._settle()
         model: Any = self.model
@@ -287,7 +287,7 @@ def _task_from(entry: Mapping[str, Any], base: Path, where: str) -> Task:
                            f"{missing!r}; give every task a name and a model")
     values = dict(entry)
     model = str(values["model"])
-    from pemc_stan.examples import is_example
+    from pemc_stan.stan.examples import is_example
 
     if isinstance(values["model"], str) and not is_example(model) and "\n" not in model \
             and "{" not in model:  # a path (program text has braces)

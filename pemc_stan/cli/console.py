@@ -17,9 +17,9 @@ import warnings
 from typing import Any
 
 from pemc_stan.backend import progress
-from pemc_stan.backend.progress import PROGRESS_INTERVAL, StageLines
+from pemc_stan.backend.progress import StageLines
 
-__all__ = ["configure_logging", "StageLines", "PROGRESS_INTERVAL"]
+__all__ = ["configure_logging"]
 
 
 class _OncePerMessage(logging.Filter):

@@ -28,11 +28,12 @@ from pemc_stan.cli.options import (
     seed_line,
 )
 from pemc_stan.errors import CliError
-from pemc_stan.evidence import canonical_estimator, evidence
 from pemc_stan.methods import registry
 from pemc_stan.output.folder import check_output_file, write_text_atomically
-from pemc_stan.output.writers import json_safe
-from pemc_stan.pipeline import SamplerArgs
+from pemc_stan.output.json_values import json_safe
+from pemc_stan.run.evidence import evidence
+from pemc_stan.run.evidence_options import canonical_estimator
+from pemc_stan.run.pipeline import SamplerArgs
 
 __all__ = ["add_parser", "run"]
 

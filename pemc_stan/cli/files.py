@@ -8,9 +8,9 @@ from typing import Any
 
 from pemc_stan.cli.errors import ExitCode
 from pemc_stan.errors import CliError, DataError
-from pemc_stan.examples import example, is_example
-from pemc_stan.inputs import StanProgram, read_program
-from pemc_stan.inputs import read_data as read_inputs_data
+from pemc_stan.stan.examples import example, is_example
+from pemc_stan.stan.inputs import StanProgram, read_program
+from pemc_stan.stan.inputs import read_data as read_inputs_data
 
 __all__ = ["MODEL_HELP", "model_and_data", "existing_file", "read_model", "read_data"]
 

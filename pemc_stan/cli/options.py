@@ -1,13 +1,13 @@
 """Command-line flags derived from the registered methods' options dataclasses.
 
 Every field of a method's options class (declared with
-:func:`pemc_stan.methods.options.option`) becomes a flag: ``n_pseudo`` is
+:func:`pemc_stan.core.options.option`) becomes a flag: ``n_pseudo`` is
 ``--n-pseudo``, with the field's help text, parser, metavar and choices, and
 its default shown from the dataclass.  A flag shared by several methods
 (``--temper``) is added once.  Flags default to None ("not given"), so the
 options' own defaults apply.  The sampler's flags (``--chains``,
 ``--max-treedepth``, ``--inits``, ...) are derived the same way from the fields
-of :class:`~pemc_stan.pipeline.SamplerArgs`.
+of :class:`~pemc_stan.run.pipeline.SamplerArgs`.
 
 ``--method`` is checked as it is parsed: an unknown method is reported as one
 line of cause and one of remedy (:class:`UnknownMethod`), not after argparse's
@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pemc_stan.cli.errors import ExitCode
+from pemc_stan.core.options import cli_fields
 from pemc_stan.errors import CliError
 from pemc_stan.methods import registry
-from pemc_stan.methods.options import cli_fields
-from pemc_stan.pipeline import SamplerArgs
+from pemc_stan.run.pipeline import SamplerArgs
 
 __all__ = ["flag_of", "add_method_options", "add_sampler_options", "method_options",
            "method_spellings", "sampler_options", "seed_line", "UnknownMethod"]
@@ -157,7 +157,7 @@ def method_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_sampler_options(p: argparse.ArgumentParser) -> None:
-    """One flag per field of :class:`~pemc_stan.pipeline.SamplerArgs` that has one, with
+    """One flag per field of :class:`~pemc_stan.run.pipeline.SamplerArgs` that has one, with
     cmdstanpy's names: ``--chains``, ``--iter-warmup``, ``--iter-sampling``, ``--seed``,
     ``--adapt-delta``, ``--max-treedepth``, ``--metric``, ``--thin``,
     ``--parallel-chains``, ``--inits``, ``--refresh``.
@@ -172,7 +172,7 @@ def add_sampler_options(p: argparse.ArgumentParser) -> None:
 
 
 def sampler_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The sampler's flags given on the command line, as :class:`~pemc_stan.pipeline.
+    """The sampler's flags given on the command line, as :class:`~pemc_stan.run.pipeline.
     SamplerArgs` keywords (the others keep its defaults).
 
     Raises

@@ -22,8 +22,8 @@ from pemc_stan.cli.report import report_files
 from pemc_stan.methods import registry
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
-from pemc_stan.pipeline import SamplerArgs, settle
-from pemc_stan.pipeline import run as run_method
+from pemc_stan.run.pipeline import SamplerArgs, settle
+from pemc_stan.run.pipeline import run as run_method
 from pemc_stan.sampling.follow_up import DEFAULT_BUDGET
 
 __all__ = ["add_parser", "run", "EPILOG"]

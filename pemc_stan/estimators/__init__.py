@@ -1,0 +1,1 @@
+"""Estimators: pure functions of draws and log weights (means, errors, log Z)."""

@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from pemc_stan.errors import ImproperPriorError
-from pemc_stan.inputs import StanProgram
 from pemc_stan.stan import ast
 from pemc_stan.stan.evaluate import evaluate, scalar_definitions, size_of, with_definitions
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.printer import print_expr
 
 __all__ = ["PriorGap", "PriorReport", "prior_report", "improper_prior"]
@@ -241,7 +241,7 @@ def improper_prior(program: StanProgram, data: Mapping[str, Any],
     """The error that refuses ``log Z`` of a program with a flat, improper prior, or None.
 
     The one test of whether a model's evidence is defined:
-    :func:`~pemc_stan.evidence_sources.check_prior` raises what it returns, and a fit's
+    :func:`~pemc_stan.run.evidence_sources.check_prior` raises what it returns, and a fit's
     ``log_z()`` and ``estimates.json`` report it.
 
     Parameters

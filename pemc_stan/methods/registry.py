@@ -22,15 +22,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pemc_stan.core.marginalise import marginalise
+from pemc_stan.core.options import MethodOptions, field_names
+from pemc_stan.core.result import TransformResult
 from pemc_stan.errors import OptionsError, UnsupportedConstructError
-from pemc_stan.methods.marginalise import marginalise
-from pemc_stan.methods.options import MethodOptions, field_names
-from pemc_stan.methods.result import TransformResult
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.model import MethodModel
 
 if TYPE_CHECKING:
-    from pemc_stan.inputs import StanProgram
+    from pemc_stan.stan.inputs import StanProgram
 
 __all__ = ["DEFAULT_METHOD", "Method", "register", "unregister", "get", "methods",
            "for_estimator"]
@@ -54,12 +54,12 @@ class Method:
     summary
         One line for ``--help``.
     options
-        The options dataclass (a :class:`~pemc_stan.methods.options.MethodOptions`).
+        The options dataclass (a :class:`~pemc_stan.core.options.MethodOptions`).
     transform
         ``transform(program, options) -> result``: a
-        :class:`~pemc_stan.inputs.StanProgram` read once and options validated
+        :class:`~pemc_stan.stan.inputs.StanProgram` read once and options validated
         once (:meth:`build_options`) to a
-        :class:`~pemc_stan.methods.result.TransformResult`; it neither parses nor
+        :class:`~pemc_stan.core.result.TransformResult`; it neither parses nor
         validates again.
     model
         The model class, built as ``model(result, data)``; the default runs the

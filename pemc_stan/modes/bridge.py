@@ -17,9 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.estimators.log_z import EvidenceEstimate, bridge_sampling
-from pemc_stan.inputs import StanProgram, read_program
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
+from pemc_stan.stan.inputs import StanProgram, read_program
 
 __all__ = ["bridge_from_draws", "log_target_fn", "posterior_setup"]
 

@@ -17,7 +17,7 @@ covariances times :data:`CELL_SPREAD`), from the particles within
   went, also in modes they hardly held at the target; one Student-t, and kernels at the
   particles (:class:`KernelPart`) that follow a curved mode's arms;
 * the search's centre with its mode's Pathfinder covariance
-  (:attr:`~pemc_stan.modes.search.ModeSearch.covariances`);
+  (:attr:`~pemc_stan.core.search.ModeSearch.covariances`);
 
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
@@ -25,7 +25,7 @@ a curved mode's arms reach beyond the rest).
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that
 no part reaches (docs/decisions.md).  The cells' estimate is a tempered run's reported
-estimate where every cell's weights allow it (:func:`pemc_stan.plan.run_plan`).
+estimate where every cell's weights allow it (:func:`pemc_stan.run.conductor.run_plan`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import solve_triangular
 
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.stratified import (
@@ -47,11 +48,10 @@ from pemc_stan.estimators.stratified import (
     stratified_mean,
     stratum_log_weights,
 )
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.modes.density import LogDensity
 from pemc_stan.modes.wide import Part, mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.hooks import WeightedEstimate
+from pemc_stan.sampling.model import LogDensity
 
 __all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
            "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",

@@ -25,13 +25,12 @@ from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
 from pemc_stan.backend.standalone import generated_column, write_draws_csv
-from pemc_stan.inputs import StanProgram, read_program
-from pemc_stan.sampling.model import LogDensity
 from pemc_stan.stan import ast
+from pemc_stan.stan.inputs import StanProgram, read_program
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
 
-__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "GeneratedDensity", "LogDensity",
+__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "GeneratedDensity",
            "density_program", "model_log_density"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
@@ -57,7 +56,7 @@ def density_program(program: str | ast.Program | StanProgram, filename: str = "<
 
     Raises
     ------
-    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
+    pemc_stan.errors.ReservedPrefixError, UnsupportedConstructError
         As :func:`pemc_stan.stan.logdensity.log_density_functions`.
     """
     if isinstance(program, StanProgram):
@@ -94,7 +93,7 @@ class DensityEvaluator:
 
     Raises
     ------
-    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
+    pemc_stan.errors.ReservedPrefixError, UnsupportedConstructError
         If the program cannot be rewritten.
     """
 

@@ -6,12 +6,12 @@ base needs the same two things (its offset ``log Z^``).  :class:`BasePilot`
 fits them with fallbacks, so that a pilot never stops a model NUTS can run:
 
 1. multi-path Pathfinder (no PSIS resampling), run from initial points spread over
-   growing radii (:data:`~pemc_stan.modes.search.SEARCH_RADII`: CmdStan draws each
+   growing radii (:data:`~pemc_stan.core.search.SEARCH_RADII`: CmdStan draws each
    path's start uniformly in ``(-R, R)`` on the unconstrained scale, ``R = 2`` by
    default, and a path finds only a mode whose basin reaches its start) until the share
    of starts that would find a mode not yet seen is small
-   (:func:`~pemc_stan.modes.search.unseen_share`;
-   :class:`~pemc_stan.modes.search.ModeSearch` records how far it went); paths are
+   (:func:`~pemc_stan.core.search.unseen_share`;
+   :class:`~pemc_stan.core.search.ModeSearch` records how far it went); paths are
    grouped by mode
    (:func:`pemc_stan.backend.pathfinder.group_paths`), each mode's draws
    moment-matched and the modes combined as the moment-matched mixture of
@@ -52,11 +52,9 @@ from pemc_stan.backend.pathfinder import (
     path_labels,
 )
 from pemc_stan.backend.progress import stage
-from pemc_stan.errors import CmdStanRunError, UnevaluableDensityError
-from pemc_stan.inputs import non_finite_entries
-from pemc_stan.methods.base_density import BaseDensity, moment_match
-from pemc_stan.methods.coordinates import BaseCoordinates, coordinate_draws
-from pemc_stan.modes.search import (
+from pemc_stan.core.base_density import BaseDensity, moment_match
+from pemc_stan.core.coordinates import BaseCoordinates, coordinate_draws
+from pemc_stan.core.search import (
     DENSITY_SPLITS,
     MAX_PATHS_FACTOR,
     MIN_ROUND_SECONDS,
@@ -75,6 +73,8 @@ from pemc_stan.modes.search import (
     ModeSearch,
     unseen_share,
 )
+from pemc_stan.errors import CmdStanRunError, UnevaluableDensityError
+from pemc_stan.stan.inputs import non_finite_entries
 
 logger = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
 from pemc_stan.output.diagnostics import (
@@ -88,7 +88,7 @@ class SplitDraws:
     program, data
         The user's program and data (for bridge sampling).
     coords
-        The base coordinates (:class:`~pemc_stan.methods.coordinates.BaseCoordinates`).
+        The base coordinates (:class:`~pemc_stan.core.coordinates.BaseCoordinates`).
     """
 
     z: NDArray[np.float64]

@@ -1,6 +1,6 @@
 """The mode split: separated modes sampled one by one, weighted by their masses.
 
-When the pilot's search (:class:`~pemc_stan.modes.search.ModeSearch`) has found
+When the pilot's search (:class:`~pemc_stan.core.search.ModeSearch`) has found
 the modes and NUTS cannot move between them, the posterior is the mixture of its
 restrictions to the modes' cells,
 
@@ -26,7 +26,7 @@ together), and the split is accepted only when the evidence says the decompositi
 holds:
 
 - the search stopped because it saw no sign of modes it missed
-  (:data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX`);
+  (:data:`~pemc_stan.core.search.UNSEEN_SHARE_MAX`);
 - the fit's own verdict (:meth:`~pemc_stan.modes.split_fit.ModeSplitFit.check`) is ok,
   or short only of draws for an sd (:data:`IMPRECISE_REASONS`, which runs longer):
   divergences, R-hat and ESS within each group's chains, the chains of a group
@@ -56,13 +56,13 @@ from numpy.typing import NDArray
 from scipy.special import logsumexp
 
 from pemc_stan.backend.progress import stage
+from pemc_stan.core.coordinates import coordinate_draws
+from pemc_stan.core.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.errors import PemcStanError
-from pemc_stan.methods.coordinates import coordinate_draws
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, draw_cells, group_stats, worst_rhat
 from pemc_stan.modes.scouts import SplitDraws
-from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.modes.split_fit import ModeSplitFit
 from pemc_stan.modes.wide import (
     WIDE_SEED_OFFSET,

@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
+from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import emit_warning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
@@ -25,7 +26,6 @@ from pemc_stan.estimators.mixture import (
     unexplained_mass,
 )
 from pemc_stan.modes.grouping import LEFT_SHARE_MAX, group_stats, worst_rhat
-from pemc_stan.modes.search import ModeSearch
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason
 from pemc_stan.sampling.fit import ExtendedFit

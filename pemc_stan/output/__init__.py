@@ -1,0 +1,1 @@
+"""What a fit shows: its verdict, InferenceData, summaries, plots and run folders."""

@@ -317,7 +317,7 @@ def treedepth_reason(counts: TransitionCounts, flat: Sequence[tuple[str, int]] =
     ``flat``: parameters the density uses only in comparisons, ``(name, line)``
     (:func:`~pemc_stan.stan.analysis.compared_only_parameters`), named as the likely cause;
     ``kept``: why pemc-stan did not sum them out itself
-    (:func:`~pemc_stan.methods.marginalise.refusal`).
+    (:func:`~pemc_stan.core.marginalise.refusal`).
 
     Raises
     ------

@@ -31,15 +31,15 @@ from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
 from pemc_stan.backend.standalone import stan_to_dotted
-from pemc_stan.inputs import StanProgram
 from pemc_stan.stan import ast
 from pemc_stan.stan.declared_types import local_type
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.printer import print_program
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["SAMPLER_COLUMNS", "TP_PREFIX", "reporting_program", "recompute_quantities",
-           "stan_to_dotted", "write_resampled_csvs"]
+           "write_resampled_csvs"]
 
 #: NUTS columns of a Stan CSV file, in CmdStan's order.
 SAMPLER_COLUMNS = ("lp__", "accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",

@@ -21,6 +21,7 @@ import pandas as pd
 from pemc_stan.errors import PemcStanError
 from pemc_stan.output.figures import scalar_columns
 from pemc_stan.output.fit_protocol import RunFit, by_column
+from pemc_stan.output.json_values import json_safe
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +143,6 @@ def write_run_sources(fit: Any, folder: str | Path, name: str | None = None,
     written = [f"{SOURCES_DIR}/"]
     modes = mode_centres(fit)
     if modes is not None:
-        from pemc_stan.output.writers import json_safe
 
         (out / MODES_NAME).write_text(json.dumps(json_safe(modes), indent=1) + "\n")
         written.append(MODES_NAME)

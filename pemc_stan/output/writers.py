@@ -16,48 +16,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from pemc_stan.output.diagnostics import Verdict
 from pemc_stan.output.fit_protocol import fit_seed, judged_run
+from pemc_stan.output.json_values import json_safe
+from pemc_stan.output.run_record import write_run_sources
 
-__all__ = ["SavedFit", "save_fit", "summary_table", "stan_label", "json_safe", "fit_seed"]
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with NumPy scalars and arrays, tuples and dataclasses made JSON-ready.
-
-    Non-finite floats become None.
-
-    Raises
-    ------
-    Nothing (unknown objects become their ``repr``).
-    """
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return json_safe(dataclasses.asdict(value))
-    return repr(value)
+__all__ = ["SavedFit", "save_fit", "summary_table", "stan_label"]
 
 
 def stan_label(label: str) -> str:
@@ -249,7 +220,6 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]
     files += [f"{d}/" for d in ("cmdstan", "gq") if (out / d).is_dir()]
-    from pemc_stan.output.run_record import write_run_sources  # what report.html is built from
 
     files += write_run_sources(fit, out, name=name, table=table)
     return SavedFit(out, tuple(files), table, diagnostics, log_z, verdict, estimates)

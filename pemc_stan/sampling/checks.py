@@ -5,13 +5,15 @@ search found and whether it stopped too soon."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
 import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
 
-from pemc_stan.methods.marginalise import refusal
-from pemc_stan.modes.search import UNSEEN_SHARE_MAX
+from pemc_stan.core.marginalise import refusal
+from pemc_stan.core.search import UNSEEN_SHARE_MAX
 from pemc_stan.output.diagnostics import (
     CHAIN_Z_MAX,
     DIVERGENT_SHARE_MAX,
@@ -25,9 +27,6 @@ from pemc_stan.output.diagnostics import (
     treedepth_reason,
 )
 from pemc_stan.stan.analysis import compared_only_parameters
-
-if TYPE_CHECKING:
-    from pemc_stan.sampling.fit import ExtendedFit
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +43,47 @@ __all__ = ["RUN_ESTIMATE_REASONS", "estimates_ess", "shared_checks", "unvisited_
 RUN_ESTIMATE_REASONS = frozenset({
     "rhat", "ess", "sd_precision", "chains_agree", "unvisited_modes", "weight_ess",
     "beta_round_trips", "beta_ends", "base_moments", "log_z_chains", "log_z_rounds"})
+
+
+class ExtendedFit(Protocol):
+    """What the checks read of a fit (:class:`~pemc_stan.sampling.fit.ExtendedFit` is one,
+    with every method's fit): its draws' mixing, its weighted estimates, its search, and
+    the checks and estimate its run's plan gave it."""
+
+    search: Any
+    variance_se_floor: Mapping[str, float]
+    later_checks: tuple[Callable[[Any], tuple[str, Reason | None]], ...]
+    cell_estimate: Any
+
+    @property
+    def minor_reasons(self) -> frozenset[str]: ...
+
+    @property
+    def any_divergence(self) -> bool: ...
+
+    @property
+    def chains(self) -> int: ...
+
+    @property
+    def iterations(self) -> int: ...
+
+    def expectation(self, f: Any, **kwargs: Any) -> Any: ...
+
+    def run_expectation(self, f: Any) -> Any: ...
+
+    def parameter_columns(self) -> list[str]: ...
+
+    def target_weights(self) -> NDArray[np.float64]: ...
+
+    def particle_coordinates(self) -> NDArray[np.float64] | None: ...
+
+    def nuts_counts(self) -> Any: ...
+
+    def convergence(self) -> pd.DataFrame: ...
+
+    def chain_groups(self) -> NDArray[np.intp]: ...
+
+    def chain_expectations(self, column: str) -> Any: ...
 
 
 def minor_reasons(fit: ExtendedFit) -> frozenset[str]:
@@ -69,9 +109,8 @@ def unvisited_modes(fit: ExtendedFit, ess: float | None = None) -> list[tuple[in
     (continuous tempering's eq-21 weights reach the draws at every beta, not only those
     near 1).  With ``ess`` effective draws, a cell whose weight is under ``1 / ess``
     holds no effective draw; it is named only when the pilot's share says it should
-    hold ``UNVISITED_EXPECTED_MIN`` of them (product_bimodal_5: a 1% mode without a draw
-    near beta = 1 among 280, one run in twenty by chance, while CT's eq-21 weights, which
-    reach the draws at every beta, gave its cell its share).  ``ess``: the smallest ESS
+    hold ``UNVISITED_EXPECTED_MIN`` of them (a small mode can lack a draw by chance in a
+    sound run).  ``ess``: the smallest ESS
     of the weighted estimates of the parameters (:func:`estimates_ess`, the slowest
     column being the one that moves between modes); computed when not given.  Empty
     without a search, with fewer than two modes found, or without base coordinates.
@@ -133,7 +172,7 @@ def unvisited_reason(fit: ExtendedFit, ess: float | None = None) -> Reason | Non
 
 def search_incomplete(fit: ExtendedFit) -> Reason | None:
     """The search found several modes and stopped while one more path had more than
-    :data:`~pemc_stan.modes.search.UNSEEN_SHARE_MAX` chance of finding another.
+    :data:`~pemc_stan.core.search.UNSEEN_SHARE_MAX` chance of finding another.
 
     Modes split or tempered, the run reaches what the search found: the split samples
     the found modes, and tempering's base covers them.  A mode out of both is missing
@@ -158,7 +197,7 @@ def variance_error(fit: ExtendedFit, column: str, mean: float) -> float:
 
     The error is at least the fit's ``variance_se_floor`` for the column: a run that
     continued one short of this precision and drew the tails less often reports a smaller
-    variance with a smaller error (docs/validation.md, "A tail seen once").
+    variance with a smaller error.
 
     Raises
     ------
@@ -195,7 +234,7 @@ def carried_variance_floor(before: ExtendedFit, after: ExtendedFit) -> dict[str,
     ------
     Nothing.
     """
-    shrink = np.sqrt(before._draws.shape[0] / max(after._draws.shape[0], 1))
+    shrink = np.sqrt(before.iterations / max(after.iterations, 1))
     floor = {}
     for column in before.parameter_columns():
         mean = float(before.run_expectation(column).mean)
@@ -229,7 +268,7 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
     worst_chain = (0.0, "")
     worst_spread = (0.0, "")
     own_ess: list[float] = []
-    n_chains = fit._draws.shape[1]
+    n_chains = fit.chains
     groups = fit.chain_groups()
     mixing = fit.convergence()
     for column in fit.parameter_columns():

@@ -30,13 +30,12 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.backend.console import routed_cmdstanpy_logging
+from pemc_stan.core.coordinates import coordinate_draws
+from pemc_stan.core.result import TransformResult
 from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError, emit_warning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
-from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.coordinates import coordinate_draws
-from pemc_stan.methods.result import TransformResult
 from pemc_stan.output.diagnostics import (
     Reason,
     TransitionCounts,
@@ -54,10 +53,11 @@ from pemc_stan.output.generated_quantities import (
 from pemc_stan.sampling import checks
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 from pemc_stan.sampling.marginal import ColumnView, averaged, marginal_draws
+from pemc_stan.stan.inputs import StanProgram
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ExtendedFit", "emit_warning", "leapfrog_gradients"]
+__all__ = ["ExtendedFit"]
 
 
 
@@ -95,10 +95,10 @@ class ExtendedFit:
     #: :class:`~pemc_stan.sampling.follow_up.FollowUpStep`), listed first.
     split_steps: Sequence[Any] = ()
     #: The seed of the whole call that made the fit (given or drawn; set by
-    #: :func:`pemc_stan.pipeline.run`).  ``seed`` is this run's own: a bootstrap
+    #: :func:`pemc_stan.run.pipeline.run`).  ``seed`` is this run's own: a bootstrap
     #: round's or follow-up's seed is derived from it.
     run_seed: int | None = None
-    #: The pilot's search for modes (:class:`~pemc_stan.modes.search.ModeSearch`, or None).
+    #: The pilot's search for modes (:class:`~pemc_stan.core.search.ModeSearch`, or None).
     search: Any = None
     #: Floors on the standard errors of the variances (by column), carried from a run this
     #: one continued for ``sd_precision`` (:func:`~pemc_stan.sampling.checks.variance_error`).
@@ -189,6 +189,16 @@ class ExtendedFit:
         names = set(self.program.parameter_names)
         return {c: [c] for c in self._columns if c.split("[")[0].split(".")[0] in names}
 
+    @property
+    def chains(self) -> int:
+        """The number of chains."""
+        return int(self._draws.shape[1])
+
+    @property
+    def iterations(self) -> int:
+        """The draws each chain kept."""
+        return int(self._draws.shape[0])
+
     def parameter_columns(self) -> list[str]:
         """Columns (CmdStan names) of the original parameters, in output order."""
         return list(self.particle_columns())
@@ -208,7 +218,9 @@ class ExtendedFit:
         if column not in self.program.marginalised:
             raise KeyError(f"{column!r} is not a parameter column of the original model")
         if column not in self._marginal:  # summed out (methods.marginalise): drawn by the GQ
-            self._marginal[column] = marginal_draws(self, column)
+            stacked = {c: self._stack(k) for c, k in self.particle_columns().items()}
+            self._marginal[column] = marginal_draws(self._original(), self.data, stacked,
+                                                    column, self.program.name, self.seed)
         return self._marginal[column][draw]
 
     def particle_log_weights(self) -> NDArray[np.float64]:

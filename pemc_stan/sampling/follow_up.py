@@ -32,7 +32,7 @@ The budget is in gradient evaluations (leapfrog steps) of the first attempt: the
 first run (:meth:`~pemc_stan.sampling.fit.ExtendedFit.gradients`, an accepted mode
 split's earlier runs included, its pilots' Pathfinder paths not counted) and a mode
 split refused before it, unless refused for divergences (``refused_gradients``, from
-:func:`~pemc_stan.plan.run_plan`): ``budget=4`` lets all runs together take four times
+:func:`~pemc_stan.run.conductor.run_plan`): ``budget=4`` lets all runs together take four times
 the first attempt's; a step whose predicted cost (:data:`PREDICTION_MARGIN`) would pass it is not
 started (a run's cost is known only once it ran, so the margin makes passing it
 unlikely, not impossible).  ``budget=1`` makes no
@@ -166,7 +166,7 @@ class FollowUp:
     refused_gradients
         Of ``first_gradients``, those of a mode split refused before the method ran.
     seconds
-        Wall seconds of the run's stages (:func:`~pemc_stan.plan.run_plan`): ``search``,
+        Wall seconds of the run's stages (:func:`~pemc_stan.run.conductor.run_plan`): ``search``,
         ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
         ``follow_ups``, and for a tempered run ``wide_moments`` (its check against
         importance draws, :func:`~pemc_stan.modes.wide.wide_moments`).  Kept out of

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import cmdstanpy
 import numpy as np
@@ -24,16 +24,13 @@ from pemc_stan.backend.console import (
     run_error,
 )
 from pemc_stan.backend.progress import stage
-from pemc_stan.inputs import StanProgram, read_data
-from pemc_stan.methods.result import TransformResult
+from pemc_stan.core.result import MethodEntry, TransformResult
 from pemc_stan.output.diagnostics import (
     Note,
 )
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.warm_start import WarmStart
-
-if TYPE_CHECKING:
-    from pemc_stan.methods.registry import Method
+from pemc_stan.stan.inputs import StanProgram, read_data
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +59,7 @@ class Found:
         The pilot's estimate of ``log Z`` that scales the method's bridge (continuous
         tempering's ``log zeta``, the pseudo-extended offset).
     search
-        The search for modes (:class:`~pemc_stan.modes.search.ModeSearch`; None when it
+        The search for modes (:class:`~pemc_stan.core.search.ModeSearch`; None when it
         did not search or failed).
     notes
         What the pilot and the split want the user told.
@@ -120,7 +117,7 @@ class MethodModel:
 
     def __init__(self, result: TransformResult, data: Any = None,
                  original_model: cmdstanpy.CmdStanModel | None = None) -> None:
-        self.method: Method = result.require_method()
+        self.method: MethodEntry = result.require_method()
         self.result = result
         self.program: StanProgram = result.program
         self.data: dict[str, Any] = read_data(self.program, data)

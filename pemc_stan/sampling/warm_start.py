@@ -6,7 +6,7 @@ adaptation window (75 + 25 iterations) runs with tiny step sizes and trees of
 hundreds of leapfrog steps until the first metric estimate arrives, and that
 window can cost a large share of a run's gradients.  The pilot's base density
 (a Gaussian in base coordinates fitted to the posterior,
-:mod:`pemc_stan.methods.base_density`) knows these scales before NUTS starts:
+:mod:`pemc_stan.core.base_density`) knows these scales before NUTS starts:
 it has the marginal variance of every base coordinate, and the base
 coordinates of every supported type have the same number of entries, in the
 same order, as Stan's unconstrained coordinates (identical maps for the
@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.coordinates import BaseCoordinates
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.coordinates import BaseCoordinates
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The Stan front end: a program and its data read once, parsed to a frozen AST, analysed."""

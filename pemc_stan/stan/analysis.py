@@ -54,24 +54,20 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from pemc_stan.errors import ReservedPrefixError, UnsupportedConstructError
+from pemc_stan.errors import ReservedPrefixError
 from pemc_stan.stan import ast
 from pemc_stan.stan.symbols import PARAMETER_BLOCKS, build_symbol_table, suffix_kind
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "RESERVED_PREFIX",
+__all__ = ["RESERVED_PREFIX",
     "reserved_identifiers",
-    "ReservedPrefixError",
-    "UnsupportedConstructError",
     "Dependencies",
     "Contribution",
     "Analysis",
     "analyse",
     "check_reserved_prefix",
-    "density_variate",
-]
+    "density_variate"]
 
 #: Prefix of every identifier pemc-stan generates; user programs may not use it.
 RESERVED_PREFIX = "pemc_"

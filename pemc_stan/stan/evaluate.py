@@ -23,7 +23,7 @@ from pemc_stan.stan import ast
 from pemc_stan.stan.printer import print_expr
 
 __all__ = ["broadcast_per_draw", "evaluate", "evaluate_per_draw", "size_of",
-           "scalar_definitions", "with_definitions", "UnevaluableExpressionError"]
+           "scalar_definitions", "with_definitions"]
 
 
 

@@ -4,7 +4,7 @@ user's lines.
 A transformation prints the user's statements (:mod:`pemc_stan.stan.printer`) into
 a Jinja template.  The printer records, for each line it prints, the source line of
 the statement it printed (a :class:`SourcedText`); the template renderer
-(:func:`pemc_stan.methods.templates.render_mapped`) finds where each printed block
+(:func:`pemc_stan.core.templates.render_mapped`) finds where each printed block
 landed in the rendered program and keeps a :class:`LineMap`: generated line ->
 user's line, 0 for a line the user never wrote.
 

@@ -87,15 +87,12 @@ from pemc_stan.stan.symbols import DATA_BLOCKS, DISCRETE_DISTRIBUTIONS, dims_of,
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "LogDensityFunctions",
+__all__ = ["LogDensityFunctions",
     "log_density_functions",
     "add_log_density_functions",
-    "UnsupportedConstructError",
     "DENSITY_FUNCTION",
     "PRIOR_FUNCTION",
-    "LIKELIHOOD_FUNCTION",
-]
+    "LIKELIHOOD_FUNCTION"]
 
 DENSITY_FUNCTION = "pemc_log_density"
 PRIOR_FUNCTION = "pemc_log_prior"
@@ -553,7 +550,7 @@ def log_density_functions(program: ast.Program, filename: str = "<string>") -> L
 
     Raises
     ------
-    pemc_stan.stan.analysis.ReservedPrefixError
+    pemc_stan.errors.ReservedPrefixError
         If the program uses an identifier starting with ``pemc_``.
     UnsupportedConstructError
         For the constructs listed in the module docstring.
@@ -663,7 +660,7 @@ def add_log_density_functions(
 
     Raises
     ------
-    pemc_stan.stan.analysis.ReservedPrefixError, UnsupportedConstructError
+    pemc_stan.errors.ReservedPrefixError, UnsupportedConstructError
         As :func:`log_density_functions`.
     """
     functions = log_density_functions(program, filename)

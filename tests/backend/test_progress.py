@@ -131,8 +131,8 @@ def test_stage_lines_add_nothing_where_the_application_shows_the_stages() -> Non
 def test_sample_resolves_show_progress_once_at_the_front_door(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import pemc_stan
-    from pemc_stan import pipeline
     from pemc_stan.backend import progress
+    from pemc_stan.run import pipeline
 
     seen: list[bool] = []
     monkeypatch.setattr(pipeline, "run", lambda inputs, **kw: seen.append(

@@ -23,7 +23,7 @@ pytest.importorskip("distributed")  # the extra; CI installs it with the test ex
 
 import pemc_stan
 from pemc_stan import batch
-from pemc_stan.examples import example
+from pemc_stan.stan.examples import example
 
 pytestmark = pytest.mark.compiled
 

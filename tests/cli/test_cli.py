@@ -139,7 +139,7 @@ def test_runtime_with_bad_cmdstan_path(tmp_path: Path) -> None:
 
 
 def test_transform_prints_readable_pseudo_extended_program() -> None:
-    from pemc_stan.pipeline import transform
+    from pemc_stan.run.pipeline import transform
     from pemc_stan.stan.parser import parse
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pseudo-extended", "--n-pseudo", "5")
@@ -153,7 +153,7 @@ def test_transform_prints_readable_pseudo_extended_program() -> None:
 
 
 def test_transform_noncentring_flag() -> None:
-    from pemc_stan.pipeline import transform
+    from pemc_stan.run.pipeline import transform
 
     proc = run_cli("transform", str(BIMODAL), "--method", "pe", "--n-pseudo", "3",
                    "--beta-min", "0.01", "--noncentring", "0.5")
@@ -196,7 +196,7 @@ def test_an_undefined_log_z_is_printed_with_its_reason_not_as_a_number(
 
     from pemc_stan.cli.sample import _print_report
     from pemc_stan.output.diagnostics import Verdict
-    from pemc_stan.pipeline import SamplerArgs
+    from pemc_stan.run.pipeline import SamplerArgs
 
     reason = "m: log Z needs a proper prior, but 'mu' (line 3) has no prior statement"
     saved = SimpleNamespace(table=pd.DataFrame({"mean": [0.1]}, index=["mu"]),

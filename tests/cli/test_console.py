@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pemc_stan.backend.progress import stage
-from pemc_stan.cli.console import StageLines, configure_logging
+from pemc_stan.backend.progress import StageLines, stage
+from pemc_stan.cli.console import configure_logging
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """cmdstanpy's sampling options in ``pemc-stan sample`` and ``pemc-stan evidence``.
 
-The flags are derived from :class:`pemc_stan.pipeline.SamplerArgs` (one field, one flag,
+The flags are derived from :class:`pemc_stan.run.pipeline.SamplerArgs` (one field, one flag,
 its default written once), checked by ``SamplerArgs.validate`` before any work, and reach
 CmdStan through the methods' runs.  The fast tests never compile; the ``compiled`` ones
 read what CmdStan recorded in its CSV files.
@@ -19,10 +19,16 @@ import pytest
 import pemc_stan
 from pemc_stan.cli import ExitCode, build_parser, main
 from pemc_stan.cli.options import add_sampler_options, flag_of, sampler_options
+from pemc_stan.core.options import cli_fields
 from pemc_stan.errors import OptionsError
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.methods.options import cli_fields
-from pemc_stan.pipeline import SamplerArgs, check_inits, nuts_fields, parse_inits, transform_result
+from pemc_stan.run.pipeline import (
+    SamplerArgs,
+    check_inits,
+    nuts_fields,
+    parse_inits,
+    transform_result,
+)
 from pemc_stan.sampling.model import Found
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,7 +218,7 @@ def test_user_inits_start_the_first_run_and_follow_ups_continue(
     spec = pemc_stan.methods.registry.get("ct")
     monkeypatch.setattr(spec.model, "search_modes", lambda self, seed: Found())
     monkeypatch.setattr(spec.model, "sample", fake_sample)
-    monkeypatch.setattr("pemc_stan.plan.follow_up", fake_follow_up)
+    monkeypatch.setattr("pemc_stan.run.conductor.follow_up", fake_follow_up)
     fit = pemc_stan.sample(MODEL, method="ct", chains=2, seed=3, inits={"mu": 0.5}, thin=2,
                            metric="dense_e", max_treedepth=6, refresh=10, parallel_chains=1,
                            adapt_delta=0.9, step_size=0.5)

@@ -14,8 +14,8 @@ import pemc_stan
 from pemc_stan.cli import ExitCode, main
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.methods import registry
-from pemc_stan.output.writers import fit_seed
-from pemc_stan.pipeline import SEED_DRAW_BOUND, SamplerArgs, draw_seed
+from pemc_stan.output.fit_protocol import fit_seed
+from pemc_stan.run.pipeline import SEED_DRAW_BOUND, SamplerArgs, draw_seed
 from pemc_stan.sampling.model import Found
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ def _capture_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None
 
     monkeypatch.setattr(registry.get("ct").model, "search_modes", lambda self, seed: Found())
     monkeypatch.setattr(registry.get("ct").model, "sample", fake_sample)
-    monkeypatch.setattr("pemc_stan.plan.follow_up", fake_follow_up)
+    monkeypatch.setattr("pemc_stan.run.conductor.follow_up", fake_follow_up)
     return seeds
 
 
@@ -107,7 +107,7 @@ def test_evidence_without_a_seed_draws_and_records_one(monkeypatch: pytest.Monke
         used.append(opts.seed)
         return EvidenceEstimate(-1.0, 0.1, m, {}), []
 
-    monkeypatch.setattr("pemc_stan.evidence_sources._from_model", fake_from_model)
+    monkeypatch.setattr("pemc_stan.run.evidence_sources._from_model", fake_from_model)
     data = json.loads(NORMAL_DATA.read_text())
     estimate = pemc_stan.evidence(str(NORMAL), data)
     [seed] = used
@@ -150,7 +150,7 @@ def test_a_run_without_seed_records_the_seed_it_drew(cmdstan_installation: objec
 def _count_settling(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
     """Count how often a seed is settled (``SamplerArgs.seeded``) and the method's program
     is parsed to check the inits (the generated program, read by ``check_inits``)."""
-    import pemc_stan.pipeline as pipeline
+    import pemc_stan.run.pipeline as pipeline
 
     seeded, parsed = [], []
     real_seeded, real_read = SamplerArgs.seeded, pipeline.read_program

@@ -12,7 +12,7 @@ import pytest
 import pemc_stan
 from pemc_stan.errors import ImproperPriorError, PriorNormalisationWarning
 from pemc_stan.estimators.normalisation import prior_report
-from pemc_stan.inputs import read_program
+from pemc_stan.stan.inputs import read_program
 
 HALF_NORMAL = """
 data { int<lower=1> n; vector[n] y; }
@@ -26,7 +26,7 @@ def _no_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("nothing may be compiled")
 
-    monkeypatch.setattr("pemc_stan.evidence_sources.compile_model", boom)
+    monkeypatch.setattr("pemc_stan.run.evidence_sources.compile_model", boom)
     monkeypatch.setattr("pemc_stan.sampling.model.compile_model", boom)
 
 

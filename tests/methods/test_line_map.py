@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pemc_stan.errors import PemcStanWarning
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 from pemc_stan.stan import ast
 from pemc_stan.stan.parser import parse
 

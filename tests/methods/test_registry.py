@@ -23,14 +23,14 @@ import pytest
 
 import pemc_stan
 from pemc_stan.cli import main
+from pemc_stan.core.options import MethodOptions, check_number, option
+from pemc_stan.core.result import TransformResult
+from pemc_stan.core.templates import block_text, functions_text, prepare_program
 from pemc_stan.errors import OptionsError
-from pemc_stan.inputs import StanProgram
 from pemc_stan.methods import registry
-from pemc_stan.methods.options import MethodOptions, check_number, option
-from pemc_stan.methods.result import TransformResult
-from pemc_stan.methods.templates import block_text, functions_text, prepare_program
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.model import MethodModel
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_stmt
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import pemc_stan
-from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.cells import MODE_ACCEPT_RATIO
 from pemc_stan.modes.pilot import BasePilot
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.coordinates import base_coordinates
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.coordinates import base_coordinates
 from pemc_stan.modes.cells import (
     CELL_DRAWS_MAX,
     CELL_DRAWS_MIN,

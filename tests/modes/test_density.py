@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pemc_stan.evidence import parameter_names
 from pemc_stan.modes.density import density_program
+from pemc_stan.run.evidence import parameter_names
 
 PROGRAM = """
 data { int N; vector[N] y; }
@@ -34,7 +34,7 @@ def _wide_draws(n: int, seed: int, found: int = 2
     each (the search missed the others): (base, modes, z, log weights, log Z found)."""
     from scipy import stats
 
-    from pemc_stan.methods.base_density import BaseDensity
+    from pemc_stan.core.base_density import BaseDensity
     from pemc_stan.modes.wide import _proposal
 
     rng = np.random.default_rng(seed)

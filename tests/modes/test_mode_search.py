@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pemc_stan
-from pemc_stan import pipeline
+from pemc_stan.run import pipeline
 
 pytestmark = pytest.mark.compiled
 

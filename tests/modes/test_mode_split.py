@@ -306,7 +306,7 @@ def test_a_search_from_unexplained_mass_adds_only_the_modes_it_did_not_hold() ->
     joins the search, and the shares are renormalised over all."""
     from types import SimpleNamespace
 
-    from pemc_stan.modes.search import ModeSearch
+    from pemc_stan.core.search import ModeSearch
     from pemc_stan.modes.split import _extend_search, _held
 
     modes = [(np.log(0.5), np.zeros(2), 0.01 * np.eye(2)),

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pemc_stan.methods.base_density import BaseDensity, covering
-from pemc_stan.modes.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
+from pemc_stan.core.base_density import BaseDensity, covering
+from pemc_stan.core.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch, unseen_share
 
 
 def test_unseen_share_is_good_turing_with_one_more_singleton() -> None:
@@ -159,7 +159,7 @@ def _one_bad_point() -> tuple[list[int], Callable[[np.ndarray], np.ndarray], np.
 def test_a_failed_density_call_leaves_only_the_failing_points_unevaluated() -> None:
     """CmdStan's log_prob fails the whole call for one bad point; the retries on halves
     keep the rest, so one bad segment point does not stop every merge."""
-    from pemc_stan.modes.search import DENSITY_SPLITS
+    from pemc_stan.core.search import DENSITY_SPLITS
 
     calls, at, z = _one_bad_point()
     out = at(z)
@@ -173,7 +173,7 @@ def test_points_left_unevaluated_by_a_bad_neighbour_are_evaluated_again() -> Non
     """The points that shared a failed chunk with the bad one are not remembered as nan:
     the next grouping asks for them again, and gets them, and the bad point alone stays
     nan (remembered once evaluated alone)."""
-    from pemc_stan.modes.search import DENSITY_SPLITS
+    from pemc_stan.core.search import DENSITY_SPLITS
 
     calls, at, z = _one_bad_point()
     at(z)
@@ -208,7 +208,7 @@ def test_the_density_test_evaluates_each_point_once() -> None:
 def test_restart_starts_are_distinct() -> None:
     """Resampled without replacement: L-BFGS from two copies of one start reaches one mode
     twice, and the restarts' unseen share would count it as seen twice."""
-    from pemc_stan.modes.search import RESTART_PATHS
+    from pemc_stan.core.search import RESTART_PATHS
 
     def density(z: np.ndarray) -> np.ndarray:  # two narrow modes at -3 and 3
         return np.logaddexp(-0.5 * np.sum(((z - 3) / 0.3) ** 2, axis=1),
@@ -414,7 +414,7 @@ def test_a_mode_rated_under_the_share_counts_while_the_scatter_could_lift_it() -
 
 
 def test_the_pilots_base_spreads_half_its_weight_evenly_over_the_major_modes() -> None:
-    from pemc_stan.methods.base_density import moment_match
+    from pemc_stan.core.base_density import moment_match
     from pemc_stan.modes.pilot import DEFENSIVE_SHARE, defensive_groups
 
     # three modes: 0.899, 0.1 and 0.001 * 0.5 (minor: under NEW_MODE_SHARE)

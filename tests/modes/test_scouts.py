@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.modes import scouts
 from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, missed_regions, region_weights
 from pemc_stan.output.diagnostics import Reason, Verdict

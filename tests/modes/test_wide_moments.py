@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.coordinates import base_coordinates
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.coordinates import base_coordinates
 from pemc_stan.modes import wide
 from pemc_stan.modes.wide import WideMoments, WideMomentsCheck, wide_moments
 from pemc_stan.sampling.hooks import WeightedEstimate

@@ -22,7 +22,7 @@ from pemc_stan.errors import PseudoExtendedWarning
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.output import plots
 from pemc_stan.output.inference_data import to_inference_data
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 
 CODE = """
 parameters { real x; vector[2] v; }

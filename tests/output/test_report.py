@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from report_runs import ct_run, pe_run
 
-from pemc_stan.modes.search import ModeSearch
+from pemc_stan.core.search import ModeSearch
 from pemc_stan.output import report, run_record
 from pemc_stan.output.figures import PLOTS_DIR
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -13,7 +13,7 @@ from fakes import FrameRun
 from pemc_stan.errors import ImproperPriorError
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.output.writers import save_fit, stan_label, summary_table
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 
 #: A matrix, an array of vectors and a scalar (CmdStan writes M[2,1], a[1,3], s).
 MATRIX_PROGRAM = """

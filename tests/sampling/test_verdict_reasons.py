@@ -29,9 +29,9 @@ import pytest
 from fakes import LOG_Z, FrameRun, exact_ct_fit, exact_ct_frame, fake_pe_fit
 
 import pemc_stan
-from pemc_stan.evidence import nuts_reasons
-from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.output.diagnostics import rhat_and_ess
+from pemc_stan.run.evidence_sources import nuts_reasons
 from pemc_stan.sampling.checks import carried_variance_floor, variance_error
 from pemc_stan.sampling.fit import ExtendedFit
 
@@ -104,7 +104,7 @@ METRIC = BaseDensity(np.array([5.0]), np.array([[16.0]]))
 def _ct_with_a_far_pilot_mode(share: float) -> Any:
     """Exact draws of N(1, 0.7), with a pilot that also found a mode at 9 holding ``share``
     of the mass it found: no draw goes near it."""
-    from pemc_stan.modes.search import ModeSearch
+    from pemc_stan.core.search import ModeSearch
 
     search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "unseen share", (1 - share, share),
                         np.array([[1.0], [9.0]]), (1 - share, share), METRIC)
@@ -115,7 +115,7 @@ def _pe_with_a_far_pilot_mode(share: float, n_draws: int = 400) -> Any:
     """A PE fit (pseudo-samples near 0 in base coordinates) whose pilot also found a mode at
     (10, 10, 10, 10) holding ``share`` of the mass it found; ``n_draws`` per chain (3
     chains; the estimates' smallest ESS is 1,015 at 400, 362 at 150, 173 at 60)."""
-    from pemc_stan.modes.search import ModeSearch
+    from pemc_stan.core.search import ModeSearch
 
     fit = fake_pe_fit(n_draws=n_draws, beta_high_share=0.5)
     fit.search = ModeSearch((2.0, 8.0, 32.0), 2, 2, 48, "", (1 - share, share),
@@ -125,7 +125,7 @@ def _pe_with_a_far_pilot_mode(share: float, n_draws: int = 400) -> Any:
 
 
 class _NutsRun:
-    """What :func:`pemc_stan.evidence.nuts_reasons` reads of a plain NUTS run."""
+    """What :func:`pemc_stan.run.evidence.nuts_reasons` reads of a plain NUTS run."""
 
     def __init__(self, values: np.ndarray, divergent_share: float = 0.0) -> None:
         chains, n = values.shape
@@ -287,7 +287,7 @@ def test_a_longer_run_keeps_the_error_its_shorter_run_saw_in_the_tails() -> None
 def test_a_pilot_mode_the_chains_visit_is_not_flagged() -> None:
     """The same search with the second mode where the draws are (at 0, a cell that the
     draws near beta = 1 reach) passes, and the check needs two modes and a base."""
-    from pemc_stan.modes.search import ModeSearch
+    from pemc_stan.core.search import ModeSearch
 
     near = ModeSearch((2.0,), 2, 2, 8, "", (0.5, 0.5), np.array([[1.0], [0.0]]), (0.5, 0.5),
                       METRIC)

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.coordinates import base_coordinates
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.coordinates import base_coordinates
 from pemc_stan.sampling.warm_start import (
     LOGIT_UNIFORM_VARIANCE,
     WarmStart,

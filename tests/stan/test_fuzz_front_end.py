@@ -84,7 +84,7 @@ def test_the_checks_catch_what_they_should(monkeypatch: pytest.MonkeyPatch) -> N
     def broken(*args: object) -> None:
         raise KeyError("boom")
 
-    monkeypatch.setattr("pemc_stan.pipeline.read_program", broken)
+    monkeypatch.setattr("pemc_stan.run.pipeline.read_program", broken)
     outcome = attempt(inp, METHODS[0])
     assert (outcome.kind, outcome.error) == ("foreign", "builtins.KeyError")
     assert "KeyError: 'boom'" in failure_report(inp, METHODS[0], outcome)
@@ -93,6 +93,6 @@ def test_the_checks_catch_what_they_should(monkeypatch: pytest.MonkeyPatch) -> N
         while True:
             pass
 
-    monkeypatch.setattr("pemc_stan.pipeline.read_program", forever)
+    monkeypatch.setattr("pemc_stan.run.pipeline.read_program", forever)
     outcome = attempt(inp, METHODS[0], time_limit=0.2)
     assert outcome.kind == "hang" and 0.2 <= outcome.seconds < 2

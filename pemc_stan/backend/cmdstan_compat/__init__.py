@@ -1,0 +1,1 @@
+"""The sources of the CmdStan-compatible runtime built from the httpstan wheel."""

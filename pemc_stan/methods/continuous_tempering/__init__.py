@@ -11,8 +11,8 @@ Rao-Blackwellised estimators of eqs 20-22).
 
 from __future__ import annotations
 
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.methods import registry
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.model import ContinuousTemperingModel
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions

@@ -2,7 +2,7 @@
 size suits each.
 
 A draw's cell is the nearest of the pilot's mode centres in the base's metric
-(:meth:`~pemc_stan.methods.base_density.BaseDensity.nearest_centre`).  The fit
+(:meth:`~pemc_stan.core.base_density.BaseDensity.nearest_centre`).  The fit
 post-stratifies its estimates by the cells that are separate modes
 (:func:`join_crossed_cells`), and compares the chains' acceptance across them
 (:func:`lowest_acceptance_ratio`).

@@ -32,11 +32,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+import pemc_stan.methods.continuous_tempering.tempering as T
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate, compare
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.continuous_tempering import tempering as T
 from pemc_stan.methods.continuous_tempering.cells import (
     MODE_ACCEPT_RATIO,
     join_crossed_cells,
@@ -113,7 +113,7 @@ class ContinuousTemperingFit(ExtendedFit):
         ``(name, message, remedy)`` of the pilots that failed or fell back.
     search
         How widely the pilot searched for modes and what it found
-        (:class:`~pemc_stan.modes.search.ModeSearch`): the ``unvisited_modes`` check
+        (:class:`~pemc_stan.core.search.ModeSearch`): the ``unvisited_modes`` check
         compares its modes with where the chains went.
     round_settings
         This run's ``iter_warmup`` and ``iter_sampling``, for its :meth:`round_record`.
@@ -157,7 +157,7 @@ class ContinuousTemperingFit(ExtendedFit):
         self.pilot_notes: tuple[tuple[str, str, str], ...] = tuple(pilot_notes)
         self.round_settings = dict(round_settings or {})
         #: How widely the pilot searched for modes
-        #: (:class:`~pemc_stan.modes.search.ModeSearch`, or None).
+        #: (:class:`~pemc_stan.core.search.ModeSearch`, or None).
         self.search = search
         self.found = found if found is not None else Found(
             base=base, log_scale=log_zeta, search=search,

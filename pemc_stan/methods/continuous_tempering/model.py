@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.backend.standalone import generated_column
-from pemc_stan.methods.base_density import BaseDensity, covering, moment_match
+from pemc_stan.core.base_density import BaseDensity, covering, moment_match
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.tempering import log_z_estimate, pooled_log_ratio
@@ -274,7 +274,7 @@ class ContinuousTemperingModel(MethodModel):
         the whole re-fit); a given ``BaseDensity`` is kept.  When
         the pilot found several modes, or a refused split's chains widened the first
         round's base (``found.widened``), the re-fitted base is widened to cover that
-        base as well (:func:`~pemc_stan.methods.base_density.covering`): a round
+        base as well (:func:`~pemc_stan.core.base_density.covering`): a round
         whose chains missed a narrow mode would otherwise re-fit a base without it, and
         every later round would miss it too, unnoticed by the final verdict.
         ``history[-1]`` (``fit``'s record) gets ``next_log_zeta`` when it was set so.

@@ -6,9 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.errors import OptionsError
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.options import (
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.options import (
     BETA_MARGINALS,
     MARGINALISE_CHOICES,
     REPARAMETERIZE_CHOICES,
@@ -24,8 +23,9 @@ from pemc_stan.methods.options import (
     reparameterize_option,
     split_modes_option,
 )
+from pemc_stan.errors import OptionsError
 
-__all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "BETA_MARGINALS", "COVARIANCES",
+__all__ = ["ContinuousTemperingOptions", "BASE_METHODS", "COVARIANCES",
            "TEMPER_CHOICES"]
 
 #: What can be tempered.
@@ -54,7 +54,7 @@ class ContinuousTemperingOptions(MethodOptions):
         combined as the mixture of eq 25, weighted by their importance-sampling
         mass estimates, and moment-matched), ``"advi"`` (mean-field ADVI
         draws) or ``"laplace"`` (draws of the Laplace approximation at the
-        mode); or a fixed :class:`~pemc_stan.methods.base_density.BaseDensity`.
+        mode); or a fixed :class:`~pemc_stan.core.base_density.BaseDensity`.
     base_df
         Degrees of freedom of the base's tails: ``inf`` for a Gaussian base, else a
         Student-t with the fitted location and scale (its heavier tails reach the parts of
@@ -86,7 +86,7 @@ class ContinuousTemperingOptions(MethodOptions):
         round's time between the two ends of the bridge by a factor ``exp(e)``, so
         a standard error of tenths of a nat is enough, and the re-fitted base's
         covariance is kept dense only with at least ``4 D`` effective draws
-        (:func:`~pemc_stan.methods.base_density.moment_match`).  The length bias
+        (:func:`~pemc_stan.core.base_density.moment_match`).  The length bias
         (``beta_marginal="length"``) is importance-weighted from round 0's draws
         pooled with as many iid draws of the next base, which represent the next
         bridge's ``beta = 0`` end (few of round 0's own draws are near
@@ -139,7 +139,7 @@ class ContinuousTemperingOptions(MethodOptions):
         those coordinates); ``"none"`` keeps the declarations as written.
     marginalise
         ``"auto"`` (the default): a change point (a parameter used only in comparisons)
-        is summed out and drawn back (:mod:`pemc_stan.methods.marginalise`); ``"none"``.
+        is summed out and drawn back (:mod:`pemc_stan.core.marginalise`); ``"none"``.
     split_modes
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by

@@ -9,7 +9,7 @@ Notation
 constrained space, no Jacobian) from
 :func:`pemc_stan.stan.logdensity.log_density_functions`, ``Z = int gamma``;
 ``b(x) = exp(-psi(x))`` a normalised base density on the same space
-(:mod:`pemc_stan.methods.base_density`); ``log zeta`` an
+(:mod:`pemc_stan.core.base_density`); ``log zeta`` an
 approximation of ``log Z``.
 
 Whole-posterior tempering (``temper="posterior"``, the paper's method)
@@ -65,19 +65,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.errors import ContinuousTemperingWarning
-from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base_density import BaseDensity, stan_base_lpdf
-from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
-from pemc_stan.methods.coordinate_code import (
+from pemc_stan.core.base_density import BaseDensity, stan_base_lpdf
+from pemc_stan.core.coordinate_code import (
     stan_base_functions,
     stan_coordinate_code,
     stan_dim_expr,
 )
-from pemc_stan.methods.coordinates import BaseCoordinates, base_coordinates
-from pemc_stan.methods.result import TransformResult
-from pemc_stan.methods.tempering import BetaBias
-from pemc_stan.methods.templates import (
+from pemc_stan.core.coordinates import BaseCoordinates, base_coordinates
+from pemc_stan.core.result import TransformResult
+from pemc_stan.core.templates import (
     block_text,
     functions_text,
     no_likelihood_message,
@@ -85,9 +81,12 @@ from pemc_stan.methods.templates import (
     prepare_program,
     render_mapped,
 )
-from pemc_stan.sampling.fit import emit_warning
+from pemc_stan.errors import ContinuousTemperingWarning, emit_warning
+from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
+from pemc_stan.methods.tempering import BetaBias
 from pemc_stan.stan.analysis import heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.symbols import build_symbol_table
 
@@ -105,7 +104,7 @@ class ContinuousTemperingResult(TransformResult):
     Attributes
     ----------
     stan_code, options, program, warnings
-        As :class:`~pemc_stan.methods.result.TransformResult`.
+        As :class:`~pemc_stan.core.result.TransformResult`.
     coordinates
         The base coordinate map of the parameters (Python mirror of the Stan code).
     """
@@ -180,7 +179,7 @@ def transform_continuous_tempering(program: StanProgram, options: ContinuousTemp
     Parameters
     ----------
     program
-        The user's program, read once (:func:`pemc_stan.inputs.read_program`).
+        The user's program, read once (:func:`pemc_stan.stan.inputs.read_program`).
     options
         Validated options (the registry's front doors build and validate them).
 

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pemc_stan.core.templates import ParameterDeclarations
 from pemc_stan.errors import UnsupportedConstructError
-from pemc_stan.methods.templates import ParameterDeclarations
 from pemc_stan.stan import ast
 from pemc_stan.stan.printer import print_expr, print_type
 from pemc_stan.stan.symbols import SymbolTable, is_scalar_expr

@@ -86,7 +86,7 @@ class PseudoExtendedFit(ExtendedFit):
         the share of its copies' temperatures in each tenth of (0, 1)); None when
         there was none.
     search
-        The pilot's search for modes (:class:`~pemc_stan.modes.search.ModeSearch`; None
+        The pilot's search for modes (:class:`~pemc_stan.core.search.ModeSearch`; None
         when it did not search).
 
     Attributes

@@ -27,8 +27,8 @@ import numpy as np
 
 from pemc_stan.backend.pathfinder import estimate_log_scale
 from pemc_stan.backend.progress import stage
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.methods.options import first_round_size
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.options import first_round_size
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.errors import OptionsError
-from pemc_stan.methods.options import (
+from pemc_stan.core.options import (
     BETA_MARGINALS,
     MARGINALISE_CHOICES,
     REPARAMETERIZE_CHOICES,
@@ -22,6 +21,7 @@ from pemc_stan.methods.options import (
     reparameterize_option,
     split_modes_option,
 )
+from pemc_stan.errors import OptionsError
 
 __all__ = ["AUTO", "AUTO_BETA_MIN", "BetaDensity", "PseudoExtendedOptions", "as_beta", "is_auto",
            "parse_beta_density",
@@ -196,7 +196,7 @@ class PseudoExtendedOptions(MethodOptions):
         cold and raises the error.
     log_scale
         ``log Z^``; None means "estimate with a pilot run" (see
-        :mod:`pemc_stan.pipeline`); the transformation itself only declares it
+        :mod:`pemc_stan.run.pipeline`); the transformation itself only declares it
         as data.
     beta_min
         Lower end of the support of ``beta`` (``pi`` and ``g`` live on
@@ -254,7 +254,7 @@ class PseudoExtendedOptions(MethodOptions):
         and ``tau`` goes, the model stays); ``"none"``: as written.
     marginalise
         ``"auto"`` (the default): a change point (a parameter used only in comparisons)
-        is summed out and drawn back (:mod:`pemc_stan.methods.marginalise`); ``"none"``.
+        is summed out and drawn back (:mod:`pemc_stan.core.marginalise`); ``"none"``.
     split_modes
         ``"auto"`` (the default): when the pilot's search found the modes and NUTS
         chains started at each stay in their mode's cell, the modes are sampled by

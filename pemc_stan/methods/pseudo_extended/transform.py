@@ -38,7 +38,7 @@ Likelihood-only tempering (``temper="likelihood"``)
 
 Tempering towards a base density (``temper="base"``)
     With ``b`` a normalised Gaussian density in the base coordinates of the
-    parameters (:mod:`pemc_stan.methods.base_density`, fitted by the pilot of
+    parameters (:mod:`pemc_stan.core.base_density`, fitted by the pilot of
     :mod:`pemc_stan.modes.pilot`), the instrumental is
     ``q(x, beta) ∝ b(x)^(1 - beta) gamma~(x)^beta g(beta)``: likelihood-only
     tempering with ``b`` as the "prior" and ``gamma~ / b`` as the "likelihood",
@@ -100,15 +100,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError
-from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.base_density import BaseDensity, stan_base_lpdf
-from pemc_stan.methods.coordinate_code import (
+from pemc_stan.core.base_density import BaseDensity, stan_base_lpdf
+from pemc_stan.core.coordinate_code import (
     stan_base_functions,
     stan_coordinate_code,
     stan_dim_expr,
 )
-from pemc_stan.methods.coordinates import BaseCoordinates, base_coordinates
+from pemc_stan.core.coordinates import BaseCoordinates, base_coordinates
+from pemc_stan.core.result import TransformResult
+from pemc_stan.core.templates import (
+    ParameterDeclarations,
+    block_text,
+    functions_text,
+    no_likelihood_message,
+    parameter_declarations,
+    prepare_program,
+    render_mapped,
+)
+from pemc_stan.errors import PseudoExtendedWarning, UnsupportedConstructError, emit_warning
 from pemc_stan.methods.pseudo_extended.copies import (
     DeclaredParameter,
     ParameterCopies,
@@ -127,21 +136,11 @@ from pemc_stan.methods.pseudo_extended.options import (
     is_auto,
     stan_number,
 )
-from pemc_stan.methods.result import TransformResult
 from pemc_stan.methods.tempering import FLAT, BetaBias
-from pemc_stan.methods.templates import (
-    ParameterDeclarations,
-    block_text,
-    functions_text,
-    no_likelihood_message,
-    parameter_declarations,
-    prepare_program,
-    render_mapped,
-)
-from pemc_stan.sampling.fit import emit_warning
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import heavy_tailed_priors
 from pemc_stan.stan.evaluate import scalar_definitions
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.logdensity import LogDensityFunctions, log_density_functions
 from pemc_stan.stan.symbols import SymbolTable, build_symbol_table
 
@@ -160,7 +159,7 @@ class PseudoExtendedResult(TransformResult):
     Attributes
     ----------
     stan_code, options, program, warnings
-        As :class:`~pemc_stan.methods.result.TransformResult`.
+        As :class:`~pemc_stan.core.result.TransformResult`.
     parameters
         The user's parameters, in declaration order, with where their copies live.
     data_additions
@@ -227,7 +226,7 @@ class PseudoExtendedResult(TransformResult):
         if self.temper == "base":
             if base is None:
                 raise ValueError("base=None: the program tempers towards a base density; pass "
-                                 "a pemc_stan.methods.base_density.BaseDensity or let "
+                                 "a pemc_stan.core.base_density.BaseDensity or let "
                                  "pemc_stan.sample fit one")
             base.validate()
             d = self.coordinates.dim(user_data)
@@ -564,7 +563,7 @@ def transform_pseudo_extended(program: StanProgram, options: PseudoExtendedOptio
     Parameters
     ----------
     program
-        The user's program, read once (:func:`pemc_stan.inputs.read_program`).
+        The user's program, read once (:func:`pemc_stan.stan.inputs.read_program`).
     options
         Validated options (the registry's front doors build and validate them).
 

@@ -3,7 +3,7 @@
 //   log p(x, u) = beta * (log gamma(x) - log zeta) + (1 - beta) * log b(x) - g(beta) + log |dbeta/du|
 // gamma: the model's full density (all constants, no Jacobian); b: the normalised base density
 //   b(x) = N(z(x) | pemc_base_mean, diag(pemc_base_sd^2)) * |det dz/dx|
-// in the base coordinates z(x) (see pemc_stan.methods.base_density); Delta(x) = log zeta + log b(x) - log gamma(x).
+// in the base coordinates z(x) (see pemc_stan.core.base_density); Delta(x) = log zeta + log b(x) - log gamma(x).
 // g(beta): a piecewise-linear bias that sets how the chains divide their time between
 // temperatures (fitted by pemc-stan's bootstrap; 0 in the first round). It leaves the slices
 // beta = 0 (base) and beta = 1 (target) unchanged.

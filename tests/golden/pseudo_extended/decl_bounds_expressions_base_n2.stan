@@ -5,7 +5,7 @@
 //   log_sum_exp_i(pemc_log_weight[i]) + sum_j [ log b(x_j) + beta_j * (log gamma~(x_j) - log b(x_j)) + log g(beta_j) ]
 //   pemc_log_weight[i] = (1 - beta_i) * (log gamma~(x_i) - log b(x_i))  (pi = g)
 // b: a normalised Gaussian density N(z(x) | pemc_base_mean, pemc_base_chol * pemc_base_chol') * |det dz/dx|
-// in the base coordinates z(x) (see pemc_stan.methods.base_density), fitted by pemc-stan's pilot;
+// in the base coordinates z(x) (see pemc_stan.core.base_density), fitted by pemc-stan's pilot;
 // b(x)^(1 - beta) gamma~(x)^beta is integrable for every beta (Hoelder), whatever the model's priors.
 functions {
   real pemc_log_density(real tau, real x, vector y, vector y_lo, vector y_hi, row_vector rv, array[] real above_x, vector z, matrix Zm, data vector lo, data vector hi, data real mid) {

@@ -22,9 +22,9 @@ from scipy.special import gammaln
 
 import pemc_stan
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.core.coordinates import extract_variable
 from pemc_stan.methods.continuous_tempering.fit import ContinuousTemperingFit
 from pemc_stan.methods.continuous_tempering.model import ContinuousTemperingModel
-from pemc_stan.methods.coordinates import extract_variable
 
 pytestmark = pytest.mark.compiled
 
@@ -311,7 +311,7 @@ def test_delta_at_draws_of_the_next_base_is_the_programs_own(compiled) -> None:
     quantities: parameter order, the bound's Jacobian, the next base and log zeta."""
     from scipy.stats import norm
 
-    from pemc_stan.pipeline import method_model
+    from pemc_stan.run.pipeline import method_model
 
     program = ("parameters { real<lower=0> s; real m; }\n"
                "model { s ~ exponential(1); m ~ normal(1, 2); }\n")

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from golden_files import check_golden
 
-from pemc_stan import pipeline as sampling
 from pemc_stan import transform
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import (
     ContinuousTemperingWarning,
     DataError,
@@ -24,11 +24,11 @@ from pemc_stan.errors import (
     StanProgramError,
     UnsupportedBaseError,
 )
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOptions
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.tempering import BetaBias
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run import pipeline as sampling
+from pemc_stan.run.pipeline import transform_result
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.stanc import check_with_stanc
 

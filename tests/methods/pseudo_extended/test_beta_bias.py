@@ -14,10 +14,10 @@ import pytest
 from numpy.typing import NDArray
 from scipy.special import logsumexp
 
-from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
 from pemc_stan.methods.tempering import FLAT, UNIFORM_SHARE
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 
 MEAN, SD, LOG_Z, OFFSET = 3.0, 0.5, 2.0, 0.7  # target Z N(3, 0.5^2); log Z^ = LOG_Z + OFFSET
 X = np.linspace(-8.0, 10.0, 4001)

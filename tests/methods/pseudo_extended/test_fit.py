@@ -10,7 +10,7 @@ import pytest
 
 from pemc_stan.errors import PseudoExtendedDiagnosticWarning, PseudoExtendedWarning
 from pemc_stan.methods.pseudo_extended.fit import PseudoExtendedFit
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 
 CODE = """
 parameters { real<lower=0> tau; real<lower=-tau, upper=tau> x; vector[2] v; }

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pemc_stan.methods.base_density import BaseDensity
-from pemc_stan.pipeline import method_model
+from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.run.pipeline import method_model
 
 PROGRAM = """
 parameters {

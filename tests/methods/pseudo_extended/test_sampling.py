@@ -17,7 +17,7 @@ from scipy import stats
 
 import pemc_stan
 from pemc_stan.estimators.weights import chain_ess
-from pemc_stan.pipeline import method_model
+from pemc_stan.run.pipeline import method_model
 
 pytestmark = pytest.mark.compiled
 

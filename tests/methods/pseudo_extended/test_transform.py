@@ -15,6 +15,7 @@ import pytest
 from golden_files import check_golden
 
 from pemc_stan import transform
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import (
     PseudoExtendedWarning,
     ReservedPrefixError,
@@ -22,9 +23,8 @@ from pemc_stan.errors import (
     UnsupportedBaseError,
     UnsupportedConstructError,
 )
-from pemc_stan.methods.base_density import BaseDensity
 from pemc_stan.methods.pseudo_extended.options import PseudoExtendedOptions
-from pemc_stan.pipeline import transform_result
+from pemc_stan.run.pipeline import transform_result
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.stanc import check_with_stanc
 
@@ -105,7 +105,7 @@ def test_no_parameters_rejected() -> None:
 
 
 def test_sample_rejects_bad_input_before_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pemc_stan.pipeline as sampling
+    import pemc_stan.run.pipeline as sampling
 
     def boom(*_a: object, **_k: object) -> None:
         raise AssertionError("compile_model must not be called")

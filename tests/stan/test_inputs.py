@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pemc_stan.errors import StanProgramError, UnsupportedConstructError
-from pemc_stan.inputs import read_program
+from pemc_stan.stan.inputs import read_program
 
 
 def test_include_is_reported_as_unsupported_with_its_line(tmp_path: Path) -> None:
@@ -62,7 +62,7 @@ _GOOD = {"N": 2, "y": [1.0, 2.0], "mu1": 0.5, "idx": [1, 2]}
 def test_data_values_are_checked_naming_the_variable(change: dict[str, object],
                                                      fragment: str) -> None:
     from pemc_stan.errors import DataError
-    from pemc_stan.inputs import check_data
+    from pemc_stan.stan.inputs import check_data
 
     program = read_program(_DATA_PROGRAM)
     with pytest.raises(DataError, match=fragment) as info:
@@ -75,7 +75,7 @@ def test_good_data_pass_in_every_spelling(tmp_path: Path) -> None:
 
     import numpy as np
 
-    from pemc_stan.inputs import check_data, read_data
+    from pemc_stan.stan.inputs import check_data, read_data
 
     program = read_program(_DATA_PROGRAM)
     check_data(program, _GOOD)
@@ -97,7 +97,7 @@ def test_a_missing_data_variable_is_named_by_the_api_before_compiling(
         raise AssertionError("compile_model was called")
 
     monkeypatch.setattr("pemc_stan.sampling.model.compile_model", never)
-    monkeypatch.setattr("pemc_stan.evidence_sources.compile_model", never)
+    monkeypatch.setattr("pemc_stan.run.evidence_sources.compile_model", never)
     for method in ("pe", "ct"):
         with pytest.raises(DataError, match="no value for 'mu1'"):
             pemc_stan.sample(_DATA_PROGRAM, {"N": 2, "y": [1, 2], "idx": [1, 2]}, method=method)
@@ -118,7 +118,7 @@ def test_data_of_other_libraries_and_edge_values() -> None:
     import pandas as pd
 
     from pemc_stan.errors import DataError
-    from pemc_stan.inputs import check_data
+    from pemc_stan.stan.inputs import check_data
 
     program = read_program("data { int K; matrix[2, 2] A; array[K] real L; real<lower=L[1]> a; }"
                            "\nparameters { real x; } model { x ~ normal(a, 1); }")
@@ -164,7 +164,7 @@ _FINITE = {"N": 2, "k": [1, 2], "pos": [1.0, 2.0], "y": [0.5, -0.5], "u": 1.0,
 def test_nan_and_inf_that_cmdstan_rejects_are_refused_in_one_line(
         change: dict[str, object], fragment: str) -> None:
     from pemc_stan.errors import DataError
-    from pemc_stan.inputs import check_data
+    from pemc_stan.stan.inputs import check_data
 
     program = read_program(_NON_FINITE_PROGRAM)
     with pytest.raises(DataError, match=fragment) as info:
@@ -186,7 +186,7 @@ def test_nan_and_inf_that_cmdstan_accepts_are_warned_about_in_one_line(
     import warnings
 
     from pemc_stan.errors import PemcStanWarning
-    from pemc_stan.inputs import check_data
+    from pemc_stan.stan.inputs import check_data
 
     program = read_program(_NON_FINITE_PROGRAM)
     with warnings.catch_warnings(record=True) as caught:
@@ -224,7 +224,7 @@ def test_a_nan_in_the_data_is_shown_once_where_logging_is_not_configured() -> No
     import subprocess
     import sys
 
-    code = ("import warnings, pemc_stan.inputs as i\n"
+    code = ("import warnings, pemc_stan.stan.inputs as i\n"
             f"p = i.read_program({_NON_FINITE_PROGRAM!r})\n"
             f"i.check_data(p, {{**{_FINITE!r}, 'y': [0.5, float('nan')]}}, 'd.json')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -234,7 +234,7 @@ def test_a_nan_in_the_data_is_shown_once_where_logging_is_not_configured() -> No
 
 
 def test_non_finite_entries_lists_each_nan_and_infinity_where_it_is() -> None:
-    from pemc_stan.inputs import non_finite_entries
+    from pemc_stan.stan.inputs import non_finite_entries
 
     data = {"N": 2, "y": [[1.0, "NaN"], [float("inf"), 2.0]], "s": "-Inf", "ok": [1, 2]}
     assert non_finite_entries(data) == ["y[1,2] (NaN)", "y[2,1] (Inf)", "s (-Inf)"]

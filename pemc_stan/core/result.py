@@ -6,18 +6,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from pemc_stan.inputs import StanProgram
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.line_map import LineMap
 from pemc_stan.stan.reparameterize import NonCentred
 
-if TYPE_CHECKING:
-    from pemc_stan.methods.registry import Method
-
 logger = logging.getLogger(__name__)
 
-__all__ = ["TransformResult"]
+__all__ = ["MethodEntry", "TransformResult"]
+
+
+class MethodEntry(Protocol):
+    """What a result's method tells the model and the fit built from it (the registry's
+    ``Method`` is one): its names, its estimators, and the classes that run and read it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def short(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def estimators(self) -> tuple[str, ...]: ...
+
+    @property
+    def model(self) -> Any: ...
+
+    @property
+    def fit(self) -> Any: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,10 +73,10 @@ class TransformResult:
     program: StanProgram
     warnings: tuple[str, ...] = ()
     noncentred: tuple[NonCentred, ...] = ()
-    method: Method | None = None
+    method: MethodEntry | None = None
     line_map: LineMap | None = None
 
-    def require_method(self) -> Method:
+    def require_method(self) -> MethodEntry:
         """The method that made this result.
 
         Raises

@@ -1,12 +1,12 @@
 """The parameters' base coordinates ``z = c(x)``: one map per constraint type.
 
-The Gaussian base densities (:mod:`pemc_stan.methods.base_density`) are
+The Gaussian base densities (:mod:`pemc_stan.core.base_density`) are
 Gaussians in *base coordinates* ``z = c(x) in R^D``; this module holds the
 maps, their log-Jacobians and the parameters' draws read out of CmdStan's
 columns.  The coordinate maps (each mirrored in Stan by the functions of
 ``stan_templates/base_density.stan.jinja``,
-:func:`~pemc_stan.methods.coordinate_code.stan_base_functions`, and called by
-the statements of :func:`~pemc_stan.methods.coordinate_code.stan_coordinate_code`):
+:func:`~pemc_stan.core.coordinate_code.stan_base_functions`, and called by
+the statements of :func:`~pemc_stan.core.coordinate_code.stan_coordinate_code`):
 
 =====================  ===================================  ==================================
 declared type          base coordinates ``z``                ``log |det dz/dx|``
@@ -67,7 +67,7 @@ from pemc_stan.stan.evaluate import broadcast_per_draw, evaluate_per_draw, with_
 from pemc_stan.stan.evaluate import evaluate as evaluate_expression
 from pemc_stan.stan.printer import print_expr, print_type
 
-__all__ = ["BaseCoordinates", "ParameterBlock", "UnsupportedBaseError", "base_coordinates",
+__all__ = ["BaseCoordinates", "ParameterBlock", "base_coordinates",
            "coordinate_draws", "extract_variable"]
 
 _ELEMENTWISE_TYPES = ("real", "vector", "row_vector", "matrix")

@@ -76,7 +76,7 @@ MARGINALISE_CHOICES = ("auto", "none")
 
 def marginalise_option() -> Any:
     """The ``marginalise`` field both methods share (see
-    :mod:`pemc_stan.methods.marginalise`).
+    :mod:`pemc_stan.core.marginalise`).
 
     Raises
     ------

@@ -19,19 +19,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pemc_stan.errors import OptionsError
-from pemc_stan.estimators.log_z import EvidenceEstimate
-from pemc_stan.evidence import (
-    EvidenceDisagreementWarning,
-    EvidenceOptions,
-    _estimator_argument,
-    bayes_factor,
-    compare_methods,
-    evidence,
-)
-from pemc_stan.evidence_sources import _chain_arrays_from_frame
+from pemc_stan.errors import EvidenceDisagreementWarning, OptionsError
+from pemc_stan.estimators.log_z import EvidenceEstimate, bayes_factor
+from pemc_stan.run.evidence import _estimator_argument, compare_methods, evidence
+from pemc_stan.run.evidence_options import EvidenceOptions
+from pemc_stan.run.evidence_sources import _chain_arrays_from_frame
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 SEEDS = range(1, 11)
 
@@ -201,7 +195,7 @@ def test_bridge_seed_on_fits_is_reproducible_and_not_the_fit_seed() -> None:
     # The fit resamples with default_rng(seed); the bridge must not draw its proposal from a
     # generator with that same seed (dependent streams made the CT-fit estimates spread 0.29
     # times their SE on normal_normal, failing the calibration test above)
-    from pemc_stan.evidence_sources import _bridge_seed
+    from pemc_stan.run.evidence_sources import _bridge_seed
 
     assert _bridge_seed(None) is None
     seeds = [_bridge_seed(s) for s in range(1, 11)]

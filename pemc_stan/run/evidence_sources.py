@@ -1,4 +1,4 @@
-"""Where :func:`pemc_stan.evidence.evidence`'s estimates come from, one kind of input at a time.
+"""Where :func:`pemc_stan.run.evidence.evidence`'s estimates come from, one kind of input at a time.
 
 A model (a ``.stan`` path, Stan program text or ``CmdStanModel``): the method whose
 estimators need its fit is run, or multi-path Pathfinder (the modes check, the ``"is"``
@@ -8,7 +8,7 @@ its own estimate, or bridge sampling on its resampled draws.  Every input's prio
 checked first (:func:`check_prior`), and every estimate is judged
 (``diagnostics["verdict"]``).  The importance-sampling estimates
 (:func:`importance_from_draws`, :func:`importance_from_pathfinder`) are exported by
-:mod:`pemc_stan.evidence` as well.
+:mod:`pemc_stan.run.evidence` as well.
 """
 
 from __future__ import annotations
@@ -27,22 +27,27 @@ from numpy.typing import NDArray
 from scipy.stats import multivariate_t
 
 from pemc_stan.backend.compile import compile_model
-from pemc_stan.errors import FitSuspectWarning, OptionsError, PriorNormalisationWarning
+from pemc_stan.errors import (
+    FitSuspectWarning,
+    OptionsError,
+    PriorNormalisationWarning,
+    emit_warning,
+)
 from pemc_stan.estimators.log_z import EvidenceEstimate, importance_sampling
 from pemc_stan.estimators.normalisation import PriorReport, improper_prior, prior_report
-from pemc_stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 from pemc_stan.methods import registry
 from pemc_stan.modes.bridge import bridge_from_draws, log_target_fn, posterior_setup
 from pemc_stan.modes.density import DensityEvaluator
-from pemc_stan.sampling.fit import ExtendedFit, emit_warning
+from pemc_stan.sampling.fit import ExtendedFit
+from pemc_stan.stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
 
 if TYPE_CHECKING:
-    from pemc_stan.evidence import EvidenceOptions
+    from pemc_stan.run.evidence_options import EvidenceOptions
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["check_prior", "importance_from_draws", "importance_from_pathfinder", "nuts_reasons",
-           "pathfinder_modes"]
+__all__ = ["check_prior", "estimate_from", "importance_from_draws", "importance_from_pathfinder",
+           "nuts_reasons", "pathfinder_modes"]
 
 
 # --------------------------------------------------------------------------- inputs
@@ -219,7 +224,7 @@ def importance_from_pathfinder(model: cmdstanpy.CmdStanModel, data: Mapping[str,
 # --------------------------------------------------------------------------- each input
 
 
-def _estimate(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike[str] | None,
+def estimate_from(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike[str] | None,
               m: str, opts: EvidenceOptions, out_dir: Path | None,
               program: str | os.PathLike[str] | None, show_progress: bool,
               sampler_kwargs: dict[str, Any]) -> EvidenceEstimate:
@@ -281,7 +286,7 @@ def _mcmc_inputs(fit: cmdstanpy.CmdStanMCMC, estimator: str, m: str, program: An
 
 def _model_program(model: Any) -> StanProgram:
     """The program of a model given as a ``.stan`` path, Stan text, a ``CmdStanModel`` or a
-    :class:`~pemc_stan.inputs.StanProgram`.
+    :class:`~pemc_stan.stan.inputs.StanProgram`.
 
     Raises
     ------
@@ -311,9 +316,9 @@ def _run_method(owner: registry.Method, model: Any, prog: StanProgram, data: dic
     Raises
     ------
     OptionsError, StanProgramError, DataError, RuntimeError
-        As :func:`pemc_stan.pipeline.sample`.
+        As :func:`pemc_stan.run.pipeline.sample`.
     """
-    from pemc_stan.pipeline import sample
+    from pemc_stan.run.pipeline import sample
 
     given = model if isinstance(model, cmdstanpy.CmdStanModel) else prog
     kwargs = {"split_modes": "never", **sampler_kwargs}
@@ -380,10 +385,9 @@ def _bridge_seed(seed: int | None) -> int | None:
 
     The fit resamples with ``numpy.random.default_rng(fit.seed)``; users
     naturally pass the same number to :func:`evidence`.  Two generators with
-    one seed give dependent streams, and on ``models/normal_normal`` the
-    proposal and resampling errors then cancelled: ten such estimates spread
-    0.29 times their standard error (0.70 with unrelated seeds).  The seed is
-    therefore mixed with a fixed tag into a different, still reproducible one.
+    one seed give dependent streams, whose proposal and resampling errors can
+    cancel and make the reported standard error wrong.  The seed is therefore
+    mixed with a fixed tag into a different, still reproducible one.
     """
     if seed is None:
         return None

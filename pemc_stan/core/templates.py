@@ -18,9 +18,9 @@ from typing import Any
 
 import jinja2
 
-from pemc_stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import check_reserved_prefix
+from pemc_stan.stan.inputs import ProgramSource, StanProgram, read_program
 from pemc_stan.stan.line_map import LineMap, SourcedText, locate_blocks
 from pemc_stan.stan.printer import sourced_program, sourced_stmt
 from pemc_stan.stan.reparameterize import NonCentred, noncentre
@@ -38,7 +38,7 @@ def prepare_program(program: ProgramSource, name: str | None, method: str) -> St
     ----------
     program
         Stan text, a ``.stan`` path, a parsed program or a
-        :class:`~pemc_stan.inputs.StanProgram` (used as is: not parsed again).
+        :class:`~pemc_stan.stan.inputs.StanProgram` (used as is: not parsed again).
     name
         The model's name (default: the file stem, or ``"model"``).
     method

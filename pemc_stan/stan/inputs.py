@@ -55,7 +55,7 @@ class StanProgram:
         The ``.stan`` file it was read from, if any.
     marginalised
         Parameters of ``original`` this program sums out of the model and draws in its
-        generated quantities (:mod:`pemc_stan.methods.marginalise`); empty for a user's
+        generated quantities (:mod:`pemc_stan.core.marginalise`); empty for a user's
         program.
     original
         The user's program, when this one was rewritten from it.
@@ -398,7 +398,7 @@ def _check_values(stmt: ast.VarDecl, name: str, declared: str, data: Mapping[str
                    f"{where}, but a density or arithmetic that uses it is NaN or infinite, "
                    "so every draw may be rejected")
         # one channel: a log record at WARNING too would print it twice where logging is
-        # not configured (Python's last-resort handler), as sampling.fit.emit_warning says
+        # not configured (Python's last-resort handler), as errors.emit_warning says
         warnings.warn(message, PemcStanWarning, stacklevel=4)
         logger.debug("warned: %s", message)
 

@@ -54,9 +54,8 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pemc_stan.core.templates import block_text, functions_text, render
 from pemc_stan.errors import StanProgramError
-from pemc_stan.inputs import StanProgram
-from pemc_stan.methods.templates import block_text, functions_text, render
 from pemc_stan.stan import ast
 from pemc_stan.stan.analysis import (
     COMPARISONS,
@@ -64,6 +63,7 @@ from pemc_stan.stan.analysis import (
     compared_only_parameters,
     reserved_identifiers,
 )
+from pemc_stan.stan.inputs import StanProgram
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.parser import parse
 from pemc_stan.stan.printer import print_expr, print_type

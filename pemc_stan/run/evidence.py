@@ -1,6 +1,6 @@
 """Normalising-constant (evidence) estimates for Stan models and fits: ``pemc_stan.evidence()``.
 
-:func:`evidence` is the front door for ``log Z`` as :func:`pemc_stan.pipeline.sample` is
+:func:`evidence` is the front door for ``log Z`` as :func:`pemc_stan.run.pipeline.sample` is
 for draws: it compiles and runs what an estimator needs (NUTS, Pathfinder, a method's
 fit, the density program) and returns an
 :class:`~pemc_stan.estimators.log_z.EvidenceEstimate` of
@@ -24,7 +24,7 @@ Estimators
     Pareto-smoothed importance sampling with i.i.d. draws from the Gaussian
     approximation of a single-path Pathfinder run (``proposal="pathfinder"``);
     CmdStan writes ``lp__`` with every constant and Jacobian and the
-    normalised ``lp_approx__`` (see :mod:`pemc_stan.pipeline`), so
+    normalised ``lp_approx__`` (see :mod:`pemc_stan.run.pipeline`), so
     ``log w = lp__ - lp_approx__``.
 ``"ct"`` / ``"ti"``
     From a continuously tempered fit: the Rao-Blackwellised ratio of eq. 20
@@ -47,77 +47,17 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pemc_stan.backend.processes import ending_children
-from pemc_stan.errors import EvidenceDisagreementWarning, OptionsError
-from pemc_stan.estimators.log_z import Comparison, EvidenceEstimate, bayes_factor, compare
-from pemc_stan.evidence_sources import (
-    _estimate,
-    importance_from_draws,
-    importance_from_pathfinder,
-)
-from pemc_stan.evidence_sources import nuts_reasons as nuts_reasons  # tests read it here
-from pemc_stan.inputs import StanProgram, read_program
-from pemc_stan.methods import registry
-from pemc_stan.modes.bridge import bridge_from_draws
-from pemc_stan.modes.density import DENSITY_COLUMN, DensityEvaluator, density_program
-from pemc_stan.sampling.fit import emit_warning
+from pemc_stan.errors import EvidenceDisagreementWarning, OptionsError, emit_warning
+from pemc_stan.estimators.log_z import Comparison, EvidenceEstimate, compare
+from pemc_stan.run.evidence_options import EvidenceOptions, canonical_estimator
+from pemc_stan.run.evidence_sources import estimate_from
+from pemc_stan.stan.inputs import StanProgram, read_program
 
-__all__ = [
-    "DensityEvaluator",
-    "EvidenceDisagreementWarning",
-    "EvidenceOptions",
-    "bayes_factor",
-    "bridge_from_draws",
-    "compare_methods",
-    "density_program",
-    "DENSITY_COLUMN",
-    "evidence",
-    "importance_from_draws",
-    "importance_from_pathfinder",
-    "parameter_names",
-]
-
-#: The estimators of this module; methods add their own (registry entries' ``estimators``).
-OWN_ESTIMATORS = ("bridge", "is")
-_ALIASES = {"bridge_sampling": "bridge", "psis": "is", "importance_sampling": "is",
-            "thermodynamic_integration": "ti"}
-
-
-def estimators() -> tuple[str, ...]:
-    """Every estimator :func:`evidence` accepts: its own and the registered methods'.
-
-    Raises
-    ------
-    Nothing.
-    """
-    return (*OWN_ESTIMATORS, *(e for m in registry.methods() for e in m.estimators))
-
-
-def canonical_estimator(name: str) -> str | None:
-    """The estimator called ``name``: an estimator, an alias, or a method name (its first
-    estimator); None when there is none.
-
-    Raises
-    ------
-    Nothing.
-    """
-    if not isinstance(name, str):
-        return None
-    key = _ALIASES.get(name.lower(), name.lower())
-    if key in estimators():
-        return key
-    try:
-        method = registry.get(key)
-    except ValueError:
-        return None
-    return method.estimators[0] if method.estimators else None
-
+__all__ = ["compare_methods", "evidence", "parameter_names"]
 
 def _estimator_argument(estimator: str | None, method: str | None) -> str:
     """The estimator :func:`evidence` was asked for: ``estimator=``, or the deprecated
@@ -137,85 +77,6 @@ def _estimator_argument(estimator: str | None, method: str | None) -> str:
                     "method= is deprecated: pass estimator= alone")
     warnings.warn("method= is deprecated; use estimator=", DeprecationWarning, stacklevel=3)
     return method
-
-
-def _check_integer(name: str, value: Any, low: int, expected: str) -> None:
-    """Raise :class:`OptionsError` unless ``value`` is an integer (``int`` or NumPy, not
-    ``bool``) ``>= low``.
-
-    Raises
-    ------
-    OptionsError
-        Naming ``name``, the value and ``expected``.
-    """
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-        raise OptionsError(name, value, expected, message=f"{name}={value!r}; expected {expected}")
-
-
-@dataclass(frozen=True)
-class EvidenceOptions:
-    """Options of :func:`evidence` (names mirror cmdstanpy where they overlap).
-
-    Attributes
-    ----------
-    estimator : str
-        ``"bridge"``, ``"is"``, ``"ct"`` or ``"ti"`` (or an alias, or a method's name).
-    chains, iter_warmup, iter_sampling : int
-        NUTS settings (bridge on a model; CT runs).
-    seed : int or None
-        Seed of every run and of the bridge proposal draws.
-    n_proposal : int or None
-        Bridge proposal draws (default: as many as bridge draws).
-    is_draws : int
-        Proposal draws for ``"is"``.
-    is_proposal : str
-        ``"pathfinder"`` or ``"student_t"``.
-    ti_grid : int
-        Grid points in ``beta`` for ``"ti"``.
-    warp : bool
-        Warp-3 bridge sampling.
-    """
-
-    estimator: str = "bridge"
-    chains: int = 4
-    iter_warmup: int = 1000
-    iter_sampling: int = 1000
-    seed: int | None = None
-    n_proposal: int | None = None
-    is_draws: int = 4000
-    is_proposal: str = "pathfinder"
-    ti_grid: int = 101
-    warp: bool = False
-
-    def validate(self) -> None:
-        """Check every option.
-
-        Raises
-        ------
-        OptionsError
-            Naming the argument, its value and what was expected (a ``ValueError``).
-        """
-        if canonical_estimator(self.estimator) is None:
-            expected = f"one of {', '.join(estimators())}"
-            raise OptionsError("estimator", self.estimator, expected,
-                               message=f"estimator={self.estimator!r}; expected {expected}")
-        for name, low in (("chains", 1), ("iter_warmup", 0), ("iter_sampling", 8),
-                          ("is_draws", 10), ("ti_grid", 3)):
-            _check_integer(name, getattr(self, name), low, f"an integer >= {low}")
-        if self.is_proposal not in ("pathfinder", "student_t"):
-            expected = "'pathfinder' or 'student_t'"
-            raise OptionsError("is_proposal", self.is_proposal, expected,
-                               message=f"is_proposal={self.is_proposal!r}; expected {expected}")
-        if self.n_proposal is not None and (not isinstance(self.n_proposal, (int, np.integer))
-                                            or self.n_proposal < 2):
-            expected = "None or an integer >= 2"
-            raise OptionsError("n_proposal", self.n_proposal, expected,
-                               message=f"n_proposal={self.n_proposal!r}; expected {expected}")
-        if self.seed is not None and (not isinstance(self.seed, (int, np.integer))
-                                      or self.seed < 0):
-            expected = "None or a non-negative integer"
-            raise OptionsError("seed", self.seed, expected,
-                               message=f"seed={self.seed!r}; expected {expected}")
 
 
 # --------------------------------------------------------------------------- public API
@@ -268,7 +129,7 @@ def evidence(
         The program of a ``CmdStanMCMC`` fit.
     chains, iter_warmup, iter_sampling, seed, output_dir, show_progress
         As in cmdstanpy, for the runs made here.  Without ``seed`` one is drawn
-        (:func:`pemc_stan.pipeline.draw_seed`); the estimate's
+        (:func:`pemc_stan.run.pipeline.draw_seed`); the estimate's
         ``diagnostics["seed"]`` records the seed used.
     n_proposal : int, optional
         Bridge proposal draws.
@@ -313,7 +174,7 @@ def evidence(
     """
     estimator = _estimator_argument(estimator, method)
     if seed is None:  # every estimate can be repeated: the seed drawn is recorded
-        from pemc_stan.pipeline import draw_seed
+        from pemc_stan.run.pipeline import draw_seed
 
         seed = draw_seed()
     opts = EvidenceOptions(estimator=estimator, chains=chains, iter_warmup=iter_warmup,
@@ -325,7 +186,7 @@ def evidence(
     assert m is not None  # validated above
     out_dir = None if output_dir is None else Path(output_dir)
     with ending_children():  # CmdStan's children ended on error; cmdstanpy's INFO at DEBUG
-        est = _estimate(model_or_fit, data, m, opts, out_dir, program, show_progress,
+        est = estimate_from(model_or_fit, data, m, opts, out_dir, program, show_progress,
                         sampler_kwargs)
     return _seeded(est, seed)
 

@@ -3,7 +3,7 @@
 Each front door settles everything once, before anything is compiled: the
 method (one registry lookup), its options (built and validated once by
 :meth:`~pemc_stan.methods.registry.Method.build_options`), the program (read
-and parsed once into a :class:`~pemc_stan.inputs.StanProgram`) and the
+and parsed once into a :class:`~pemc_stan.stan.inputs.StanProgram`) and the
 sampler's arguments.  :func:`run` then carries them down: the method's
 transformation → its model (``method.model(result, data)``), which compiles
 through the content-hash cache and runs CmdStan's NUTS → the method's fit.
@@ -35,16 +35,16 @@ import cmdstanpy
 from pemc_stan.backend import progress
 from pemc_stan.backend.console import collapse_cmdstanpy_messages, is_cmdstan_failure, run_error
 from pemc_stan.backend.processes import ending_children
+from pemc_stan.core.options import check_int, check_number, field_names, option
+from pemc_stan.core.result import TransformResult
 from pemc_stan.errors import OptionsError
-from pemc_stan.inputs import ProgramSource, StanProgram, read_data, read_program
 from pemc_stan.methods import registry
-from pemc_stan.methods.options import check_int, check_number, field_names, option
-from pemc_stan.methods.result import TransformResult
 from pemc_stan.output.folder import check_output_folder
-from pemc_stan.plan import run_plan
+from pemc_stan.run.conductor import run_plan
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.follow_up import DEFAULT_BUDGET, Budget
 from pemc_stan.sampling.model import MethodModel
+from pemc_stan.stan.inputs import ProgramSource, StanProgram, read_data, read_program
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class SamplerArgs:
     """The NUTS arguments of :func:`sample`, checked before anything is compiled.
 
     Names mirror ``cmdstanpy.CmdStanModel.sample``.  Each field with a flag
-    (:func:`~pemc_stan.methods.options.option`) becomes one of ``pemc-stan
+    (:func:`~pemc_stan.core.options.option`) becomes one of ``pemc-stan
     sample``'s (``max_treedepth`` is ``--max-treedepth``); its default is
     written here only.  A NUTS argument left at None is not passed, so
     CmdStan's own default applies.  ``extra`` holds the other keyword
@@ -320,7 +320,7 @@ def check_inits(result: TransformResult, data: Mapping[str, Any] | None, inits: 
     OptionsError
         Naming ``inits``, the parameter, both declarations and what to give instead.
     """
-    from pemc_stan.inputs import _expected_shape, _json_shape
+    from pemc_stan.stan.inputs import _expected_shape, _json_shape
     from pemc_stan.stan.printer import print_type
 
     if inits is None or isinstance(inits, (int, float)):
@@ -406,7 +406,7 @@ def transform_result(program: ProgramSource,
     ----------
     program
         Stan program text, a ``.stan`` path, a parsed program or a
-        :class:`~pemc_stan.inputs.StanProgram`.
+        :class:`~pemc_stan.stan.inputs.StanProgram`.
     method
         A registered method's name or alias (pe, ct, ...), or its registry entry.
     options
@@ -493,7 +493,7 @@ def sample(
     ----------
     model
         Stan program text, a ``.stan`` path, a ``cmdstanpy.CmdStanModel``
-        (its ``stan_file`` is used) or a :class:`~pemc_stan.inputs.StanProgram`.
+        (its ``stan_file`` is used) or a :class:`~pemc_stan.stan.inputs.StanProgram`.
     data
         Data dict or JSON path.
     method

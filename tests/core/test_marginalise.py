@@ -1,4 +1,4 @@
-"""A parameter used only in comparisons, summed out (:mod:`pemc_stan.methods.marginalise`).
+"""A parameter used only in comparisons, summed out (:mod:`pemc_stan.core.marginalise`).
 
 What the rewritten program says (stanc accepts it; nothing compiles) and which programs
 are left as written; the sampled answers against exact ones are in
@@ -11,10 +11,10 @@ import pytest
 from change_point import CHANGE_POINT
 
 import pemc_stan
+from pemc_stan.core.marginalise import marginalise
 from pemc_stan.errors import ReservedPrefixError
-from pemc_stan.inputs import read_program
-from pemc_stan.methods.marginalise import marginalise
 from pemc_stan.stan.analysis import check_reserved_prefix
+from pemc_stan.stan.inputs import read_program
 
 
 def _rewritten(code: str) -> tuple[str, tuple[str, ...]]:
@@ -206,7 +206,7 @@ def test_a_local_declared_with_the_comparison_moves_with_its_readers() -> None:
 
 
 def test_the_verdict_is_told_why_a_compared_only_parameter_was_kept() -> None:
-    from pemc_stan.methods.marginalise import refusal
+    from pemc_stan.core.marginalise import refusal
 
     assert refusal(read_program(CHANGE_POINT).tree) == ""  # it would be summed out
     loop = ("data { int N; vector[N] y; } parameters { real mu; real<lower=0, upper=N> s; }"

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pemc_stan import plan
-from pemc_stan.methods.base_density import BaseDensity
+from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import SplitOutcome
+from pemc_stan.run import conductor as plan
 from pemc_stan.sampling.follow_up import Budget
 from pemc_stan.sampling.model import Found
 

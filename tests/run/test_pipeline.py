@@ -9,8 +9,8 @@ import pytest
 
 import pemc_stan
 from pemc_stan.errors import OptionsError, UnsupportedConstructError
-from pemc_stan.inputs import read_program
 from pemc_stan.methods import registry
+from pemc_stan.stan.inputs import read_program
 
 SIMPLE = """
 data { int<lower=0> n; array[n] real y; }

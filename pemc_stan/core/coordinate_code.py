@@ -1,18 +1,18 @@
 """The parameters' base coordinates as generated Stan code.
 
-The maps of :mod:`pemc_stan.methods.coordinates` in Stan, used by the
+The maps of :mod:`pemc_stan.core.coordinates` in Stan, used by the
 continuous-tempering and pseudo-extended programs: the functions are in
 ``stan_templates/base_density.stan.jinja``, the statements filling the
 vector ``z`` and its log-Jacobian are built here from each parameter's
-:class:`~pemc_stan.methods.coordinates.ParameterBlock`.
+:class:`~pemc_stan.core.coordinates.ParameterBlock`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pemc_stan.methods.coordinates import ParameterBlock
-from pemc_stan.methods.templates import render
+from pemc_stan.core.coordinates import ParameterBlock
+from pemc_stan.core.templates import render
 from pemc_stan.stan.printer import print_expr
 
 __all__ = ["stan_base_functions", "stan_coordinate_code", "stan_dim_expr"]

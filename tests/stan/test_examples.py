@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pemc_stan import examples
+from pemc_stan.stan import examples
 from pemc_stan.stan.parser import parse
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_gallery_folder_is_an_example() -> None:

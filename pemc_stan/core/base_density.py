@@ -19,7 +19,7 @@ constraint type, plus the log-Jacobian of that map::
 so that ``x = c^{-1}(z)`` with ``z ~ N(m, S)`` has exactly the density ``b``.
 
 The coordinate maps ``c`` and their log-Jacobians, one per constraint type, are
-in :mod:`pemc_stan.methods.coordinates`.
+in :mod:`pemc_stan.core.coordinates`.
 
 Moments in base coordinates are known exactly (``E_b[z] = m``,
 ``Cov_b[z] = S``): eq 22 estimates of them are the paper's convergence check.
@@ -43,8 +43,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
+from pemc_stan.core.coordinates import BaseCoordinates
 from pemc_stan.estimators.weights import weighted_moments
-from pemc_stan.methods.coordinates import BaseCoordinates
 
 logger = logging.getLogger(__name__)
 
@@ -359,7 +359,7 @@ def fit_base(coords: BaseCoordinates, draws: Mapping[str, ArrayLike],
 
 # --------------------------------------------------------------------------- #
 # The base's log density in Stan (after the coordinate statements of
-# :func:`pemc_stan.methods.coordinate_code.stan_coordinate_code`)
+# :func:`pemc_stan.core.coordinate_code.stan_coordinate_code`)
 # --------------------------------------------------------------------------- #
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pemc_stan.methods.base_density import BaseDensity, moment_match
-from pemc_stan.methods.coordinates import (
+from pemc_stan.core.base_density import BaseDensity, moment_match
+from pemc_stan.core.coordinates import (
     UnsupportedBaseError,
     base_coordinates,
     extract_variable,
@@ -434,7 +434,7 @@ def test_a_student_t_base_needs_more_than_two_degrees_of_freedom() -> None:
 
 
 def test_the_stan_base_lpdf_names_the_t_with_its_degrees_of_freedom() -> None:
-    from pemc_stan.methods.base_density import stan_base_lpdf
+    from pemc_stan.core.base_density import stan_base_lpdf
 
     assert stan_base_lpdf("diag", tails=True).startswith("student_t_lpdf(pemc_z | pemc_base_df")
     assert stan_base_lpdf("dense", tails=True).startswith(

@@ -1,0 +1,2 @@
+"""The front doors (``sample``, ``transform``, ``evidence``) and the conductor that owns a
+run's order."""
