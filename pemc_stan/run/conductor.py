@@ -110,23 +110,30 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
         tempered = True
         lap("method")
+
+    def judged(run: ExtendedFit) -> ExtendedFit:
+        """``run`` with what was learned beside it: the refused split's chains, and for a
+        tempered run its cells' estimate and the wide checks of the estimate it reports.
+        Every run is judged so before its verdict is read, so that the follow-ups act
+        only on reasons that judge the estimate that will be reported."""
+        if refused is not None:  # the refused split's chains judge the tempered run too
+            run.later_checks = (*run.later_checks, ScoutsCheck(refused, seed),
+                                SpreadCheck(refused))
+        if diverged:
+            run.later_checks = (*run.later_checks, DivergedCheck())
+        if tempered:  # importance draws need no chain to reach a region
+            run.cell_estimate, run.cell_note = _cells(model, found, seed, run)
+            run.later_checks = (*run.later_checks, *_wide_checks(model, found, seed, run))
+        return run
+
+    fit = judged(fit)
+    lap("estimate")
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
     fit = follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
                     seed=seed, budget=budget, output_dir=output_dir,
-                    show_progress=show_progress, refused_gradients=refused_gradients, **later)
+                    show_progress=show_progress, refused_gradients=refused_gradients,
+                    judge=judged, **later)
     lap("follow_ups")
-    if refused is not None:  # the refused split's chains judge the tempered run too
-        fit.later_checks = (*fit.later_checks, ScoutsCheck(refused, seed),
-                            SpreadCheck(refused))
-    if diverged:
-        fit.later_checks = (*fit.later_checks, DivergedCheck())
-    if tempered:  # importance draws need no chain to reach a region
-        fit.cell_estimate, fit.cell_note = _cells(model, found, seed, fit)
-        lap("cells")
-        wide = _wide_checks(model, found, seed, fit)  # of the estimate reported
-        if wide:
-            fit.later_checks = (*fit.later_checks, *wide)
-        lap("wide_moments")
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds

@@ -46,13 +46,14 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.output.diagnostics import RHAT_MAX, Reason
-from pemc_stan.sampling.checks import carried_variance_floor
+from pemc_stan.sampling.checks import carried_variance_floor, minor_reasons
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.model import MethodModel
 
@@ -304,7 +305,9 @@ def carries_floor(settings: dict[str, Any], new: dict[str, Any]) -> bool:
 def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sampling: int,
               seed: int | None, budget: Budget,
               output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
-              refused_gradients: int = 0, **cmdstanpy_kwargs: Any) -> ExtendedFit:
+              refused_gradients: int = 0,
+              judge: Callable[[ExtendedFit], ExtendedFit] | None = None,
+              **cmdstanpy_kwargs: Any) -> ExtendedFit:
     """Apply the verdict's mechanical remedies to ``fit`` within ``budget`` (module docstring).
 
     Parameters
@@ -322,6 +325,9 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     refused_gradients
         Gradient evaluations of a mode split refused before ``fit``'s run: part of the
         first attempt, as an accepted split's runs are.
+    judge
+        What makes a new run's fit as ``fit`` was made (the conductor's checks beside the
+        run, the estimate it reports) before its verdict is read; None: nothing.
 
     Returns
     -------
@@ -357,7 +363,10 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()), verdict=(
                 "no mechanical remedy: the mode split ran as long as the budget allowed")))
             break
-        plan = plan_step(verdict.reasons, settings, model.refits_bridge and not bridged)
+        # only what judges the reported estimate calls for a remedy: a reason that alone
+        # would not make the fit suspect is not worth a run
+        standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
+        plan = plan_step(standing, settings, model.refits_bridge and not bridged)
         if plan is None:
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()),
                                              verdict="no mechanical remedy"))
@@ -396,6 +405,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
                 show_progress, adapt_delta=new["adapt_delta"],
                 max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
+        if judge is not None:
+            fit = judge(fit)
         if "sd_precision" in verdict.names() and carries_floor(settings, new):
             fit.variance_se_floor = carried_variance_floor(before, fit)  # a tail seen once
         doubled = doubled or new["iter_sampling"] > settings["iter_sampling"]

@@ -151,3 +151,107 @@ def test_the_wide_draws_use_the_method_s_own_density_before_a_density_program(
     plan._wide_draws(_Owner(), found, 1, fit)  # type: ignore[arg-type]
     assert (seen["ev"] is mine) == own and len(built) == (0 if own else 1)
     assert own or seen["ev"] is built[0]
+
+
+# --------------------------------------------------------------- the cells, through the plan
+
+class _Particles:
+    """A tempered run's particles in base coordinates, their target weights, its cost."""
+
+    def __init__(self, z: np.ndarray, log_w: np.ndarray, gradients: int) -> None:
+        self.z, self.log_w, self.cost = z, log_w, gradients
+
+    def particle_coordinates(self) -> np.ndarray:
+        return self.z
+
+    def target_weights(self) -> np.ndarray:
+        return np.exp(self.log_w)
+
+    def gradients(self) -> int:
+        return self.cost
+
+
+def _owner(density: Any) -> Any:
+    from types import SimpleNamespace
+
+    from modes.test_cells import coords
+
+    return SimpleNamespace(result=SimpleNamespace(coordinates=coords()), data={},
+                           program=SimpleNamespace(marginalised=(), name="m"),
+                           own_density=lambda fit: density)
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_the_plan_s_cells_are_right_or_refused_where_only_the_covering_part_reaches_a_mode(
+        seed: int) -> None:
+    """Five modes; the search found them all but kept no covariances, and the run never
+    came near the one at (0, -6): only the covering part reaches it.  The cells the plan
+    reports are then right within four standard errors, or refused by their Pareto k; without
+    the covering part they would be 40 standard errors low and pass."""
+    from types import SimpleNamespace
+
+    from modes.test_cells import LOG_C, MEANS, METRIC, Mixture, run_particles
+
+    z, log_w = run_particles(np.random.default_rng(seed), [0, 1, 2, 3])
+    found = Found(search=SimpleNamespace(base=METRIC, centres=MEANS, covariances=None))
+    draws, note = plan._cells(_owner(Mixture()), found, seed,
+                              _Particles(z, log_w, 200_000))  # type: ignore[arg-type]
+    if draws is None:
+        assert "Pareto k" in note
+    else:
+        log_z, se = draws.log_z()
+        assert abs(log_z - LOG_C) < 4 * se < 0.1
+
+
+def test_the_plan_gates_the_cells_by_each_cell_s_pareto_k_with_a_covering_part(
+        monkeypatch) -> None:
+    """One heavy cell among even ones: the pooled k passes, the cell's does not, and the plan
+    refuses the cells by the cell's; every cell's proposal is given the covering part."""
+    from types import SimpleNamespace
+
+    from modes.test_cells import METRIC
+
+    from pemc_stan.modes.cells import CellDraws
+
+    rng = np.random.default_rng(2)
+    even = rng.normal(0.0, 0.1, 20_000)
+    heavy = np.log(rng.pareto(0.5, 400) + 1.0) - 16.0
+    log_u = np.concatenate([even, heavy])
+    made = CellDraws(log_u, np.repeat([0, 1], [even.size, heavy.size]),
+                     {"x": np.zeros(log_u.size)}, 2)
+    assert made.pooled_k() < 0.7 < made.pareto_k()
+    seen: dict[str, Any] = {}
+
+    def cell_draws(*args: Any, **kwargs: Any) -> CellDraws:
+        seen.update(kwargs)
+        return made
+
+    monkeypatch.setattr(plan, "cell_draws", cell_draws)
+    found = Found(search=SimpleNamespace(base=METRIC, centres=np.zeros((2, 2)),
+                                         covariances=None))
+    fit = _Particles(np.zeros((1, 10, 2)), np.zeros((1, 10)), 50_000)
+    draws, note = plan._cells(_owner(object()), found, 1, fit)  # type: ignore[arg-type]
+    assert draws is None and f"{made.pareto_k():.2f}" in note
+    cover = seen.get("cover")
+    assert cover is not None and cover.df is not None and np.allclose(cover.mean, METRIC.mean)
+
+
+def test_an_accepted_split_is_the_run_no_second_run_follows(monkeypatch) -> None:
+    """A search of one mode: the split's plain NUTS run is the result; the method does not
+    run again, and the follow-ups are handed that run."""
+    sampled: list[Any] = []
+    handed: list[Any] = []
+
+    class Model(_Model):
+        def sample(self, **kwargs: Any) -> _Fit:
+            sampled.append(kwargs)
+            return _Fit()
+
+    split = _Fit()
+    outcome = SplitOutcome(split, tried=True)
+    monkeypatch.setattr(plan, "split_modes", lambda *a, **k: outcome)
+    monkeypatch.setattr(plan, "follow_up", lambda model, fit, **k: handed.append(fit) or fit)
+    fit = plan.run_plan(Model(), chains=4, iter_warmup=10, iter_sampling=10, seed=1,
+                        output_dir=None, show_progress=False, budget=Budget())
+    assert fit is split and handed == [split] and sampled == []
+    assert not hasattr(fit, "cell_estimate") or fit.cell_estimate is None

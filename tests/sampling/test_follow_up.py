@@ -49,6 +49,8 @@ class FakeFit:
     rhat: float = float("nan")
     split_steps: tuple[Any, ...] = ()
     continuable: bool = True
+    cell_estimate: Any = None
+    minor_reasons: frozenset[str] = frozenset()
 
     def check(self) -> Verdict:
         return Verdict(self.reasons, ("divergences", "rhat", "beta_round_trips"))
@@ -455,3 +457,39 @@ def test_a_faulty_run_s_variance_error_is_not_the_next_run_s_floor(
     assert len(model.calls) == 1 and fit is second
     assert seen == ([(first, second)] if carried else [])
     assert getattr(second, "variance_se_floor", None) == ({"mu": 1.0} if carried else None)
+
+
+RHAT = Reason("rhat", "R-hat 1.08 > 1.01 (x)", "run longer")
+WIDE = Reason("wide_moments", "the mean of x is 6 standard errors from importance draws",
+              "reparameterise")
+
+
+def test_a_follow_up_acts_only_on_reasons_that_judge_the_reported_estimate() -> None:
+    """With cells reported, R-hat (the run's own mixing) is minor: beside a reason with no
+    remedy it buys no longer run; divergences still get theirs."""
+    demoted = frozenset({"rhat"})
+    first = FakeFit((RHAT, WIDE), 1000, cell_estimate=object(), minor_reasons=demoted)
+    fit, model = _run(first, [FakeFit((RHAT, WIDE), 2000)], budget=4)
+    assert model.calls == [] and fit.follow_up.steps[-1].verdict == "no mechanical remedy"
+    first = FakeFit((RHAT, DIVERGED), 1000, cell_estimate=object(), minor_reasons=demoted)
+    fit, model = _run(first, [FakeFit((), 1000)], budget=4)
+    assert [c["adapt_delta"] for c in model.calls] == [ADAPT_DELTA_STEPS[1]]
+    # without the demotion the same R-hat is remedied by a longer run
+    fit, model = _run(FakeFit((RHAT, WIDE), 1000), [FakeFit((), 2000)], budget=4)
+    assert [c["iter_sampling"] for c in model.calls] == [2000]
+
+
+def test_every_new_run_is_judged_before_its_verdict_is_read() -> None:
+    """The conductor's judge (its checks, the cells' estimate) reaches each new run: here it
+    reports cells, so the new run's minor R-hat ends the follow-ups."""
+    judged: list[FakeFit] = []
+
+    def judge(fit: FakeFit) -> FakeFit:
+        judged.append(fit)
+        fit.cell_estimate, fit.minor_reasons = object(), frozenset({"rhat"})
+        return fit
+
+    second = FakeFit((RHAT,), 1000)
+    fit, model = _run(FakeFit((DIVERGED,), 1000), [second, FakeFit((), 2000)], budget=8,
+                      judge=judge)
+    assert judged == [second] and fit is second and len(model.calls) == 1
