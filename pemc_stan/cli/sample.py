@@ -20,6 +20,7 @@ from pemc_stan.cli.options import (
 )
 from pemc_stan.cli.report import report_files
 from pemc_stan.methods import registry
+from pemc_stan.output.cost import cost_line
 from pemc_stan.output.folder import RunFolder
 from pemc_stan.output.writers import save_fit
 from pemc_stan.run.pipeline import SamplerArgs, settle
@@ -140,6 +141,9 @@ def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: boo
     elif log_z is not None:
         print(f"log Z = {log_z['log_z']:.4f} +/- {log_z['std_error']:.4f} ({log_z['method']})")
     print(saved.verdict)
+    cost = saved.estimates.get("cost") or {}
+    if cost.get("stage_seconds"):
+        print(f"cost: {cost_line(cost['stage_seconds'])}")
     print(f"wrote {', '.join(saved.files)} in {saved.folder}")
 
 

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from pemc_stan.errors import OutputPathError
+from pemc_stan.output.cost import cost_line
 from pemc_stan.output.diagnostics import ESS_MIN, RHAT_MAX
 from pemc_stan.output.figures import (
     MAX_PANELS,
@@ -330,6 +331,10 @@ def _advice_html(estimates: Mapping[str, Any]) -> str:
             parts.append(f'<p class="note">gradient budget {_fmt(follow.get("budget"))} times '
                          f'the first attempt ({_fmt(follow.get("first_gradients"))} gradients'
                          f'{of}); spent {_fmt(follow.get("spent_gradients"))}.</p>')
+    cost = estimates.get("cost")
+    if isinstance(cost, Mapping) and cost.get("stage_seconds"):
+        parts.append(f'<p class="note">cost: {_e(cost_line(cost["stage_seconds"]))}; '
+                     f'{_fmt(cost.get("gradients"))} gradients in all.</p>')
     return "\n".join(parts)
 
 

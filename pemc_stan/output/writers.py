@@ -216,6 +216,8 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     estimates.update(json_safe(dict(fit.output_extras().settings)))
     follow = fit.follow_up
     estimates["follow_up"] = None if follow is None else json_safe(follow.as_dict())
+    # wall seconds depend on the machine: the only field of this file that a rerun changes
+    estimates["cost"] = None if follow is None else json_safe(follow.cost())
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]

@@ -77,6 +77,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
                                  iter_sampling=iter_sampling, seed=seed, output_dir=output_dir,
                                  show_progress=show_progress)
     seconds: dict[str, float] = {}  # wall time of each stage, for the record
+    gradients: dict[str, int] = {}  # gradient evaluations of the stages that run NUTS
     began = time.monotonic()
 
     def lap(stage: str) -> None:
@@ -104,12 +105,15 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         found = found.noted(outcome.note())
         if outcome.tried or fit is not None:
             lap("split" if fit is not None else "refused_split")
+            gradients["split" if fit is not None else "refused_split"] = (
+                fit.gradients() if fit is not None else outcome.gradients)
     if fit is None:
         if refused is not None and found.base is not None:  # the base: what the chains saw
             found = _widened(found, refused)
         fit = model.sample(found=found, **first, **cmdstanpy_kwargs)
         tempered = True
         lap("method")
+        gradients["method"] = fit.gradients()
 
     def judged(run: ExtendedFit) -> ExtendedFit:
         """``run`` with what was learned beside it: the refused split's chains, and for a
@@ -137,7 +141,9 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds
-    logger.info("wall seconds by stage: %s", ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+        gradients["follow_ups"] = record.spent - record.first_gradients
+        record.stage_gradients = gradients
+        logger.info("cost: %s", record.cost_line())
     return fit
 
 

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from pemc_stan.backend.progress import stage
+from pemc_stan.output.cost import cost_line
 from pemc_stan.output.diagnostics import RHAT_MAX, Reason
 from pemc_stan.sampling.checks import carried_variance_floor, minor_reasons
 from pemc_stan.sampling.fit import ExtendedFit
@@ -169,9 +170,11 @@ class FollowUp:
     seconds
         Wall seconds of the run's stages (:func:`~pemc_stan.run.conductor.run_plan`): ``search``,
         ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
-        ``follow_ups``, and for a tempered run ``wide_moments`` (its check against
-        importance draws, :func:`~pemc_stan.modes.wide.wide_moments`).  Kept out of
-        :meth:`as_dict`: what a run writes depends on its seed, not on its machine's load.
+        ``estimate`` (the checks beside the run, and a tempered run's cells and wide
+        checks), ``follow_ups``.  Kept out of :meth:`as_dict` (what a run's results are
+        depends on its seed, not on its machine's load): :meth:`cost` has them.
+    stage_gradients
+        Gradient evaluations (leapfrog steps) of the stages that run NUTS.
     """
 
     budget: float
@@ -180,6 +183,16 @@ class FollowUp:
     steps: list[FollowUpStep] = field(default_factory=list)
     refused_gradients: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    stage_gradients: dict[str, int] = field(default_factory=dict)
+
+    def cost(self) -> dict[str, Any]:
+        """Where the run's time went: wall seconds and gradients by stage, and in all."""
+        return {"seconds": round(sum(self.seconds.values()), 3), "stage_seconds": self.seconds,
+                "stage_gradients": self.stage_gradients, "gradients": self.spent}
+
+    def cost_line(self) -> str:
+        """The cost in one line (:func:`~pemc_stan.output.cost.cost_line`)."""
+        return cost_line(self.seconds)
 
     def describe(self) -> list[str]:
         """One line per step (empty when nothing was done)."""
