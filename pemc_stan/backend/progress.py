@@ -7,8 +7,7 @@ stages nest, and a stage's :attr:`Stage.description` names its enclosing ones
 its description at INFO on this module's logger (``pemc_stan.backend.progress``,
 silent unless logging is configured: the command line prints these records as
 progress lines); leaving it logs how long it took at DEBUG.  :func:`current` is
-the stage that started last and is still running, for whoever reports progress
-periodically.
+the stage that started last and is still running.
 
 While a stage runs, cmdstanpy's progress bars (``show_progress=True``) carry the
 short labels of the stages around them (``"CT round 2/3 chain 1"``): cmdstanpy
@@ -29,10 +28,7 @@ from typing import Any, TextIO
 logger = logging.getLogger(__name__)
 
 __all__ = ["Stage", "stage", "current", "STAGE_ATTRIBUTE", "format_elapsed", "StageLines",
-           "PROGRESS_INTERVAL", "interactive", "is_terminal", "stage_lines"]
-
-#: Seconds between the lines that repeat a running stage off a terminal.
-PROGRESS_INTERVAL = 20.0
+           "interactive", "is_terminal", "stage_lines"]
 
 #: The attribute of the stage log records that holds their :class:`Stage`.
 STAGE_ATTRIBUTE = "pemc_stage"
@@ -203,85 +199,37 @@ def _labelled_bars() -> Iterator[None]:
 
 class StageLines(logging.Handler):
     """The records of :mod:`pemc_stan.backend.progress` as ``[pemc-stan MM:SS] message``
-    lines; with ``periodic``, :meth:`tick` repeats the running stage every ``interval``
-    seconds (a daemon thread calls it once the first stage has started).
+    lines, one when each stage starts (no line repeats: a redirected run's log holds what
+    happened, and the run's last lines say where the time went).
 
     Parameters
     ----------
     stream
         Where the lines go (standard error).
-    periodic
-        Repeat the running stage (off a terminal, where no progress bar moves).
-    interval
-        Seconds between lines about the same running stage.
     clock
         ``time.monotonic`` (tests pass their own).
     """
 
-    def __init__(self, stream: TextIO, *, periodic: bool, interval: float = PROGRESS_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, stream: TextIO, *, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.stream = stream
-        self.periodic = periodic
-        self.interval = float(interval)
         self.clock = clock
         self.start = clock()
-        self.last = self.start
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
 
     def line(self, message: str) -> str:
         """``message`` with the time since the command started."""
         return f"[pemc-stan {format_elapsed(self.clock() - self.start)}] {message}"
 
-    def _write(self, message: str) -> None:
-        self.acquire()
-        try:
-            self.stream.write(self.line(message) + "\n")
-            self.stream.flush()
-            self.last = self.clock()
-        finally:
-            self.release()
-
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._write(record.getMessage())
+            self.acquire()
+            try:
+                self.stream.write(self.line(record.getMessage()) + "\n")
+                self.stream.flush()
+            finally:
+                self.release()
         except Exception:
             self.handleError(record)
-        if self.periodic and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="pemc-stan progress",
-                                            daemon=True)
-            self._thread.start()
-
-    def tick(self) -> bool:
-        """Repeat the running stage if nothing was written for ``interval`` seconds.
-
-        Returns
-        -------
-        bool
-            Whether a line was written.
-
-        Raises
-        ------
-        Nothing.
-        """
-        running = current()
-        if running is None or self.clock() - self.last < self.interval:
-            return False
-        try:
-            self._write(f"{running.description} (running for "
-                        f"{format_elapsed(running.elapsed())})")
-        except Exception:  # a closed stream must not end the run
-            return False
-        return True
-
-    def _run(self) -> None:
-        while not self._stop.wait(min(self.interval / 4, 5.0)):
-            self.tick()
-
-    def close(self) -> None:
-        self._stop.set()
-        super().close()
 
 
 def is_terminal(stream: Any) -> bool:
@@ -311,7 +259,7 @@ def stage_lines(stream: Any = None) -> Iterator[None]:
         yield
         return
     out = sys.stderr if stream is None else stream
-    handler = StageLines(out, periodic=False)
+    handler = StageLines(out)
     level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

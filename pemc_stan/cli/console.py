@@ -3,9 +3,8 @@ them).
 
 Progress: each stage of a run (:mod:`pemc_stan.backend.progress`) is one line on
 standard error when it starts, ``[pemc-stan 00:42] CT round 2 of 3: sampling 4
-chains x 1000 draws`` (elapsed time since the command started); off a terminal
-(a log file, a batch job) the running stage is repeated every
-:data:`PROGRESS_INTERVAL` seconds, so that a long run shows that it is alive.
+chains x 1000 draws`` (elapsed time since the command started), never repeated (a
+redirected run's log holds what happened; its last lines say where the time went).
 ``--quiet`` shows none of them.
 """
 
@@ -57,7 +56,7 @@ def configure_logging(debug: bool, quiet: bool) -> None:
     stages = logging.getLogger(progress.__name__)
     for old in stages.handlers:
         old.close()
-    stages.handlers[:] = [StageLines(sys.stderr, periodic=not progress.is_terminal(sys.stderr))]
+    stages.handlers[:] = [StageLines(sys.stderr)]
     stages.propagate = False
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,

@@ -1,4 +1,4 @@
-"""The command line's stage lines: one when a stage starts, repeated off a terminal."""
+"""The command line's stage lines: one when a stage starts, never repeated."""
 
 from __future__ import annotations
 
@@ -22,18 +22,14 @@ class _Clock:
         return self.now
 
 
-def _stage_lines(stream: io.StringIO, clock: _Clock) -> tuple[logging.Logger, StageLines]:
-    log = logging.getLogger("pemc_stan.backend.progress")
-    handler = StageLines(stream, periodic=False, interval=20, clock=clock)
-    return log, handler
-
-
-def test_each_stage_is_a_line_and_a_long_one_is_repeated(
+def test_each_stage_is_one_line_and_a_long_one_is_not_repeated(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """Fake stages and a fake clock: a line when each starts; then, every 20 s of
-    silence, the running stage again with how long it has run."""
+    """Fake stages and a fake clock: a line when each starts, with the time since the
+    command started; a stage that runs for minutes adds no line (a redirected run's log
+    would fill with them)."""
     stream, clock = io.StringIO(), _Clock()
-    log, handler = _stage_lines(stream, clock)
+    log = logging.getLogger("pemc_stan.backend.progress")
+    handler = StageLines(stream, clock=clock)
     monkeypatch.setattr(log, "handlers", [handler])
     monkeypatch.setattr(log, "propagate", False)
     caplog.set_level(logging.INFO, logger=log.name)
@@ -41,34 +37,24 @@ def test_each_stage_is_a_line_and_a_long_one_is_repeated(
     with stage("CT round 2 of 3"):
         clock.now += 42
         with stage("sampling 4 chains x 1000 draws"):
-            clock.now += 19
-            assert not handler.tick()  # 19 s since the last line
-            clock.now += 1
-            assert handler.tick()
-            assert not handler.tick()
-            clock.now += 25
-            assert handler.tick()
-    clock.now += 60
-    assert not handler.tick()  # nothing is running
+            clock.now += 300
     assert stream.getvalue().splitlines() == [
         "[pemc-stan 00:00] CT round 2 of 3",
         "[pemc-stan 00:42] CT round 2 of 3: sampling 4 chains x 1000 draws",
-        "[pemc-stan 01:02] CT round 2 of 3: sampling 4 chains x 1000 draws (running for 00:20)",
-        "[pemc-stan 01:27] CT round 2 of 3: sampling 4 chains x 1000 draws (running for 00:45)",
     ]
 
 
 def test_off_a_terminal_the_command_line_prints_stage_lines(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """Standard error captured by pytest is no terminal: stage lines, repeated (periodic);
-    ``--quiet`` shows none."""
+    """Standard error captured by pytest is no terminal: stage lines; ``--quiet`` shows
+    none."""
     log = logging.getLogger("pemc_stan.backend.progress")
     saved = (list(log.handlers), log.propagate, list(logging.getLogger("pemc_stan").handlers),
              logging.getLogger("pemc_stan").level, logging.getLogger("pemc_stan").propagate)
     try:
         configure_logging(debug=False, quiet=False)
         [handler] = log.handlers
-        assert isinstance(handler, StageLines) and handler.periodic
+        assert isinstance(handler, StageLines)
         with stage("pilot: mode search"):
             pass
         configure_logging(debug=False, quiet=True)
