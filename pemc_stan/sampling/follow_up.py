@@ -170,9 +170,10 @@ class FollowUp:
     seconds
         Wall seconds of the run's stages (:func:`~pemc_stan.run.conductor.run_plan`): ``search``,
         ``split`` (accepted) or ``refused_split``, ``method`` (the method's own run),
-        ``estimate`` (the checks beside the run, and a tempered run's cells and wide
-        checks), ``follow_ups``.  Kept out of :meth:`as_dict` (what a run's results are
-        depends on its seed, not on its machine's load): :meth:`cost` has them.
+        ``estimate`` (a tempered run's cells and wide checks), ``follow_ups`` (with the
+        verdicts read, whose checks of the refused split's chains compute when first
+        read).  Kept out of :meth:`as_dict` (what a run's results are depends on its seed,
+        not on its machine's load): :meth:`cost` has them.
     stage_gradients
         Gradient evaluations (leapfrog steps) of the stages that run NUTS.
     """
@@ -186,9 +187,11 @@ class FollowUp:
     stage_gradients: dict[str, int] = field(default_factory=dict)
 
     def cost(self) -> dict[str, Any]:
-        """Where the run's time went: wall seconds and gradients by stage, and in all."""
+        """Where the run's time went: wall seconds and gradients by stage, and in all (a split
+        refused for divergences included, which the budget does not count)."""
+        total = sum(self.stage_gradients.values()) if self.stage_gradients else self.spent
         return {"seconds": round(sum(self.seconds.values()), 3), "stage_seconds": self.seconds,
-                "stage_gradients": self.stage_gradients, "gradients": self.spent}
+                "stage_gradients": self.stage_gradients, "gradients": total}
 
     def cost_line(self) -> str:
         """The cost in one line (:func:`~pemc_stan.output.cost.cost_line`)."""

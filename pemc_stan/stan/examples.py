@@ -65,7 +65,7 @@ def models_root() -> Path:
             return root
     except (ModuleNotFoundError, TypeError):
         pass
-    checkout = Path(__file__).resolve().parent.parent / "models"
+    checkout = Path(__file__).resolve().parents[2] / "models"
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError("the bundled example models are missing from this installation; "

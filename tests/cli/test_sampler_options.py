@@ -206,6 +206,10 @@ def test_user_inits_start_the_first_run_and_follow_ups_continue(
 
     class Fit:
         run_seed: int | None = None
+        later_checks: tuple[Any, ...] = ()
+
+        def gradients(self) -> int:
+            return 0
 
     def fake_sample(self: Any, **kwargs: Any) -> Fit:
         calls["sample"] = kwargs

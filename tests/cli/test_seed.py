@@ -41,6 +41,10 @@ def _capture_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int | None
     class Fit:
         run_seed: int | None = None
         seed: int | None = None
+        later_checks: tuple[Any, ...] = ()
+
+        def gradients(self) -> int:
+            return 0
 
     def fake_sample(self: Any, **kwargs: Any) -> Fit:
         seeds.append(("sample", kwargs["seed"]))
