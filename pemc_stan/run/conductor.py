@@ -116,28 +116,37 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         gradients["method"] = fit.gradients()
 
     def judged(run: ExtendedFit) -> ExtendedFit:
-        """``run`` with what was learned beside it: the refused split's chains, and for a
-        tempered run its cells' estimate and the wide checks of the estimate it reports.
-        Every run is judged so before its verdict is read, so that the follow-ups act
-        only on reasons that judge the estimate that will be reported."""
+        """``run`` with the checks learned beside it: the refused split's chains (every run
+        gets them before its verdict is read)."""
         if refused is not None:  # the refused split's chains judge the tempered run too
             run.later_checks = (*run.later_checks, ScoutsCheck(refused, seed),
                                 SpreadCheck(refused))
         if diverged:
             run.later_checks = (*run.later_checks, DivergedCheck())
-        if tempered:  # importance draws need no chain to reach a region
-            run.cell_estimate, run.cell_note = _cells(model, found, seed, run)
-            run.later_checks = (*run.later_checks, *_wide_checks(model, found, seed, run))
+        return run
+
+    estimating = 0.0  # seconds spent on the estimate, inside the follow-ups' loop
+
+    def estimated(run: ExtendedFit) -> ExtendedFit:
+        """A tempered ``run`` with the estimate it reports (its cells', where their weights
+        allow) and the wide checks of that estimate (importance draws need no chain to
+        reach a region)."""
+        nonlocal estimating
+        start = time.monotonic()
+        run.cell_estimate, run.cell_note = _cells(model, found, seed, run)
+        run.later_checks = (*run.later_checks, *_wide_checks(model, found, seed, run))
+        estimating += time.monotonic() - start
         return run
 
     fit = judged(fit)
-    lap("estimate")
     later = {k: v for k, v in cmdstanpy_kwargs.items() if k != "inits"}
     fit = follow_up(model, fit, iter_warmup=iter_warmup, iter_sampling=iter_sampling,
                     seed=seed, budget=budget, output_dir=output_dir,
                     show_progress=show_progress, refused_gradients=refused_gradients,
-                    judge=judged, **later)
+                    judge=judged, estimate=estimated if tempered else None, **later)
     lap("follow_ups")
+    seconds["follow_ups"] = round(seconds["follow_ups"] - estimating, 3)
+    seconds["estimate"] = round(estimating, 3)
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds

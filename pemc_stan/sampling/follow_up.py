@@ -54,7 +54,11 @@ from typing import Any
 from pemc_stan.backend.progress import stage
 from pemc_stan.output.cost import cost_line
 from pemc_stan.output.diagnostics import RHAT_MAX, Reason
-from pemc_stan.sampling.checks import carried_variance_floor, minor_reasons
+from pemc_stan.sampling.checks import (
+    RUN_ESTIMATE_REASONS,
+    carried_variance_floor,
+    minor_reasons,
+)
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.model import MethodModel
 
@@ -323,6 +327,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
               output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
               refused_gradients: int = 0,
               judge: Callable[[ExtendedFit], ExtendedFit] | None = None,
+              estimate: Callable[[ExtendedFit], ExtendedFit] | None = None,
               **cmdstanpy_kwargs: Any) -> ExtendedFit:
     """Apply the verdict's mechanical remedies to ``fit`` within ``budget`` (module docstring).
 
@@ -343,7 +348,12 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         first attempt, as an accepted split's runs are.
     judge
         What makes a new run's fit as ``fit`` was made (the conductor's checks beside the
-        run, the estimate it reports) before its verdict is read; None: nothing.
+        run) before its verdict is read; None: nothing.
+    estimate
+        What gives a fit the estimate it will report (a tempered run's cells) and its
+        checks: costly, so made where it can change what the follow-ups do (the verdict
+        names only reasons it could make minor, :data:`RUN_ESTIMATE_REASONS`: once, on
+        the first run where that holds) and on the fit returned; None: nothing.
 
     Returns
     -------
@@ -371,10 +381,18 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     k = 0
     bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
     doubled = False  # a longer run was made: its start has faded, R-hat falls as 1/n
+    estimated = tried = False  # the fit has its estimate; one was made within the loop
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
             break
+        if estimate is not None and not tried and all(
+                r.name in RUN_ESTIMATE_REASONS or r.name in minor_reasons(fit)
+                for r in verdict.reasons):  # the estimate could make every reason minor
+            fit, estimated, tried = estimate(fit), True, True
+            verdict = fit.check()
+            if verdict.ok:
+                break
         if not fit.continuable:  # the mode split's longer runs are its own
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()), verdict=(
                 "no mechanical remedy: the mode split ran as long as the budget allowed")))
@@ -421,6 +439,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
                 None if output_dir is None else Path(output_dir) / f"follow_up_{k}",
                 show_progress, adapt_delta=new["adapt_delta"],
                 max_treedepth=new["max_treedepth"], **cmdstanpy_kwargs)
+        estimated = False
         if judge is not None:
             fit = judge(fit)
         if "sd_precision" in verdict.names() and carries_floor(settings, new):
@@ -431,6 +450,8 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         record.spent += last_cost
         record.steps.append(FollowUpStep(change, because, last_cost, fit.check().status))
         settings = new
+    if estimate is not None and not estimated:
+        fit = estimate(fit)
     fit.follow_up = record
     return fit
 

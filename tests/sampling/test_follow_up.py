@@ -493,3 +493,38 @@ def test_every_new_run_is_judged_before_its_verdict_is_read() -> None:
     fit, model = _run(FakeFit((DIVERGED,), 1000), [second, FakeFit((), 2000)], budget=8,
                       judge=judge)
     assert judged == [second] and fit is second and len(model.calls) == 1
+
+
+def test_the_estimate_is_made_where_it_can_end_the_follow_ups_and_on_the_last_run() -> None:
+    """The reported estimate costs draws of its own: made once within the loop, on the
+    first run whose reasons it could all make minor (here after divergences were remedied),
+    and on the run returned; never for a run whose divergences it cannot excuse."""
+    made: list[FakeFit] = []
+
+    def estimate(fit: FakeFit) -> FakeFit:
+        made.append(fit)  # the first estimate is refused (its weights), the last stands
+        fit.cell_estimate = object() if len(made) > 1 else None
+        return fit
+
+    first = FakeFit((DIVERGED,), 1000)
+    second = FakeFit((RHAT,), 1000)  # the estimate is tried here, refused: the run goes on
+    third = FakeFit((), 2000)  # the longer run passes on its own: its estimate is made once
+    fit, model = _run(first, [second, third], budget=8, estimate=estimate)
+    assert made == [second, third] and fit is third and len(model.calls) == 2
+    # an ok first run gets its estimate too, and nothing more runs
+    ok = FakeFit((), 1000)
+    made.clear()
+    fit, model = _run(ok, [], budget=4, estimate=estimate)
+    assert made == [ok] and model.calls == []
+
+
+def test_a_refused_estimate_is_not_made_again_until_the_last_run() -> None:
+    made: list[FakeFit] = []
+
+    def estimate(fit: FakeFit) -> FakeFit:
+        made.append(fit)  # refused every time: the run's own estimate stands
+        return fit
+
+    first, second, third = FakeFit((RHAT,), 1000), FakeFit((RHAT,), 2000), FakeFit((), 4000)
+    fit, model = _run(first, [second, third], budget=16, estimate=estimate)
+    assert made == [first, third] and fit is third and len(model.calls) == 2
