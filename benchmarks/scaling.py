@@ -166,13 +166,19 @@ def run_nuts(case: Case, stan_file: Path, args: argparse.Namespace) -> dict[str,
                        iter_sampling=args.iter_sampling, seed=args.seed, show_progress=False,
                        show_console=False)
     seconds = time.perf_counter() - start
-    summary = fit.summary()
+    import arviz as az
+
+    draws = fit.draws_pd()
+    chains = fit.chains
     means, sds = {}, {}
     for column in case.mean:
-        row = summary.loc[column]
-        ess = max(float(row.get("ESS_bulk", row.get("N_Eff", 1.0))), 1.0)
-        means[column] = (float(row["Mean"]), float(row["MCSE"]))
-        sds[column] = (float(row["StdDev"]), float(row["StdDev"]) / math.sqrt(2 * ess))
+        x = draws[column].to_numpy().reshape(chains, -1)
+        mean, sd = float(x.mean()), float(x.std())
+        dev2 = (x - mean) ** 2  # the variance's own effective draws, not the mean's
+        ess_mean = float(az.ess(x))
+        ess_var = max(float(az.ess(dev2)), 1.0)
+        means[column] = (mean, float(x.std()) / math.sqrt(max(ess_mean, 1.0)))
+        sds[column] = (sd, float(dev2.std()) / math.sqrt(ess_var) / (2 * sd))
     return {"seconds": seconds, "worst": _worst(case, means, sds), "log_z": math.nan,
             "verdict": "-"}
 
@@ -203,8 +209,8 @@ def run_method(case: Case, stan_file: Path, method: str, args: argparse.Namespac
         var = float(second.mean) - float(est.mean) ** 2
         sd = math.sqrt(max(var, 0.0))
         # delta method on sd = sqrt(E[x^2] - E[x]^2), ignoring their covariance
-        se_var = math.hypot(float(second.std_error), 2 * float(est.mean) * float(est.std_error))
-        means[column] = (float(est.mean), float(est.std_error))
+        se_var = math.hypot(float(second.mcse), 2 * float(est.mean) * float(est.mcse))
+        means[column] = (float(est.mean), float(est.mcse))
         sds[column] = (sd, se_var / max(2 * sd, 1e-12))
     log_z = fit.log_z()
     z = math.nan if log_z is None else (log_z.log_z - case.log_z) / max(log_z.std_error, 1e-12)
