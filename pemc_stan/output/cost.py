@@ -7,13 +7,13 @@ from collections.abc import Mapping
 __all__ = ["STAGE_LABELS", "cost_line"]
 
 #: How a run's stages are named to its reader.
-STAGE_LABELS = {"search": "search", "split": "NUTS (mode split)",
+STAGE_LABELS = {"search": "search", "split": "mode split",
                 "refused_split": "refused split", "method": "tempered run",
                 "estimate": "estimate and checks", "follow_ups": "follow-ups"}
 
 
 def cost_line(stage_seconds: Mapping[str, float]) -> str:
-    """``"12.4 s: search 1.1, NUTS (mode split) 9.8, estimate and checks 1.5"`` (stages
+    """``"12.4 s: search 1.1, mode split 9.8, estimate and checks 1.5"`` (stages
     under 0.05 s left out).
 
     Raises

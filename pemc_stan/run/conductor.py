@@ -152,7 +152,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         record.seconds = seconds
         gradients["follow_ups"] = record.spent - record.first_gradients
         record.stage_gradients = gradients
-        logger.info("cost: %s", record.cost_line())
+        logger.debug("cost: %s", record.cost_line())
     return fit
 
 

@@ -8,7 +8,7 @@ from pemc_stan.sampling.follow_up import FollowUp
 
 def test_the_cost_line_names_each_stage_and_the_total() -> None:
     line = cost_line({"search": 1.12, "split": 9.81, "estimate": 1.5, "follow_ups": 0.01})
-    assert line == "12.4 s: search 1.1, NUTS (mode split) 9.8, estimate and checks 1.5"
+    assert line == "12.4 s: search 1.1, mode split 9.8, estimate and checks 1.5"
 
 
 def test_a_run_s_record_gives_its_cost_by_stage() -> None:
