@@ -52,6 +52,7 @@ from pemc_stan.modes.wide import Part, mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.hooks import WeightedEstimate
 from pemc_stan.sampling.model import LogDensity
+from pemc_stan.sampling.views import NamedView
 
 __all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
            "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
@@ -146,7 +147,7 @@ class CellDraws:
         return out
 
     # what a fit reports when its estimate is the cells' (ExtendedFit.cell_estimate)
-    def expectation(self, f: Callable[[Mapping[str, Any]], Any] | str) -> WeightedEstimate:
+    def expectation(self, f: Callable[[Any], Any] | str) -> WeightedEstimate:
         """``E[f]`` as a fit reports it: ``f`` a column, or a callable of a view
         ``column -> values at the draws`` (N,); ``ess`` is the weighted variance over the
         squared standard error.
@@ -158,8 +159,8 @@ class CellDraws:
         ValueError
             For a callable that does not return one value a draw.
         """
-        values = np.asarray(self.values[f] if isinstance(f, str) else f(self.values),
-                            dtype=float)
+        view = NamedView(self.values.__getitem__, self.values)
+        values = np.asarray(view[f] if isinstance(f, str) else f(view), dtype=float)
         if values.shape != self.log_u.shape:
             raise ValueError(f"f returned shape {values.shape}; expected one value per "
                              f"cell draw, {self.log_u.shape}")

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from pemc_stan.backend.console import routed_cmdstanpy_logging
 from pemc_stan.backend.standalone import generated_at
+from pemc_stan.sampling.views import NamedView
 
 __all__ = ["MARGINAL_DRAWS", "ColumnView", "Particles", "averaged", "marginal_draws", "views"]
 
@@ -39,6 +40,8 @@ class Particles(Protocol):
 
     def particles(self, column: str, draw: int = 0) -> NDArray[np.float64]: ...
 
+    def particle_columns(self) -> Mapping[str, Any]: ...
+
 
 Fit = TypeVar("Fit", bound=Particles)
 
@@ -46,15 +49,14 @@ Fit = TypeVar("Fit", bound=Particles)
 MARGINAL_DRAWS = 8
 
 
-class ColumnView:
+class ColumnView(NamedView):
     """``view["x"]`` -> the particles of original column ``x``, shape (chains, draws, K)
-    (for a summed-out parameter, its draw number ``draw``)."""
+    (for a summed-out parameter, its draw number ``draw``); ``view["omega"]``, a whole
+    parameter, shape (chains, draws, K, *its shape)."""
 
     def __init__(self, fit: Particles, draw: int = 0) -> None:
-        self._fit, self._draw = fit, draw
-
-    def __getitem__(self, column: str) -> NDArray[np.float64]:
-        return self._fit.particles(column, self._draw)
+        super().__init__(lambda column: fit.particles(column, draw),
+                         [*fit.particle_columns(), *fit.program.marginalised])
 
 
 def views(fit: Particles) -> range:

@@ -56,6 +56,7 @@ from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 from pemc_stan.sampling.marginal import averaged
 from pemc_stan.sampling.model import Found
+from pemc_stan.sampling.views import NamedView
 
 logger = logging.getLogger(__name__)
 
@@ -730,11 +731,10 @@ class ContinuousTemperingFit(ExtendedFit):
                              "log_weight": lw.reshape(-1)})
 
 
-class _DrawView:
-    """``view["x"]`` -> draws of column ``x``, shape (chains, draws)."""
+class _DrawView(NamedView):
+    """``view["x"]`` -> draws of column ``x``, shape (chains, draws); ``view["omega"]``,
+    a whole parameter, shape (chains, draws, *its shape)."""
 
     def __init__(self, fit: ContinuousTemperingFit, draw: int = 0) -> None:
-        self._fit, self._draw = fit, draw
-
-    def __getitem__(self, column: str) -> NDArray[np.float64]:
-        return self._fit.particles(column, self._draw)[..., 0]
+        super().__init__(lambda column: fit.particles(column, draw)[..., 0],
+                         [*fit.particle_columns(), *fit.program.marginalised])
