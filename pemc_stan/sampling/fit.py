@@ -299,7 +299,10 @@ class ExtendedFit:
         return self._estimate(h)
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
-        """Weighted mean, MCSE and ESS of every original parameter column (summed-out too).
+        """Every original parameter column (summed-out too), as the command line's table
+        shows it: the weighted ``mean``, its ``mcse`` and the ``ess`` behind it; the
+        resampled draws' ``sd`` and 90% interval (``hdi_5%``, ``hdi_95%``); and the
+        ``ess_bulk``, ``ess_tail`` and ``r_hat`` the verdict judges.
 
         Parameters
         ----------
@@ -311,11 +314,27 @@ class ExtendedFit:
         ValueError
             For an invalid keyword value.
         """
+        import arviz as az
+
+        draws = self.resampled_parameters_pd()
+        mixing = self.convergence()
         rows = []
         for c in (*self.parameter_columns(), *self.program.marginalised):
             est = self.expectation(c, **kwargs)
-            rows.append({"name": c, "mean": est.mean, "mcse": est.mcse, "ess": est.ess})
-        table = pd.DataFrame(rows, columns=["name", "mean", "mcse", "ess"]).set_index("name")
+            row: dict[str, Any] = {"name": c, "mean": est.mean, "mcse": est.mcse,
+                                   "ess": est.ess}
+            x = draws[c].to_numpy(dtype=float) if c in draws else np.full(0, np.nan)
+            x = x[np.isfinite(x)]
+            if x.size > 1:
+                lo, hi = (float(v) for v in az.hdi(x, hdi_prob=0.9))
+                row.update({"sd": float(np.std(x, ddof=1)), "hdi_5%": lo, "hdi_95%": hi})
+            if c in mixing.index:
+                row.update({k: float(mixing.loc[c, k]) for k in ("ess_bulk", "ess_tail",
+                                                                  "r_hat")})
+            rows.append(row)
+        columns = ["name", "mean", "mcse", "ess", "sd", "hdi_5%", "hdi_95%", "ess_bulk",
+                   "ess_tail", "r_hat"]
+        table = pd.DataFrame(rows, columns=columns).set_index("name")
         verdict = self.check()
         table.attrs["verdict"] = verdict.status
         table.attrs["reasons"] = [str(r) for r in verdict.reasons]

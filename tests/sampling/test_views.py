@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from fakes import FrameRun
@@ -47,3 +49,23 @@ def test_expectation_takes_a_whole_vector_parameter() -> None:
     assert trace.mean == pytest.approx((frame["m[1,1]"] + frame["m[2,2]"]).mean())
     with pytest.raises(KeyError, match="its parameters are m, omega"):
         fit.expectation(lambda v: v["Omega"])
+
+
+def test_the_summary_has_what_the_command_line_table_has() -> None:
+    rng = np.random.default_rng(4)
+    n = 4000
+    frame = {f"omega[{i + 1}]": rng.normal(i, 1.0 + i, n) for i in range(3)}
+    frame.update({f"m[{i},{j}]": rng.normal(size=n) for j in (1, 2) for i in (1, 2)})
+    frame.update({"divergent__": np.zeros(n), "treedepth__": np.full(n, 3.0)})
+    fit = ExtendedFit(FrameRun(frame, 4), transform_result(VECTOR, method="ct"), seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fit judged suspect warns; the table is the test
+        table = fit.summary()
+    assert list(table.columns) == ["mean", "mcse", "ess", "sd", "hdi_5%", "hdi_95%",
+                                   "ess_bulk", "ess_tail", "r_hat"]
+    row = table.loc["omega[3]"]
+    assert row["sd"] == pytest.approx(3.0, rel=0.05)
+    assert row["hdi_5%"] < 2.0 < row["hdi_95%"]
+    assert row["hdi_95%"] - row["hdi_5%"] == pytest.approx(2 * 1.645 * 3.0, rel=0.08)
+    assert row["r_hat"] < 1.01 and row["ess_bulk"] > 1000
+
