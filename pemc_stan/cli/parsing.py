@@ -23,14 +23,14 @@ class CommandParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors end with a remedy line."""
 
     def error(self, message: str) -> NoReturn:
-        """Print this parser's usage, the error and its remedy; exit with the usage code.
+        """Print the error and its remedy (no usage block: the remedy says where the flags
+        are listed); exit with the usage code.
 
         Raises
         ------
         SystemExit
             Always, with :attr:`ExitCode.USAGE`.
         """
-        self.print_usage(sys.stderr)
         print(f"pemc-stan: error: {message}", file=sys.stderr)
         print(f"pemc-stan: remedy: {self.remedy(message)}", file=sys.stderr)
         raise SystemExit(int(ExitCode.USAGE))

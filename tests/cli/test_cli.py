@@ -201,7 +201,7 @@ def test_an_undefined_log_z_is_printed_with_its_reason_not_as_a_number(
     reason = "m: log Z needs a proper prior, but 'mu' (line 3) has no prior statement"
     saved = SimpleNamespace(table=pd.DataFrame({"mean": [0.1]}, index=["mu"]),
                             diagnostics={"messages": []}, verdict=Verdict(), files=(),
-                            folder=Path("out"),
+                            folder=Path("out"), estimates={"cost": None},
                             log_z={"log_z": None, "std_error": None, "undefined": reason})
     _print_report("continuous tempering", Path("m.stan"),
                   SamplerArgs(chains=2, iter_sampling=10, seed=1), True, saved, (2, 20))
@@ -492,13 +492,14 @@ def test_cmdstanpys_spellings_of_the_flags_are_accepted() -> None:
         "--no_such", "--", "--iter_sampling"]
 
 
-def test_an_unknown_flag_names_the_nearest_under_the_subcommands_usage(
+def test_an_unknown_flag_is_one_line_and_its_remedy_names_the_nearest(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sample", "m.stan", "--iter_samplng", "5"]) == ExitCode.USAGE
     err = capsys.readouterr().err
-    assert err.startswith("usage: pemc-stan sample")
-    assert "pemc-stan: error: unrecognized arguments: --iter_samplng 5" in err
-    assert "pemc-stan: remedy: did you mean --iter-sampling?" in err
+    assert err.splitlines() == [
+        "pemc-stan: error: unrecognized arguments: --iter_samplng 5",
+        "pemc-stan: remedy: did you mean --iter-sampling? `pemc-stan sample --help` lists "
+        "its options"]
 
 
 def test_every_argument_error_ends_with_a_remedy(capsys: pytest.CaptureFixture[str]) -> None:
@@ -506,7 +507,7 @@ def test_every_argument_error_ends_with_a_remedy(capsys: pytest.CaptureFixture[s
                  ["sample", "m.stan", "--chains", "four"]):
         assert main(argv) == ExitCode.USAGE, argv
         err = capsys.readouterr().err
-        assert err.startswith("usage: pemc-stan sample"), err
+        assert len(err.splitlines()) == 2 and "usage:" not in err, err
         assert "pemc-stan: remedy: " in err and "`pemc-stan sample --help` lists its options" \
             in err, err
         assert "did you mean" not in err, err
