@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from pemc_stan._version import __version__
 from pemc_stan.backend.processes import adopt_orphans, ending_children
 from pemc_stan.cli import batch, evidence, report, runtime, sample, transform
-from pemc_stan.cli.console import configure_logging
+from pemc_stan.cli.console import cli_words, configure_logging, use_flags
 from pemc_stan.cli.errors import ExitCode, describe_error
-from pemc_stan.cli.parsing import CommandParser, parse
+from pemc_stan.cli.parsing import CommandParser, all_option_strings, parse
 from pemc_stan.errors import CliError, Interrupted
 
 __all__ = ["main", "build_parser", "ExitCode", "describe_error"]
@@ -89,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pemc-stan: remedy: {exc.remedy}", file=sys.stderr)
         return int(exc.code)
     configure_logging(args.debug or args.verbose, args.quiet)
+    use_flags(all_option_strings(parser))
     handler: Callable[[argparse.Namespace], ExitCode] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -108,8 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         cause, remedy, code = describe_error(exc)
-        print(f"pemc-stan: error: {cause}", file=sys.stderr)
-        print(f"pemc-stan: remedy: {remedy}", file=sys.stderr)
+        print(f"pemc-stan: error: {cli_words(cause)}", file=sys.stderr)
+        print(f"pemc-stan: remedy: {cli_words(remedy)}", file=sys.stderr)
         return int(code)
 
 

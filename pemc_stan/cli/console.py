@@ -11,12 +11,50 @@ redirected run's log holds what happened; its last lines say where the time went
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 from pemc_stan.backend import progress
 from pemc_stan.backend.progress import StageLines
+
+#: The command line's flags (``--split-modes``, ...), set by :func:`use_flags` when the
+#: command line starts: advice written as Python keywords is shown as these flags.
+_FLAGS: set[str] = set()
+#: ``name=value`` as Python advice writes it (``split_modes='never'``, ``adapt_delta=0.95``).
+_NAMED = re.compile(r"\(([a-z][a-z0-9]*_[a-z0-9_]*)\)")  # "(iter_sampling)"
+_KEYWORD = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;)]+)")
+
+
+def use_flags(flags: Iterable[str]) -> None:
+    """The flags :func:`cli_words` may name (the command line's, when it starts)."""
+    _FLAGS.clear()
+    _FLAGS.update(flags)
+
+
+def cli_words(text: str) -> str:
+    """``text`` with Python keyword advice in the command line's words:
+    ``split_modes='never'`` -> ``--split-modes never``, ``(iter_sampling)`` ->
+    ``(--iter-sampling)`` (a name that is no flag is left as it is).
+
+    Raises
+    ------
+    Nothing.
+    """
+    def flag(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        dashed = "--" + name.replace("_", "-")
+        if dashed not in _FLAGS:
+            return match.group(0)
+        return f"{dashed} {value.strip(chr(39) + chr(34))}"
+
+    def named(match: re.Match[str]) -> str:  # "run longer (iter_sampling)"
+        dashed = "--" + match.group(1).replace("_", "-")
+        return f"({dashed})" if dashed in _FLAGS else match.group(0)
+
+    return _NAMED.sub(named, _KEYWORD.sub(flag, text))
 
 __all__ = ["configure_logging"]
 
@@ -65,7 +103,7 @@ def configure_logging(debug: bool, quiet: bool) -> None:
         if text in shown:  # the library logs what it warns
             return
         shown.add(text)
-        print(f"WARNING: {text}", file=sys.stderr)
+        print(f"WARNING: {cli_words(text)}", file=sys.stderr)
 
     if not debug:
         warnings.showwarning = show

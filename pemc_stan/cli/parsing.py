@@ -53,6 +53,14 @@ def option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return [s for a in parser._actions for s in a.option_strings]
 
 
+def all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of ``parser`` and of its subcommands."""
+    found = option_strings(parser)
+    for sub in _subcommands(parser).values():
+        found += option_strings(sub)
+    return found
+
+
 def nearest_flags(parser: argparse.ArgumentParser, word: str) -> list[str]:
     """The option of ``parser`` closest to ``word`` (its ``=value`` ignored), if any."""
     flag = word.split("=", 1)[0]
@@ -67,9 +75,18 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
     return {}
 
 
+#: CmdStan's own argument names -> this command line's flags (``num_samples=2000``,
+#: ``--num-samples 2000`` and ``adapt delta=0.95`` are read as CmdStan users write them).
+CMDSTAN_NAMES = {"num-samples": "--iter-sampling", "num-warmup": "--iter-warmup",
+                 "delta": "--adapt-delta", "max-depth": "--max-treedepth",
+                 "num-chains": "--chains"}
+
+
 def cmdstanpy_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
     """``argv`` with cmdstanpy's underscore spellings of known flags (``--iter_sampling``,
-    ``--adapt_delta=0.9``) written as this command line's (``--iter-sampling``).
+    ``--adapt_delta=0.9``) written as this command line's (``--iter-sampling``), and
+    CmdStan's names (:data:`CMDSTAN_NAMES`, as flags or as CmdStan's ``name=value``
+    words; a bare ``adapt`` before ``delta=`` is CmdStan's grouping and is dropped).
 
     Raises
     ------
@@ -84,7 +101,14 @@ def cmdstanpy_spellings(parser: argparse.ArgumentParser, argv: Sequence[str]) ->
             return out + list(argv[i:])
         flag, eq, value = word.partition("=")
         dashed = flag.replace("_", "-")
-        out.append(dashed + eq + value if flag.startswith("--") and dashed in known else word)
+        name = dashed.lstrip("-")
+        if word == "adapt" and i + 1 < len(argv) and argv[i + 1].startswith("delta="):
+            continue
+        if name in CMDSTAN_NAMES and (flag.startswith("--") or (eq and not flag.startswith("-"))):
+            out.append(CMDSTAN_NAMES[name] + eq + value)
+        else:
+            out.append(dashed + eq + value if flag.startswith("--") and dashed in known
+                       else word)
     return out
 
 

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from pemc_stan.cli.console import cli_words
 from pemc_stan.cli.errors import ExitCode, cmdstan_error
 from pemc_stan.cli.files import MODEL_HELP, existing_file, model_and_data, read_data, read_model
 from pemc_stan.cli.options import (
@@ -130,17 +131,17 @@ def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: boo
             continue
         if key == "follow_up":
             for step in value:
-                print(f"  follow-up: {step}")
+                print(f"  follow-up: {cli_words(str(step))}")
             continue
-        print(f"  {key}: {_shown(value)}")
+        print(f"  {key}: {cli_words(_shown(value))}")
     for message in saved.diagnostics.get("messages", []):
-        print(f"  advice: {message}")
+        print(f"  advice: {cli_words(str(message))}")
     log_z = saved.log_z
     if log_z is not None and log_z.get("undefined"):
         print(f"log Z: undefined ({log_z['undefined']})")
     elif log_z is not None:
         print(f"log Z = {log_z['log_z']:.4f} +/- {log_z['std_error']:.4f} ({log_z['method']})")
-    print(saved.verdict)
+    print(cli_words(str(saved.verdict)))
     cost = saved.estimates.get("cost") or {}
     if cost.get("stage_seconds"):
         print(f"cost: {cost_line(cost['stage_seconds'])}")

@@ -1,0 +1,61 @@
+"""Advice in the command line's own words, and CmdStan's names read as ours."""
+
+from __future__ import annotations
+
+import pytest
+
+from pemc_stan.cli import build_parser
+from pemc_stan.cli.console import cli_words, use_flags
+from pemc_stan.cli.parsing import all_option_strings, cmdstanpy_spellings
+
+
+@pytest.fixture(autouse=True)
+def _flags() -> None:
+    use_flags(all_option_strings(build_parser()))
+
+
+@pytest.mark.parametrize(("python", "cli"), [
+    ("to spare the split's attempt next time, pass split_modes='never'",
+     "to spare the split's attempt next time, pass --split-modes never"),
+    ("Pass max_treedepth=12 or adapt_delta=0.99", "Pass --max-treedepth 12 or --adapt-delta 0.99"),
+    ("use estimator='ct'", "use --estimator ct"),
+    ("run longer (iter_sampling)", "run longer (--iter-sampling)"),
+    ("x=3 and (x_1) are the model's, not flags", "x=3 and (x_1) are the model's, not flags"),
+])
+def test_python_advice_is_shown_as_flags(python: str, cli: str) -> None:
+    assert cli_words(python) == cli
+
+
+def test_cmdstan_names_are_read_as_this_command_line_s() -> None:
+    words = ["sample", "m.stan", "num_samples=2000", "adapt", "delta=0.95", "--num-warmup",
+             "500", "--max_depth=12", "--iter_sampling", "10"]
+    assert cmdstanpy_spellings(build_parser(), words) == [
+        "sample", "m.stan", "--iter-sampling=2000", "--adapt-delta=0.95", "--iter-warmup", "500",
+        "--max-treedepth=12", "--iter-sampling", "10"]
+
+
+def test_the_command_line_s_report_has_no_python_spelling(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from pemc_stan.cli.options import SamplerArgs
+    from pemc_stan.cli.sample import _print_report
+    from pemc_stan.output.diagnostics import Reason, Verdict
+
+    reason = Reason("rhat", "R-hat 1.2 > 1.05", "run longer (iter_sampling), or pass "
+                    "split_modes='never'")
+    saved = SimpleNamespace(
+        table=pd.DataFrame({"mean": [0.1]}, index=["mu"]), folder=Path("out"), files=(),
+        diagnostics={"messages": ["Pass max_treedepth=12"], "mode_split": "pass "
+                     "split_modes='never' to spare it"},
+        verdict=Verdict((reason,), ("rhat",)), estimates={"cost": None}, log_z=None)
+    _print_report("continuous tempering", Path("m.stan"),
+                  SamplerArgs(chains=2, iter_sampling=10, seed=1), True, saved, (2, 20))
+    out = capsys.readouterr().out
+    assert "--split-modes never" in out and "--max-treedepth 12" in out
+    assert "(--iter-sampling)" in out
+    for python in ("split_modes=", "max_treedepth=", "(iter_sampling)"):
+        assert python not in out, python
