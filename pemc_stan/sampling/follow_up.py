@@ -322,6 +322,25 @@ def carries_floor(settings: dict[str, Any], new: dict[str, Any]) -> bool:
     return same_kernel and new["iter_sampling"] > settings["iter_sampling"]
 
 
+def _estimate_could_end(verdict: Any, fit: ExtendedFit) -> bool:
+    """Whether the reported estimate could make every reason of ``verdict`` minor."""
+    return all(r.name in RUN_ESTIMATE_REASONS or r.name in minor_reasons(fit)
+               for r in verdict.reasons)
+
+
+def _beyond_draws(change: str, because: str, rhat: float, reach: float, rate: float,
+                  doubled: bool) -> FollowUpStep:
+    """The record of a longer run not made: no draws within the budget fix the R-hat."""
+    law = ("as one over the draws, as for stationary chains" if doubled else
+           "even as one over the draws squared, as a chain's start fades")
+    logger.info("follow-up %s not run: R-hat %.3f is beyond what %.3g times the draws can "
+                "fix", change, rhat, reach)
+    return FollowUpStep(change, because, 0, (
+        f"not run: more draws cannot fix an R-hat of {rhat:.3f} (within the budget's "
+        f"{reach:.3g} times the draws it could fall to "
+        f"{math.sqrt(1 + (rhat**2 - 1) / reach**rate):.3f} at best, {law})"))
+
+
 def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sampling: int,
               seed: int | None, budget: Budget,
               output_dir: str | os.PathLike[str] | None = None, show_progress: bool = False,
@@ -350,10 +369,9 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         What makes a new run's fit as ``fit`` was made (the conductor's checks beside the
         run) before its verdict is read; None: nothing.
     estimate
-        What gives a fit the estimate it will report (a tempered run's cells) and its
-        checks: costly, so made where it can change what the follow-ups do (the verdict
-        names only reasons it could make minor, :data:`RUN_ESTIMATE_REASONS`: once, on
-        the first run where that holds) and on the fit returned; None: nothing.
+        What gives a fit the estimate it will report (a tempered run's cells): costly, so
+        made once where it could end the follow-ups (every reason one it could make
+        minor) and on the fit returned; None: nothing.
 
     Returns
     -------
@@ -386,9 +404,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         verdict = fit.check()
         if verdict.ok:
             break
-        if estimate is not None and not tried and all(
-                r.name in RUN_ESTIMATE_REASONS or r.name in minor_reasons(fit)
-                for r in verdict.reasons):  # the estimate could make every reason minor
+        if estimate is not None and not tried and _estimate_could_end(verdict, fit):
             fit, estimated, tried = estimate(fit), True, True
             verdict = fit.check()
             if verdict.ok:
@@ -397,8 +413,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()), verdict=(
                 "no mechanical remedy: the mode split ran as long as the budget allowed")))
             break
-        # only what judges the reported estimate calls for a remedy: a reason that alone
-        # would not make the fit suspect is not worth a run
+        # only reasons that judge the reported estimate call for a run (not minor ones)
         standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
         plan = plan_step(standing, settings, model.refits_bridge and not bridged)
         if plan is None:
@@ -412,14 +427,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         rate = 1.0 if doubled else TRANSIENT_RATE
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(
                 rhat, reach, rate):
-            law = ("as one over the draws, as for stationary chains" if doubled else
-                   "even as one over the draws squared, as a chain's start fades")
-            record.steps.append(FollowUpStep(change, because, 0, (
-                f"not run: more draws cannot fix an R-hat of {rhat:.3f} (within the budget's "
-                f"{reach:.3g} times the draws it could fall to "
-                f"{math.sqrt(1 + (rhat**2 - 1) / reach**rate):.3f} at best, {law})")))
-            logger.info("follow-up %s not run: R-hat %.3f is beyond what %.3g times the "
-                        "draws can fix", change, rhat, reach)
+            record.steps.append(_beyond_draws(change, because, rhat, reach, rate, doubled))
             break
         scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
         scale *= deeper_tree_cost(fit, new["max_treedepth"] - settings["max_treedepth"])
@@ -446,7 +454,6 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
             fit.variance_se_floor = carried_variance_floor(before, fit)  # a tail seen once
         doubled = doubled or new["iter_sampling"] > settings["iter_sampling"]
         last_cost = max(fit.run_gradients(), 1)  # this run's own, not its rounds'
-
         record.spent += last_cost
         record.steps.append(FollowUpStep(change, because, last_cost, fit.check().status))
         settings = new
