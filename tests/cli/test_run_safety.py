@@ -237,11 +237,11 @@ def test_a_string_in_the_data_is_named_before_compiling(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("flags", "code", "fragment"), [
-    (["--chains", "0"], ExitCode.USAGE, "chains=0"),
-    (["--seed", "-1"], ExitCode.USAGE, "seed=-1"),
-    (["--adapt-delta", "1.5"], ExitCode.USAGE, "adapt_delta=1.5"),
-    (["--iter-warmup", "-5"], ExitCode.USAGE, "iter_warmup=-5"),
-    (["--iter-sampling", "0"], ExitCode.USAGE, "iter_sampling=0"),
+    (["--chains", "0"], ExitCode.USAGE, "--chains 0"),
+    (["--seed", "-1"], ExitCode.USAGE, "--seed -1"),
+    (["--adapt-delta", "1.5"], ExitCode.USAGE, "--adapt-delta 1.5"),
+    (["--iter-warmup", "-5"], ExitCode.USAGE, "--iter-warmup -5"),
+    (["--iter-sampling", "0"], ExitCode.USAGE, "--iter-sampling 0"),
     (["--data", "REAL_FOR_INT"], ExitCode.DATA, "N in real_for_int.json is 2.5 (a real number)"),
 ])
 def test_every_early_check_fires_before_anything_is_compiled(
