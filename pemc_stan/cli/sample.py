@@ -133,7 +133,8 @@ def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: boo
             for step in value:
                 print(f"  follow-up: {cli_words(str(step))}")
             continue
-        print(f"  {key}: {cli_words(_shown(value))}")
+        # a sentence may give advice; a record's key=value pairs are not flags
+        print(f"  {key}: {cli_words(value) if isinstance(value, str) else _shown(value)}")
     for message in saved.diagnostics.get("messages", []):
         print(f"  advice: {cli_words(str(message))}")
     log_z = saved.log_z

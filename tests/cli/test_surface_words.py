@@ -50,7 +50,7 @@ def test_the_command_line_s_report_has_no_python_spelling(
     saved = SimpleNamespace(
         table=pd.DataFrame({"mean": [0.1]}, index=["mu"]), folder=Path("out"), files=(),
         diagnostics={"messages": ["Pass max_treedepth=12"], "mode_split": "pass "
-                     "split_modes='never' to spare it"},
+                     "split_modes='never' to spare it", "sampler": {"chains": 4}},
         verdict=Verdict((reason,), ("rhat",)), estimates={"cost": None}, log_z=None)
     _print_report("continuous tempering", Path("m.stan"),
                   SamplerArgs(chains=2, iter_sampling=10, seed=1), True, saved, (2, 20))
@@ -59,3 +59,4 @@ def test_the_command_line_s_report_has_no_python_spelling(
     assert "(--iter-sampling)" in out
     for python in ("split_modes=", "max_treedepth=", "(iter_sampling)"):
         assert python not in out, python
+    assert "  sampler: chains=4" in out  # a record, not advice
