@@ -1,14 +1,19 @@
 """The order of a run, in one place.
 
-The method's pilot searches for modes; when the method wants it and the modes are
-separated, each group of modes is sampled by its own NUTS chains (the mode split);
-otherwise the method runs as itself (tempering), told why the split was refused, and
-judged also by the refused split's chains (a scout in a mode the search missed); then
-the follow-ups apply the verdict's mechanical remedies.  The split's longer run and the
-follow-ups draw from one budget.  A tempered run's estimate is then weighed cell by
-cell, around the search's modes, where each cell's weights allow (:func:`_cells`); its
-verdict then judges that estimate (the run's own precision alone is not suspect,
-:data:`~pemc_stan.sampling.checks.RUN_ESTIMATE_REASONS`).
+1. The method's pilot searches for modes.
+2. When the method wants it and the modes are separated, each group of modes is sampled
+   by its own NUTS chains (the mode split); otherwise the method runs as itself
+   (tempering), told why the split was refused.
+3. Every run is judged also by what was learned beside it (a refused split's chains: a
+   scout in a mode the search missed).
+4. The follow-ups apply the verdict's mechanical remedies, acting only on the reasons
+   that judge the estimate that will be reported; the split's longer run and the
+   follow-ups draw from one budget.
+5. A tempered run's estimate is weighed cell by cell around the search's modes where
+   each cell's weights allow (:func:`_cells`), with the wide checks of that estimate:
+   made once where it could end the follow-ups, and on the run returned.  Its verdict
+   then judges that estimate (the run's own precision alone is not suspect,
+   :data:`~pemc_stan.sampling.checks.RUN_ESTIMATE_REASONS`).
 """
 
 from __future__ import annotations
@@ -145,8 +150,9 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
                     show_progress=show_progress, refused_gradients=refused_gradients,
                     judge=judged, estimate=estimated if tempered else None, **later)
     lap("follow_ups")
-    seconds["follow_ups"] = round(seconds["follow_ups"] - estimating, 3)
+    following = seconds.pop("follow_ups")
     seconds["estimate"] = round(estimating, 3)
+    seconds["follow_ups"] = round(following - estimating, 3)
     record = getattr(fit, "follow_up", None)
     if record is not None:
         record.seconds = seconds
