@@ -139,7 +139,10 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         nonlocal estimating
         start = time.monotonic()
         run.cell_estimate, run.cell_note = _cells(model, found, seed, run)
-        run.later_checks = (*run.later_checks, *_wide_checks(model, found, seed, run))
+        # the wide draws may cost what the follow-ups they can end would have spent
+        allowance = int(budget.factor * (gradients.get("method", 0) + refused_gradients))
+        run.later_checks = (*run.later_checks,
+                            *_wide_checks(model, found, seed, run, allowance))
         estimating += time.monotonic() - start
         return run
 
@@ -162,15 +165,15 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     return fit
 
 
-def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
-                 ) -> tuple[WideMomentsCheck | WideExcessCheck, ...]:
+def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit,
+                 allowance: int = 0) -> tuple[WideMomentsCheck | WideExcessCheck, ...]:
     """A tempered run's checks against importance draws from around the search's modes
     (:func:`~pemc_stan.modes.wide.wide_draws`) of the estimate it reports (its cells', or
     its own): its moments where the draws' weights allow
     (:class:`~pemc_stan.modes.wide.WideMomentsCheck`), and the spread about its means
     that it must at least hold (:class:`~pemc_stan.modes.wide.WideExcessCheck`).
-    None without draws (:func:`_wide_draws`)."""
-    draws = _wide_draws(model, found, seed, fit)
+    None without draws (:func:`_wide_draws`, ``allowance`` as there)."""
+    draws = _wide_draws(model, found, seed, fit, allowance)
     if draws is None:
         return ()
     checks: list[WideMomentsCheck | WideExcessCheck] = []
@@ -187,13 +190,14 @@ def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: Extend
     return tuple(checks)
 
 
-def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
-                ) -> WideDraws | None:
+def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit,
+                allowance: int = 0) -> WideDraws | None:
     """Importance draws from around the search's modes, as many as ``fit``'s run took
-    gradients up to :data:`~pemc_stan.modes.wide.MOMENT_DRAWS` (a density costs less than
-    a gradient, so they cost at most about the run's sampling; an ODE model's run is not
-    doubled by them), or None without a search base, base coordinates or a density the
-    evaluator can compute, or for a run of fewer gradients than
+    gradients, or ``allowance`` when more (the gradients of the follow-ups the estimate
+    may end), up to :data:`~pemc_stan.modes.wide.MOMENT_DRAWS` (a density costs less than
+    a gradient, so they cost at most about the sampling they check or replace; an ODE
+    model's run is not doubled by them), or None without a search base, base coordinates
+    or a density the evaluator can compute, or for a run of fewer gradients than
     :data:`~pemc_stan.modes.wide.MOMENT_PILOT`.  ``log gamma`` comes from the method's
     own program where it computes it (:meth:`~pemc_stan.sampling.model.MethodModel.own_density`:
     CT's), else from the density program (a compile of its own)."""
@@ -203,7 +207,7 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
     coords = getattr(model.result, "coordinates", None)
     if coords is None:
         return None
-    n = min(MOMENT_DRAWS, fit.gradients())
+    n = min(MOMENT_DRAWS, max(fit.gradients(), allowance))
     if n < MOMENT_PILOT:
         logger.info("no wide draws: a run of %d gradients", fit.gradients())
         return None

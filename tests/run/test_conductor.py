@@ -122,7 +122,8 @@ def test_only_a_tempered_run_is_checked_against_importance_moments(monkeypatch,
 
     moments = WideMoments(("x",), np.zeros(1), np.ones(1), np.ones(1), np.ones(1), 0.3, 10)
     monkeypatch.setattr(plan, "_wide_checks",
-                        lambda model, found, seed, fit: (WideMomentsCheck(moments),))
+                        lambda model, found, seed, fit, allowance=0: (
+                            WideMomentsCheck(moments),))
     outcome = SplitOutcome(why="rhat: ...", tried=True, names=("rhat",))
     outcome.fit = _Fit() if split else None
     fit = _plan(monkeypatch, outcome)
