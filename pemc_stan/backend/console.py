@@ -39,7 +39,7 @@ from pemc_stan.errors import CmdStanRunError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["collapse_repeats", "condense", "run_error", "is_cmdstan_failure",
+__all__ = ["collapse_repeats", "condense", "run_error", "console_error", "is_cmdstan_failure",
            "collapse_cmdstanpy_messages", "routed_cmdstanpy_logging", "rewriting_messages",
            "rewrite_message", "CMDSTANPY_LOGGER", "message_shapes"]
 
@@ -192,13 +192,8 @@ def run_error(exc: RuntimeError, what: str = "CmdStan",
     reasons = [ln for ln in reasons if _REASON_RE.search(ln)] or reasons
     match = _CONSOLE_RE.search(text)
     console = Path(match.group(1)) if match else None
-    if not reasons and console is not None and console.is_file():
-        try:
-            body = console.read_text(errors="replace")
-        except OSError:
-            body = ""
-        candidates = _reason_lines(body)
-        reasons = [ln for ln in candidates if _REASON_RE.search(ln)][-6:] or candidates[-3:]
+    if not reasons and console is not None:
+        reasons = _console_reasons(console)
     if not reasons:
         codes = _RETCODES_RE.search(text)
         reasons = [f"CmdStan exited with return code(s) {codes.group(1)}" if codes
@@ -206,6 +201,32 @@ def run_error(exc: RuntimeError, what: str = "CmdStan",
     reason = fix("\n".join(condense(reasons)))
     where = f" (console output: {console})" if console is not None else ""
     return CmdStanRunError(f"{what} failed: {reason}{where}", reason, console)
+
+
+def _console_reasons(console: Path) -> list[str]:
+    """The lines of a console file that say why a run failed (the last few when none
+    does); none for a file that cannot be read."""
+    try:
+        body = console.read_text(errors="replace")
+    except OSError:
+        return []
+    candidates = _reason_lines(body)
+    return [ln for ln in candidates if _REASON_RE.search(ln)][-6:] or candidates[-3:]
+
+
+def console_error(what: str, console: Path, returncode: int) -> CmdStanRunError:
+    """A :class:`~pemc_stan.errors.CmdStanRunError` for a CmdStan executable run
+    without cmdstanpy that exited with ``returncode``, its reason read from its
+    ``console`` file (as :func:`run_error`'s).
+
+    Raises
+    ------
+    Nothing.
+    """
+    reasons = _console_reasons(console) or [f"CmdStan exited with return code {returncode}"]
+    reason = rewrite_message("\n".join(condense(reasons)))
+    return CmdStanRunError(f"{what} failed: {reason} (console output: {console})", reason,
+                           console)
 
 
 #: cmdstanpy's line for a chain ended by SIGINT, SIGTERM or SIGHUP ("error: code '-2'

@@ -2,15 +2,17 @@
 
 Draws given as arrays (not a CmdStan run's output) are written as the Stan CSV of a
 fixed-parameter run (:func:`write_draws_csv`), which CmdStan's standalone
-``generate_quantities`` reads as a previous fit; :func:`generated_column` reads one of
-the generated quantities back.  The density programs of the mode split and a
-marginalised parameter's draws (:meth:`pemc_stan.sampling.fit.ExtendedFit.particles`)
-use them.
+``generate_quantities`` reads as a previous fit.  :func:`generated_column` runs the
+executable itself and reads back the one column it needs (through cmdstanpy, both CSV
+files would also be parsed whole in Python).  The density programs of the mode split and
+a marginalised parameter's draws
+(:meth:`pemc_stan.sampling.fit.ExtendedFit.particles`) use them.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,9 +20,10 @@ from typing import Any
 
 import cmdstanpy
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
-from pemc_stan.backend.console import is_cmdstan_failure, run_error
+from pemc_stan.backend.console import console_error
 
 __all__ = ["generated_at", "generated_column", "stan_to_dotted", "write_draws_csv"]
 
@@ -89,8 +92,8 @@ def write_draws_csv(draws: Mapping[str, NDArray[np.float64]], path: Path,
     mat = np.column_stack(values) if values else np.zeros((n, 0))
     sampler = ["lp__", "accept_stat__"]  # a fixed_param "run" holding the draws
     lines = [_CSV_HEADER.format(model=name, n=n).rstrip("\n"), ",".join(sampler + cols)]
-    zeros = ",".join(["0"] * len(sampler))
-    lines.extend(zeros + "," + ",".join(repr(float(v)) for v in row) for row in mat)
+    zeros = ",".join(["0"] * len(sampler)) + ","
+    lines.extend(zeros + ",".join(map(repr, row)) for row in mat.tolist())  # exact
     lines.extend(["# ", "#  Elapsed Time: 0 seconds (Warm-up)",
                   "#                0 seconds (Sampling)", "#                0 seconds (Total)",
                   "# "])
@@ -136,31 +139,30 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     """
     path = run_dir / "draws.csv"
     n = write_draws_csv(draws, path, name)
+    data_file = run_dir / "data.json"
+    cmdstanpy.write_stan_json(str(data_file), dict(data or {}))
+    output, console = run_dir / "generated.csv", run_dir / "generated.txt"
+    if model.exe_file is None:
+        raise RuntimeError(f"the model {model.name} has no executable: compile it first")
+    command = [str(model.exe_file), "id=1", "random", f"seed={seed}", "data", f"file={data_file}",
+               "output", f"file={output}", "sig_figs=18", "method=generate_quantities",
+               f"fitted_params={path}"]
+    with console.open("w") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
+                              cwd=run_dir, check=False).returncode
+    if code != 0:
+        raise console_error(f"evaluating {column} with CmdStan's generate_quantities",
+                            console, code)
+    return _read_column(output, column, n)
+
+
+def _read_column(csv_file: Path, column: str, n: int) -> NDArray[np.float64]:
+    """One column of a CmdStan output CSV (its comment lines skipped)."""
     try:
-        gq = model.generate_quantities(data=dict(data) if data else None,
-                                       previous_fit=[str(path)], seed=seed,
-                                       gq_output_dir=str(run_dir / "gq"), sig_figs=18)
-    except RuntimeError as err:
-        if not is_cmdstan_failure(err):
-            raise
-        raise run_error(err, f"evaluating {column} with CmdStan's generate_quantities") from err
-    return _read_column(gq.runset.csv_files[0], column, n)
-
-
-def _read_column(csv_file: str, column: str, n: int) -> NDArray[np.float64]:
-    header: list[str] | None = None
-    rows: list[str] = []
-    for line in Path(csv_file).read_text().splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if header is None:
-            header = line.split(",")
-        else:
-            rows.append(line)
-    if header is None or column not in header:
-        raise RuntimeError(f"{csv_file} has no column {column}")
-    j = header.index(column)
-    out = np.array([float(r.split(",")[j]) for r in rows])
+        frame = pd.read_csv(csv_file, comment="#", usecols=[column], dtype=float)
+    except ValueError as err:  # no such column
+        raise RuntimeError(f"{csv_file} has no column {column}") from err
+    out = frame[column].to_numpy(dtype=float)
     if out.size != n:
         raise RuntimeError(f"generate_quantities returned {out.size} rows for {n} draws")
     return out

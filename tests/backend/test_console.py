@@ -15,6 +15,7 @@ from pemc_stan.backend.console import (
     collapse_cmdstanpy_messages,
     collapse_repeats,
     condense,
+    console_error,
     is_cmdstan_failure,
     rewriting_messages,
     routed_cmdstanpy_logging,
@@ -60,6 +61,18 @@ def test_without_any_reason_the_return_code_is_named(tmp_path: Path) -> None:
     failure = run_error(RuntimeError(_cmdstanpy_message("", tmp_path / "missing.txt")))
     assert failure.reason == "CmdStan exited with return code(s) 1"
     assert not is_cmdstan_failure(RuntimeError("3 row(s) of log-weights are all -inf"))
+
+
+def test_a_run_without_cmdstanpy_reads_its_reason_from_its_console(tmp_path: Path) -> None:
+    console = tmp_path / "generated.txt"
+    console.write_text("method = generate_quantities\n  fitted_params = d.csv\n"
+                       "Error reading fitted param names from sample csv file d.csv\n")
+    failure = console_error("evaluating g", console, 70)
+    assert failure.reason == "Error reading fitted param names from sample csv file d.csv"
+    assert str(failure).startswith("evaluating g failed: Error reading fitted param names")
+    assert failure.console == console
+    quiet = console_error("evaluating g", tmp_path / "missing.txt", 70)
+    assert quiet.reason == "CmdStan exited with return code 70"
 
 
 def test_repeated_lines_are_collapsed_with_a_count() -> None:

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pemc_stan.errors import CmdStanRunError
 from pemc_stan.modes.density import DensityEvaluator
 
 pytestmark = pytest.mark.compiled
@@ -83,3 +84,12 @@ def test_full_log_density_of_truncated_and_bounded_priors_matches_scipy(
     got = evaluator.log_density(draws)
     want = np.array([_scipy_log_density(p) for p in POINTS])
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_failed_evaluation_names_cmdstans_reason(cmdstan_installation: Any) -> None:
+    """The executable runs without cmdstanpy: its failure still says what CmdStan said."""
+    evaluator = DensityEvaluator(PROGRAM, {k: v for k, v in DATA.items() if k != "y"},
+                                 name="truncations")
+    draws = {name: np.array([p[name] for p in POINTS]) for name in POINTS[0]}
+    with pytest.raises(CmdStanRunError, match="variable does not exist.*y|y.*not exist"):
+        evaluator.log_density(draws)
