@@ -59,10 +59,12 @@ from pemc_stan.backend.progress import stage
 from pemc_stan.core.coordinates import coordinate_draws
 from pemc_stan.core.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.errors import PemcStanError
+from pemc_stan.estimators.mixture import mixture_log_z
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, draw_cells, group_stats, worst_rhat
 from pemc_stan.modes.scouts import SplitDraws
+from pemc_stan.modes.search_mass import search_mass
 from pemc_stan.modes.split_fit import ModeSplitFit
 from pemc_stan.modes.wide import (
     WIDE_SEED_OFFSET,
@@ -590,9 +592,12 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
             except (ValueError, RuntimeError, PemcStanError) as exc:
                 return SplitOutcome(why=f"bridge sampling of the mass of mode group {g + 1} "
                                         f"failed ({exc})", tried=True)
+    total = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
+    with stage("mode split: the search's Gaussians weigh the mass the chains found"):
+        seen = search_mass(coords, search, evaluator, model.data, total[0], total[1], seed)
     fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
                        cells=cells, members=members, outside=outside, data=model.data,
-                       original_model=model.original_model, seed=seed)
+                       original_model=model.original_model, seed=seed, search_mass=seen)
     verdict = fit.check()
     wide, modes = None, mode_gaussians(z, cells, groups, members, masses)
     if _accepts(verdict) and len(centres) > 1:  # the wide sampler can only refuse it: last

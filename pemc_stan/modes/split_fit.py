@@ -26,6 +26,7 @@ from pemc_stan.estimators.mixture import (
     unexplained_mass,
 )
 from pemc_stan.modes.grouping import LEFT_SHARE_MAX, group_stats, worst_rhat
+from pemc_stan.modes.search_mass import SearchMass
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason
 from pemc_stan.sampling.fit import ExtendedFit
@@ -73,6 +74,9 @@ class ModeSplitFit(ExtendedFit):
     wide_log_weights
         ``log gamma - log q`` of the wide importance sampler's draws
         (:func:`~pemc_stan.modes.wide.wide_log_weights`; None with one mode found).
+    search_mass
+        What importance sampling from the search's own Gaussians sees beside the groups'
+        mass (:func:`~pemc_stan.modes.search_mass.search_mass`; None: not computed).
     data, original_model, seed
         As :class:`~pemc_stan.sampling.fit.ExtendedFit`.
     """
@@ -95,9 +99,11 @@ class ModeSplitFit(ExtendedFit):
                  cells: NDArray[np.intp], members: list[list[int]],
                  outside: NDArray[np.float64], data: Mapping[str, Any] | None = None,
                  original_model: Any = None, seed: int | None = None,
-                 wide_log_weights: NDArray[np.float64] | None = None) -> None:
+                 wide_log_weights: NDArray[np.float64] | None = None,
+                 search_mass: SearchMass | None = None) -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.wide_log_weights = wide_log_weights
+        self.search_mass = search_mass
         self._groups = np.asarray(groups, dtype=np.intp)
         self.mode_log_z = list(mode_log_z)
         self.search = search
@@ -285,6 +291,7 @@ class ModeSplitFit(ExtendedFit):
         yield "mode_groups", self._ungrouped()
         yield "mode_occupancy", self._occupancy()
         yield "mode_wide_mass", self._wide_mass()
+        yield "mode_search_mass", self._search_mass()
 
     def wide_mass(self) -> tuple[float, float] | None:
         """``(excess, z)`` of :func:`~pemc_stan.estimators.mixture.unexplained_mass`: the
@@ -319,6 +326,19 @@ class ModeSplitFit(ExtendedFit):
                       f"{100 * wide[0]:.0f}% more mass than the groups of modes hold ("
                       f"{wide[1]:.1f} standard errors): the search missed a mode",
                       "run with split_modes='never' (tempering)")
+
+    def _search_mass(self) -> Reason | None:
+        """More mass where the search found a mode than the chains found: a narrow region
+        of high mass they never entered (:mod:`~pemc_stan.modes.search_mass`)."""
+        seen = self.search_mass
+        if seen is None or not seen.z > WIDE_EXCESS_Z:
+            return None
+        return Reason(
+            "mode_search_mass", f"importance sampling from the search's Gaussian at mode "
+            f"{seen.mode + 1} ({seen.where()}) sees {_times(seen.excess)} the mass the "
+            f"chains found ({seen.z:.1f} standard errors more): they missed a narrow "
+            "region of high mass there (a spike inside a wider region)",
+            "run with split_modes='never' (tempering)")
 
     def _ungrouped(self) -> Reason | None:
         """A mode of material mass that no group holds: no chain stayed there, so its
@@ -401,3 +421,9 @@ class ModeSplitFit(ExtendedFit):
             sample_stats={"mode_group": (both, group), "log_weight": (both, lw),
                           "weight": (both, w)},
             sample_stats_attrs={"weight_ess": float(1.0 / np.sum(w**2))})
+
+
+def _times(excess: float) -> str:
+    """``1 + excess`` in words: "2.3 times", "100 times", "4.1e+03 times"."""
+    ratio = 1.0 + excess
+    return f"{ratio:.3g} times" if ratio < 1e3 else f"{ratio:.1e} times"

@@ -418,3 +418,32 @@ def test_a_tempered_run_behind_a_split_that_diverged_is_flagged_by_name(compiled
     assert not isinstance(fit, ModeSplitFit)
     verdict = fit.check()
     assert "split_divergences" in verdict.names(), verdict
+
+
+#: A spike (sd 0.01, mass 100) inside a slab (sd 0.1, mass 1), one maximum, in 10-D:
+#: NUTS from Stan's initial values adapts in the slab and never enters the spike.
+SPIKE_IN_SLAB = """
+parameters {
+  vector<lower=-1, upper=1>[10] x;
+}
+model {
+  target += log_sum_exp(log(100) + normal_lpdf(x | 0, 0.01), normal_lpdf(x | 0, 0.1));
+}
+"""
+
+
+def test_a_spike_the_split_s_chains_never_entered_refuses_the_split(compiled) -> None:
+    # the search's Gaussian sits on the spike; its importance draws weigh about 100 times
+    # the slab's mass that the chains found: the split is refused by name, pointing at
+    # the spike, and the run tempers instead of reporting the slab (log Z 0 against 4.615)
+    from pemc_stan.modes.split import split_modes
+    from pemc_stan.run.pipeline import method_model
+    from pemc_stan.sampling.follow_up import Budget
+
+    model = method_model(SPIKE_IN_SLAB, None, method="ct")
+    found = model.search_modes(1)
+    assert found.search is not None and found.search.major_modes == 1
+    outcome = split_modes(model, found.search, chains=4, iter_warmup=1000, iter_sampling=1000,
+                          seed=1, output_dir=None, show_progress=False, budget=Budget())
+    assert outcome.fit is None and "mode_search_mass" in outcome.names, outcome.why
+    assert "mode 1 (x[1] = " in outcome.why and "times the mass the chains found" in outcome.why
