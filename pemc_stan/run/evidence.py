@@ -117,8 +117,11 @@ def evidence(
     data : mapping or path, optional
         The model's data (taken from the fit when it has it).
     estimator : {"bridge", "is", "ct", "ti"}, optional
-        See the module docstring (default ``"bridge"``; aliases such as
-        ``"psis"`` and a method's name, for its first estimator, are accepted).
+        See the module docstring (aliases such as ``"psis"`` and a method's name, for
+        its first estimator, are accepted).  Default: for a method's fit, the fit's own
+        ``log Z`` (``fit.log_z()``: the mode split's, the cells' or the method's; the
+        estimate's ``method`` names it), bridge sampling on its draws where it has
+        none; ``"bridge"`` otherwise.
         Fits support: CmdStanMCMC ``"bridge"`` and ``"is"``;
         PseudoExtendedFit ``"bridge"``; continuously tempered fits
         ``"ct"``, ``"ti"`` and ``"bridge"``.
@@ -172,6 +175,7 @@ def evidence(
     RuntimeError
         If a CmdStan run fails.
     """
+    asked = estimator is not None or method is not None
     estimator = _estimator_argument(estimator, method)
     if seed is None:  # every estimate can be repeated: the seed drawn is recorded
         from pemc_stan.run.pipeline import draw_seed
@@ -187,7 +191,7 @@ def evidence(
     out_dir = None if output_dir is None else Path(output_dir)
     with ending_children():  # CmdStan's children ended on error; cmdstanpy's INFO at DEBUG
         est = estimate_from(model_or_fit, data, m, opts, out_dir, program, show_progress,
-                        sampler_kwargs)
+                            sampler_kwargs, fit_default=not asked)
     return _seeded(est, seed)
 
 

@@ -227,8 +227,10 @@ def importance_from_pathfinder(model: cmdstanpy.CmdStanModel, data: Mapping[str,
 def estimate_from(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike[str] | None,
               m: str, opts: EvidenceOptions, out_dir: Path | None,
               program: str | os.PathLike[str] | None, show_progress: bool,
-              sampler_kwargs: dict[str, Any]) -> EvidenceEstimate:
+              sampler_kwargs: dict[str, Any], fit_default: bool = False) -> EvidenceEstimate:
     """:func:`evidence` after its options are checked: the estimate for each kind of input.
+    With ``fit_default`` (no estimator asked for), a method's fit gives its own ``log Z``
+    (``fit.log_z()``: one default per fit, wherever it is read) where it has one.
 
     Raises
     ------
@@ -238,6 +240,11 @@ def estimate_from(model_or_fit: Any, data: Mapping[str, Any] | str | os.PathLike
         d = load_data(data) if data is not None else dict(model_or_fit.data)
         prog = model_or_fit.program  # the user's own, when it was rewritten (a sum)
         gaps = check_prior(prog.original or prog, d)
+        own = model_or_fit.log_z() if fit_default else None
+        if own is not None:
+            source = model_or_fit.result.method
+            return _with_gaps(_judged(_tag(own, source.name if source else "fit"),
+                                      [str(r) for r in model_or_fit.check().reasons]), gaps)
         return _with_gaps(_from_extended_fit(model_or_fit, m, opts, out_dir, d), gaps)
     if isinstance(model_or_fit, cmdstanpy.CmdStanMCMC):
         prog, d = _mcmc_inputs(model_or_fit, opts.estimator, m, program, data)

@@ -348,3 +348,21 @@ def test_compare_methods() -> None:
     assert res[("bridge_sampling", "ct_eq20")].disagree and res[("psis", "ct_eq20")].disagree
     with pytest.raises(ValueError, match="at least two"):
         compare_methods([a])
+
+
+def test_a_fit_s_evidence_is_its_own_log_z_unless_another_is_asked_for() -> None:
+    """One default log Z per fit: ``evidence(fit)`` is ``fit.log_z()`` (CT's eq. 20, the
+    split's bridge masses), named; an estimator asked for is that estimator."""
+    from fakes import exact_ct_fit, split_fit
+
+    ct = exact_ct_fit(0.3, n=4000)
+    own = ct.log_z()
+    got = evidence(ct)
+    assert own is not None and got.method == own.method == "ct_eq20"
+    assert (got.log_z, got.std_error) == (own.log_z, own.std_error)
+    assert got.diagnostics["draws_from"] == "continuous_tempering"
+    ti = evidence(ct, estimator="ti")
+    assert ti.method.startswith("ct_thermodynamic_integration")
+    split = split_fit([0.0, -1.0], [0.02, 0.03], [-5.0, 5.0], [1.0, 1.0], [0, 1, 0, 1])
+    assert evidence(split).method == "mode_split_bridge"
+    assert evidence(split).log_z == pytest.approx(np.logaddexp(0.0, -1.0))
