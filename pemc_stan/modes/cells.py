@@ -48,6 +48,7 @@ from pemc_stan.estimators.stratified import (
     stratified_mean,
     stratum_log_weights,
 )
+from pemc_stan.estimators.tails import tail_fields
 from pemc_stan.modes.wide import Part, mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.hooks import WeightedEstimate
@@ -168,7 +169,9 @@ class CellDraws:
         mean, se = float(est.mean), float(est.std_error)
         u = np.exp(W.log_normalise(self.log_u))
         var = float(np.sum(np.where(u > 0, u * (values - mean) ** 2, 0.0)))
-        return WeightedEstimate(mean=mean, mcse=se, ess=var / se**2 if se > 0 else math.nan)
+        terms = np.where(u > 0, u * (values - mean), 0.0)
+        return WeightedEstimate(mean=mean, mcse=se, ess=var / se**2 if se > 0 else math.nan,
+                                **tail_fields(terms))
 
     def evidence(self) -> EvidenceEstimate:
         """``log Z`` as a fit reports it (estimator ``"cells"``, :meth:`describe` in its

@@ -25,6 +25,7 @@ from pemc_stan.estimators.mixture import (
     mixture_weights,
     unexplained_mass,
 )
+from pemc_stan.estimators.tails import tail_fields
 from pemc_stan.modes.grouping import LEFT_SHARE_MAX, group_stats, worst_rhat
 from pemc_stan.modes.search_mass import SearchMass
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
@@ -176,7 +177,9 @@ class ModeSplitFit(ExtendedFit):
         p = self.mode_weights()
         spread = float(np.sum(p * (np.array([np.var(v) for v in parts]) + (m - est) ** 2)))
         ess = spread / se**2 if se > 0 else float(values.size)
-        return WeightedEstimate(mean=est, mcse=se, ess=ess)
+        share = np.exp(self.particle_log_weights()[..., 0])  # p_g / n_g of each draw
+        return WeightedEstimate(mean=est, mcse=se, ess=ess,
+                                **tail_fields(share * (values - est)))
 
     def convergence(self) -> pd.DataFrame:
         """R-hat, bulk and tail ESS of every original parameter column, judged per group.

@@ -94,10 +94,14 @@ class Verdict:
         The problems found (empty when ``ok``).
     checks
         The names of the checks that were made.
+    notes
+        What a user must know of the estimates that does not make the fit suspect (an
+        error bar its draws' tails make unreliable).
     """
 
     reasons: tuple[Reason, ...] = ()
     checks: tuple[str, ...] = ()
+    notes: tuple[Reason, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -115,9 +119,12 @@ class Verdict:
 
     def __str__(self) -> str:
         if self.ok:
-            return f"verdict: ok ({len(self.checks)} checks: {', '.join(self.checks)})"
-        lines = [f"verdict: SUSPECT ({len(self.reasons)} of {len(self.checks)} checks failed)"]
-        lines += [f"  - {r}" for r in self.reasons]
+            lines = [f"verdict: ok ({len(self.checks)} checks: {', '.join(self.checks)})"]
+        else:
+            lines = [f"verdict: SUSPECT ({len(self.reasons)} of {len(self.checks)} checks "
+                     "failed)"]
+            lines += [f"  - {r}" for r in self.reasons]
+        lines += [f"  note: {r}" for r in self.notes]
         return "\n".join(lines)
 
 

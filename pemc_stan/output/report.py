@@ -169,6 +169,7 @@ def summary_frame(record: RunRecord) -> pd.DataFrame:
         table["mean"] = weighted("mean")
         table["mcse"] = weighted("mcse")
         table["ess_mean"] = weighted("ess")
+        table["khat"] = weighted("khat")
     for col in ("sd", "hdi_5%", "hdi_95%", "ess_bulk", "ess_tail", "r_hat"):
         if col in stats.columns:
             table[col] = stats[col].reindex(pd.Index(index))
@@ -341,7 +342,9 @@ def _advice_html(estimates: Mapping[str, Any]) -> str:
 def _summary_html(record: RunRecord) -> str:
     parts = ["<h2>Summary of the original parameters</h2>",
              '<p class="note">mean, mcse: the weighted estimates and their Monte-Carlo '
-             "standard errors, ess_mean the effective sample size behind them; sd and the 90% "
+             "standard errors, ess_mean the effective sample size behind them, khat the "
+             "Pareto k of their terms' tail (too heavy: the verdict's tails note names the "
+             "error bars that are not reliable); sd and the 90% "
              "interval (hdi_5%, hdi_95%): the resampled draws; ess_bulk, ess_tail, r_hat: how "
              f"well the chains mixed (cells failing the verdict's R-hat &le; {RHAT_MAX} or "
              f"ESS &ge; {ESS_MIN:.0f} are marked).</p>"]

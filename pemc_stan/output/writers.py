@@ -80,7 +80,8 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     mixing = fit.convergence()
     rows = [*fit.parameter_columns(), *summed]
     table = pd.DataFrame(index=pd.Index(rows))
-    for col, source in (("mean", "mean"), ("mcse", "mcse"), ("ess_mean", "ess")):
+    for col, source in (("mean", "mean"), ("mcse", "mcse"), ("ess_mean", "ess"),
+                        ("khat", "khat")):
         if source in weighted.columns:
             table[col] = weighted[source].reindex(rows)
     for col in ("sd", "hdi_5%", "hdi_95%"):
@@ -211,7 +212,8 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
         "marginalised": list(fit.program.marginalised),
         "diagnostics": json_safe(diagnostics),
         "verdict": {"status": verdict.status, "checks": list(verdict.checks),
-                    "reasons": [dataclasses.asdict(r) for r in verdict.reasons]},
+                    "reasons": [dataclasses.asdict(r) for r in verdict.reasons],
+                    "notes": [dataclasses.asdict(r) for r in verdict.notes]},
     }
     estimates.update(json_safe(dict(fit.output_extras().settings)))
     follow = fit.follow_up

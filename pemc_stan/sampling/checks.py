@@ -317,3 +317,39 @@ def shared_checks(fit: ExtendedFit) -> Iterator[tuple[str, Reason | None]]:
             f"{worst_chain[0]:.1f} standard errors from the other chains': the chains saw "
             "different distributions (modes)", "run longer, or change the method's "
             "options so that it moves between modes (see the diagnostics' advice)")
+
+
+#: Columns a ``tails`` note names before it says how many more there are.
+TAIL_NOTE_COLUMNS = 3
+
+
+def tail_notes(fit: ExtendedFit) -> tuple[Reason, ...]:
+    """The ``tails`` note: the reported means and sds whose terms' tails are too heavy
+    for their error bars (:mod:`pemc_stan.estimators.tails`), worst first; none when
+    every error bar stands.
+
+    Raises
+    ------
+    Nothing beyond the fit's own errors.
+    """
+    heavy: list[tuple[float, str, float]] = []
+    for column in fit.parameter_columns():
+        mean = fit.expectation(column)
+        centre = float(mean.mean)
+        spread = fit.expectation(lambda view, c=column, m=centre: (view[c] - m) ** 2)
+        for est, what in ((mean, f"the mean of {column}"), (spread, f"the sd of {column}")):
+            if not est.tail_reliable:
+                heavy.append((est.khat, what, float(est.get("khat_max", float("nan")))))
+                break
+    if not heavy:
+        return ()
+    heavy.sort(reverse=True)
+    named = "; ".join(f"{what} (tail k {k:.2f} > {bound:.2f})"
+                      for k, what, bound in heavy[:TAIL_NOTE_COLUMNS])
+    more = len(heavy) - TAIL_NOTE_COLUMNS
+    return (Reason(
+        "tails", named + (f"; and {more} more" if more > 0 else "") + ": the draws' tails "
+        "are so heavy that the variance behind each error bar is infinite or unresolved "
+        "at this sample size, so those error bars are not reliable (the estimates "
+        "themselves may still be)", "read those quantities' medians and intervals rather "
+        "than mean +/- error; more draws raise the bound only slowly"),)

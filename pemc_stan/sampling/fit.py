@@ -36,6 +36,7 @@ from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
+from pemc_stan.estimators.tails import tail_fields
 from pemc_stan.output.diagnostics import (
     Reason,
     TransitionCounts,
@@ -241,8 +242,9 @@ class ExtendedFit:
         """Mean of per-draw estimates ``h`` (chains, draws), MCSE from their multi-chain ESS."""
         ess = W.chain_ess(h)
         sd = float(np.std(h, ddof=1)) if h.size > 1 else 0.0
-        return WeightedEstimate(mean=float(np.mean(h)) if mean is None else mean,
-                                mcse=sd / np.sqrt(ess), ess=ess)
+        centre = float(np.mean(h)) if mean is None else mean
+        return WeightedEstimate(mean=centre, mcse=sd / np.sqrt(ess), ess=ess,
+                                **tail_fields(h - centre))
 
     def _values(self, f: Callable[[Any], NDArray[np.float64]] | str) -> NDArray[np.float64]:
         """Values of ``f`` at every particle, shape (chains, draws, K) (averaged over a
@@ -300,9 +302,11 @@ class ExtendedFit:
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
         """Every original parameter column (summed-out too), as the command line's table
-        shows it: the weighted ``mean``, its ``mcse`` and the ``ess`` behind it; the
-        resampled draws' ``sd`` and 90% interval (``hdi_5%``, ``hdi_95%``); and the
-        ``ess_bulk``, ``ess_tail`` and ``r_hat`` the verdict judges.
+        shows it: the weighted ``mean``, its ``mcse``, the ``ess`` behind it and the Pareto
+        ``khat`` of its terms' tail (above the bound for their number, the ``mcse`` is not
+        reliable: the verdict's ``tails`` note names them); the resampled draws' ``sd`` and
+        90% interval (``hdi_5%``, ``hdi_95%``); and the ``ess_bulk``, ``ess_tail`` and
+        ``r_hat`` the verdict judges.
 
         Parameters
         ----------
@@ -322,7 +326,7 @@ class ExtendedFit:
         for c in (*self.parameter_columns(), *self.program.marginalised):
             est = self.expectation(c, **kwargs)
             row: dict[str, Any] = {"name": c, "mean": est.mean, "mcse": est.mcse,
-                                   "ess": est.ess}
+                                   "ess": est.ess, "khat": est.khat}
             x = draws[c].to_numpy(dtype=float) if c in draws else np.full(0, np.nan)
             x = x[np.isfinite(x)]
             if x.size > 1:
@@ -332,12 +336,13 @@ class ExtendedFit:
                 row.update({k: float(mixing.loc[c, k]) for k in ("ess_bulk", "ess_tail",
                                                                   "r_hat")})
             rows.append(row)
-        columns = ["name", "mean", "mcse", "ess", "sd", "hdi_5%", "hdi_95%", "ess_bulk",
-                   "ess_tail", "r_hat"]
+        columns = ["name", "mean", "mcse", "ess", "khat", "sd", "hdi_5%", "hdi_95%",
+                   "ess_bulk", "ess_tail", "r_hat"]
         table = pd.DataFrame(rows, columns=columns).set_index("name")
         verdict = self.check()
         table.attrs["verdict"] = verdict.status
         table.attrs["reasons"] = [str(r) for r in verdict.reasons]
+        table.attrs["notes"] = [str(r) for r in verdict.notes]
         table.attrs["follow_up"] = [] if self.follow_up is None else self.follow_up.describe()
         if not verdict.ok:
             message = f"these estimates are suspect: {verdict}"
@@ -625,9 +630,10 @@ class ExtendedFit:
             names.append(name)
             if found is not None:
                 reasons.append(found)
+        notes = checks.tail_notes(self)
         if reasons and all(r.name in checks.minor_reasons(self) for r in reasons):
-            return Verdict((), tuple(names))
-        return Verdict(tuple(reasons), tuple(names))
+            return Verdict((), tuple(names), notes)
+        return Verdict(tuple(reasons), tuple(names), notes)
 
     def convergence(self) -> pd.DataFrame:
         """R-hat, bulk and tail ESS of the resampled draws of every original parameter column,

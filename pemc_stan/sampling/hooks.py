@@ -23,7 +23,9 @@ __all__ = ["FitHooks", "OutputExtras", "WeightedEstimate"]
 
 
 class WeightedEstimate(dict[str, float]):
-    """``{"mean", "mcse", "ess"}`` of a weighted expectation (a dict with attribute access)."""
+    """``{"mean", "mcse", "ess"}`` of a weighted expectation (a dict with attribute access),
+    with ``"khat"`` and ``"khat_max"`` where the tail of its terms was measured
+    (:func:`~pemc_stan.estimators.tails.tail_fields`)."""
 
     @property
     def mean(self) -> float:
@@ -39,6 +41,17 @@ class WeightedEstimate(dict[str, float]):
     def ess(self) -> float:
         """The effective sample size behind it."""
         return self["ess"]
+
+    @property
+    def khat(self) -> float:
+        """The Pareto ``k`` of its terms' tail (NaN: not measured)."""
+        return self.get("khat", float("nan"))
+
+    @property
+    def tail_reliable(self) -> bool:
+        """False when its terms' tail is too heavy for its error bar (``khat`` above the
+        bound for their number): the variance behind it is infinite or unresolved."""
+        return not self.khat > self.get("khat_max", float("inf"))
 
 
 @dataclass(frozen=True)

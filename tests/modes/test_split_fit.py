@@ -180,3 +180,10 @@ def test_cut_trajectories_alone_leave_a_split_ok_and_are_named_beside_other_reas
     assert any("max_treedepth" in m for m in cut.diagnostics(warn=False)["messages"])
     both = split_fit(*args, cut=7200, divergent=1).check()
     assert {"divergences", "max_treedepth"} <= set(both.names())
+
+
+def test_the_mixed_estimate_measures_its_terms_tail(fit: ModeSplitFit) -> None:
+    # Gaussian groups weighed by their masses: light tails, no note
+    est = fit.expectation("x")
+    assert est.khat < 0.4 and est.tail_reliable
+    assert fit.check().notes == ()

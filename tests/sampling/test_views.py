@@ -61,8 +61,9 @@ def test_the_summary_has_what_the_command_line_table_has() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fit judged suspect warns; the table is the test
         table = fit.summary()
-    assert list(table.columns) == ["mean", "mcse", "ess", "sd", "hdi_5%", "hdi_95%",
+    assert list(table.columns) == ["mean", "mcse", "ess", "khat", "sd", "hdi_5%", "hdi_95%",
                                    "ess_bulk", "ess_tail", "r_hat"]
+    assert (table["khat"] < 0.4).all()  # Gaussian draws: light tails
     row = table.loc["omega[3]"]
     assert row["sd"] == pytest.approx(3.0, rel=0.05)
     assert row["hdi_5%"] < 2.0 < row["hdi_95%"]

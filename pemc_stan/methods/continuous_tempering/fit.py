@@ -37,6 +37,7 @@ from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import ContinuousTemperingDiagnosticWarning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate, compare
+from pemc_stan.estimators.tails import tail_fields
 from pemc_stan.methods.continuous_tempering.cells import (
     MODE_ACCEPT_RATIO,
     join_crossed_cells,
@@ -414,7 +415,8 @@ class ContinuousTemperingFit(ExtendedFit):
         var = float(np.sum(wn * (values - float(est.mean)) ** 2))
         mcse = float(est.std_error)
         ess = var / mcse**2 if mcse > 0 else float("nan")
-        return WeightedEstimate(mean=float(est.mean), mcse=mcse, ess=ess)
+        return WeightedEstimate(mean=float(est.mean), mcse=mcse, ess=ess,
+                                **tail_fields(wn * (values - float(est.mean))))
 
     def base_expectations(self) -> pd.DataFrame:
         """Eq 22 estimates of the base's mean and variance in base coordinates vs the known ones.

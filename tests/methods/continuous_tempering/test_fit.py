@@ -222,3 +222,9 @@ def test_acceptance_alike_across_modes_or_one_mode_found_raises_nothing() -> Non
     assert fit.mode_acceptance()[0] >= MODE_ACCEPT_RATIO
     assert "mode_acceptance" not in fit.check().names()
     assert exact_ct_fit(LOG_Z).mode_acceptance() is None  # no centres: nothing to compare
+
+
+def test_the_weighted_estimate_measures_its_terms_tail() -> None:
+    # eq. 21's weights are bounded (a probability of beta = 1): Gaussian draws stay light
+    est = exact_ct_fit(LOG_Z).expectation("x")
+    assert 0 < est["khat_max"] <= 0.7 and est.khat < 0.4 and est.tail_reliable

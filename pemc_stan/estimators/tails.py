@@ -1,0 +1,74 @@
+"""How heavy the tail of an estimate's terms is: whether its error bar can be trusted.
+
+A weighted mean ``sum_i w_i f_i`` has a normal-theory standard error only when its terms
+``w_i (f_i - mean)`` have a finite variance.  The generalized Pareto shape ``k`` of their
+upper tail says whether they do (Vehtari et al. 2024, the PSIS paper, section 3; the
+``posterior`` package's ``pareto_khat``): the variance is infinite from ``k = 1/2``, and a
+sample of ``S`` terms gives usable estimates only up to
+``min(1 - 1/log10 S, 0.7)`` (:func:`khat_bound`; 0.5 at ``S = 100``, 0.667 at 1,000).
+A Student-t of ``nu`` degrees of freedom has ``k = 1/nu`` for ``|x|`` and ``2/nu`` for
+``x^2``: its variance's error bar is unreliable for ``nu`` below about 3.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["TAIL_TERMS_MIN", "khat_bound", "tail_fields", "tail_khat"]
+
+#: Fewer terms than this have no tail to fit (NaN).
+TAIL_TERMS_MIN = 20
+
+
+def khat_bound(n: float) -> float:
+    """The largest ``k`` at which ``n`` terms still give a reliable estimate:
+    ``min(1 - 1/log10 n, 0.7)`` (``-inf`` below 10 terms).
+
+    Raises
+    ------
+    Nothing.
+    """
+    if not n > 10:
+        return float("-inf")
+    return min(1.0 - 1.0 / math.log10(n), 0.7)
+
+
+def tail_khat(terms: ArrayLike) -> float:
+    """The generalized Pareto shape ``k`` of the upper tail of ``|terms|`` (a sample's
+    deviations from its estimate, times their weights where weighted), fitted to the
+    largest ``min(S / 5, 3 sqrt(S))`` of them as PSIS fits weights (ArviZ's ``psislw``,
+    which takes their logarithms).  NaN for fewer than :data:`TAIL_TERMS_MIN` non-zero
+    finite terms or terms all equal; ``inf`` for a non-finite term.
+
+    Raises
+    ------
+    Nothing.
+    """
+    a = np.abs(np.asarray(terms, dtype=float).reshape(-1))
+    if np.any(np.isinf(a)):
+        return float("inf")
+    a = a[np.isfinite(a) & (a > 0)]
+    if a.size < TAIL_TERMS_MIN or float(np.ptp(a)) == 0.0:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import arviz as az
+
+        _, k = az.psislw(np.log(a), reff=1.0, normalize=False)
+    return float(k)
+
+
+def tail_fields(terms: ArrayLike) -> dict[str, float]:
+    """``{"khat", "khat_max"}`` of an estimate's terms: :func:`tail_khat` and the
+    :func:`khat_bound` of their number.
+
+    Raises
+    ------
+    Nothing.
+    """
+    n = int(np.count_nonzero(np.isfinite(np.asarray(terms, dtype=float))))
+    return {"khat": tail_khat(terms), "khat_max": khat_bound(n)}
