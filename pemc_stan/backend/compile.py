@@ -396,7 +396,7 @@ def compile_model(
     stan_file = folder / f"{name}.stan"
     exe_file = folder / name
 
-    with runtime._file_lock(root / f"{folder.name}.lock"):
+    with runtime.file_lock(root / f"{folder.name}.lock", f"the compilation of {name}"):
         if exe_file.exists() and not force:
             problem = _cached_problem(exe_file)
             if problem is None:

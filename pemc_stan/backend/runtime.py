@@ -497,10 +497,22 @@ def find_compatible() -> CmdStanInstallation | None:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock held for the duration of the block."""
+def file_lock(path: Path, what: str = "the same work") -> Iterator[None]:
+    """An exclusive advisory lock held for the duration of the block; when another
+    process holds it, a warning says so (naming ``what`` it is doing and the lock file)
+    before the wait, which can last minutes.
+
+    Raises
+    ------
+    OSError
+        If the lock file cannot be opened.
+    """
     with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.warning("waiting for another process doing %s (it holds %s)", what, path)
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -541,7 +553,7 @@ def build_compatible(*, force: bool = False, show_progress: bool = False) -> Pat
         else:
             logger.info(message)
 
-    with _file_lock(root / f"{name}.lock"):
+    with file_lock(root / f"{name}.lock", "the build of the CmdStan-compatible runtime"):
         if not force and _complete(final, ingredients):
             return final
         say(

@@ -202,3 +202,27 @@ def test_makefile_template_declares_version(
     assert "@HTTPSTAN@" not in text and "@CXX@" not in text
     assert (final / "bin" / "stanc").exists()
     assert (final / "src" / "pch" / "model_header.hpp").exists()
+
+
+def test_waiting_on_another_process_s_lock_is_said(tmp_path: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    import subprocess
+    import sys
+
+    lock = tmp_path / "m.lock"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\n"
+        f"h = open({str(lock)!r}, 'a+'); fcntl.flock(h, fcntl.LOCK_EX)\n"
+        "print('held', flush=True); time.sleep(1.0)")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with caplog.at_level("WARNING", logger="pemc_stan.backend.runtime"):
+        with runtime.file_lock(lock, "the compilation of m"):
+            pass
+    holder.wait()
+    assert any("waiting for another process doing the compilation of m" in r.getMessage()
+               and str(lock) in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pemc_stan.backend.runtime"):
+        with runtime.file_lock(lock, "the compilation of m"):  # free: nothing said
+            pass
+    assert not caplog.records
