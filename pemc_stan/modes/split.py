@@ -65,7 +65,7 @@ from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, draw_cells, group_stats, worst_rhat
 from pemc_stan.modes.scouts import SplitDraws
 from pemc_stan.modes.search_mass import search_mass
-from pemc_stan.modes.split_fit import ModeSplitFit
+from pemc_stan.modes.split_fit import CHAINS_PER_MODE, ModeSplitFit
 from pemc_stan.modes.wide import (
     WIDE_SEED_OFFSET,
     ModeGaussians,
@@ -84,12 +84,7 @@ from pemc_stan.sampling.model import MethodModel
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CHAINS_PER_MODE", "MAX_SPLIT_MODES", "SplitOutcome", "run_inits", "scout_inits",
-           "split_modes"]
-
-#: Chains started at each mode centre: two, so that R-hat and the chains' agreement
-#: can be judged within every mode.
-CHAINS_PER_MODE = 2
+__all__ = ["MAX_SPLIT_MODES", "SplitOutcome", "run_inits", "scout_inits", "split_modes"]
 #: Offset of the scouts' seed from the run's.
 SCOUT_SEED_OFFSET = 15485863
 #: The split is tried for at most this many modes (beyond, the modes are rarely all

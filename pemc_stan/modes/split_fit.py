@@ -35,7 +35,12 @@ from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OCCUPANCY_FACTOR", "OCCUPANCY_SHARE_MIN", "ModeSplitFit"]
+#: Chains the split starts at each mode centre (beside the chains the user asked for,
+#: started where CmdStan starts them): two, so that R-hat and the chains' agreement can
+#: be judged within every mode.
+CHAINS_PER_MODE = 2
+
+__all__ = ["CHAINS_PER_MODE", "OCCUPANCY_FACTOR", "OCCUPANCY_SHARE_MIN", "ModeSplitFit"]
 
 #: In a group of connected modes, a mode the search weighed at this share of the group or
 #: more ...
@@ -399,6 +404,13 @@ class ModeSplitFit(ExtendedFit):
         info["sampling"] = (f"modes split: {len(p)} group(s) of modes sampled by their own "
                             "NUTS chains, weighted by bridge-sampled masses (no tempering "
                             "was needed)")
+        found = 0 if self.search.centres is None else len(self.search.centres)
+        if found > 1:
+            n = self.chains
+            info["chains"] = (f"{n}: {n - CHAINS_PER_MODE * found} started where CmdStan "
+                              f"starts them, as asked, and {CHAINS_PER_MODE} at each of the "
+                              f"{found} modes the search found (every mode gets chains of its "
+                              "own)")
         if warn:
             for m in info.get("messages", []):
                 emit_warning(m, UserWarning)

@@ -187,3 +187,9 @@ def test_the_mixed_estimate_measures_its_terms_tail(fit: ModeSplitFit) -> None:
     est = fit.expectation("x")
     assert est.khat < 0.4 and est.tail_reliable
     assert fit.check().notes == ()
+
+
+def test_the_diagnostics_say_why_more_chains_ran_than_were_asked(fit: ModeSplitFit) -> None:
+    # six chains over three modes: none asked beyond the two at each mode
+    assert fit.diagnostics(warn=False)["chains"].startswith(
+        "6: 0 started where CmdStan starts them, as asked, and 2 at each of the 3 modes")
