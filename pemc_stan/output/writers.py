@@ -55,7 +55,8 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     ESS behind the MCSE) of the fit's weighted ``summary()``; ``sd`` and the 90%
     HDI of the resampled draws in ``idata``; ``ess_bulk``, ``ess_tail`` and
     ``r_hat`` from ``fit.convergence()``, the very numbers the verdict's R-hat
-    and ESS checks judge.
+    and ESS checks judge.  Then the transformed parameters and generated quantities,
+    as ``summary()`` gives them.
 
     Returns
     -------
@@ -89,6 +90,10 @@ def summary_table(fit: Any, idata: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
             table[col] = stats[col].reindex(rows)
     for col in ("ess_bulk", "ess_tail", "r_hat"):
         table[col] = mixing[col].reindex(rows)
+    quantities = [r for r in weighted.index if r not in set(rows)]  # TPs and GQs
+    if quantities:
+        extra = weighted.loc[quantities].rename(columns={"ess": "ess_mean"})
+        table = pd.concat([table, extra[[c for c in table.columns if c in extra.columns]]])
     return table, weighted
 
 

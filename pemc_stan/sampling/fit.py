@@ -301,10 +301,12 @@ class ExtendedFit:
         return self._estimate(h)
 
     def summary(self, **kwargs: Any) -> pd.DataFrame:
-        """Every original parameter column (summed-out too), as the command line's table
-        shows it: the weighted ``mean``, its ``mcse``, the ``ess`` behind it and the Pareto
-        ``khat`` of its terms' tail (above the bound for their number, the ``mcse`` is not
-        reliable: the verdict's ``tails`` note names them); the resampled draws' ``sd`` and
+        """Every original parameter column (summed-out too), then every transformed
+        parameter and generated quantity (from their resampled draws), as the command
+        line's table shows them: the weighted ``mean``, its ``mcse``, the ``ess`` behind it
+        and the Pareto ``khat`` of its terms' tail (above the bound for their number, the
+        ``mcse`` is not reliable: the verdict's ``tails`` note names them); the resampled
+        draws' ``sd`` and
         90% interval (``hdi_5%``, ``hdi_95%``); and the ``ess_bulk``, ``ess_tail`` and
         ``r_hat`` the verdict judges.
 
@@ -336,6 +338,7 @@ class ExtendedFit:
                 row.update({k: float(mixing.loc[c, k]) for k in ("ess_bulk", "ess_tail",
                                                                   "r_hat")})
             rows.append(row)
+        rows += self._quantity_rows()
         columns = ["name", "mean", "mcse", "ess", "khat", "sd", "hdi_5%", "hdi_95%",
                    "ess_bulk", "ess_tail", "r_hat"]
         table = pd.DataFrame(rows, columns=columns).set_index("name")
@@ -350,6 +353,42 @@ class ExtendedFit:
                 self._suspect_warned = message
                 emit_warning(message, FitSuspectWarning)
         return table
+
+    def _quantity_rows(self) -> list[dict[str, Any]]:
+        """The summary's rows of the transformed parameters and generated quantities: each
+        from its resampled draws (:meth:`resampled_draws_pd`; ``mcse`` from their bulk
+        ESS).  None for a program without them, or when the original model cannot compute
+        them (the reason is logged)."""
+        tree = self.program.tree
+        if tree.transformed_parameters is None and tree.generated_quantities is None:
+            return []
+        try:
+            full = self.resampled_draws_pd()
+        except (ValueError, RuntimeError) as exc:
+            logger.info("no generated quantities in the summary: %s", exc)
+            return []
+        import arviz as az
+
+        own = {*self.parameter_columns(), *self.program.marginalised}
+        chains = full["chain__"].to_numpy(dtype=int)
+        rows: list[dict[str, Any]] = []
+        for c in full.columns:
+            if c in own or c.endswith("__"):
+                continue
+            x = full[c].to_numpy(dtype=float)
+            by_chain = np.stack([x[chains == k] for k in np.unique(chains)])
+            if not np.all(np.isfinite(x)) or x.size < 2:
+                rows.append({"name": c})
+                continue
+            r_hat, ess_bulk, ess_tail = convergence_stats(by_chain)
+            sd = float(np.std(x, ddof=1))
+            lo, hi = (float(v) for v in az.hdi(x, hdi_prob=0.9))
+            ess = ess_bulk if np.isfinite(ess_bulk) else float(x.size)
+            rows.append({"name": c, "mean": float(np.mean(x)), "mcse": sd / np.sqrt(ess),
+                         "ess": ess, "khat": tail_fields(x - np.mean(x))["khat"], "sd": sd,
+                         "hdi_5%": lo, "hdi_95%": hi, "ess_bulk": ess_bulk,
+                         "ess_tail": ess_tail, "r_hat": r_hat})
+        return rows
 
     def log_z(self) -> EvidenceEstimate | None:
         """``log Z``: the cells' (:attr:`cell_estimate`) when the run has them, else the run's

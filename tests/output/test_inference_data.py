@@ -268,6 +268,18 @@ def test_pseudo_extended_fit_to_inference_data(cmdstan_installation: object,
     np.testing.assert_array_equal(
         idata.posterior["s"].values,
         np.take_along_axis(ext["s"].values, chosen[..., None], axis=-1)[..., 0])
+    # the summary has the transformed parameters and generated quantities too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = fit.summary()
+    assert list(table.index[:4]) == ["mu[1]", "mu[2]", "mu[3]", "s"]
+    assert {"mu2[3]", "mu_mean", "both[2,1]", "log_lik[6]"} <= set(table.index)
+    row = table.loc["mu_mean"]
+    assert row["mean"] == pytest.approx(float(idata.posterior["mu_mean"].mean()), rel=1e-9)
+    assert np.isfinite(row[["mcse", "sd", "hdi_5%", "hdi_95%", "r_hat"]].to_numpy(
+        dtype=float)).all()
+    assert table.loc["mu2[1]", "mean"] == pytest.approx(2 * table.loc["mu[1]", "mean"],
+                                                        abs=4 * table.loc["mu2[1]", "mcse"])
 
 
 @pytest.mark.compiled
