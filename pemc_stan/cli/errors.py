@@ -42,6 +42,7 @@ class ExitCode(enum.IntEnum):
     SUSPECT = 8
     OUTPUT = 9
     BATCH_FAILED = 10
+    SUSPECT_FINAL = 11
     INTERRUPTED = 130
 
 

@@ -61,7 +61,8 @@ output directory (--output-dir, default ./<model>_<method>_output):
                    files above are then those of the earlier run, unchanged)
 
 exit codes: 0 ok, 2 usage, 3 missing file, 4 Stan program error, 5 data error,
-6 unsupported construct, 7 CmdStan runtime, 8 the fit's verdict is suspect,
+6 unsupported construct, 7 CmdStan runtime, 8 the fit's verdict is suspect and a larger
+budget can still change it, 11 it is suspect and no remedy is left,
 9 output folder or file unusable or in use by another run, 130 interrupted
 (128 + N for signal N: 143 SIGTERM, 129 SIGHUP)
 """
@@ -193,4 +194,20 @@ def run(args: argparse.Namespace) -> ExitCode:
     saved = dataclasses.replace(saved, folder=out)
     shape = (int(fit.fit.chains), int(fit.fit.num_draws_sampling))
     _print_report(fit.title(), model, sampler, "seed" in given, saved, shape)
-    return ExitCode.OK if saved.verdict.ok else ExitCode.SUSPECT
+    if saved.verdict.ok:
+        return ExitCode.OK
+    return _suspect_end(fit.follow_up)
+
+
+def _suspect_end(record: Any) -> ExitCode:
+    """Print what is left to do for a suspect fit, and its exit code: 8 while a larger
+    budget can still change the verdict, 11 when no remedy is left."""
+    if record is not None and not record.remedy_left:
+        last = str(record.steps[-1]) if record.steps else "no mechanical remedy"
+        print(cli_words(f"no remedy left: {last}; the verdict stands, and running again "
+                        "with more draws or a larger budget will not change it"))
+        return ExitCode.SUSPECT_FINAL
+    budget = DEFAULT_BUDGET if record is None else record.budget
+    larger = max(2 * budget, DEFAULT_BUDGET)
+    print(f"remedy left: --budget {larger:g} lets the follow-ups go on (it was {budget:g})")
+    return ExitCode.SUSPECT

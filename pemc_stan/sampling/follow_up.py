@@ -65,7 +65,8 @@ from pemc_stan.sampling.model import MethodModel
 logger = logging.getLogger(__name__)
 
 __all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budget",
-           "DEFAULT_BUDGET", "LONGER_REASONS", "FollowUp", "FollowUpStep", "carries_floor",
+           "DEFAULT_BUDGET", "LONGER_REASONS", "REMEDY_LEFT", "FollowUp", "FollowUpStep",
+           "carries_floor",
            "deeper_tree_cost", "follow_up", "next_adapt_delta", "longer_can_fix", "plan_step",
            "TRANSIENT_RATE"]
 
@@ -126,6 +127,10 @@ class Budget:
         return 1.0 + spent + margin * scale <= self.factor
 
 
+#: Why the follow-ups stopped, where a larger budget is a remedy left (:class:`FollowUp`).
+REMEDY_LEFT = frozenset({"over_budget", "no_budget", "split_budget"})
+
+
 @dataclass(frozen=True)
 class FollowUpStep:
     """One follow-up run, or why none was started.
@@ -180,6 +185,13 @@ class FollowUp:
         not on its machine's load): :meth:`cost` has them.
     stage_gradients
         Gradient evaluations (leapfrog steps) of the stages that run NUTS.
+    ended
+        Why the follow-ups stopped: ``"ok"``; ``"over_budget"`` (the next step would pass
+        the budget), ``"no_budget"`` (a budget of 1, with a remedy the verdict names) or
+        ``"split_budget"`` (the mode split ran as long as the budget allowed): a larger
+        budget is a remedy left; ``"no_remedy"`` (no mechanical remedy for the reasons
+        that stand) or ``"beyond_draws"`` (no number of draws the budget could pay for
+        fixes the R-hat): none is.
     """
 
     budget: float
@@ -189,6 +201,12 @@ class FollowUp:
     refused_gradients: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     stage_gradients: dict[str, int] = field(default_factory=dict)
+    ended: str = ""
+
+    @property
+    def remedy_left(self) -> bool:
+        """Whether following the advice can still change the verdict (a larger budget)."""
+        return self.ended in REMEDY_LEFT
 
     def cost(self) -> dict[str, Any]:
         """Where the run's time went: wall seconds and gradients by stage, and in all (a split
@@ -209,7 +227,8 @@ class FollowUp:
         """JSON-ready fields."""
         return {"budget": self.budget, "first_gradients": self.first_gradients,
                 "refused_split_gradients": self.refused_gradients,
-                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps]}
+                "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps],
+                "ended": self.ended}
 
 
 def longer_can_fix(rhat: float, factor: float, rate: float = 1.0) -> bool:
@@ -400,18 +419,27 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
     doubled = False  # a longer run was made: its start has faded, R-hat falls as 1/n
     estimated = tried = False  # the fit has its estimate; one was made within the loop
+    if factor <= 1:
+        verdict = fit.check()
+        standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
+        record.ended = "ok" if verdict.ok else (
+            "no_budget" if plan_step(standing, settings, model.refits_bridge) is not None
+            else "no_remedy")
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
+            record.ended = "ok"
             break
         if estimate is not None and not tried and _estimate_could_end(verdict, fit):
             fit, estimated, tried = estimate(fit), True, True
             verdict = fit.check()
             if verdict.ok:
+                record.ended = "ok"
                 break
         if not fit.continuable:  # the mode split's longer runs are its own
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()), verdict=(
                 "no mechanical remedy: the mode split ran as long as the budget allowed")))
+            record.ended = "split_budget"
             break
         # only reasons that judge the reported estimate call for a run (not minor ones)
         standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
@@ -419,6 +447,7 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         if plan is None:
             record.steps.append(FollowUpStep("", "; ".join(verdict.names()),
                                              verdict="no mechanical remedy"))
+            record.ended = "no_remedy"
             break
         new, change, because = plan
         bridged = change.startswith("one more bootstrap round")
@@ -428,12 +457,14 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(
                 rhat, reach, rate):
             record.steps.append(_beyond_draws(change, because, rhat, reach, rate, doubled))
+            record.ended = "beyond_draws"
             break
         scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
         scale *= deeper_tree_cost(fit, new["max_treedepth"] - settings["max_treedepth"])
         predicted = int(PREDICTION_MARGIN * last_cost * scale)
         if record.spent + predicted > factor * first:
             record.steps.append(FollowUpStep(change, because, 0, "over budget: not run"))
+            record.ended = "over_budget"
             logger.info("follow-up %s not run: it would take the run past its budget "
                         "(%g times the first attempt's gradient evaluations)", change, factor)
             break

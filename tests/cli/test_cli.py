@@ -443,7 +443,8 @@ def test_the_readme_main_command_finds_both_modes(cmdstan_installation: object,
                    "--output-dir", str(out))
     # ok, or suspect with a named reason: the same seed has given either (bulk ESS of the
     # resampled draws 94-250 around the check's 100) between machines and loads
-    assert proc.returncode in (ExitCode.OK, ExitCode.SUSPECT), proc.stderr
+    assert proc.returncode in (ExitCode.OK, ExitCode.SUSPECT,
+                ExitCode.SUSPECT_FINAL), proc.stderr
     assert (proc.returncode == ExitCode.OK) == ("SUSPECT" not in proc.stdout + proc.stderr)
     estimates = json.loads((out / "estimates.json").read_text())
     x = estimates["expectations"]["x"]

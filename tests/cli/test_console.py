@@ -86,7 +86,7 @@ def test_sample_prints_its_stages_when_standard_error_is_no_terminal(
          "--iter-warmup", "300", "--iter-sampling", "300", "--seed", "1", "--budget", "1",
          "--output-dir", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=900)
-    assert proc.returncode in (0, 8), proc.stderr
+    assert proc.returncode in (0, 8, 11), proc.stderr
     stages = [ln for ln in proc.stderr.splitlines() if ln.startswith("[pemc-stan ")]
     assert any("pilot: mode search" in ln for ln in stages), proc.stderr
     assert any("CT round 1 of " in ln and "sampling 2 chains x " in ln for ln in stages), stages

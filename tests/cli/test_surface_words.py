@@ -60,3 +60,23 @@ def test_the_command_line_s_report_has_no_python_spelling(
     for python in ("split_modes=", "max_treedepth=", "(iter_sampling)"):
         assert python not in out, python
     assert "  sampler: chains=4" in out  # a record, not advice
+
+
+@pytest.mark.parametrize(("ended", "code", "line"), [
+    ("over_budget", 8, "remedy left: --budget 8 lets the follow-ups go on (it was 4)"),
+    ("no_budget", 8, "remedy left: --budget 4 lets the follow-ups go on (it was 1)"),
+    ("no_remedy", 11, "no remedy left: no follow-up: no mechanical remedy (pilot)"),
+    ("beyond_draws", 11, "no remedy left: no follow-up: no mechanical remedy (pilot)"),
+])
+def test_a_suspect_run_ends_with_what_is_left_and_its_own_exit_code(
+        ended: str, code: int, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from pemc_stan.cli.sample import _suspect_end
+    from pemc_stan.sampling.follow_up import FollowUp, FollowUpStep
+
+    budget = 1.0 if ended == "no_budget" else 4.0
+    record = FollowUp(budget, 100, 100, [FollowUpStep("", "pilot", verdict="no mechanical "
+                                                                       "remedy")], ended=ended)
+    assert int(_suspect_end(record)) == code
+    printed = capsys.readouterr().out
+    assert printed.startswith(line)
+    assert "split_modes=" not in printed and "iter_sampling=" not in printed

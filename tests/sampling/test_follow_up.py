@@ -115,12 +115,17 @@ def test_an_ok_first_run_is_left_alone() -> None:
     fit, model = _run(first, [], 4.0)
     assert fit is first and model.calls == []
     assert isinstance(fit.follow_up, FollowUp) and fit.follow_up.steps == []
+    assert fit.follow_up.ended == "ok" and not fit.follow_up.remedy_left
 
 
 def test_budget_one_retries_nothing() -> None:
     first = FakeFit((DIVERGED,), 1000)
     fit, model = _run(first, [FakeFit((), 1000)], 1.0)
     assert fit is first and model.calls == [] and fit.follow_up.steps == []
+    # a remedy the budget did not allow is left: a larger budget
+    assert fit.follow_up.ended == "no_budget" and fit.follow_up.remedy_left
+    odd, _ = _run(FakeFit((Reason("pilot", "none", "nothing"),), 1000), [], 1.0)
+    assert odd.follow_up.ended == "no_remedy" and not odd.follow_up.remedy_left
 
 
 def test_a_fit_no_follow_up_can_continue_is_left_with_its_reasons_recorded() -> None:
@@ -132,6 +137,7 @@ def test_a_fit_no_follow_up_can_continue_is_left_with_its_reasons_recorded() -> 
     (step,) = fit.follow_up.steps
     assert step.gradients == 0 and "sd_precision" in step.because
     assert "mode split ran as long as the budget allowed" in step.verdict
+    assert fit.follow_up.ended == "split_budget" and fit.follow_up.remedy_left
 
 
 def test_divergent_run_is_carried_to_ok_and_the_step_recorded() -> None:
@@ -164,6 +170,8 @@ def test_the_follow_up_stops_at_its_budget_and_stays_suspect() -> None:
                                                  "iter_sampling 2000 -> 4000"]
     assert record.steps[-1].verdict.startswith("over budget") and record.steps[-1].gradients == 0
     assert record.as_dict()["steps"][0]["verdict"] == "suspect"
+    assert record.ended == "over_budget" and record.remedy_left
+    assert record.as_dict()["ended"] == "over_budget"
 
 
 def test_a_user_adapt_delta_is_where_the_steps_start() -> None:
@@ -171,6 +179,7 @@ def test_a_user_adapt_delta_is_where_the_steps_start() -> None:
     fit, model = _run(first, [FakeFit((DIVERGED,), 1000)], 10.0, adapt_delta=0.95)
     assert [c["adapt_delta"] for c in model.calls] == [0.99]
     assert fit.follow_up.steps[-1].verdict == "no mechanical remedy"
+    assert fit.follow_up.ended == "no_remedy" and not fit.follow_up.remedy_left
 
 
 @pytest.mark.parametrize("budget", [0.5, float("nan")])
@@ -221,6 +230,7 @@ def test_an_r_hat_beyond_what_the_budget_can_fix_runs_nothing_more() -> None:
     assert step.verdict.endswith(f"{math.sqrt(1 + (3.2**2 - 1) / 16):.3f} at best, even as "
                                  "one over the draws squared, as a chain's start fades)")
     assert fit.follow_up.spent == first.gradients()
+    assert fit.follow_up.ended == "beyond_draws" and not fit.follow_up.remedy_left
 
 
 def test_after_one_longer_run_r_hat_is_judged_by_the_stationary_law() -> None:
