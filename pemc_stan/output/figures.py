@@ -463,13 +463,19 @@ def log_z_figure(estimates: Mapping[str, Any]) -> Any:
 
 
 # ---------------------------------------------------------------------- files
+#: The trace's caption for a mode split, whose chains are labelled with their groups.
+_SPLIT_TRACE = ("Original parameters",
+                "Each group's own NUTS chains of the mode split, labelled with their group "
+                "of modes: the marginal per chain (left; the dashed line is the weighted "
+                "mean over the groups) and the trace per chain (right). Chains of one group "
+                "that disagree, or traces that stay in one region for long stretches, mean "
+                "the draws have not mixed.")
 _CAPTIONS = {
     "trace": ("Original parameters",
-              "Resampled draws of each original parameter (a mode split: each group's own "
-              "NUTS chains, labelled with their group): the marginal per chain (left; "
+              "Resampled draws of each original parameter: the marginal per chain (left; "
               "the dashed line is the weighted mean) and the trace per chain (right). "
-              "Chains of one group that disagree, or traces that stay in one region for "
-              "long stretches, mean the draws have not mixed."),
+              "Chains that disagree, or traces that stay in one region for long "
+              "stretches, mean the draws have not mixed."),
     "temperature": ("Inverse temperature beta",
                     "Continuous tempering: beta should move often between 0 (the base) and "
                     "1 (the target) in every chain, with a marginal near uniform. "
@@ -545,8 +551,9 @@ def write_figures(folder: str | Path, idata: Any, *, columns: Sequence[str] | No
     if log_z_estimates(estimates):
         makers.append(("log_z", lambda: log_z_figure(estimates)))
     written: list[WrittenFigure] = []
+    captions = {**_CAPTIONS, **({"trace": _SPLIT_TRACE} if labels is not None else {})}
     try:
-        _draw_all(makers, fresh, out, written)
+        _draw_all(makers, fresh, out, written, captions)
     finally:
         if fresh.exists():  # left behind only when interrupted
             shutil.rmtree(fresh, ignore_errors=True)
@@ -568,8 +575,10 @@ def _traced_chains(idata: Any) -> tuple[Any, list[str] | None]:
 
 
 def _draw_all(makers: Sequence[tuple[str, Callable[[], Any]]], fresh: Path, out: Path,
-              written: list[WrittenFigure]) -> None:
-    """Draw each picture into ``fresh``, then put ``fresh`` in the place of ``out``."""
+              written: list[WrittenFigure],
+              captions: Mapping[str, tuple[str, str]] = _CAPTIONS) -> None:
+    """Draw each picture into ``fresh`` (titled and captioned as ``captions`` say), then
+    put ``fresh`` in the place of ``out``."""
     for key, make in makers:
         try:
             fig = make()
@@ -578,7 +587,7 @@ def _draw_all(makers: Sequence[tuple[str, Callable[[], Any]]], fresh: Path, out:
             logger.warning("the %s picture (%s/%s.png) was not drawn: %s: %s", key, PLOTS_DIR,
                            key, type(exc).__name__, exc)
             continue
-        title, caption = _CAPTIONS[key]
+        title, caption = captions[key]
         written.append(WrittenFigure(f"{PLOTS_DIR}/{key}.png", out / f"{key}.png", title,
                                      caption))
     if out.is_dir() and not out.is_symlink():

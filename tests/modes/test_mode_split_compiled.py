@@ -177,6 +177,7 @@ def test_command_line_run_of_a_split_writes_its_record_pictures_and_report(
     assert not (out / "plots" / "temperature.png").exists()  # nothing was tempered
     page = (out / "report.html").read_text()
     assert "modes split: 2 group(s) of modes" in page
+    assert "Each group&#x27;s own NUTS chains of the mode split" in page  # its trace's caption
     # named as what ran, in the title of the page and of the record
     title = page.split("<title>", 1)[1].split("</title>", 1)[0]
     assert "mode split" in title and "continuous-tempering" not in title, title

@@ -115,6 +115,7 @@ def test_write_figures_of_a_ct_run(tmp_path: Path) -> None:
         width, height = _png_size(f.path)
         assert width > 200 and height > 100
         assert f.title and f.caption
+    assert "mode split" not in written[0].caption  # a tempered run's trace says what it is
     assert not stale.exists()  # plots/ is replaced as a whole
     assert not list(record.folder.glob(".plots-new*"))
     assert record.modes is not None
