@@ -33,8 +33,10 @@ converged paths weigh a mode (:data:`CONVERGED_SHARE`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -47,7 +49,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstimate", "LogDensity",
            "group_paths", "log_importance_weights", "mass_scatter", "mode_centres",
-           "mode_covariances", "path_labels",
+           "mode_covariances", "path_labels", "path_threads",
            "mode_aware_log_z", "estimate_log_scale", "segment_points", "without_barrier"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
@@ -124,6 +126,33 @@ def without_barrier(log_centre: float, log_others: NDArray[np.float64],
     with np.errstate(invalid="ignore"):
         flat = np.min(np.where(np.isfinite(inside), inside, -np.inf), axis=1) >= ends - depth
     return np.asarray(finite & flat, dtype=bool)
+
+
+def path_threads(model: cmdstanpy.CmdStanModel) -> int | None:
+    """``num_threads`` of a multi-path Pathfinder run of ``model``: the cores this process
+    may use, when its executable was built with threads (the paths then run side by
+    side; each path's draws depend on the seed and its number alone, so the draws are the
+    same); None otherwise (CmdStan's default, one thread).
+
+    Raises
+    ------
+    Nothing.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    if cores < 2 or not _threaded(str(model.exe_file)):
+        return None
+    return cores
+
+
+@functools.lru_cache(maxsize=256)
+def _threaded(exe_file: str) -> bool:
+    """Whether the executable was built with ``STAN_THREADS`` (asked once per file)."""
+    try:
+        info = cmdstanpy.CmdStanModel(exe_file=exe_file).exe_info()
+    except Exception:  # an executable that cannot say: one thread, as CmdStan's default
+        return False
+    return str(info.get("STAN_THREADS", "")).lower() == "true"
 
 
 def log_importance_weights(draws: NDArray[np.float64], names: list[str]) -> NDArray[np.float64]:
@@ -523,7 +552,7 @@ def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | 
     try:
         pf = model.pathfinder(data=dict(data) if data else None, seed=seed,
                               num_paths=num_paths, draws=draws, psis_resample=False,
-                              show_console=False)
+                              show_console=False, num_threads=path_threads(model))
         names = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         est = mode_aware_log_z(arr, names, num_paths)

@@ -50,6 +50,7 @@ from pemc_stan.backend.pathfinder import (
     mode_centres,
     mode_covariances,
     path_labels,
+    path_threads,
 )
 from pemc_stan.backend.progress import stage
 from pemc_stan.core.base_density import BaseDensity, moment_match
@@ -259,7 +260,8 @@ class BasePilot:
             pf = model.pathfinder(
                 data=owner.data or None, seed=seed, num_paths=num_paths,
                 draws=self.draws if draws is None else draws,
-                psis_resample=False, show_console=False, timeout=timeout, **kw)
+                psis_resample=False, show_console=False, timeout=timeout,
+                num_threads=path_threads(model), **kw)
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         lw = log_importance_weights(arr, cols)

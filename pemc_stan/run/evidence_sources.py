@@ -552,11 +552,12 @@ def pathfinder_modes(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     ------
     Nothing.
     """
-    from pemc_stan.backend.pathfinder import group_paths, log_importance_weights
+    from pemc_stan.backend.pathfinder import group_paths, log_importance_weights, path_threads
 
     try:
         pf = model.pathfinder(data=dict(data) if data else None, seed=seed, num_paths=8,
-                              draws=200, psis_resample=False, show_console=False)
+                              draws=200, psis_resample=False, show_console=False,
+                              num_threads=path_threads(model))
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         params = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]

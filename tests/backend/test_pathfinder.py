@@ -330,3 +330,33 @@ def test_a_degenerate_path_neither_places_nor_weighs_the_mode_it_joins() -> None
     assert log_z == pytest.approx(np.log(2.0), abs=0.02)
     placed = mode_centres(z_all, lw_all, groups, 3)
     assert np.sort(placed[:, 1]) == pytest.approx([0.0, 1.2], abs=0.02)
+
+
+def test_paths_run_on_every_core_only_for_a_threaded_executable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from pemc_stan.backend import pathfinder
+
+    model: Any = SimpleNamespace(exe_file="/nowhere/model")
+    monkeypatch.setattr(pathfinder.os, "sched_getaffinity", lambda _pid: {0, 1, 2})
+    monkeypatch.setattr(pathfinder, "_threaded", lambda exe: exe == "/nowhere/model")
+    assert pathfinder.path_threads(model) == 3
+    monkeypatch.setattr(pathfinder, "_threaded", lambda exe: False)
+    assert pathfinder.path_threads(model) is None
+    monkeypatch.setattr(pathfinder.os, "sched_getaffinity", lambda _pid: {0})
+    monkeypatch.setattr(pathfinder, "_threaded", lambda exe: True)
+    assert pathfinder.path_threads(model) is None  # one core: CmdStan's default
+
+
+@pytest.mark.compiled
+def test_paths_side_by_side_draw_what_one_thread_draws(cmdstan_installation: object) -> None:
+    from pemc_stan.backend.compile import compile_model
+    from pemc_stan.backend.pathfinder import path_threads
+
+    model = compile_model("parameters { vector[3] x; } model { x ~ normal(1, 2); }",
+                          name="threads_check")
+    runs = [np.asarray(model.pathfinder(seed=3, num_paths=4, draws=200, psis_resample=False,
+                                        show_console=False, num_threads=n).draws())
+            for n in (1, path_threads(model) or 2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
