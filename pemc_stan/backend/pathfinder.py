@@ -36,7 +36,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -44,6 +43,8 @@ import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import logsumexp
+
+from pemc_stan.backend.processes import usable_cores
 
 logger = logging.getLogger(__name__)
 
@@ -138,8 +139,7 @@ def path_threads(model: cmdstanpy.CmdStanModel) -> int | None:
     ------
     Nothing.
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
+    cores = usable_cores()
     if cores < 2 or not _threaded(str(model.exe_file)):
         return None
     return cores

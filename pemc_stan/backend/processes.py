@@ -38,7 +38,7 @@ from pemc_stan.errors import Interrupted
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["descendants", "end_processes", "ending_children", "adopt_orphans",
+__all__ = ["usable_cores", "descendants", "end_processes", "ending_children", "adopt_orphans",
            "still_running", "GRACE_SECONDS"]
 
 #: Seconds between SIGTERM and SIGKILL.
@@ -46,6 +46,18 @@ GRACE_SECONDS = 3.0
 
 _PROC = Path("/proc")
 _PR_SET_CHILD_SUBREAPER = 36
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it).
+
+    Raises
+    ------
+    Nothing.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
 
 
 def _stat(pid: int) -> tuple[int, str, int] | None:

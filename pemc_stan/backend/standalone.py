@@ -101,9 +101,15 @@ def write_draws_csv(draws: Mapping[str, NDArray[np.float64]], path: Path,
     return n
 
 
+#: Fewest draws a part of a batch evaluated side by side (:func:`generated_column`):
+#: below it, a second process costs more than it saves.
+PART_DRAWS_MIN = 5000
+
+
 def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,
                      draws: Mapping[str, NDArray[np.float64]], column: str, run_dir: Path,
-                     name: str = "model", seed: int = 1) -> NDArray[np.float64]:
+                     name: str = "model", seed: int = 1, parts: int = 1
+                     ) -> NDArray[np.float64]:
     """One generated quantity of a compiled model at given parameter values.
 
     The values are written as a fixed-parameter CmdStan run and the model's
@@ -126,6 +132,10 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
         Model name written in the CSV's comments.
     seed
         Seed of the generated quantities' random numbers.
+    parts
+        Cut the draws into up to this many consecutive parts (of at least
+        :data:`PART_DRAWS_MIN` draws), evaluated by as many processes side by side: only
+        for a quantity without random numbers (each part would draw other ones).
 
     Returns
     -------
@@ -137,23 +147,41 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     RuntimeError
         If CmdStan's generate_quantities fails.
     """
-    path = run_dir / "draws.csv"
-    n = write_draws_csv(draws, path, name)
-    data_file = run_dir / "data.json"
-    cmdstanpy.write_stan_json(str(data_file), dict(data or {}))
-    output, console = run_dir / "generated.csv", run_dir / "generated.txt"
     if model.exe_file is None:
         raise RuntimeError(f"the model {model.name} has no executable: compile it first")
-    command = [str(model.exe_file), "id=1", "random", f"seed={seed}", "data", f"file={data_file}",
-               "output", f"file={output}", "sig_figs=18", "method=generate_quantities",
-               f"fitted_params={path}"]
-    with console.open("w") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
-                              cwd=run_dir, check=False).returncode
-    if code != 0:
-        raise console_error(f"evaluating {column} with CmdStan's generate_quantities",
-                            console, code)
-    return _read_column(output, column, n)
+    n = int(np.shape(next(iter(draws.values())))[0]) if draws else 0
+    data_file = run_dir / "data.json"
+    cmdstanpy.write_stan_json(str(data_file), dict(data or {}))
+    cuts = np.array_split(np.arange(n), max(1, min(parts, n // PART_DRAWS_MIN)))
+    running: list[tuple[subprocess.Popen[bytes], Any, Path, Path, int]] = []
+    try:
+        for i, rows in enumerate(cuts):
+            where = run_dir if len(cuts) == 1 else run_dir / f"part_{i + 1}"
+            where.mkdir(exist_ok=True)
+            path = where / "draws.csv"
+            write_draws_csv({k: np.asarray(v)[rows] for k, v in draws.items()}, path, name)
+            output, console = where / "generated.csv", where / "generated.txt"
+            command = [str(model.exe_file), "id=1", "random", f"seed={seed}", "data",
+                       f"file={data_file}", "output", f"file={output}", "sig_figs=18",
+                       "method=generate_quantities", f"fitted_params={path}"]
+            out = console.open("w")
+            running.append((subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                             cwd=where), out, output, console, rows.size))
+        values = []
+        for proc, out, output, console, size in running:
+            code = proc.wait()
+            out.close()
+            if code != 0:
+                raise console_error(f"evaluating {column} with CmdStan's generate_quantities",
+                                    console, code)
+            values.append(_read_column(output, column, size))
+    finally:
+        for proc, out, *_ in running:  # a part that failed ends the others
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            out.close()
+    return np.concatenate(values) if values else np.zeros(0)
 
 
 def _read_column(csv_file: Path, column: str, n: int) -> NDArray[np.float64]:

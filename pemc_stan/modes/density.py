@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.backend.compile import compile_model
+from pemc_stan.backend.processes import usable_cores
 from pemc_stan.backend.standalone import generated_column, write_draws_csv
 from pemc_stan.stan import ast
 from pemc_stan.stan.inputs import StanProgram, read_program
@@ -133,14 +134,15 @@ class DensityEvaluator:
             If CmdStan's generate_quantities fails.
         """
         self._calls += 1
+        parts = usable_cores()  # a density draws no random numbers: parts side by side
         if self.output_dir is None:  # nothing to keep: a temporary directory per call
             with tempfile.TemporaryDirectory(prefix="pemc_evidence_") as tmp:
                 return generated_column(self.model, self.data, draws, DENSITY_COLUMN,
-                                        Path(tmp), f"{self.name}_model")
+                                        Path(tmp), f"{self.name}_model", parts=parts)
         run_dir = self.output_dir / f"density_eval_{self._calls}"
         run_dir.mkdir(parents=True, exist_ok=True)
         return generated_column(self.model, self.data, draws, DENSITY_COLUMN, run_dir,
-                                f"{self.name}_model")
+                                f"{self.name}_model", parts=parts)
 
 
 class GeneratedDensity:
@@ -181,7 +183,7 @@ class GeneratedDensity:
         full = {**draws, **{k: np.full(n, v) for k, v in self.fixed.items()}}
         with tempfile.TemporaryDirectory(prefix="pemc_density_") as tmp:
             return generated_column(self.model, self.data, full, DENSITY_COLUMN, Path(tmp),
-                                    self.name)
+                                    self.name, parts=usable_cores())
 
 
 def model_log_density(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None,

@@ -339,12 +339,12 @@ def test_paths_run_on_every_core_only_for_a_threaded_executable(
     from pemc_stan.backend import pathfinder
 
     model: Any = SimpleNamespace(exe_file="/nowhere/model")
-    monkeypatch.setattr(pathfinder.os, "sched_getaffinity", lambda _pid: {0, 1, 2})
+    monkeypatch.setattr(pathfinder, "usable_cores", lambda: 3)
     monkeypatch.setattr(pathfinder, "_threaded", lambda exe: exe == "/nowhere/model")
     assert pathfinder.path_threads(model) == 3
     monkeypatch.setattr(pathfinder, "_threaded", lambda exe: False)
     assert pathfinder.path_threads(model) is None
-    monkeypatch.setattr(pathfinder.os, "sched_getaffinity", lambda _pid: {0})
+    monkeypatch.setattr(pathfinder, "usable_cores", lambda: 1)
     monkeypatch.setattr(pathfinder, "_threaded", lambda exe: True)
     assert pathfinder.path_threads(model) is None  # one core: CmdStan's default
 

@@ -93,3 +93,24 @@ def test_a_failed_evaluation_names_cmdstans_reason(cmdstan_installation: Any) ->
     draws = {name: np.array([p[name] for p in POINTS]) for name in POINTS[0]}
     with pytest.raises(CmdStanRunError, match="variable does not exist.*y|y.*not exist"):
         evaluator.log_density(draws)
+
+
+def test_a_batch_evaluated_in_parts_side_by_side_is_the_same(cmdstan_installation: Any,
+                                                              tmp_path: Any) -> None:
+    from pemc_stan.backend.standalone import PART_DRAWS_MIN, generated_column
+
+    evaluator = DensityEvaluator(PROGRAM, DATA, name="truncations")
+    rng = np.random.default_rng(1)
+    n = 2 * PART_DRAWS_MIN + 7
+    draws = {name: np.full(n, value) * rng.uniform(0.5, 1.0, n)
+             for name, value in POINTS[0].items()}
+    draws["t"] = DATA["L"] + rng.uniform(0.01, 2.0, n)
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = generated_column(evaluator.model, DATA, draws, "pemc_log_gamma", tmp_path / "one",
+                           parts=1)
+    two = generated_column(evaluator.model, DATA, draws, "pemc_log_gamma", tmp_path / "two",
+                           parts=3)
+    assert one.shape == (n,) and np.all(np.isfinite(one))
+    assert len(list((tmp_path / "two").glob("part_*"))) == 2  # at most n // PART_DRAWS_MIN
+    np.testing.assert_array_equal(one, two)
