@@ -123,8 +123,8 @@ def _print_report(label: str, model: Path, sampler: SamplerArgs, seed_given: boo
         # the judged (last) run's draws: after thinning, and after any follow-up
         print(f"{label} fit of {model.name}: {shape[0]} chains x {shape[1]} draws")
         print(seed_line(sampler.seed, seed_given))
-        print("weighted means (mean, mcse, ess_mean) and resampled draws (sd, 90% interval, "
-              "ESS, R-hat as the verdict judges them):")
+        print("weighted means (mean, mcse, ess_mean; khat: their terms' tail) and resampled "
+              "draws (sd, 90% interval, ESS, R-hat as the verdict judges them):")
         print(saved.table.to_string())
     print("diagnostics:")
     for key, value in saved.diagnostics.items():
