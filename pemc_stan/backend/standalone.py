@@ -150,6 +150,9 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     if model.exe_file is None:
         raise RuntimeError(f"the model {model.name} has no executable: compile it first")
     n = int(np.shape(next(iter(draws.values())))[0]) if draws else 0
+    if n == 0:
+        return np.zeros(0)
+    run_dir = Path(run_dir).resolve()  # CmdStan runs in each part's own folder
     data_file = run_dir / "data.json"
     cmdstanpy.write_stan_json(str(data_file), dict(data or {}))
     cuts = np.array_split(np.arange(n), max(1, min(parts, n // PART_DRAWS_MIN)))
@@ -165,8 +168,13 @@ def generated_column(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
                        f"file={data_file}", "output", f"file={output}", "sig_figs=18",
                        "method=generate_quantities", f"fitted_params={path}"]
             out = console.open("w")
-            running.append((subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                             cwd=where), out, output, console, rows.size))
+            try:
+                proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                        cwd=where)
+            except OSError:
+                out.close()
+                raise
+            running.append((proc, out, output, console, rows.size))
         values = []
         for proc, out, output, console, size in running:
             code = proc.wait()

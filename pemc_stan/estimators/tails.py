@@ -20,8 +20,9 @@ from numpy.typing import ArrayLike
 
 __all__ = ["TAIL_TERMS_MIN", "khat_bound", "tail_fields", "tail_khat"]
 
-#: Fewer terms than this have no tail to fit (NaN).
-TAIL_TERMS_MIN = 20
+#: Fewer distinct non-zero terms than this have no tail to fit (NaN): the fit takes the
+#: largest ``min(S / 5, 3 sqrt(S))``, and ArviZ gives ``k = inf`` for 4 or fewer.
+TAIL_TERMS_MIN = 50
 
 
 def khat_bound(n: float) -> float:
@@ -41,8 +42,9 @@ def tail_khat(terms: ArrayLike) -> float:
     """The generalized Pareto shape ``k`` of the upper tail of ``|terms|`` (a sample's
     deviations from its estimate, times their weights where weighted), fitted to the
     largest ``min(S / 5, 3 sqrt(S))`` of them as PSIS fits weights (ArviZ's ``psislw``,
-    which takes their logarithms).  NaN for fewer than :data:`TAIL_TERMS_MIN` non-zero
-    finite terms or terms all equal; ``inf`` for a non-finite term.
+    which takes their logarithms).  NaN for fewer than :data:`TAIL_TERMS_MIN` distinct
+    non-zero finite terms (an indicator's 0s and 1s have no tail to fit); ``inf`` for a
+    non-finite term.
 
     Raises
     ------
@@ -52,14 +54,14 @@ def tail_khat(terms: ArrayLike) -> float:
     if np.any(np.isinf(a)):
         return float("inf")
     a = a[np.isfinite(a) & (a > 0)]
-    if a.size < TAIL_TERMS_MIN or float(np.ptp(a)) == 0.0:
+    if a.size < TAIL_TERMS_MIN or np.unique(a).size < TAIL_TERMS_MIN:
         return float("nan")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import arviz as az
 
         _, k = az.psislw(np.log(a), reff=1.0, normalize=False)
-    return float(k)
+    return float(k) if np.isfinite(k) else float("nan")  # inf: a tail of ties, not a fit
 
 
 def tail_fields(terms: ArrayLike) -> dict[str, float]:
@@ -70,5 +72,6 @@ def tail_fields(terms: ArrayLike) -> dict[str, float]:
     ------
     Nothing.
     """
-    n = int(np.count_nonzero(np.isfinite(np.asarray(terms, dtype=float))))
-    return {"khat": tail_khat(terms), "khat_max": khat_bound(n)}
+    t = np.asarray(terms, dtype=float)
+    n = int(np.count_nonzero(np.isfinite(t) & (t != 0)))  # a draw of no weight is no term
+    return {"khat": tail_khat(t), "khat_max": khat_bound(n)}

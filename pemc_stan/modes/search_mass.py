@@ -114,7 +114,8 @@ def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
     ------
     Nothing.
     """
-    if search.centres is None or search.base is None or not np.isfinite(log_z):
+    if search.centres is None or search.base is None or not np.isfinite(log_z) \
+            or not np.isfinite(std_error):
         return None
     rng = np.random.default_rng(None if seed is None else seed + SEARCH_MASS_SEED_OFFSET)
     try:
@@ -124,16 +125,25 @@ def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
         owner = np.repeat(np.arange(len(parts)), counts)
         log_q = mixture_log_density(parts, log_w, z)
         x = coords.inverse(z, data)
-        _, log_dz_dx = coords.forward(x, data)
-        lw = evaluator.log_density(x) - log_dz_dx - log_q
+        ok = np.ones(n, dtype=bool)  # a draw mapped to no finite value weighs nothing
+        for v in x.values():
+            ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
+        lw = np.full(n, -np.inf)
+        if np.any(ok):
+            kept = {k: np.asarray(v)[ok] for k, v in x.items()}
+            _, log_dz_dx = coords.forward(kept, data)
+            lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
         lw = np.where(np.isnan(lw), -np.inf, lw)
         if np.any(lw == np.inf):  # a density that diverges: no finite comparison
             raise ValueError(f"the density is +inf at {int(np.sum(lw == np.inf))} draw(s)")
         excess, zscore = unexplained_mass(lw, log_z, std_error)
+        heaviest = int(owner[int(np.argmax(lw))])
+        centre = coords.inverse(np.asarray(search.centres, dtype=float)[heaviest:heaviest + 1],
+                                data)
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
         logger.info("importance sampling from the search's Gaussians failed: %s", exc)
         return None
-    heaviest = int(owner[int(np.argmax(lw))])
-    centre = coords.inverse(np.asarray(search.centres, dtype=float)[heaviest:heaviest + 1], data)
+    if not np.isfinite(zscore):
+        return None
     return SearchMass(float(excess), float(zscore), heaviest,
                       {k: np.asarray(v)[0] for k, v in centre.items()})

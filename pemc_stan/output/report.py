@@ -173,6 +173,9 @@ def summary_frame(record: RunRecord) -> pd.DataFrame:
     for col in ("sd", "hdi_5%", "hdi_95%", "ess_bulk", "ess_tail", "r_hat"):
         if col in stats.columns:
             table[col] = stats[col].reindex(pd.Index(index))
+        if expectations:  # rows ArviZ was not asked for: the TPs' and GQs' own figures
+            own = pd.Series(weighted(col), index=table.index)
+            table[col] = table[col].fillna(own) if col in table.columns else own
     return table
 
 

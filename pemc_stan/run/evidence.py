@@ -177,6 +177,8 @@ def evidence(
     """
     asked = estimator is not None or method is not None
     estimator = _estimator_argument(estimator, method)
+    if seed is None and not asked:  # a fit's own estimate: its seed repeats it
+        seed = getattr(model_or_fit, "seed", None)
     if seed is None:  # every estimate can be repeated: the seed drawn is recorded
         from pemc_stan.run.pipeline import draw_seed
 

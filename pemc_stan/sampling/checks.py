@@ -334,9 +334,13 @@ def tail_notes(fit: ExtendedFit) -> tuple[Reason, ...]:
     """
     heavy: list[tuple[float, str, float]] = []
     for column in fit.parameter_columns():
-        mean = fit.expectation(column)
-        centre = float(mean.mean)
-        spread = fit.expectation(lambda view, c=column, m=centre: (view[c] - m) ** 2)
+        try:
+            mean = fit.expectation(column)
+            centre = float(mean.mean)
+            spread = fit.expectation(lambda view, c=column, m=centre: (view[c] - m) ** 2)
+        except (ValueError, KeyError) as exc:  # an estimate the other checks judge
+            logger.debug("no tail measured for %s: %s", column, exc)
+            continue
         for est, what in ((mean, f"the mean of {column}"), (spread, f"the sd of {column}")):
             if not est.tail_reliable:
                 heavy.append((est.khat, what, float(est.get("khat_max", float("nan")))))

@@ -32,7 +32,13 @@ from numpy.typing import NDArray
 from pemc_stan.backend.console import routed_cmdstanpy_logging
 from pemc_stan.core.coordinates import coordinate_draws
 from pemc_stan.core.result import TransformResult
-from pemc_stan.errors import FitSuspectWarning, ImproperPriorError, OptionsError, emit_warning
+from pemc_stan.errors import (
+    FitSuspectWarning,
+    ImproperPriorError,
+    OptionsError,
+    PemcStanError,
+    emit_warning,
+)
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.normalisation import improper_prior
@@ -364,7 +370,7 @@ class ExtendedFit:
             return []
         try:
             full = self.resampled_draws_pd()
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError, PemcStanError, OSError) as exc:
             logger.info("no generated quantities in the summary: %s", exc)
             return []
         import arviz as az

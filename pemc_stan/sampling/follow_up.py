@@ -419,12 +419,6 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     bridged = False  # the last step was a bootstrap round for beta_ends: no second in a row
     doubled = False  # a longer run was made: its start has faded, R-hat falls as 1/n
     estimated = tried = False  # the fit has its estimate; one was made within the loop
-    if factor <= 1:
-        verdict = fit.check()
-        standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
-        record.ended = "ok" if verdict.ok else (
-            "no_budget" if plan_step(standing, settings, model.refits_bridge) is not None
-            else "no_remedy")
     while factor > 1:
         verdict = fit.check()
         if verdict.ok:
@@ -490,6 +484,21 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         settings = new
     if estimate is not None and not estimated:
         fit = estimate(fit)
+        if record.ended == "ok":  # judged before its estimate's checks: judge it again
+            record.ended = ""
+    if not record.ended:  # no step was weighed: a budget of 1, or ok before the estimate
+        record.ended = _ended_unweighed(fit, settings, model.refits_bridge)
     fit.follow_up = record
     return fit
+
+
+def _ended_unweighed(fit: ExtendedFit, settings: dict[str, Any], refits_bridge: bool) -> str:
+    """Why follow-ups that weighed no step for ``fit``'s verdict stopped: ``"ok"``, or a
+    remedy they did not run (``"no_budget"``), or none (``"no_remedy"``)."""
+    verdict = fit.check()
+    if verdict.ok:
+        return "ok"
+    standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
+    return "no_budget" if plan_step(standing, settings, refits_bridge) is not None \
+        else "no_remedy"
 

@@ -43,6 +43,8 @@ def test_light_tails_stay_far_below_the_bound() -> None:
 def test_degenerate_terms_have_no_tail() -> None:
     assert np.isnan(tail_khat(np.zeros(100)))
     assert np.isnan(tail_khat(np.ones(10)))
+    assert np.isnan(tail_khat(np.tile([0.0, 1.0], 500)))  # an indicator: ties, no tail
+    assert np.isnan(tail_khat(np.random.default_rng(0).normal(size=20)))  # too few
     assert tail_khat(np.array([*np.ones(50), np.inf])) == np.inf
     fields = tail_fields(np.random.default_rng(1).normal(size=1000))
     assert set(fields) == {"khat", "khat_max"} and fields["khat_max"] == pytest.approx(2 / 3)

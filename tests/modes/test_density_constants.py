@@ -11,6 +11,7 @@ term by term with scipy's densities and CDFs.  Compiled (one program).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,8 +96,8 @@ def test_a_failed_evaluation_names_cmdstans_reason(cmdstan_installation: Any) ->
         evaluator.log_density(draws)
 
 
-def test_a_batch_evaluated_in_parts_side_by_side_is_the_same(cmdstan_installation: Any,
-                                                              tmp_path: Any) -> None:
+def test_a_batch_evaluated_in_parts_side_by_side_is_the_same(
+        cmdstan_installation: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from pemc_stan.backend.standalone import PART_DRAWS_MIN, generated_column
 
     evaluator = DensityEvaluator(PROGRAM, DATA, name="truncations")
@@ -105,11 +106,12 @@ def test_a_batch_evaluated_in_parts_side_by_side_is_the_same(cmdstan_installatio
     draws = {name: np.full(n, value) * rng.uniform(0.5, 1.0, n)
              for name, value in POINTS[0].items()}
     draws["t"] = DATA["L"] + rng.uniform(0.01, 2.0, n)
+    monkeypatch.chdir(tmp_path)  # folders given relative to where the user is
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
-    one = generated_column(evaluator.model, DATA, draws, "pemc_log_gamma", tmp_path / "one",
+    one = generated_column(evaluator.model, DATA, draws, "pemc_log_gamma", Path("one"),
                            parts=1)
-    two = generated_column(evaluator.model, DATA, draws, "pemc_log_gamma", tmp_path / "two",
+    two = generated_column(evaluator.model, DATA, draws, "pemc_log_gamma", Path("two"),
                            parts=3)
     assert one.shape == (n,) and np.all(np.isfinite(one))
     assert len(list((tmp_path / "two").glob("part_*"))) == 2  # at most n // PART_DRAWS_MIN

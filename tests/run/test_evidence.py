@@ -361,6 +361,7 @@ def test_a_fit_s_evidence_is_its_own_log_z_unless_another_is_asked_for() -> None
     assert own is not None and got.method == own.method == "ct_eq20"
     assert (got.log_z, got.std_error) == (own.log_z, own.std_error)
     assert got.diagnostics["draws_from"] == "continuous_tempering"
+    assert got.diagnostics["seed"] == ct.seed  # the fit's own: nothing else was drawn
     ti = evidence(ct, estimator="ti")
     assert ti.method.startswith("ct_thermodynamic_integration")
     split = split_fit([0.0, -1.0], [0.02, 0.03], [-5.0, 5.0], [1.0, 1.0], [0, 1, 0, 1])

@@ -538,3 +538,24 @@ def test_a_refused_estimate_is_not_made_again_until_the_last_run() -> None:
     first, second, third = FakeFit((RHAT,), 1000), FakeFit((RHAT,), 2000), FakeFit((), 4000)
     fit, model = _run(first, [second, third], budget=16, estimate=estimate)
     assert made == [first, third] and fit is third and len(model.calls) == 2
+
+
+def test_a_run_made_suspect_by_its_last_estimate_is_not_said_to_end_ok() -> None:
+    """The estimate made after the loop brings its own checks (the wide draws): a run ok
+    before it and suspect after it ends with what is left for that verdict."""
+    wide = Reason("wide_moments", "the mean of x is 5 SE from the wide draws'", "reparameterise")
+
+    def estimate(fit: FakeFit) -> FakeFit:
+        fit.reasons = (*fit.reasons, wide)
+        return fit
+
+    fit, model = _run(FakeFit((), 1000), [], budget=4, estimate=estimate)
+    assert model.calls == [] and not fit.check().ok
+    assert fit.follow_up.ended == "no_remedy" and not fit.follow_up.remedy_left
+
+    def longer(fit: FakeFit) -> FakeFit:
+        fit.reasons = (*fit.reasons, STUCK)  # a reason a longer run would answer
+        return fit
+
+    fit, _ = _run(FakeFit((), 1000), [], budget=4, estimate=longer)
+    assert fit.follow_up.ended == "no_budget" and fit.follow_up.remedy_left
