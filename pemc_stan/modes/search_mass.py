@@ -27,7 +27,7 @@ from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.mixture import unexplained_mass
-from pemc_stan.modes.wide import mixture_log_density
+from pemc_stan.modes.wide import importance_log_weights, mixture_log_density
 
 __all__ = ["SEARCH_MASS_DRAWS", "SEARCH_MASS_SEED_OFFSET", "SearchMass", "search_mass"]
 
@@ -123,17 +123,8 @@ def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
         counts = rng.multinomial(n, np.exp(log_w))
         z = np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
         owner = np.repeat(np.arange(len(parts)), counts)
-        log_q = mixture_log_density(parts, log_w, z)
-        x = coords.inverse(z, data)
-        ok = np.ones(n, dtype=bool)  # a draw mapped to no finite value weighs nothing
-        for v in x.values():
-            ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
-        lw = np.full(n, -np.inf)
-        if np.any(ok):
-            kept = {k: np.asarray(v)[ok] for k, v in x.items()}
-            _, log_dz_dx = coords.forward(kept, data)
-            lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
-        lw = np.where(np.isnan(lw), -np.inf, lw)
+        lw = importance_log_weights(coords, evaluator, data, z,
+                                    mixture_log_density(parts, log_w, z))
         if np.any(lw == np.inf):  # a density that diverges: no finite comparison
             raise ValueError(f"the density is +inf at {int(np.sum(lw == np.inf))} draw(s)")
         excess, zscore = unexplained_mass(lw, log_z, std_error)

@@ -39,6 +39,7 @@ __all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
+           "importance_log_weights",
            "WideMomentsCheck", "excess_of", "mixture_log_density", "mixture_sample",
            "mode_gaussians", "moments_of",
            "unexplained_starts", "wide_draws", "wide_log_weights", "wide_moments",
@@ -206,20 +207,37 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     try:
         parts, log_w = _proposal(base, modes, df)
         z = mixture_sample(parts, log_w, n, rng)
-        log_q = mixture_log_density(parts, log_w, z)
-        x = coords.inverse(z, data)
-        ok = np.ones(n, dtype=bool)
-        for v in x.values():
-            ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
-        lw = np.full(n, -np.inf)
-        if np.any(ok):
-            kept = {k: np.asarray(v)[ok] for k, v in x.items()}
-            _, log_dz_dx = coords.forward(kept, data)
-            lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
+        lw = importance_log_weights(coords, evaluator, data, z,
+                                    mixture_log_density(parts, log_w, z))
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
         logger.info("importance sampling around the modes failed: %s", exc)
         return None
-    return np.where(np.isnan(lw), -np.inf, lw), z
+    return lw, z
+
+
+def importance_log_weights(coords: Any, evaluator: LogDensity,
+                           data: Mapping[str, Any] | None, z: NDArray[np.float64],
+                           log_q: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of draws ``z`` (base coordinates) of a
+    proposal of log density ``log_q``; ``-inf`` where ``x(z)`` is not finite (such a draw
+    weighs nothing) or the density is NaN.
+
+    Raises
+    ------
+    ValueError, RuntimeError
+        As the coordinates and the evaluator raise.
+    """
+    n = z.shape[0]
+    x = coords.inverse(z, data)
+    ok = np.ones(n, dtype=bool)
+    for v in x.values():
+        ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
+    lw = np.full(n, -np.inf)
+    if np.any(ok):
+        kept = {k: np.asarray(v)[ok] for k, v in x.items()}
+        _, log_dz_dx = coords.forward(kept, data)
+        lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
+    return np.where(np.isnan(lw), -np.inf, lw)
 
 
 def wide_resolution(log_masses: list[float]) -> float:
