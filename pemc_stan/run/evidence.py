@@ -55,6 +55,7 @@ from pemc_stan.errors import EvidenceDisagreementWarning, OptionsError, emit_war
 from pemc_stan.estimators.log_z import Comparison, EvidenceEstimate, compare
 from pemc_stan.run.evidence_options import EvidenceOptions, canonical_estimator
 from pemc_stan.run.evidence_sources import estimate_from
+from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.stan.inputs import StanProgram, read_program
 
 __all__ = ["compare_methods", "evidence", "parameter_names"]
@@ -177,8 +178,8 @@ def evidence(
     """
     asked = estimator is not None or method is not None
     estimator = _estimator_argument(estimator, method)
-    if seed is None and not asked:  # a fit's own estimate: its seed repeats it
-        seed = getattr(model_or_fit, "seed", None)
+    if seed is None and not asked and isinstance(model_or_fit, ExtendedFit):
+        seed = model_or_fit.seed  # a fit's own estimate: its seed repeats it
     if seed is None:  # every estimate can be repeated: the seed drawn is recorded
         from pemc_stan.run.pipeline import draw_seed
 

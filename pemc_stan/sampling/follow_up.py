@@ -203,6 +203,11 @@ class FollowUp:
     stage_gradients: dict[str, int] = field(default_factory=dict)
     ended: str = ""
 
+    def stop(self, ended: str, step: FollowUpStep) -> None:
+        """Record why the follow-ups stopped (:attr:`ended`) and the step not run."""
+        self.steps.append(step)
+        self.ended = ended
+
     @property
     def remedy_left(self) -> bool:
         """Whether following the advice can still change the verdict (a larger budget)."""
@@ -421,27 +426,23 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
     estimated = tried = False  # the fit has its estimate; one was made within the loop
     while factor > 1:
         verdict = fit.check()
+        if not verdict.ok and estimate is not None and not tried \
+                and _estimate_could_end(verdict, fit):
+            fit, estimated, tried = estimate(fit), True, True
+            verdict = fit.check()
         if verdict.ok:
             record.ended = "ok"
             break
-        if estimate is not None and not tried and _estimate_could_end(verdict, fit):
-            fit, estimated, tried = estimate(fit), True, True
-            verdict = fit.check()
-            if verdict.ok:
-                record.ended = "ok"
-                break
         if not fit.continuable:  # the mode split's longer runs are its own
-            record.steps.append(FollowUpStep("", "; ".join(verdict.names()), verdict=(
+            record.stop("split_budget", FollowUpStep("", "; ".join(verdict.names()), verdict=(
                 "no mechanical remedy: the mode split ran as long as the budget allowed")))
-            record.ended = "split_budget"
             break
         # only reasons that judge the reported estimate call for a run (not minor ones)
         standing = tuple(r for r in verdict.reasons if r.name not in minor_reasons(fit))
         plan = plan_step(standing, settings, model.refits_bridge and not bridged)
         if plan is None:
-            record.steps.append(FollowUpStep("", "; ".join(verdict.names()),
-                                             verdict="no mechanical remedy"))
-            record.ended = "no_remedy"
+            record.stop("no_remedy", FollowUpStep("", "; ".join(verdict.names()),
+                                                  verdict="no mechanical remedy"))
             break
         new, change, because = plan
         bridged = change.startswith("one more bootstrap round")
@@ -450,15 +451,11 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         rate = 1.0 if doubled else TRANSIENT_RATE
         if new["iter_sampling"] != settings["iter_sampling"] and not longer_can_fix(
                 rhat, reach, rate):
-            record.steps.append(_beyond_draws(change, because, rhat, reach, rate, doubled))
-            record.ended = "beyond_draws"
+            record.stop("beyond_draws", _beyond_draws(change, because, rhat, reach, rate,
+                                                      doubled))
             break
-        scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
-        scale *= deeper_tree_cost(fit, new["max_treedepth"] - settings["max_treedepth"])
-        predicted = int(PREDICTION_MARGIN * last_cost * scale)
-        if record.spent + predicted > factor * first:
-            record.steps.append(FollowUpStep(change, because, 0, "over budget: not run"))
-            record.ended = "over_budget"
+        if record.spent + _predicted(fit, last_cost, iter_warmup, settings, new) > factor * first:
+            record.stop("over_budget", FollowUpStep(change, because, 0, "over budget: not run"))
             logger.info("follow-up %s not run: it would take the run past its budget "
                         "(%g times the first attempt's gradient evaluations)", change, factor)
             break
@@ -483,13 +480,20 @@ def follow_up(model: MethodModel, fit: ExtendedFit, *, iter_warmup: int, iter_sa
         record.steps.append(FollowUpStep(change, because, last_cost, fit.check().status))
         settings = new
     if estimate is not None and not estimated:
-        fit = estimate(fit)
-        if record.ended == "ok":  # judged before its estimate's checks: judge it again
-            record.ended = ""
-    if not record.ended:  # no step was weighed: a budget of 1, or ok before the estimate
-        record.ended = _ended_unweighed(fit, settings, model.refits_bridge)
+        fit = estimate(fit)  # its checks judge the run again: an "ok" is weighed anew
+        record.ended = "" if record.ended == "ok" else record.ended
+    record.ended = record.ended or _ended_unweighed(fit, settings, model.refits_bridge)
     fit.follow_up = record
     return fit
+
+
+def _predicted(fit: ExtendedFit, last_cost: int, iter_warmup: int, settings: dict[str, Any],
+               new: dict[str, Any]) -> int:
+    """The predicted gradients of a step from ``settings`` to ``new`` after a run that took
+    ``last_cost`` (longer sampling, a deeper tree; :data:`PREDICTION_MARGIN`)."""
+    scale = (iter_warmup + new["iter_sampling"]) / (iter_warmup + settings["iter_sampling"])
+    scale *= deeper_tree_cost(fit, new["max_treedepth"] - settings["max_treedepth"])
+    return int(PREDICTION_MARGIN * last_cost * scale)
 
 
 def _ended_unweighed(fit: ExtendedFit, settings: dict[str, Any], refits_bridge: bool) -> str:
