@@ -9,6 +9,12 @@ bridge estimate weighs the slab alone).  Where the Gaussians fit badly their wei
 are uneven and the estimate falls short, or one heavy weight carries it and its own
 standard error is as large: neither raises the alarm.
 
+A spike holding no more than the slab leaves the whole mass unremarkable (the chains
+found the slab's half, the search's Gaussian sees the spike's), so the mass is also
+compared region by region: the share of ``Z`` the importance draws put in the central
+:data:`REGION_SHARE` of each mode's Gaussian against the share of the chains' weighted
+draws there.
+
 The draws cost :data:`SEARCH_MASS_DRAWS` density evaluations, next to a run's
 hundreds of thousands of gradients.
 """
@@ -26,10 +32,11 @@ from numpy.typing import NDArray
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PemcStanError
-from pemc_stan.estimators.mixture import unexplained_mass
+from pemc_stan.estimators.mixture import importance_error, unexplained_mass
 from pemc_stan.modes.wide import importance_log_weights, mixture_log_density
 
-__all__ = ["SEARCH_MASS_DRAWS", "SEARCH_MASS_SEED_OFFSET", "SearchMass", "search_mass"]
+__all__ = ["REGION_SHARE", "REGION_SHORT_MIN", "SEARCH_MASS_DRAWS", "SEARCH_MASS_SEED_OFFSET",
+           "SearchMass", "search_mass"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +44,12 @@ logger = logging.getLogger(__name__)
 SEARCH_MASS_DRAWS = 4000
 #: Offset of their seed from the run's.
 SEARCH_MASS_SEED_OFFSET = 49979687
+#: A mode's region: the central share of its Gaussian (a ball of its Mahalanobis distance).
+REGION_SHARE = 0.99
+#: The chains' share of ``Z`` in a region may fall short of the importance draws' by less
+#: than this (beside the standard errors): the bridge masses' own bias, a few percent,
+#: must not read as a missed spike.
+REGION_SHORT_MIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -49,16 +62,33 @@ class SearchMass:
         The mass it sees beyond the groups', as a share of theirs, and in standard
         errors (:func:`~pemc_stan.estimators.mixture.unexplained_mass`).
     mode
-        The search's mode (index into its centres) whose Gaussian's draws carry the
-        most weight.
+        The search's mode (index into its centres) whose region the chains fall shortest
+        of, else the one whose Gaussian's draws carry the most weight.
     centre
         That mode's centre in the user's parameters (constrained values by name).
+    region_seen, region_chains, region_z
+        The share of ``Z`` in that mode's region by the importance draws and by the
+        chains' weighted draws, and the first's excess in standard errors.
     """
 
     excess: float
     z: float
     mode: int
     centre: Mapping[str, Any]
+    region_seen: float = float("nan")
+    region_chains: float = float("nan")
+    region_z: float = float("nan")
+
+    def missed(self, z_max: float) -> str:
+        """``"whole"`` when the whole mass exceeds the groups' by more than ``z_max``
+        standard errors, ``"region"`` when the mode's region holds :data:`REGION_SHORT_MIN`
+        more of ``Z`` than the chains gave it and ``z_max`` standard errors more, else
+        ``""``."""
+        if self.z > z_max:
+            return "whole"
+        if self.region_z > z_max and self.region_seen - self.region_chains > REGION_SHORT_MIN:
+            return "region"
+        return ""
 
     def where(self, limit: int = 3) -> str:
         """The centre, a few values: ``x[1] = 0.0012, x[2] = -0.0031, ...``."""
@@ -86,9 +116,57 @@ def _gaussians(search: ModeSearch) -> tuple[list[BaseDensity], NDArray[np.float6
     return parts, np.log(shares / np.sum(shares))
 
 
+def _regions(parts: list[BaseDensity], z: NDArray[np.float64],
+             lw: NDArray[np.float64], log_z: float, std_error: float,
+             chains: NDArray[np.float64], weights: NDArray[np.float64]
+             ) -> list[tuple[float, float, float]]:
+    """Each mode's ``(share of Z in its region by the importance draws, by the chains'
+    draws, the first's excess in standard errors)``; ``chains`` (chains, draws, D) with
+    ``weights`` (chains, draws) summing to one."""
+    from scipy.stats import chi2
+
+    radius = float(chi2.ppf(REGION_SHARE, z.shape[1]))
+    out = []
+    for q in parts:
+        inside = _mahalanobis(q, z) <= radius
+        seen, own = importance_error(np.where(inside, lw, -np.inf), log_z)
+        flat = chains.reshape(-1, chains.shape[-1])
+        hit = (_mahalanobis(q, flat) <= radius).reshape(weights.shape).astype(float)
+        share = float(np.sum(weights * hit))
+        se = float(np.sqrt(own**2 + (seen * std_error) ** 2 + _share_variance(hit, weights)))
+        out.append((seen, share, (seen - share) / se if se > 0 else float("inf")))
+    return out
+
+
+def _mahalanobis(q: BaseDensity, z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Squared Mahalanobis distances of rows of ``z`` from ``q``'s mean under its
+    covariance."""
+    chol = np.linalg.cholesky(np.asarray(q.cov, dtype=float))
+    u = np.linalg.solve(chol, (np.asarray(z, dtype=float) - np.asarray(q.mean)).T)
+    return np.asarray(np.sum(u * u, axis=0), dtype=float)
+
+
+def _share_variance(hit: NDArray[np.float64], weights: NDArray[np.float64]) -> float:
+    """The variance of the weighted share of draws in a region: each chain's indicator
+    by its effective draws (a region no draw entered counts as one draw's share)."""
+    import arviz as az
+
+    total = 0.0
+    for c in range(hit.shape[0]):
+        h, w = hit[c], float(np.sum(weights[c]))
+        share = max(float(np.mean(h)), 1.0 / h.size)
+        ess = h.size
+        if np.ptp(h) > 0:
+            ess = max(float(az.ess(h[None, :])), 1.0)
+        total += w * w * share * (1.0 - share) / ess
+    return total
+
+
 def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
                 data: Mapping[str, Any] | None, log_z: float, std_error: float,
-                seed: int | None, n: int = SEARCH_MASS_DRAWS) -> SearchMass | None:
+                seed: int | None, n: int = SEARCH_MASS_DRAWS,
+                chains: NDArray[np.float64] | None = None,
+                weights: NDArray[np.float64] | None = None) -> SearchMass | None:
     """Importance sampling from the search's mode Gaussians against the groups' ``log Z``
     (``std_error`` its standard error).  None without a search Gaussian, a finite
     ``log Z``, or draws the density can be evaluated at.
@@ -109,6 +187,9 @@ def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
         The run's seed.
     n
         Draws.
+    chains, weights
+        The split's draws in base coordinates (chains, draws, D) and their weights
+        (chains, draws; summing to one): without them, no region is compared.
 
     Raises
     ------
@@ -128,13 +209,19 @@ def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
         if np.any(lw == np.inf):  # a density that diverges: no finite comparison
             raise ValueError(f"the density is +inf at {int(np.sum(lw == np.inf))} draw(s)")
         excess, zscore = unexplained_mass(lw, log_z, std_error)
-        heaviest = int(owner[int(np.argmax(lw))])
-        centre = coords.inverse(np.asarray(search.centres, dtype=float)[heaviest:heaviest + 1],
-                                data)
+        mode = int(owner[int(np.argmax(lw))])
+        regions = [] if chains is None or weights is None else _regions(
+            parts, z, lw, log_z, std_error, chains, weights)
+        short = [k for k, (seen, share, _) in enumerate(regions)
+                 if seen - share > REGION_SHORT_MIN]
+        if short:
+            mode = max(short, key=lambda k: regions[k][2])
+        centre = coords.inverse(np.asarray(search.centres, dtype=float)[mode:mode + 1], data)
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
         logger.info("importance sampling from the search's Gaussians failed: %s", exc)
         return None
     if not np.isfinite(zscore):
         return None
-    return SearchMass(float(excess), float(zscore), heaviest,
-                      {k: np.asarray(v)[0] for k, v in centre.items()})
+    region = regions[mode] if regions else (float("nan"),) * 3
+    return SearchMass(float(excess), float(zscore), mode,
+                      {k: np.asarray(v)[0] for k, v in centre.items()}, *region)

@@ -339,13 +339,20 @@ class ModeSplitFit(ExtendedFit):
         """More mass where the search found a mode than the chains found: a narrow region
         of high mass they never entered (:mod:`~pemc_stan.modes.search_mass`)."""
         seen = self.search_mass
-        if seen is None or not seen.z > WIDE_EXCESS_Z:
+        how = "" if seen is None else seen.missed(WIDE_EXCESS_Z)
+        if seen is None or not how:
             return None
+        if how == "whole":
+            what = (f"sees {_times(seen.excess)} the mass the chains found ({seen.z:.1f} "
+                    "standard errors more)")
+        else:
+            what = (f"puts {100 * seen.region_seen:.0f}% of the mass in its central region, "
+                    f"where the chains' draws hold {100 * seen.region_chains:.1f}% "
+                    f"({seen.region_z:.1f} standard errors less)")
         return Reason(
             "mode_search_mass", f"importance sampling from the search's Gaussian at mode "
-            f"{seen.mode + 1} ({seen.where()}) sees {_times(seen.excess)} the mass the "
-            f"chains found ({seen.z:.1f} standard errors more): they missed a narrow "
-            "region of high mass there (a spike inside a wider region)",
+            f"{seen.mode + 1} ({seen.where()}) {what}: the chains missed a narrow region "
+            "of high mass there (a spike inside a wider region)",
             "run with split_modes='never' (tempering)")
 
     def _ungrouped(self) -> Reason | None:

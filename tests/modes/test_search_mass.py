@@ -98,3 +98,38 @@ def test_the_split_names_the_mode_and_refuses_only_a_significant_excess() -> Non
     reason = next(r for r in fit.check().reasons if r.name == "mode_search_mass")
     assert "mode 1 (x[1] = 0.001)" in str(reason) and "100 times" in str(reason)
     assert "split_modes" in reason.remedy
+    fit.search_mass = SearchMass(0.0, 0.3, 0, {"x": np.array([0.001])}, 0.98, 0.0, 50.0)
+    reason = next(r for r in fit.check().reasons if r.name == "mode_search_mass")
+    assert "puts 98% of the mass in its central region" in str(reason)
+    fit.search_mass = SearchMass(0.0, 0.3, 0, {"x": np.array([0.001])}, 0.55, 0.5, 50.0)
+    assert "mode_search_mass" not in fit.check().names()  # short by less than a tenth
+
+
+def _needle_chains(spike_share: float, seed: int, n: int = 4000) -> np.ndarray:
+    """Four chains of draws of the spike-and-slab with the spike holding
+    ``spike_share`` of the draws (0: chains that never entered it), shape (4, n/4, D)."""
+    rng = np.random.default_rng(seed)
+    in_spike = rng.uniform(size=n) < spike_share
+    sd = np.where(in_spike, SPIKE[1], SLAB[1])[:, None]
+    return (rng.normal(size=(n, D)) * sd).reshape(4, n // 4, D)
+
+
+def test_a_spike_no_heavier_than_the_slab_is_seen_in_its_region() -> None:
+    """Half the mass in each: the slab's chains find half of Z, the spike's Gaussian
+    sees the other half, so the whole masses agree; the spike's region does not."""
+    needle = SpikeInSlab()
+    spike_slab = [(0.5, SPIKE[1]), (0.5, SLAB[1])]
+    needle.log_density = lambda x: np.logaddexp(*(  # type: ignore[method-assign]
+        np.log(m) + multivariate_normal(np.zeros(D), s**2).logpdf(x["x"])
+        for m, s in spike_slab))
+    weights = np.full((4, 1000), 1 / 4000)
+    slab_only = search_mass(Identity(), _search(SPIKE[1]), needle, None, np.log(0.5), 0.01,
+                            seed=1, chains=_needle_chains(0.0, 1), weights=weights)
+    assert slab_only is not None and abs(slab_only.z) < 4  # the whole masses agree
+    assert slab_only.missed(4.0) == "region"
+    assert slab_only.region_seen > 0.9 and slab_only.region_chains < 0.01
+    for seed in range(5):  # chains that visit both in proportion: nothing
+        right = search_mass(Identity(), _search(SPIKE[1]), needle, None, 0.0, 0.01,
+                            seed=seed, chains=_needle_chains(0.5, seed), weights=weights)
+        assert right is not None and right.missed(4.0) == "", right
+        assert abs(right.region_seen - right.region_chains) < 0.05
