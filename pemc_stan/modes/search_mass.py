@@ -103,12 +103,13 @@ class SearchMass:
 
 
 def _gaussians(search: ModeSearch) -> tuple[list[BaseDensity], NDArray[np.float64]]:
-    """The search's mode Gaussians (its kept covariances, else the covering base's)
-    and their log weights (the search's shares)."""
+    """The search's mode Gaussians (its kept covariances, else the covering base's: a
+    search widened by the split's own re-search has centres without them) and their log
+    weights (the search's shares)."""
     centres = np.asarray(search.centres, dtype=float)
     cov = np.asarray(search.base.cov, dtype=float)
-    kept = search.covariances
-    parts = [BaseDensity(c, np.asarray(kept[k], dtype=float) if kept is not None else cov,
+    kept = [] if search.covariances is None else list(search.covariances)
+    parts = [BaseDensity(c, np.asarray(kept[k], dtype=float) if k < len(kept) else cov,
                          "dense") for k, c in enumerate(centres)]
     shares = np.asarray(search.major_shares, dtype=float)
     if shares.size != len(parts) or not np.all(shares > 0):

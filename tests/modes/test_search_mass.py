@@ -133,3 +133,14 @@ def test_a_spike_no_heavier_than_the_slab_is_seen_in_its_region() -> None:
                             seed=seed, chains=_needle_chains(0.5, seed), weights=weights)
         assert right is not None and right.missed(4.0) == "", right
         assert abs(right.region_seen - right.region_chains) < 0.05
+
+
+def test_centres_beyond_the_kept_covariances_take_the_covering_one() -> None:
+    """A search widened by the split's own re-search has more centres than covariances."""
+    import dataclasses
+
+    search = _search(SPIKE[1])
+    wider = dataclasses.replace(search, centres=np.vstack([search.centres, np.ones((1, D))]),
+                                major_shares=(0.9, 0.1))
+    seen = search_mass(Identity(), wider, SpikeInSlab(), None, float(np.log(101.0)), 0.01, 1)
+    assert seen is not None and abs(seen.z) < 4
