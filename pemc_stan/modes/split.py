@@ -59,13 +59,13 @@ from pemc_stan.backend.progress import stage
 from pemc_stan.core.coordinates import coordinate_draws
 from pemc_stan.core.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
 from pemc_stan.errors import PemcStanError
-from pemc_stan.estimators.mixture import mixture_log_z, mixture_weights
+from pemc_stan.estimators.mixture import mixture_log_z
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.grouping import cell_groups, draw_cells, group_stats, worst_rhat
 from pemc_stan.modes.scouts import SplitDraws
 from pemc_stan.modes.search_mass import search_mass
-from pemc_stan.modes.split_fit import CHAINS_PER_MODE, ModeSplitFit
+from pemc_stan.modes.split_fit import CHAINS_PER_MODE, ModeSplitFit, draw_log_weights
 from pemc_stan.modes.wide import (
     WIDE_SEED_OFFSET,
     ModeGaussians,
@@ -588,9 +588,7 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
                 return SplitOutcome(why=f"bridge sampling of the mass of mode group {g + 1} "
                                         f"failed ({exc})", tried=True)
     total = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
-    shares = mixture_weights([e.log_z for e in masses])  # each group's share of Z ...
-    per_draw = (shares[groups] / (np.bincount(groups, minlength=len(masses))[groups]
-                                  * n_draws))[:, None] * np.ones((1, n_draws))  # ... a draw's
+    per_draw = np.exp(draw_log_weights([e.log_z for e in masses], groups, n_draws))
     with stage("mode split: the search's Gaussians weigh the mass the chains found"):
         seen = search_mass(coords, search, evaluator, model.data, total[0], total[1], seed,
                            chains=z, weights=per_draw)

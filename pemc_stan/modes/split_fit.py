@@ -40,7 +40,8 @@ logger = logging.getLogger(__name__)
 #: be judged within every mode.
 CHAINS_PER_MODE = 2
 
-__all__ = ["CHAINS_PER_MODE", "OCCUPANCY_FACTOR", "OCCUPANCY_SHARE_MIN", "ModeSplitFit"]
+__all__ = ["CHAINS_PER_MODE", "OCCUPANCY_FACTOR", "OCCUPANCY_SHARE_MIN", "ModeSplitFit",
+           "draw_log_weights"]
 
 #: In a group of connected modes, a mode the search weighed at this share of the group or
 #: more ...
@@ -149,10 +150,8 @@ class ModeSplitFit(ExtendedFit):
 
     def particle_log_weights(self) -> NDArray[np.float64]:
         """``log p_g - log n_g`` for every draw of group ``g``, shape (chains, draws, 1)."""
-        n_draws = self._draws.shape[0]
-        counts = np.bincount(self._groups) * n_draws
-        lw = np.log(self.mode_weights())[self._groups] - np.log(counts[self._groups])
-        return np.repeat(lw[:, None, None], n_draws, axis=1)
+        log_z = [e.log_z for e in self.mode_log_z]
+        return draw_log_weights(log_z, self._groups, self._draws.shape[0])[..., None]
 
     def run_expectation(self, f: Callable[[Any], NDArray[np.float64]] | str,
                         **ignored: Any) -> WeightedEstimate:
@@ -449,3 +448,18 @@ def _times(excess: float) -> str:
     """``1 + excess`` in words: "2.3 times", "100 times", "4.1e+03 times"."""
     ratio = 1.0 + excess
     return f"{ratio:.3g} times" if ratio < 1e3 else f"{ratio:.1e} times"
+
+
+def draw_log_weights(log_masses: list[float], groups: NDArray[np.intp], n_draws: int
+                     ) -> NDArray[np.float64]:
+    """``log p_g - log n_g`` of every draw of a split, shape (chains, draws): group ``g``
+    (each chain's in ``groups``) holds the share ``p_g`` of ``Z`` of its masses, spread
+    evenly over its ``n_g`` draws.
+
+    Raises
+    ------
+    Nothing (NaN where a mass is not finite).
+    """
+    counts = np.bincount(groups, minlength=len(log_masses)) * n_draws
+    lw = np.log(mixture_weights(log_masses))[groups] - np.log(counts[groups])
+    return np.repeat(lw[:, None], n_draws, axis=1)
