@@ -22,10 +22,10 @@ PACKAGE = Path(pemc_stan.__file__).resolve().parent
 
 #: The stages of the pipeline, earliest first: the package's folders, in the order a module
 #: may import them (a module imports its own folder and earlier ones).  The root package
-#: holds only the foundations (errors, the version) and the public API (``__init__``,
+#: holds only the foundations (errors, the version, log-sum-exp) and the public API (``__init__``,
 #: ``__main__``), which comes last.
 STAGES: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundations", frozenset({"errors", "_version"})),
+    ("foundations", frozenset({"errors", "_version", "numeric"})),
     ("CmdStan runtime", frozenset({"backend"})),
     ("Stan front end: the program and its data read once, text -> AST",
      frozenset({"stan"})),

@@ -42,9 +42,9 @@ from typing import Any, NamedTuple
 import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.backend.processes import usable_cores
+from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
 

@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.core.coordinates import BaseCoordinates
 from pemc_stan.estimators.weights import weighted_moments
+from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
 

@@ -59,9 +59,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from pemc_stan.errors import UnevaluableExpressionError, UnsupportedBaseError
+from pemc_stan.numeric import logsumexp
 from pemc_stan.stan import ast
 from pemc_stan.stan.evaluate import broadcast_per_draw, evaluate_per_draw, with_definitions
 from pemc_stan.stan.evaluate import evaluate as evaluate_expression

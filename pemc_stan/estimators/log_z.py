@@ -24,10 +24,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.integrate import simpson
-from scipy.special import logsumexp
 
 from pemc_stan.estimators.weights import chain_ess
 from pemc_stan.estimators.weights import pareto_smooth as psis
+from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
+
+from pemc_stan.numeric import logsumexp
 
 __all__ = ["importance_error", "mixture_log_z", "mixture_mean", "mixture_weights",
            "unexplained_mass"]

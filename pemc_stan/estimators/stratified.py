@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.estimators.weights import WeightedMean, weights_and_values
+from pemc_stan.numeric import logsumexp
 
 __all__ = ["stratified_log_z", "stratified_mean", "stratum_log_masses", "stratum_log_weights"]
 

@@ -26,7 +26,8 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import logsumexp
+
+from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
 

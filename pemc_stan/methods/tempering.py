@@ -17,7 +17,9 @@ import logging
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import bernoulli, factorial, logsumexp
+from scipy.special import bernoulli, factorial
+
+from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
 

@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.backend.console import condense, is_cmdstan_failure, message_shapes, run_error
 from pemc_stan.backend.pathfinder import (
@@ -75,6 +74,7 @@ from pemc_stan.core.search import (
     unseen_share,
 )
 from pemc_stan.errors import CmdStanRunError, UnevaluableDensityError
+from pemc_stan.numeric import logsumexp
 from pemc_stan.stan.inputs import non_finite_entries
 
 logger = logging.getLogger(__name__)

@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.modes.bridge import bridge_from_draws
 from pemc_stan.modes.grouping import DrawCells, draw_partition
+from pemc_stan.numeric import logsumexp
 from pemc_stan.output.diagnostics import (
     UNVISITED_EXPECTED_MIN,
     UNVISITED_SHARE_MIN,

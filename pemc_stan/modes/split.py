@@ -53,7 +53,6 @@ from typing import Any
 import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.core.coordinates import coordinate_draws
@@ -73,6 +72,7 @@ from pemc_stan.modes.wide import (
     unexplained_starts,
     wide_sample,
 )
+from pemc_stan.numeric import logsumexp
 from pemc_stan.output.diagnostics import RHAT_MAX, Note, Verdict, leapfrog_gradients
 from pemc_stan.sampling.follow_up import (
     ADAPT_DELTA_STEPS,

@@ -13,7 +13,6 @@ import cmdstanpy
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import emit_warning
@@ -29,6 +28,7 @@ from pemc_stan.estimators.tails import tail_fields
 from pemc_stan.modes.grouping import LEFT_SHARE_MAX, group_stats, worst_rhat
 from pemc_stan.modes.search_mass import SearchMass
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
+from pemc_stan.numeric import logsumexp
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate

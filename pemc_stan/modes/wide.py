@@ -21,13 +21,13 @@ from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
 
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import importance_error, mixture_log_z, unexplained_mass
+from pemc_stan.numeric import logsumexp
 from pemc_stan.output.diagnostics import ESS_MIN, Reason
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.checks import variance_and_error

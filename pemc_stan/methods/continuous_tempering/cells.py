@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import logsumexp
+
+from pemc_stan.numeric import logsumexp
 
 __all__ = ["MERGE_CROSSINGS", "MERGE_RATE", "MIN_CELL_DRAWS", "MODE_ACCEPT_RATIO",
            "MODE_ACCEPT_DRAWS", "join_crossed_cells", "lowest_acceptance_ratio"]

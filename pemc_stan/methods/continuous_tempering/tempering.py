@@ -45,11 +45,12 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from pemc_stan.estimators.log_z import EvidenceEstimate, quadrature_weights
 from pemc_stan.estimators.weights import WeightedMean, chain_ess
 from pemc_stan.methods.tempering import FLAT, BetaBias, log_conditional_beta
+from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
 
