@@ -74,6 +74,7 @@ from pemc_stan.core.search import (
     unseen_share,
 )
 from pemc_stan.errors import CmdStanRunError, UnevaluableDensityError
+from pemc_stan.modes.peaks import probe_peaks
 from pemc_stan.numeric import logsumexp
 from pemc_stan.stan.inputs import non_finite_entries
 
@@ -83,6 +84,8 @@ __all__ = ["APPROXIMATIONS", "BasePilot", "log_z_from_importance_weights"]
 
 #: The approximations tried, in order, after Pathfinder.
 APPROXIMATIONS = ("advi", "laplace", "nuts")
+#: Draws of the search whose ``lp__`` is kept (:attr:`BasePilot.lp_reference`).
+LP_REFERENCE_DRAWS = 8
 #: The share of the pilot's base spread evenly over the modes holding
 #: :data:`NEW_MODE_SHARE` of the mass (:func:`defensive_groups`).
 DEFENSIVE_SHARE = 0.5
@@ -235,6 +238,11 @@ class BasePilot:
         self.mode_centres: Any = None
         #: The last search for modes (None before, or when Pathfinder failed).
         self.search: ModeSearch | None = None
+        #: A few of the search's first draws (base coordinates) and their ``lp__``, which
+        #: Pathfinder writes with every constant of ``~`` statements and the ``log_prob``
+        #: method without (:meth:`log_density_z`): the offset between the two (None
+        #: before a round ran).
+        self.lp_reference: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
     # ------------------------------------------------------------------ approximations
 
@@ -269,7 +277,12 @@ class BasePilot:
             z, _ = self.coordinates.forward(self.param_draws(arr, cols), owner.data)
         else:  # group by the raw parameter columns
             z = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]
-        return np.asarray(z, dtype=float), lw
+        z = np.asarray(z, dtype=float)
+        if self.lp_reference is None:
+            lp = arr[:, cols.index("lp__")]
+            keep = np.flatnonzero(np.isfinite(lp) & np.all(np.isfinite(z), axis=1))
+            self.lp_reference = (z[keep[:LP_REFERENCE_DRAWS]], lp[keep[:LP_REFERENCE_DRAWS]])
+        return z, lw
 
     def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
         """The target's log density in base coordinates at rows of ``z``, up to a constant:
@@ -429,6 +442,13 @@ class BasePilot:
             grouped = (*_group(zs, lws, labels, same), len(zs))
         groups, log_z = grouped[0], grouped[1]
         unseen = max(unseen_share(_paths_per_major_mode(groups, lab), paths), restarted[1])
+        if same is not None:  # a spike inside a mode: a mode of its own (modes/peaks.py)
+            groups, z_all, lw_all, lab, peaks = probe_peaks(
+                self, seed, groups, z_all, lw_all, lab,
+                _round_timeout(per_path, 1) if per_path > 0 else None)
+            if peaks:
+                log_z = float(logsumexp([m for _, m in groups]))
+                stopped += f"; {peaks} peak(s) beyond their modes' Gaussians"
         shares = _shares(groups)
         centres = mode_centres(z_all, lw_all, groups, lab)
         major = shares >= NEW_MODE_SHARE
@@ -685,6 +705,7 @@ class BasePilot:
         self.failures: list[tuple[str, str, bool]] = []
         self.mode_centres = None
         self.search = None
+        self.lp_reference = None
         if first == "pathfinder" and not pathfinder:
             first = APPROXIMATIONS[0]
         if pathfinder and (log_z is None or (want_base and first == "pathfinder")):
