@@ -17,7 +17,8 @@ covariances times :data:`CELL_SPREAD`), from the particles within
   went, also in modes they hardly held at the target; one Student-t, and kernels at the
   particles (:class:`KernelPart`) that follow a curved mode's arms;
 * the search's centre with its mode's Pathfinder covariance
-  (:attr:`~pemc_stan.core.search.ModeSearch.covariances`);
+  (:attr:`~pemc_stan.core.search.ModeSearch.covariances`), and so every other mode's
+  whose Gaussian reaches into the cell (:data:`SPILL_SHARE`: a spike inside a slab);
 
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
@@ -106,6 +107,16 @@ COVER_DF = 3.0
 CELL_K_MAX = 0.7
 CELL_MORE = 4
 CELL_K_DRAWS = 20
+#: A mode's Gaussian that puts at least this share of its draws (of
+#: :data:`SPILL_DRAWS`) in another mode's cell is a part of that cell's proposal too: a
+#: spike inside a slab shares its centre with the slab's, and the cut between the two
+#: centres gives the slab's cell part of the spike, which nothing else in the slab's
+#: proposal reaches (no draw there: an underestimate no Pareto k sees).  Separated modes'
+#: Gaussians stay in their own cells, and their proposals are unchanged.
+SPILL_SHARE = 0.005
+SPILL_DRAWS = 2000
+#: Offset of the spill's seed from the cells' (its draws leave the cells' own unchanged).
+SPILL_SEED_OFFSET = 611953
 
 
 @dataclass(frozen=True, eq=False)
@@ -353,10 +364,14 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
     z_run, log_w_run = z_run[near], log_w_run[near]
     lab = metric.nearest_centre(z_run, centres)
     proposals: dict[int, tuple[list[Part], NDArray[np.float64]]] = {}
+    spills = _spills(metric, centres, covariances, seed)
     for k in range(centres.shape[0]):
         inside = lab == k
         cov = None if covariances is None else np.asarray(covariances[k], dtype=float)
         parts = cell_parts(z_run[inside], log_w_run[inside], centres[k], cov)
+        if covariances is not None:  # other modes' Gaussians reaching into the cell
+            parts += [q for j in np.flatnonzero(spills[:, k])
+                      if (q := _t(centres[j], covariances[j])) is not None]
         if cover is not None:
             parts.append(cover)
         if parts:
@@ -374,6 +389,27 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
         if more is not None:
             draws = _weighed(drawn.joined(more), metric, centres)
     return draws if np.any(np.isfinite(draws.log_u)) else None
+
+
+def _spills(metric: BaseDensity, centres: NDArray[np.float64],
+            covariances: NDArray[np.float64] | None, seed: int | None) -> NDArray[np.bool_]:
+    """``(K, K)``: whether mode ``j``'s Gaussian puts :data:`SPILL_SHARE` of its draws in
+    cell ``k`` (``j != k``; all False without covariances or a Gaussian to draw)."""
+    k = centres.shape[0]
+    out = np.zeros((k, k), dtype=bool)
+    if covariances is None or k < 2:
+        return out
+    rng = np.random.default_rng(None if seed is None else seed + SPILL_SEED_OFFSET)
+    for j in range(k):
+        try:
+            chol = np.linalg.cholesky(np.asarray(covariances[j], dtype=float))
+        except np.linalg.LinAlgError:
+            continue
+        y = centres[j] + rng.standard_normal((SPILL_DRAWS, centres.shape[1])) @ chol.T
+        share = np.bincount(metric.nearest_centre(y, centres), minlength=k) / SPILL_DRAWS
+        out[j] = share >= SPILL_SHARE
+        out[j, j] = False
+    return out
 
 
 class _Drawn(NamedTuple):
