@@ -22,7 +22,7 @@ hundreds of thousands of gradients.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +33,17 @@ from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.mixture import importance_error, unexplained_mass
-from pemc_stan.modes.wide import importance_log_weights, mixture_log_density
+from pemc_stan.modes.wide import (
+    WIDE_EXCESS_Z,
+    importance_log_weights,
+    mixture_log_density,
+    reported_log_normaliser,
+)
+from pemc_stan.output.diagnostics import Reason
 
 __all__ = ["REGION_SHARE", "REGION_SHORT_MIN", "SEARCH_MASS_DRAWS", "SEARCH_MASS_SEED_OFFSET",
-           "SearchMass", "search_mass"]
+           "SearchDraws", "SearchMass", "SearchMassCheck", "compare_mass", "search_draws",
+           "search_mass"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,66 +170,140 @@ def _share_variance(hit: NDArray[np.float64], weights: NDArray[np.float64]) -> f
     return total
 
 
-def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
-                data: Mapping[str, Any] | None, log_z: float, std_error: float,
-                seed: int | None, n: int = SEARCH_MASS_DRAWS,
-                chains: NDArray[np.float64] | None = None,
-                weights: NDArray[np.float64] | None = None) -> SearchMass | None:
-    """Importance sampling from the search's mode Gaussians against the groups' ``log Z``
-    (``std_error`` its standard error).  None without a search Gaussian, a finite
-    ``log Z``, or draws the density can be evaluated at.
+@dataclass(frozen=True, eq=False)
+class SearchDraws:
+    """Importance draws from the search's mode Gaussians (:func:`search_draws`): the
+    Gaussians, the draws in base coordinates, their log weights to the target, the
+    Gaussian each came from, and each mode's centre in the user's parameters."""
 
-    Parameters
-    ----------
-    coords
-        The base coordinates of the parameters.
-    search
-        The pilot's search (its centres, covariances, shares and base).
-    evaluator
-        ``log_density(draws)`` of the target with every constant.
-    data
-        The model's data.
-    log_z, std_error
-        The groups' estimate.
-    seed
-        The run's seed.
-    n
-        Draws.
-    chains, weights
-        The split's draws in base coordinates (chains, draws, D) and their weights
-        (chains, draws; summing to one): without them, no region is compared.
+    parts: list[BaseDensity]
+    z: NDArray[np.float64]
+    lw: NDArray[np.float64]
+    owner: NDArray[np.intp]
+    centres: Sequence[Mapping[str, Any]]
+
+
+def search_draws(coords: Any, search: ModeSearch, evaluator: Any,
+                 data: Mapping[str, Any] | None, seed: int | None,
+                 n: int = SEARCH_MASS_DRAWS) -> SearchDraws | None:
+    """``n`` draws from the search's mode Gaussians, weighed by the target (``evaluator``:
+    ``log_density(draws)`` with every constant); None without a search Gaussian, or when
+    the density cannot be evaluated or diverges at a draw (no finite comparison).
 
     Raises
     ------
     Nothing.
     """
-    if search.centres is None or search.base is None or not np.isfinite(log_z) \
-            or not np.isfinite(std_error):
+    if search.centres is None or search.base is None:
         return None
     rng = np.random.default_rng(None if seed is None else seed + SEARCH_MASS_SEED_OFFSET)
     try:
         parts, log_w = _gaussians(search)
         counts = rng.multinomial(n, np.exp(log_w))
         z = np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
-        owner = np.repeat(np.arange(len(parts)), counts)
         lw = importance_log_weights(coords, evaluator, data, z,
                                     mixture_log_density(parts, log_w, z))
         if np.any(lw == np.inf):  # a density that diverges: no finite comparison
             raise ValueError(f"the density is +inf at {int(np.sum(lw == np.inf))} draw(s)")
-        excess, zscore = unexplained_mass(lw, log_z, std_error)
-        mode = int(owner[int(np.argmax(lw))])
-        regions = [] if chains is None or weights is None else _regions(
-            parts, z, lw, log_z, std_error, chains, weights)
-        short = [k for k, (seen, share, _) in enumerate(regions)
-                 if seen - share > REGION_SHORT_MIN]
-        if short:
-            mode = max(short, key=lambda k: regions[k][2])
-        centre = coords.inverse(np.asarray(search.centres, dtype=float)[mode:mode + 1], data)
+        values = coords.inverse(np.asarray(search.centres, dtype=float), data)
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
         logger.info("importance sampling from the search's Gaussians failed: %s", exc)
         return None
+    centres = [{k: np.asarray(v)[i] for k, v in values.items()} for i in range(len(parts))]
+    return SearchDraws(parts, z, lw, np.repeat(np.arange(len(parts)), counts), centres)
+
+
+def compare_mass(draws: SearchDraws, log_z: float, std_error: float,
+                 chains: NDArray[np.float64] | None = None,
+                 weights: NDArray[np.float64] | None = None) -> SearchMass | None:
+    """The search's importance draws against an estimate ``log Z`` (``std_error`` its
+    standard error) and, with ``chains`` (chains, draws, D; base coordinates) and their
+    ``weights`` (chains, draws; summing to one), region by region; None without a finite
+    ``log Z`` or comparison.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if not (np.isfinite(log_z) and np.isfinite(std_error)):
+        return None
+    try:
+        excess, zscore = unexplained_mass(draws.lw, log_z, std_error)
+        mode = int(draws.owner[int(np.argmax(draws.lw))])
+        regions = [] if chains is None or weights is None else _regions(
+            draws.parts, draws.z, draws.lw, log_z, std_error, chains, weights)
+    except (ValueError, np.linalg.LinAlgError) as exc:
+        logger.info("the search's importance draws could not be compared: %s", exc)
+        return None
+    short = [k for k, (seen, share, _) in enumerate(regions) if seen - share > REGION_SHORT_MIN]
+    if short:
+        mode = max(short, key=lambda k: regions[k][2])
     if not np.isfinite(zscore):
         return None
     region = regions[mode] if regions else (float("nan"),) * 3
-    return SearchMass(float(excess), float(zscore), mode,
-                      {k: np.asarray(v)[0] for k, v in centre.items()}, *region)
+    return SearchMass(float(excess), float(zscore), mode, draws.centres[mode], *region)
+
+
+def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
+                data: Mapping[str, Any] | None, log_z: float, std_error: float,
+                seed: int | None, n: int = SEARCH_MASS_DRAWS,
+                chains: NDArray[np.float64] | None = None,
+                weights: NDArray[np.float64] | None = None) -> SearchMass | None:
+    """Importance sampling from the search's mode Gaussians (:func:`search_draws`) against
+    the groups' ``log Z`` (:func:`compare_mass`).  None without a search Gaussian, a finite
+    ``log Z``, or draws the density can be evaluated at.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if not (np.isfinite(log_z) and np.isfinite(std_error)):
+        return None
+    drawn = search_draws(coords, search, evaluator, data, seed, n)
+    return None if drawn is None else compare_mass(drawn, log_z, std_error, chains, weights)
+
+
+class SearchMassCheck:
+    """The ``search_mass`` reason of a tempered fit whose own estimate stands (its cells'
+    proposals hold the search's Gaussians, so their estimate is not judged here): the
+    search's importance draws see more mass than the run reports, in all or in one mode's
+    region (:meth:`SearchMass.missed`).  A tempered run whose base sits on a spike can
+    leave the spike at small beta and report the slab's draws with the spike's mass: no
+    check of the run against itself sees it.  It needs the run's own log normaliser
+    (CT's; PE's needs bridge sampling and is not judged).  A class holding the draws, not
+    the density, so that a fit still pickles.
+    """
+
+    def __init__(self, draws: SearchDraws) -> None:
+        self.draws = draws
+
+    def __call__(self, fit: Any) -> tuple[str, Reason | None]:
+        """``("search_mass", reason or None)``."""
+        if getattr(fit, "cell_estimate", None) is not None:
+            return "search_mass", None
+        run = reported_log_normaliser(fit)
+        z = fit.particle_coordinates()
+        if run is None or z is None:
+            return "search_mass", None
+        w = np.asarray(fit.target_weights(), dtype=float)
+        chains = np.asarray(z, dtype=float).reshape(w.shape[0], -1, z.shape[-1])
+        seen = compare_mass(self.draws, run.log_z, run.std_error, chains,
+                            w.reshape(w.shape[0], -1))
+        how = "" if seen is None else seen.missed(WIDE_EXCESS_Z)
+        if seen is None or not how:
+            return "search_mass", None
+        if how == "whole":
+            what = (f"sees {1 + seen.excess:.3g} times the mass the run reports ({seen.z:.1f} "
+                    "standard errors more)")
+        else:
+            what = (f"puts {100 * seen.region_seen:.0f}% of the run's mass in its central "
+                    f"region, where the run's weighted draws hold "
+                    f"{100 * seen.region_chains:.1f}% ({seen.region_z:.1f} standard errors "
+                    "less)")
+        return "search_mass", Reason(
+            "search_mass", f"importance sampling from the search's Gaussian at mode "
+            f"{seen.mode + 1} ({seen.where()}) {what}: the tempered chains did not weigh "
+            "that region (a narrow region of high mass beside a wide one: a phase "
+            "transition)", "nothing mechanical: the draws and log Z leave that region out "
+            "or misweigh it; report the two regions apart (a narrower prior, or a model "
+            "of each) or run longer chains (iter_sampling) to see whether the weights settle")

@@ -41,7 +41,7 @@ __all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
            "importance_log_weights",
            "WideMomentsCheck", "excess_of", "mixture_log_density", "mixture_sample",
-           "mode_gaussians", "moments_of",
+           "mode_gaussians", "moments_of", "reported_log_normaliser", "search_gaussians",
            "unexplained_starts", "wide_draws", "wide_log_weights", "wide_moments",
            "wide_resolution", "wide_sample"]
 
@@ -257,6 +257,22 @@ def wide_resolution(log_masses: list[float]) -> float:
     return float(np.clip(lightest / (WIDE_EXCESS_Z + WIDE_POWER_Z), WIDE_SE_MIN, WIDE_SE_MAX))
 
 
+def search_gaussians(search: Any) -> ModeGaussians:
+    """The search's modes as :data:`ModeGaussians`: log share, centre and covariance of
+    each (none without the search's covariances).
+
+    Raises
+    ------
+    Nothing.
+    """
+    if search is None or search.centres is None or search.covariances is None:
+        return []
+    shares = np.asarray(search.major_shares, dtype=float)
+    return [(float(np.log(q)), np.asarray(c, dtype=float), np.asarray(v, dtype=float))
+            for q, c, v in zip(shares, search.centres, search.covariances, strict=True)
+            if q > 0]
+
+
 def mode_gaussians(z: NDArray[np.float64], cells: NDArray[np.intp], groups: NDArray[np.intp],
                     members: list[list[int]], masses: list[EvidenceEstimate]) -> ModeGaussians:
     """The Gaussian of each cell's draws (its group's chains' draws in it) in base
@@ -385,10 +401,13 @@ class WideDraws:
 
 
 def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
-               data: Mapping[str, Any] | None, seed: int | None, n: int = MOMENT_DRAWS
-               ) -> WideDraws | None:
-    """Draws of the covering half of :func:`wide_log_weights` with Student-t tails of
-    :data:`MOMENT_DF`: first :data:`MOMENT_PILOT`, then, only when those hold
+               data: Mapping[str, Any] | None, seed: int | None, n: int = MOMENT_DRAWS,
+               modes: ModeGaussians | None = None) -> WideDraws | None:
+    """Draws of :func:`wide_log_weights` whose covering half has Student-t tails of
+    :data:`MOMENT_DF`, the other half from ``modes`` (the search's Gaussians, when given: a
+    narrow mode inside the covering Gaussian, a needle holding half the mass, gets no draw
+    from it, and its weights would look healthy without it): first
+    :data:`MOMENT_PILOT`, then, only when those hold
     :data:`~pemc_stan.output.diagnostics.ESS_MIN` effective draws, the rest up to ``n``.
     None when the draws cannot be evaluated or mapped back, or a density is infinite.
 
@@ -401,7 +420,8 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
     for size in (MOMENT_PILOT, n - MOMENT_PILOT):
         if size <= 0:
             break
-        drawn = wide_log_weights(coords, base, evaluator, data, seed, n=size, df=MOMENT_DF)
+        drawn = wide_log_weights(coords, base, evaluator, data, seed, n=size, modes=modes,
+                                 df=MOMENT_DF)
         seed = None if seed is None else seed + 1
         if drawn is None or not np.any(np.isfinite(drawn[0])):
             return None
@@ -583,7 +603,7 @@ def excess_of(draws: WideDraws, centres: Mapping[str, float]) -> WideExcess:
     return WideExcess(tuple(cols), np.array(centre), np.array(log_est), np.array(rel), n)
 
 
-def _run_log_normaliser(fit: Any) -> EvidenceEstimate | None:
+def reported_log_normaliser(fit: Any) -> EvidenceEstimate | None:
     """The reported log normaliser of the density as written: the cells' where the fit
     reports them, else the run's (CT's even for an improper prior); None when the fit
     has none."""
@@ -617,7 +637,7 @@ class WideExcessCheck:
         """``(z, column, run's share of the importance estimate)`` of the column farthest
         below (``z`` 0 when none compares)."""
         ex = self.excess
-        run = _run_log_normaliser(fit)
+        run = reported_log_normaliser(fit)
         worst: tuple[float, str, float] = (0.0, "", 1.0)
         if run is None:
             return worst

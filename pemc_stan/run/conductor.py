@@ -31,6 +31,7 @@ from pemc_stan.errors import PemcStanError
 from pemc_stan.modes.cells import CELL_K_MAX, CellDraws, cell_count, cell_draws, cover_part
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
+from pemc_stan.modes.search_mass import SearchMassCheck, search_draws
 from pemc_stan.modes.split import split_modes
 from pemc_stan.modes.wide import (
     MOMENT_DRAWS,
@@ -40,6 +41,7 @@ from pemc_stan.modes.wide import (
     WideMomentsCheck,
     excess_of,
     moments_of,
+    search_gaussians,
     wide_draws,
 )
 from pemc_stan.sampling.fit import ExtendedFit
@@ -142,7 +144,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         # the wide draws may cost what the follow-ups they can end would have spent
         allowance = int(budget.factor * (gradients.get("method", 0) + refused_gradients))
         run.later_checks = (*run.later_checks,
-                            *_wide_checks(model, found, seed, run, allowance))
+                            *_wide_checks(model, found, seed, run, allowance),
+                            *_search_check(model, found, seed, run))
         estimating += time.monotonic() - start
         return run
 
@@ -215,7 +218,26 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
         evaluator = _evaluator(model, fit)
         if evaluator is None:
             return None
-        return wide_draws(coords, search.base, evaluator, model.data, seed, n)
+        return wide_draws(coords, search.base, evaluator, model.data, seed, n,
+                          modes=search_gaussians(search))
+
+
+def _search_check(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
+                  ) -> tuple[SearchMassCheck, ...]:
+    """A tempered run's check against importance draws from the search's own mode
+    Gaussians (:class:`~pemc_stan.modes.search_mass.SearchMassCheck`): none without the
+    search's modes, base coordinates or a density."""
+    search = found.search
+    if search is None or search.centres is None:
+        return ()
+    coords = getattr(model.result, "coordinates", None)
+    if coords is None:
+        return ()
+    with stage("importance draws from the search's Gaussians (checking the mass)"):
+        evaluator = _evaluator(model, fit)
+        drawn = None if evaluator is None else search_draws(coords, search, evaluator,
+                                                            model.data, seed)
+    return () if drawn is None else (SearchMassCheck(drawn),)
 
 
 def _evaluator(model: MethodModel, fit: ExtendedFit) -> LogDensity | None:

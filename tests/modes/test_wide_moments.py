@@ -183,3 +183,30 @@ def test_no_excess_check_without_the_run_s_evidence_and_it_pickles() -> None:
     assert wide.WideExcessCheck(ex)(Fit(0.0, 0.01, 0.04, 0.002))[1] is None  # no log Z
     check = pickle.loads(pickle.dumps(wide.WideExcessCheck(ex)))
     assert check(RunFit(float(np.log(0.8)), 0.02, 0.0, 0.01, 0.04, 0.002))[1] is not None
+
+
+class Needle:
+    """Half the mass in a needle (sd 0.001) at the origin, half in N(0, I), 2-D: the
+    variance of each coordinate is 0.5 (to 1e-6)."""
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.asarray(draws["x"])
+        needle = np.sum(norm.logpdf(x, 0.0, 0.001), axis=1)
+        return np.logaddexp(np.log(0.5) + needle, np.log(0.5) + np.sum(norm.logpdf(x), axis=1))
+
+
+@pytest.mark.parametrize("with_modes", [True, False])
+def test_a_needle_the_search_found_is_weighed_by_the_wide_draws(with_modes: bool) -> None:
+    # the covering Gaussian alone never draws the needle (its share of a draw: ~1e-6),
+    # and its weights look healthy while the variance is twice the truth; with the
+    # search's Gaussians in the proposal the estimate is right
+    coords = _coords("parameters { vector[2] x; } model { }")
+    base = BaseDensity(np.zeros(2), np.eye(2), "dense")
+    modes = [(np.log(0.5), np.zeros(2), 1e-6 * np.eye(2)), (np.log(0.5), np.zeros(2), np.eye(2))]
+    draws = wide.wide_draws(coords, base, Needle(), {}, 1,  # type: ignore[arg-type]
+                            modes=modes if with_modes else None)
+    assert draws is not None
+    mo = wide.moments_of(draws)
+    assert mo is not None
+    right = np.all(np.abs(mo.var - 0.5) <= 4 * mo.var_se)
+    assert right == with_modes, (mo.var, mo.var_se)
