@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from pemc_stan.core.base_density import BaseDensity
+from pemc_stan.core.coordinates import coordinate_draws
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.modes.bridge import bridge_from_draws
@@ -245,11 +246,13 @@ def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int 
 class ScoutsCheck:
     """The ``split_chains`` check of a tempered fit (an
     :attr:`~pemc_stan.sampling.fit.ExtendedFit.later_checks` entry) run after a split
-    that was refused: :func:`missed_regions` of its particles, weights, ESS and
-    ``log Z`` (its own estimate, else its pilot's offset).  It looks only when every
-    other check passed: it is there to catch a wrong run that looks fine, and a suspect
-    run is already flagged (with few effective draws, many chains' regions would need
-    their masses estimated).  A class, not a closure, so that a fit still pickles.
+    that was refused: :func:`missed_regions` of the draws of the estimate it reports
+    (its cells' importance draws, else its particles: :func:`_reported_points`), their
+    weights, ESS and ``log Z`` (the particles': the run's own, else its pilot's offset).
+    It looks only when every other check passed: it is there to catch a wrong run that
+    looks fine, and a suspect run is already flagged (with few effective draws, many
+    chains' regions would need their masses estimated).  A class, not a closure, so that
+    a fit still pickles.
 
     Parameters
     ----------
@@ -267,13 +270,13 @@ class ScoutsCheck:
         return _once(fit, "split_chains", lambda: self._reason(fit))
 
     def _reason(self, fit: Any) -> Reason | None:
-        from pemc_stan.sampling.checks import estimates_ess
-
-        z = fit.particle_coordinates()
-        if z is None or z.ndim != 2 or z.shape[1] != self.split.z.shape[2]:
+        reported = _reported_points(fit)
+        if reported is None:
             return None
-        found = missed_regions(self.split, z, fit.target_weights().reshape(-1),
-                               estimates_ess(fit), _log_z(fit), self.seed)
+        z, weights, ess, log_z = reported
+        if z.ndim != 2 or z.shape[1] != self.split.z.shape[2]:
+            return None
+        found = missed_regions(self.split, z, weights, ess, log_z, self.seed)
         if not found:
             return None
         said = ", ".join(f"chain {c + 1} ({100 * share:.0f}% of the mass)"
@@ -285,17 +288,49 @@ class ScoutsCheck:
             "search longer (raise num_paths), or start chains there (inits)")
 
 
+def _reported_points(fit: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], float,
+                                         float] | None:
+    """The draws of the estimate ``fit`` reports, in base coordinates, with their weights
+    (summing to one), effective sample size and ``log Z``: its cells' importance draws
+    when it reports them (their proposals reach where the search found mass, whether or
+    not the chains went), else its particles; None without base coordinates."""
+    from pemc_stan.sampling.checks import estimates_ess
+
+    cells = getattr(fit, "cell_estimate", None)
+    coords = None if cells is None else getattr(fit.result, "coordinates", None)
+    if cells is not None and coords is not None and coords.blocks:
+        columns = fit.parameter_columns()
+        try:
+            values = np.stack([np.asarray(cells.values[c], dtype=float) for c in columns],
+                              axis=-1)
+            z, _ = coords.forward(coordinate_draws(coords, values, columns, fit.data),
+                                  fit.data)
+            lu = np.asarray(cells.log_u, dtype=float)
+            w = np.exp(lu - logsumexp(lu))
+            return (np.asarray(z, dtype=float), w, float(1.0 / np.sum(w**2)),
+                    float(cells.evidence().log_z))
+        except (KeyError, ValueError) as exc:  # the run's particles judge instead
+            logger.info("the cells' draws could not be placed (%s)", exc)
+    z = fit.particle_coordinates()
+    if z is None:
+        return None
+    return z, fit.target_weights().reshape(-1), estimates_ess(fit), _log_z(fit)
+
+
 def _once(fit: Any, name: str, find: Callable[[], Reason | None]) -> tuple[str, Reason | None]:
-    """``(name, reason or None)`` of a later check, computed once per fit (kept on it as
-    ``_<name>``) and only when every other check passed: these checks are there to catch
-    a wrong run that looks fine (while ``find`` runs, the fit's own verdict sees this one
-    as passed)."""
+    """``(name, reason or None)`` of a later check, computed once per fit and estimate
+    (kept on it as ``_<name>`` with the cells' estimate it judged: the cells come after
+    the run's first verdict) and only when every other check passed: these checks are
+    there to catch a wrong run that looks fine (while ``find`` runs, the fit's own
+    verdict sees this one as passed)."""
     attr = f"_{name}"
-    if getattr(fit, attr, None) is not None:
-        return getattr(fit, attr)
-    setattr(fit, attr, (name, None))
+    judged = id(getattr(fit, "cell_estimate", None))
+    kept = getattr(fit, attr, None)
+    if kept is not None and kept[0] == judged:
+        return kept[1]
+    setattr(fit, attr, (judged, (name, None)))
     out = (name, find() if fit.check().ok else None)
-    setattr(fit, attr, out)
+    setattr(fit, attr, (judged, out))
     return out
 
 

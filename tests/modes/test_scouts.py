@@ -157,6 +157,26 @@ def test_the_check_names_a_missed_chain_only_when_nothing_else_flags_the_run(
     assert "chain 3 (30% of the mass)" in str(fit.check()) or other_reason
 
 
+def test_the_check_judges_the_cells_draws_once_they_are_the_estimate(monkeypatch) -> None:
+    # the run's particles miss chain 3's region, the cells' importance draws (which reach
+    # where the search found mass) hold it: the check names the chain before the cells
+    # and not once they are the reported estimate (judged again, not kept from before)
+    rng = np.random.default_rng(3)
+    split = _split(rng, [15.0, 15.0, -10.0])
+    monkeypatch.setattr(scouts, "_region_log_mass", lambda *a: _mass(0.3 / 0.7))
+    monkeypatch.setattr("pemc_stan.sampling.checks.estimates_ess", lambda fit: 1000.0)
+    fit = _Fit(rng.normal(15, 1, (1000, 2)), False)
+    fit.cell_estimate = None
+    fit.later_checks = (ScoutsCheck(split),)
+    assert [r.name for r in fit.check().reasons] == ["split_chains"]
+    cells = np.concatenate([rng.normal(15, 1, (700, 2)), rng.normal(-10, 1, (300, 2))])
+    monkeypatch.setattr(scouts, "_reported_points", lambda f: (
+        (cells, np.full(1000, 1e-3), 1000.0, 0.0) if f.cell_estimate is not None else
+        (f._z, np.full(1000, 1e-3), 1000.0, 0.0)))
+    fit.cell_estimate = object()
+    assert fit.check().ok, fit.check()
+
+
 def test_the_check_pickles_with_the_fit_it_judges() -> None:
     import pickle
 
