@@ -35,7 +35,8 @@ from pemc_stan.sampling.model import LogDensity
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_PILOT",
+__all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_MODE_SHARE",
+           "MOMENT_PILOT",
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
@@ -83,11 +84,11 @@ WIDE_SEED_OFFSET = 32452843
 ModeGaussians = list[tuple[float, NDArray[np.float64], NDArray[np.float64]]]
 
 
-def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.inf
-              ) -> tuple[list[BaseDensity], NDArray[np.float64]]:
+def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.inf,
+              mode_share: float = 0.5) -> tuple[list[BaseDensity], NDArray[np.float64]]:
     """The wide sampler's mixture: its parts and their log weights.  The covering
     Gaussian with its standard deviations times each of :data:`WIDE_SPREADS` (equal
-    parts); with ``modes``, half the weight goes to them instead (the fitted
+    parts); with ``modes``, ``mode_share`` of the weight goes to them instead (the fitted
     covariances times :data:`WIDE_MODE_SPREAD` squared).  With finite ``df`` the
     covering parts have Student-t tails of ``df`` degrees of freedom."""
     mean, cov = np.asarray(base.mean, dtype=float), np.asarray(base.cov, dtype=float)
@@ -98,7 +99,8 @@ def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.i
         parts += [BaseDensity(np.asarray(m[1], dtype=float),
                               WIDE_MODE_SPREAD**2 * np.asarray(m[2], dtype=float), "dense")
                   for m in modes]
-        log_w = np.concatenate([log_w, lm - logsumexp(lm)]) - np.log(2.0)
+        log_w = np.concatenate([log_w + np.log1p(-mode_share),
+                                lm - logsumexp(lm) + np.log(mode_share)])
     return parts, log_w
 
 
@@ -186,7 +188,8 @@ def unexplained_starts(z: NDArray[np.float64], log_weights: NDArray[np.float64],
 
 def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
                      data: Mapping[str, Any] | None, seed: int | None, n: int = WIDE_DRAWS,
-                     modes: ModeGaussians | None = None, df: float = math.inf
+                     modes: ModeGaussians | None = None, df: float = math.inf,
+                     mode_share: float = 0.5
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of ``n`` draws ``z`` of ``q`` (base
     coordinates), and the draws: ``q`` is the equal mixture of the Gaussian ``base``
@@ -195,7 +198,8 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     that and of them, half each.  Its estimate of ``Z`` is unbiased either way; when
     the modes hold all the mass, their half keeps the weights nearly even (far more
     precise than the covering Gaussians alone), and a mode missing from them is still
-    reached by the covering half.  ``df``: the covering parts' Student-t tails (:func:`_proposal`).
+    reached by the covering half.  ``df``: the covering parts' Student-t tails;
+    ``mode_share``: the modes' part of the mixture (:func:`_proposal`).
     ``-inf`` where the density is not finite.  None when the draws cannot be evaluated
     (the split is then judged without them).
 
@@ -205,7 +209,7 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     """
     rng = np.random.default_rng(seed)
     try:
-        parts, log_w = _proposal(base, modes, df)
+        parts, log_w = _proposal(base, modes, df, mode_share)
         z = mixture_sample(parts, log_w, n, rng)
         lw = importance_log_weights(coords, evaluator, data, z,
                                     mixture_log_density(parts, log_w, z))
@@ -348,6 +352,10 @@ MOMENT_PILOT = 10_000
 #: draws is far above its value from the whole batch.
 MOMENT_DRAWS = 100_000
 MOMENT_K_MAX = 0.7
+#: The search's mode Gaussians' share of those draws: enough for a needle's region (ten
+#: thousand draws of 100,000), small enough to leave the covering part's weights in a
+#: curved mode's arms nearly as even as without them (half would double them there).
+MOMENT_MODE_SHARE = 0.1
 #: A run's mean or variance this many combined standard errors from the importance
 #: estimate is suspect (the benchmark's bound, 4 of the run's own errors).
 MOMENT_Z_MAX = 4.0
@@ -403,10 +411,11 @@ class WideDraws:
 def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
                data: Mapping[str, Any] | None, seed: int | None, n: int = MOMENT_DRAWS,
                modes: ModeGaussians | None = None) -> WideDraws | None:
-    """Draws of :func:`wide_log_weights` whose covering half has Student-t tails of
-    :data:`MOMENT_DF`, the other half from ``modes`` (the search's Gaussians, when given: a
-    narrow mode inside the covering Gaussian, a needle holding half the mass, gets no draw
-    from it, and its weights would look healthy without it): first
+    """Draws of :func:`wide_log_weights` whose covering part has Student-t tails of
+    :data:`MOMENT_DF`, :data:`MOMENT_MODE_SHARE` of them from ``modes`` (the search's
+    Gaussians, when given: a narrow mode inside the covering Gaussian, a needle holding
+    half the mass, gets no draw from it, and its weights would look healthy without it):
+    first
     :data:`MOMENT_PILOT`, then, only when those hold
     :data:`~pemc_stan.output.diagnostics.ESS_MIN` effective draws, the rest up to ``n``.
     None when the draws cannot be evaluated or mapped back, or a density is infinite.
@@ -421,7 +430,7 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
         if size <= 0:
             break
         drawn = wide_log_weights(coords, base, evaluator, data, seed, n=size, modes=modes,
-                                 df=MOMENT_DF)
+                                 df=MOMENT_DF, mode_share=MOMENT_MODE_SHARE)
         seed = None if seed is None else seed + 1
         if drawn is None or not np.any(np.isfinite(drawn[0])):
             return None

@@ -49,9 +49,12 @@ def _exact(y: np.ndarray) -> dict[str, float]:
     w = np.exp(terms - logsumexp(terms))
     mu1 = np.array([25.0 * y[:j].sum() / (1.0 + 25.0 * j) for j in range(n)])
     var1 = 25.0 / (1.0 + 25.0 * np.arange(n))  # mu1's variance given j
+    mu2 = np.array([25.0 * y[j:].sum() / (1.0 + 25.0 * (n - j)) for j in range(n)])
+    var2 = 25.0 / (1.0 + 25.0 * (n - np.arange(n)))
     return {"log_z": float(logsumexp(terms)), "s": float(w @ (np.arange(n) + 0.5)),
             "mu1": float(w @ mu1), "P(s < 15)": float(w[:15].sum()),
-            "var[mu1]": float(w @ (var1 + mu1**2) - (w @ mu1) ** 2)}
+            "var[mu1]": float(w @ (var1 + mu1**2) - (w @ mu1) ** 2),
+            "mu2": float(w @ mu2), "var[mu2]": float(w @ (var2 + mu2**2) - (w @ mu2) ** 2)}
 
 
 def _within(est: float, se: float, exact: float) -> None:
@@ -127,10 +130,16 @@ def test_after_a_refused_split_the_tempered_run_reaches_the_slab_its_chains_saw(
     fit = pemc_stan.sample(CHANGE_POINT, data=data, seed=1)
     # mu1's slab (10% of the mass, sd 5) is seldom drawn: its variance's error stays
     # above a fifth of it through the follow-ups (26% at 1,000 draws), so the verdict
-    # says so; the slab must be sampled, and nothing else found wrong
+    # says so; the slab must be sampled.  mu2's spread is the run's to get right, or
+    # the wide check's to name (on seed 1 the run's variance of mu2 is 0.081 +- 0.004
+    # against 0.109: the check drawing from the search's modes sees it)
     assert fit.method == "continuous_tempering"
-    assert set(fit.check().names()) <= {"sd_precision"}, fit.check()
+    verdict = fit.check()
+    assert set(verdict.names()) <= {"sd_precision", "wide_excess"}, verdict
     mean = fit.expectation("mu1")
     _within(mean.mean, mean.mcse, exact["mu1"])
     var = fit.expectation(lambda v: (v["mu1"] - exact["mu1"]) ** 2)
     _within(var.mean, var.mcse, exact["var[mu1]"])
+    spread = fit.expectation(lambda v: (v["mu2"] - exact["mu2"]) ** 2)
+    right = abs(spread.mean - exact["var[mu2]"]) <= 4 * spread.mcse
+    assert right == ("wide_excess" not in verdict.names()), (spread, exact["var[mu2]"], verdict)
