@@ -143,8 +143,10 @@ def _tops(pilot: Any, centres: NDArray[np.float64], modes: list[int], seed: int 
         except Exception as exc:  # an optimiser that fails: the mode stays as it was
             logger.info("mode search: the peak of mode %d was not climbed (%s)", k,
                         " ".join(str(exc).split())[:160])
+    if not climbed:
+        return {}, math.nan
     ref = pilot.lp_reference
-    if not climbed or ref is None or not np.size(ref[1]):
+    if ref is None or not np.size(ref[1]):
         return {}, math.nan
     points = np.vstack([*(top[None, :] for top, _ in climbed.values()), ref[0]])
     try:

@@ -35,8 +35,8 @@ from pemc_stan.sampling.model import LogDensity
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EXCESS_Z_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX", "MOMENT_MODE_SHARE",
-           "MOMENT_PILOT",
+__all__ = ["EXCESS_Z_MAX", "MODES_OUTSIDE_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX",
+           "MOMENT_MODE_SHARE", "MOMENT_PILOT",
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
@@ -261,9 +261,14 @@ def wide_resolution(log_masses: list[float]) -> float:
     return float(np.clip(lightest / (WIDE_EXCESS_Z + WIDE_POWER_Z), WIDE_SE_MIN, WIDE_SE_MAX))
 
 
-def search_gaussians(search: Any) -> ModeGaussians:
+def search_gaussians(search: Any, particles: NDArray[np.float64] | None = None,
+                     weights: NDArray[np.float64] | None = None) -> ModeGaussians:
     """The search's modes as :data:`ModeGaussians`: log share, centre and covariance of
-    each (none without the search's covariances).
+    each; none without the search's covariances, or when a run's ``particles`` (base
+    coordinates, (M, D)) put more than :data:`MODES_OUTSIDE_MAX` of their ``weights``
+    outside every mode's central 99%: the run found modes the search did not, and
+    importance draws that favour the search's would weigh the target towards them with
+    weights that look healthy (nothing is drawn where they miss).
 
     Raises
     ------
@@ -272,9 +277,25 @@ def search_gaussians(search: Any) -> ModeGaussians:
     if search is None or search.centres is None or search.covariances is None:
         return []
     shares = np.asarray(search.major_shares, dtype=float)
-    return [(float(np.log(q)), np.asarray(c, dtype=float), np.asarray(v, dtype=float))
-            for q, c, v in zip(shares, search.centres, search.covariances, strict=True)
-            if q > 0]
+    modes = [(float(np.log(q)), np.asarray(c, dtype=float), np.asarray(v, dtype=float))
+             for q, c, v in zip(shares, search.centres, search.covariances, strict=True)
+             if q > 0]
+    if particles is None or weights is None or not modes:
+        return modes
+    from scipy.stats import chi2
+
+    z = np.asarray(particles, dtype=float)
+    w = np.asarray(weights, dtype=float).reshape(-1)
+    inside = np.zeros(z.shape[0], dtype=bool)
+    radius = float(chi2.ppf(0.99, z.shape[1]))
+    try:
+        for _, centre, cov in modes:
+            u = np.linalg.solve(np.linalg.cholesky(cov), (z - centre).T)
+            inside |= np.sum(u * u, axis=0) <= radius
+    except np.linalg.LinAlgError:
+        return []
+    outside = float(np.sum(w[~inside]) / max(float(np.sum(w)), 1e-300))
+    return modes if outside <= MODES_OUTSIDE_MAX else []
 
 
 def mode_gaussians(z: NDArray[np.float64], cells: NDArray[np.intp], groups: NDArray[np.intp],
@@ -356,6 +377,9 @@ MOMENT_K_MAX = 0.7
 #: thousand draws of 100,000), small enough to leave the covering part's weights in a
 #: curved mode's arms nearly as even as without them (half would double them there).
 MOMENT_MODE_SHARE = 0.1
+#: ... only while the run puts at most this share of its weight outside the search's
+#: modes (:func:`search_gaussians`).
+MODES_OUTSIDE_MAX = 0.05
 #: A run's mean or variance this many combined standard errors from the importance
 #: estimate is suspect (the benchmark's bound, 4 of the run's own errors).
 MOMENT_Z_MAX = 4.0

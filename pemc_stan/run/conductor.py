@@ -218,8 +218,9 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
         evaluator = _evaluator(model, fit)
         if evaluator is None:
             return None
-        return wide_draws(coords, search.base, evaluator, model.data, seed, n,
-                          modes=search_gaussians(search))
+        z = fit.particle_coordinates()
+        modes = search_gaussians(search, z, None if z is None else fit.target_weights())
+        return wide_draws(coords, search.base, evaluator, model.data, seed, n, modes=modes)
 
 
 def _search_check(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit

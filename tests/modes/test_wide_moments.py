@@ -210,3 +210,17 @@ def test_a_needle_the_search_found_is_weighed_by_the_wide_draws(with_modes: bool
     assert mo is not None
     right = np.all(np.abs(mo.var - 0.5) <= 4 * mo.var_se)
     assert right == with_modes, (mo.var, mo.var_se)
+
+
+def test_the_search_s_modes_are_left_out_where_the_run_found_others() -> None:
+    # a run holding 10% of its weight in a mode the search never found: importance draws
+    # favouring the search's modes would weigh the target towards them unseen
+    from types import SimpleNamespace
+
+    search = SimpleNamespace(centres=np.zeros((1, 2)), covariances=np.eye(2)[None],
+                             major_shares=np.array([1.0]))
+    rng = np.random.default_rng(1)
+    found = rng.standard_normal((900, 2))
+    assert len(wide.search_gaussians(search, found, np.ones(900))) == 1
+    run = np.concatenate([found, 20.0 + rng.standard_normal((100, 2))])
+    assert wide.search_gaussians(search, run, np.ones(1000)) == []

@@ -153,9 +153,9 @@ def test_the_wide_draws_use_the_method_s_own_density_before_a_density_program(
 
     monkeypatch.setattr(plan, "DensityEvaluator", _Evaluator)
     monkeypatch.setattr(plan, "wide_draws",
-                        lambda coords, base, evaluator, *a: seen.update(ev=evaluator))
-    found = Found(search=SimpleNamespace(base=object()))
-    fit = SimpleNamespace(gradients=lambda: 50_000)
+                        lambda coords, base, evaluator, *a, **k: seen.update(ev=evaluator))
+    found = Found(search=SimpleNamespace(base=object(), centres=None, covariances=None))
+    fit = SimpleNamespace(gradients=lambda: 50_000, particle_coordinates=lambda: None)
     plan._wide_draws(_Owner(), found, 1, fit)  # type: ignore[arg-type]
     assert (seen["ev"] is mine) == own and len(built) == (0 if own else 1)
     assert own or seen["ev"] is built[0]
