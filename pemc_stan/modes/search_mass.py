@@ -36,6 +36,7 @@ from pemc_stan.estimators.mixture import importance_error, unexplained_mass
 from pemc_stan.modes.wide import (
     WIDE_EXCESS_Z,
     importance_log_weights,
+    in_central_region,
     mixture_log_density,
     reported_log_normaliser,
 )
@@ -131,27 +132,17 @@ def _regions(parts: list[BaseDensity], z: NDArray[np.float64],
     """Each mode's ``(share of Z in its region by the importance draws, by the chains'
     draws, the first's excess in standard errors)``; ``chains`` (chains, draws, D) with
     ``weights`` (chains, draws) summing to one."""
-    from scipy.stats import chi2
-
-    radius = float(chi2.ppf(REGION_SHARE, z.shape[1]))
     out = []
     for q in parts:
-        inside = _mahalanobis(q, z) <= radius
+        inside = in_central_region(q.mean, q.cov, z, REGION_SHARE)
         seen, own = importance_error(np.where(inside, lw, -np.inf), log_z)
         flat = chains.reshape(-1, chains.shape[-1])
-        hit = (_mahalanobis(q, flat) <= radius).reshape(weights.shape).astype(float)
+        hit = in_central_region(q.mean, q.cov, flat, REGION_SHARE).reshape(
+            weights.shape).astype(float)
         share = float(np.sum(weights * hit))
         se = float(np.sqrt(own**2 + (seen * std_error) ** 2 + _share_variance(hit, weights)))
         out.append((seen, share, (seen - share) / se if se > 0 else float("inf")))
     return out
-
-
-def _mahalanobis(q: BaseDensity, z: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Squared Mahalanobis distances of rows of ``z`` from ``q``'s mean under its
-    covariance."""
-    chol = np.linalg.cholesky(np.asarray(q.cov, dtype=float))
-    u = np.linalg.solve(chol, (np.asarray(z, dtype=float) - np.asarray(q.mean)).T)
-    return np.asarray(np.sum(u * u, axis=0), dtype=float)
 
 
 def _share_variance(hit: NDArray[np.float64], weights: NDArray[np.float64]) -> float:

@@ -40,7 +40,7 @@ __all__ = ["EXCESS_Z_MAX", "MODES_OUTSIDE_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MO
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
-           "importance_log_weights",
+           "importance_log_weights", "in_central_region",
            "WideMomentsCheck", "excess_of", "mixture_log_density", "mixture_sample",
            "mode_gaussians", "moments_of", "reported_log_normaliser", "search_gaussians",
            "unexplained_starts", "wide_draws", "wide_log_weights", "wide_moments",
@@ -261,6 +261,24 @@ def wide_resolution(log_masses: list[float]) -> float:
     return float(np.clip(lightest / (WIDE_EXCESS_Z + WIDE_POWER_Z), WIDE_SE_MIN, WIDE_SE_MAX))
 
 
+def in_central_region(mean: NDArray[np.float64], cov: NDArray[np.float64],
+                      z: NDArray[np.float64], share: float = 0.99) -> NDArray[np.bool_]:
+    """Whether each row of ``z`` lies in the central ``share`` of the Gaussian of ``mean``
+    and ``cov`` (a ball of its Mahalanobis distance: the chi-square quantile).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``cov`` is not positive definite.
+    """
+    from scipy.stats import chi2
+
+    z = np.atleast_2d(np.asarray(z, dtype=float))
+    u = np.linalg.solve(np.linalg.cholesky(np.asarray(cov, dtype=float)),
+                        (z - np.asarray(mean, dtype=float)).T)
+    return np.asarray(np.sum(u * u, axis=0) <= float(chi2.ppf(share, z.shape[1])))
+
+
 def search_gaussians(search: Any, particles: NDArray[np.float64] | None = None,
                      weights: NDArray[np.float64] | None = None) -> ModeGaussians:
     """The search's modes as :data:`ModeGaussians`: log share, centre and covariance of
@@ -282,16 +300,12 @@ def search_gaussians(search: Any, particles: NDArray[np.float64] | None = None,
              if q > 0]
     if particles is None or weights is None or not modes:
         return modes
-    from scipy.stats import chi2
-
     z = np.asarray(particles, dtype=float)
     w = np.asarray(weights, dtype=float).reshape(-1)
     inside = np.zeros(z.shape[0], dtype=bool)
-    radius = float(chi2.ppf(0.99, z.shape[1]))
     try:
         for _, centre, cov in modes:
-            u = np.linalg.solve(np.linalg.cholesky(cov), (z - centre).T)
-            inside |= np.sum(u * u, axis=0) <= radius
+            inside |= in_central_region(centre, cov, z)
     except np.linalg.LinAlgError:
         return []
     outside = float(np.sum(w[~inside]) / max(float(np.sum(w)), 1e-300))
