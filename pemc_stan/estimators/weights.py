@@ -27,6 +27,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from pemc_stan.estimators.convergence import ess_mean
 from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
@@ -330,7 +331,7 @@ def max_weight_share(log_w: ArrayLike, threshold: float = 0.99, axis: int = -1) 
 def chain_ess(x: ArrayLike) -> float:
     """Autocorrelation-aware ESS of the mean of a chain-shaped array.
 
-    Uses ArviZ's ``ess(method="mean")`` (split chains, Geyer initial monotone
+    :func:`~pemc_stan.estimators.convergence.ess_mean` (split chains, Geyer initial monotone
     sequence, multi-chain variance ``var_plus`` so that disagreement between
     chains lowers the ESS).  A constant array returns its size.
 
@@ -360,13 +361,7 @@ def chain_ess(x: ArrayLike) -> float:
         raise ValueError("chain_ess got non-finite values")
     if np.ptp(arr) <= np.finfo(float).resolution * max(1.0, float(np.max(np.abs(arr)))):
         return float(arr.size)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz as az
-    out = az.ess(arr, method="mean")
-    if hasattr(out, "to_array"):  # xarray Dataset (older ArviZ)
-        out = out.to_array()
-    value = float(np.asarray(out).squeeze())
+    value = ess_mean(arr)
     if not np.isfinite(value):
-        raise ValueError("ArviZ returned a non-finite ESS")
+        raise ValueError("the ESS of the mean is not finite")
     return value

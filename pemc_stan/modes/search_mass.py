@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PemcStanError
+from pemc_stan.estimators.convergence import ess_bulk
 from pemc_stan.estimators.mixture import importance_error, unexplained_mass
 from pemc_stan.modes.wide import (
     WIDE_EXCESS_Z,
@@ -148,15 +149,13 @@ def _regions(parts: list[BaseDensity], z: NDArray[np.float64],
 def _share_variance(hit: NDArray[np.float64], weights: NDArray[np.float64]) -> float:
     """The variance of the weighted share of draws in a region: each chain's indicator
     by its effective draws (a region no draw entered counts as one draw's share)."""
-    import arviz as az
-
     total = 0.0
     for c in range(hit.shape[0]):
         h, w = hit[c], float(np.sum(weights[c]))
         share = max(float(np.mean(h)), 1.0 / h.size)
         ess = h.size
         if np.ptp(h) > 0:
-            ess = max(float(az.ess(h[None, :])), 1.0)
+            ess = max(ess_bulk(h[None, :]), 1.0)
         total += w * w * share * (1.0 - share) / ess
     return total
 

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.estimators.convergence import convergence, ess_bulk, rhat_rank
+
 __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "treedepth_advice",
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "VARIANCE_SE_MAX", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
@@ -137,12 +139,10 @@ def rhat_and_ess(draws: NDArray[np.float64]) -> tuple[float, float]:
     ------
     Nothing.
     """
-    import arviz as az
-
     x = np.asarray(draws, dtype=float)
     if not _assessable(x):
         return float("nan"), float("nan")
-    return float(az.rhat(x)), float(az.ess(x, method="bulk"))
+    return rhat_rank(x), ess_bulk(x)
 
 
 #: The columns of :func:`convergence_stats` (and of ``ExtendedFit.convergence()``).
@@ -170,13 +170,10 @@ def convergence_stats(draws: NDArray[np.float64]) -> tuple[float, float, float]:
     ------
     Nothing.
     """
-    import arviz as az
-
     x = np.asarray(draws, dtype=float)
     if not _assessable(x):
         return float("nan"), float("nan"), float("nan")
-    return (float(az.rhat(x)), float(az.ess(x, method="bulk")),
-            float(az.ess(x, method="tail")))
+    return convergence(x)
 
 
 def chains_disagree(estimates: NDArray[np.float64], std_errors: NDArray[np.float64]
