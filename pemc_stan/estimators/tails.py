@@ -13,10 +13,11 @@ A Student-t of ``nu`` degrees of freedom has ``k = 1/nu`` for ``|x|`` and ``2/nu
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from pemc_stan.estimators.psis import psis
 
 __all__ = ["TAIL_TERMS_MIN", "khat_bound", "tail_fields", "tail_khat"]
 
@@ -41,10 +42,10 @@ def khat_bound(n: float) -> float:
 def tail_khat(terms: ArrayLike) -> float:
     """The generalized Pareto shape ``k`` of the upper tail of ``|terms|`` (a sample's
     deviations from its estimate, times their weights where weighted), fitted to the
-    largest ``min(S / 5, 3 sqrt(S))`` of them as PSIS fits weights (ArviZ's ``psislw``,
-    which takes their logarithms).  NaN for fewer than :data:`TAIL_TERMS_MIN` distinct
-    non-zero finite terms (an indicator's 0s and 1s have no tail to fit); ``inf`` for a
-    non-finite term.
+    largest ``min(S / 5, 3 sqrt(S))`` of them as PSIS fits weights
+    (:func:`~pemc_stan.estimators.psis.psis` of their logarithms).  NaN for fewer than
+    :data:`TAIL_TERMS_MIN` distinct non-zero finite terms (an indicator's 0s and 1s have
+    no tail to fit); ``inf`` for a non-finite term.
 
     Raises
     ------
@@ -56,11 +57,7 @@ def tail_khat(terms: ArrayLike) -> float:
     a = a[np.isfinite(a) & (a > 0)]
     if a.size < TAIL_TERMS_MIN or np.unique(a).size < TAIL_TERMS_MIN:
         return float("nan")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import arviz as az
-
-        _, k = az.psislw(np.log(a), reff=1.0, normalize=False)
+    _, k = psis(np.log(a))
     return float(k) if np.isfinite(k) else float("nan")  # inf: a tail of ties, not a fit
 
 

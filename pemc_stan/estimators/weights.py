@@ -21,13 +21,13 @@ lives in :mod:`pemc_stan.methods.pseudo_extended.estimators`.
 from __future__ import annotations
 
 import logging
-import warnings
 from typing import Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pemc_stan.estimators.convergence import ess_mean
+from pemc_stan.estimators.psis import psis
 from pemc_stan.numeric import logsumexp
 
 logger = logging.getLogger(__name__)
@@ -207,7 +207,7 @@ def weighted_mean(values: ArrayLike, log_w: ArrayLike) -> WeightedMean:
 
 def pareto_smooth(log_w: ArrayLike) -> tuple[NDArray[np.float64], float]:
     """Pareto-smoothed log-weights and the ``k_hat`` of their upper tail (PSIS, Vehtari et
-    al. 2024, through ``arviz.psislw``, the weights' scale kept): below 0.7 smoothed
+    al. 2024, :func:`~pemc_stan.estimators.psis.psis`, the weights' scale kept): below 0.7 smoothed
     estimates and their delta-method errors (:func:`weighted_mean`) are reliable; for
     weights all finite and equal (no tail) the weights as given and ``k_hat = -inf``.
 
@@ -219,12 +219,8 @@ def pareto_smooth(log_w: ArrayLike) -> tuple[NDArray[np.float64], float]:
     lw = _check_log_weights(log_w)
     if np.all(np.isfinite(lw)) and float(np.ptp(lw)) == 0.0:
         return lw.copy(), float("-inf")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import arviz as az
-
-        smoothed, k_hat = az.psislw(lw, reff=1.0, normalize=False)
-    return np.asarray(smoothed, dtype=float), float(k_hat)
+    smoothed, k_hat = psis(lw)
+    return smoothed, float(k_hat)
 
 
 def resample_indices(
