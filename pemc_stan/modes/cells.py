@@ -49,7 +49,7 @@ from pemc_stan.estimators.stratified import (
     stratified_mean,
     stratum_log_weights,
 )
-from pemc_stan.estimators.tails import tail_fields
+from pemc_stan.estimators.tails import khat_bound, tail_fields
 from pemc_stan.modes.wide import Part, mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.hooks import WeightedEstimate
@@ -98,7 +98,9 @@ CELL_DRAWS = 4000
 COVER_SPREAD = 2.0
 COVER_DF = 3.0
 #: ... and the largest Pareto k of a cell's weights for the cells to be the run's estimate
-#: (where PSIS estimates and their errors hold, Vehtari et al. 2024), each cell's judged
+#: (where PSIS estimates and their errors hold, Vehtari et al. 2024), lower for a cell of
+#: fewer than 2,154 weighted draws (:meth:`CellDraws.cell_k_bound`: PSIS's bound at its
+#: sample size), each cell's judged
 #: on its own: pooled, a few cells' heavy weights vanish among the rest.  A cell above it
 #: gets :data:`CELL_MORE` times its draws first (a k that is high only for want of draws
 #: then falls below the bound), when all such cells' together stay within
@@ -157,6 +159,19 @@ class CellDraws:
             if lu.size >= CELL_K_DRAWS:
                 out[k] = float(W.pareto_smooth(lu)[1])
         return out
+
+    def cell_k_bound(self) -> NDArray[np.float64]:
+        """Each cell's largest reliable Pareto k at its number ``S`` of weighted draws:
+        ``min(1 - 1/log10 S, CELL_K_MAX)`` (:func:`~pemc_stan.estimators.tails.khat_bound`;
+        0.5 at 100 draws, 0.667 at 1,000, :data:`CELL_K_MAX` from 2,154)."""
+        sizes = np.bincount(self.strata[np.isfinite(self.log_u)], minlength=self.cells)
+        return np.array([min(khat_bound(float(n)), CELL_K_MAX) for n in sizes])
+
+    def uneven_cells(self) -> list[int]:
+        """The cells whose Pareto k exceeds their :meth:`cell_k_bound` (judged cells
+        only)."""
+        k, bound = self.cell_k(), self.cell_k_bound()
+        return [int(j) for j in np.flatnonzero(np.isfinite(k) & (k > bound))]
 
     # what a fit reports when its estimate is the cells' (ExtendedFit.cell_estimate)
     def expectation(self, f: Callable[[Any], Any] | str) -> WeightedEstimate:
@@ -382,7 +397,7 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
     if drawn is None:
         return None
     draws = _weighed(drawn, metric, centres)
-    uneven = [k for k, kk in enumerate(draws.cell_k()) if kk > CELL_K_MAX and k in proposals]
+    uneven = [k for k in draws.uneven_cells() if k in proposals]
     if uneven and len(uneven) * (CELL_MORE - 1) * n <= CELL_TOTAL:
         more = _evaluated(proposals, dict.fromkeys(uneven, (CELL_MORE - 1) * n), coords,
                           evaluator, data, rng)

@@ -28,7 +28,7 @@ import numpy as np
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
-from pemc_stan.modes.cells import CELL_K_MAX, CellDraws, cell_count, cell_draws, cover_part
+from pemc_stan.modes.cells import CellDraws, cell_count, cell_draws, cover_part
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.search_mass import SearchMassCheck, search_draws
@@ -263,7 +263,8 @@ def _cells(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
     covering part for arms beyond both), :func:`cell_count` a cell; and why not, when the
     run's own estimate stands: without the search's modes, base coordinates or a density,
     for a program with summed-out parameters (their draws come from the run), or when a
-    cell's Pareto k exceeds :data:`CELL_K_MAX` (its weights do not bound its error)."""
+    cell's Pareto k exceeds its bound (:meth:`~pemc_stan.modes.cells.CellDraws.cell_k_bound`:
+    its weights do not bound its error)."""
     search = found.search
     if search is None or search.base is None or search.centres is None:
         return None, "no modes from the search"
@@ -285,9 +286,11 @@ def _cells(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
                            cover=cover_part(search.base))
     if draws is None:
         return None, "the cells' draws could not be evaluated"
-    k = draws.pareto_k()
-    if not k <= CELL_K_MAX:
-        note = f"a cell's weights have a Pareto k of {k:.2f} (> {CELL_K_MAX})"
+    uneven = draws.uneven_cells()
+    if uneven:
+        j = uneven[0]
+        note = (f"cell {j + 1}'s weights have a Pareto k of {draws.cell_k()[j]:.2f} (> "
+                f"{draws.cell_k_bound()[j]:.2f}, the bound at its draws)")
         logger.info("the run's own estimate stands: %s", note)
         return None, note
     return draws, ""

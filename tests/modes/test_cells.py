@@ -227,3 +227,20 @@ def test_a_cell_with_uneven_weights_gets_more_draws() -> None:
     assert draws is not None
     assert list(np.bincount(draws.strata)) == [CELL_MORE * 2000, 2000]
     assert draws.cell_k()[0] > 0.7 >= draws.cell_k()[1]
+
+
+def test_a_cell_s_pareto_k_is_judged_at_its_sample_size() -> None:
+    """PSIS's bound min(1 - 1/log10 S, 0.7): weights with a Pareto tail of k 0.65 (their
+    exact quantiles, no sampling noise) pass in a cell of 20,000 draws (bound 0.7) and fail
+    in one of 150 (bound 0.54), where a 0.7 alone would have let them through."""
+    from pemc_stan.modes.cells import CellDraws
+
+    def cell(n: int) -> CellDraws:
+        lu = -0.65 * np.log((np.arange(n) + 0.5) / n)
+        return CellDraws(lu, np.zeros(n, dtype=np.intp), {"x": np.zeros(n)}, 1)
+
+    large, small = cell(20_000), cell(150)
+    assert large.cell_k_bound()[0] == pytest.approx(0.7)
+    assert small.cell_k_bound()[0] == pytest.approx(1 - 1 / np.log10(150))
+    assert 0.6 < large.cell_k()[0] < 0.7 and 0.56 < small.cell_k()[0] < 0.7
+    assert large.uneven_cells() == [] and small.uneven_cells() == [0]

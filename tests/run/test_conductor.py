@@ -244,6 +244,29 @@ def test_the_plan_gates_the_cells_by_each_cell_s_pareto_k_with_a_covering_part(
     assert cover is not None and cover.df is not None and np.allclose(cover.mean, METRIC.mean)
 
 
+def test_the_plan_judges_a_small_cell_at_its_sample_size(monkeypatch) -> None:
+    """A cell of 150 draws whose weights have a k of about 0.6, below 0.7 but above PSIS's
+    bound at 150 draws (0.54): the plan refuses the cells and says which and why."""
+    from types import SimpleNamespace
+
+    from modes.test_cells import METRIC
+
+    from pemc_stan.modes.cells import CellDraws
+
+    even = np.random.default_rng(3).normal(0.0, 0.1, 20_000)
+    small = -0.65 * np.log((np.arange(150) + 0.5) / 150)
+    log_u = np.concatenate([even, small])
+    made = CellDraws(log_u, np.repeat([0, 1], [even.size, small.size]),
+                     {"x": np.zeros(log_u.size)}, 2)
+    assert made.pareto_k() < 0.7
+    monkeypatch.setattr(plan, "cell_draws", lambda *a, **k: made)
+    found = Found(search=SimpleNamespace(base=METRIC, centres=np.zeros((2, 2)),
+                                         covariances=None))
+    fit = _Particles(np.zeros((1, 10, 2)), np.zeros((1, 10)), 50_000)
+    draws, note = plan._cells(_owner(object()), found, 1, fit)  # type: ignore[arg-type]
+    assert draws is None and "cell 2" in note and "0.54" in note
+
+
 def test_an_accepted_split_is_the_run_no_second_run_follows(monkeypatch) -> None:
     """A search of one mode: the split's plain NUTS run is the result; the method does not
     run again, and the follow-ups are handed that run."""
