@@ -59,7 +59,7 @@ from pemc_stan.sampling.views import NamedView
 __all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
            "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
            "PARTICLE_RADIUS", "CellDraws", "KernelPart", "cell_count", "cell_draws",
-           "cell_parts", "cover_part"]
+           "cell_parts", "cover_part", "more_draws_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,9 +103,9 @@ COVER_DF = 3.0
 #: sample size), each cell's judged
 #: on its own: pooled, a few cells' heavy weights vanish among the rest.  A cell above it
 #: gets :data:`CELL_MORE` times its draws first (a k that is high only for want of draws
-#: then falls below the bound), when all such cells' together stay within
-#: :data:`CELL_TOTAL`; a cell with fewer than :data:`CELL_K_DRAWS` draws inside is not
-#: judged.
+#: then falls below the bound), the furthest above their bounds first, as many as
+#: :data:`CELL_TOTAL` more draws pay for; a cell with fewer than :data:`CELL_K_DRAWS`
+#: draws inside is not judged.
 CELL_K_MAX = 0.7
 CELL_MORE = 4
 CELL_K_DRAWS = 20
@@ -397,13 +397,23 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
     if drawn is None:
         return None
     draws = _weighed(drawn, metric, centres)
-    uneven = [k for k in draws.uneven_cells() if k in proposals]
-    if uneven and len(uneven) * (CELL_MORE - 1) * n <= CELL_TOTAL:
+    uneven = more_draws_for(draws, set(proposals), n)
+    if uneven:
         more = _evaluated(proposals, dict.fromkeys(uneven, (CELL_MORE - 1) * n), coords,
                           evaluator, data, rng)
         if more is not None:
             draws = _weighed(drawn.joined(more), metric, centres)
     return draws if np.any(np.isfinite(draws.log_u)) else None
+
+
+def more_draws_for(draws: CellDraws, drawn: set[int], n: int) -> list[int]:
+    """The cells (of those with a proposal, ``drawn``) that get :data:`CELL_MORE` times
+    their ``n`` draws: those above their Pareto-k bound, the furthest above first, as many
+    as :data:`CELL_TOTAL` more draws pay for."""
+    k, bound = draws.cell_k(), draws.cell_k_bound()
+    with np.errstate(invalid="ignore"):
+        worst_first = [int(j) for j in np.argsort(bound - k) if k[j] > bound[j]]
+    return [j for j in worst_first if j in drawn][:CELL_TOTAL // ((CELL_MORE - 1) * n)]
 
 
 def _spills(metric: BaseDensity, centres: NDArray[np.float64],

@@ -244,3 +244,20 @@ def test_a_cell_s_pareto_k_is_judged_at_its_sample_size() -> None:
     assert small.cell_k_bound()[0] == pytest.approx(1 - 1 / np.log10(150))
     assert 0.6 < large.cell_k()[0] < 0.7 and 0.56 < small.cell_k()[0] < 0.7
     assert large.uneven_cells() == [] and small.uneven_cells() == [0]
+
+
+def test_the_furthest_above_their_bounds_get_more_draws_first() -> None:
+    """Twelve uneven cells of 3,000 draws: 100,000 more draws pay for eleven at three times
+    3,000 more each; the cell nearest its bound goes without, none is left out for want of
+    budget for all, and a cell without a proposal gets none."""
+    from pemc_stan.modes.cells import CellDraws, more_draws_for
+
+    n = 3000
+    shapes = [0.8 + 0.02 * j for j in range(12)] + [0.3]  # 12 uneven, one even
+    q = (np.arange(n) + 0.5) / n
+    log_u = np.concatenate([-k * np.log(q) for k in shapes])
+    draws = CellDraws(log_u, np.repeat(np.arange(13), n), {"x": np.zeros(log_u.size)}, 13)
+    assert draws.uneven_cells() == list(range(12))
+    chosen = more_draws_for(draws, set(range(13)), n)
+    assert len(chosen) == 11 and 0 not in chosen and chosen[0] == 11
+    assert more_draws_for(draws, {0, 12}, n) == [0]
