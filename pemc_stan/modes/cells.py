@@ -35,6 +35,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -153,6 +154,11 @@ class CellDraws:
     def cell_k(self) -> NDArray[np.float64]:
         """Each cell's Pareto k of its draws' weights (K,): NaN for a cell with fewer than
         :data:`CELL_K_DRAWS` draws inside it (no proposal, or its draws fall elsewhere)."""
+        return self._cell_k.copy()
+
+    @cached_property
+    def _cell_k(self) -> NDArray[np.float64]:
+        """:meth:`cell_k`, fitted once (the gate, the extra draws and the record read it)."""
         out = np.full(self.cells, np.nan)
         for k in range(self.cells):
             lu = self.log_u[(self.strata == k) & np.isfinite(self.log_u)]
@@ -410,10 +416,9 @@ def more_draws_for(draws: CellDraws, drawn: set[int], n: int) -> list[int]:
     """The cells (of those with a proposal, ``drawn``) that get :data:`CELL_MORE` times
     their ``n`` draws: those above their Pareto-k bound, the furthest above first, as many
     as :data:`CELL_TOTAL` more draws pay for."""
-    k, bound = draws.cell_k(), draws.cell_k_bound()
-    with np.errstate(invalid="ignore"):
-        worst_first = [int(j) for j in np.argsort(bound - k) if k[j] > bound[j]]
-    return [j for j in worst_first if j in drawn][:CELL_TOTAL // ((CELL_MORE - 1) * n)]
+    excess = draws.cell_k() - draws.cell_k_bound()
+    uneven = sorted((j for j in draws.uneven_cells() if j in drawn), key=lambda j: -excess[j])
+    return uneven[:CELL_TOTAL // ((CELL_MORE - 1) * n)]
 
 
 def _spills(metric: BaseDensity, centres: NDArray[np.float64],
