@@ -98,9 +98,10 @@ MAX_EXTENSIONS = 2
 #: follow-up budget allows.
 SPLIT_LONGER_REASONS = ("rhat", "ess", "chains_agree", "sd_precision")
 #: Reasons that do not refuse a split: its modes are sampled apart rightly, with too
-#: few draws for an sd.  The split is accepted, runs longer like a refused one while the
+#: few draws for an sd, or for the bridge's log Z of a single group (whose draws need no
+#: mass).  The split is accepted, runs longer for an sd like a refused one while the
 #: budget allows, and its verdict names what is still short.
-IMPRECISE_REASONS = frozenset({"sd_precision"})
+IMPRECISE_REASONS = frozenset({"sd_precision", "log_z_bridge"})
 #: Predicted cost of the split run again one step further along ``ADAPT_DELTA_STEPS``, in
 #: multiples of the run before it (``k`` steps: this to the power ``k``): a smaller step
 #: size lengthens each iteration by about this much a step.  It is a measured cost, so

@@ -173,7 +173,7 @@ class ModeSplitFit(ExtendedFit):
                              f"{(*self._draws.shape[1::-1], 1)}")
         values = raw[..., 0]
         parts = [values[self._groups == g] for g in range(len(self.mode_log_z))]
-        per = [self._estimate(v) for v in parts]
+        per = [self._estimate(v, tails=False) for v in parts]  # the mixture's tail below
         m = np.array([e.mean for e in per])
         est, se = mixture_mean([e.log_z for e in self.mode_log_z],
                                [e.std_error for e in self.mode_log_z], m,
@@ -286,10 +286,20 @@ class ModeSplitFit(ExtendedFit):
         bad = [g for g, e in enumerate(self.mode_log_z)
                if not (np.isfinite(e.log_z) and np.isfinite(e.std_error)
                        and e.diagnostics.get("converged", True))]
-        yield "mode_masses", None if not bad else Reason(
+        # the masses weigh the groups only when there are several: one group's draws are
+        # the posterior's whatever its mass, and only log Z is then in doubt
+        weighs = len(self.mode_log_z) > 1
+        yield "mode_masses", None if not (bad and weighs) else Reason(
             "mode_masses", f"bridge sampling gave no finite, converged mass for {len(bad)} "
             "group(s) of modes",
             "run longer (iter_sampling), or with split_modes='never' (tempering)")
+        yield "log_z_bridge", None if not bad or weighs else Reason(
+            "log_z_bridge", f"bridge sampling of log Z did not converge "
+            f"({len(self.parameter_columns())} parameter columns, "
+            f"{self.chains * self.iterations} draws); the "
+            "posterior draws are not affected, log Z is not to be trusted",
+            "for log Z, run longer (iter_sampling): the bridge's Gaussian is fitted to the "
+            "draws, and in many dimensions it needs many more draws than dimensions")
         worst = float(np.max(self.outside)) if self.outside.size else 0.0
         yield "mode_cells", None if worst <= 2 * LEFT_SHARE_MAX else Reason(
             "mode_cells", f"a chain spent {100 * worst:.1f}% of its draws in the cells of other "

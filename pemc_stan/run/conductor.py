@@ -109,6 +109,8 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         diverged = fit is None and "divergences" in outcome.names
         if fit is None and not diverged:
             refused_gradients = outcome.gradients
+        if fit is None and outcome.tried:
+            logger.info("mode split refused, the method tempers: %s", outcome.why)
         found = found.noted(outcome.note())
         if outcome.tried or fit is not None:
             lap("split" if fit is not None else "refused_split")

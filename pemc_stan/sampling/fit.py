@@ -151,6 +151,7 @@ class ExtendedFit:
         self._chain_index: NDArray[np.intp] | None = None
         self._convergence: pd.DataFrame | None = None
         self._marginal: dict[str, NDArray[np.float64]] = {}
+        self._own_particles: dict[str, list[str]] | None = None
         #: The follow-up runs ``sample`` made after the first run's verdict (FollowUp).
         self.follow_up: Any = None
 
@@ -187,14 +188,18 @@ class ExtendedFit:
     def particle_columns(self) -> dict[str, list[str]]:
         """Original parameter column -> the extended columns of its ``K`` particles.
 
-        The default: the original columns themselves, one particle each.
+        The default: the original columns themselves, one particle each (made once:
+        every expectation asks for it, and a check asks for an expectation per column).
 
         Raises
         ------
         Nothing.
         """
-        names = set(self.program.parameter_names)
-        return {c: [c] for c in self._columns if c.split("[")[0].split(".")[0] in names}
+        if self._own_particles is None:
+            names = set(self.program.parameter_names)
+            self._own_particles = {c: [c] for c in self._columns
+                                   if c.split("[")[0].split(".")[0] in names}
+        return self._own_particles
 
     @property
     def chains(self) -> int:
@@ -244,13 +249,16 @@ class ExtendedFit:
         return np.zeros((n_chains, n_iter, k))
 
     # ------------------------------------------------------------------ estimates
-    def _estimate(self, h: NDArray[np.float64], mean: float | None = None) -> WeightedEstimate:
-        """Mean of per-draw estimates ``h`` (chains, draws), MCSE from their multi-chain ESS."""
+    def _estimate(self, h: NDArray[np.float64], mean: float | None = None,
+                  tails: bool = True) -> WeightedEstimate:
+        """Mean of per-draw estimates ``h`` (chains, draws), MCSE from their multi-chain ESS;
+        the Pareto k of the terms' tail too unless ``tails`` is False (a part of an estimate
+        whose whole is measured: the tail fit is most of the cost)."""
         ess = W.chain_ess(h)
         sd = float(np.std(h, ddof=1)) if h.size > 1 else 0.0
         centre = float(np.mean(h)) if mean is None else mean
         return WeightedEstimate(mean=centre, mcse=sd / np.sqrt(ess), ess=ess,
-                                **tail_fields(h - centre))
+                                **(tail_fields(h - centre) if tails else {}))
 
     def _values(self, f: Callable[[Any], NDArray[np.float64]] | str) -> NDArray[np.float64]:
         """Values of ``f`` at every particle, shape (chains, draws, K) (averaged over a

@@ -193,3 +193,26 @@ def test_the_diagnostics_say_why_more_chains_ran_than_were_asked(fit: ModeSplitF
     # six chains over three modes: none asked beyond the two at each mode
     assert fit.diagnostics(warn=False)["chains"].startswith(
         "6: 0 started where CmdStan starts them, as asked, and 2 at each of the 3 modes")
+
+
+def test_one_group_whose_bridge_fails_keeps_its_draws_and_doubts_only_log_z() -> None:
+    """With one group its mass weighs nothing: a bridge that did not converge (in many
+    dimensions, its Gaussian fitted to a few thousand draws) leaves the split accepted
+    with ``log_z_bridge`` named; with two groups the masses weigh the draws, and the same
+    failure refuses the split (``mode_masses``)."""
+    from dataclasses import replace
+
+    from pemc_stan.modes.split import _accepts
+
+    one = split_fit([0.0], [0.01], [0.0], [1.0], [0, 0, 0, 0])
+    one.mode_log_z = [replace(one.mode_log_z[0], diagnostics={"converged": False})]
+    verdict = one.check()
+    assert "log_z_bridge" in verdict.names() and "mode_masses" not in verdict.names()
+    assert "posterior draws are not affected" in str(verdict)
+    assert _accepts(verdict)
+    two = split_fit([0.0, 0.0], [0.01, 0.01], [-3.0, 3.0], [1.0, 1.0], [0, 0, 1, 1])
+    two.mode_log_z = [two.mode_log_z[0],
+                      replace(two.mode_log_z[1], diagnostics={"converged": False})]
+    verdict = two.check()
+    assert "mode_masses" in verdict.names() and "log_z_bridge" not in verdict.names()
+    assert not _accepts(verdict)

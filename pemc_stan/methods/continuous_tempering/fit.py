@@ -166,6 +166,7 @@ class ContinuousTemperingFit(ExtendedFit):
             notes=tuple(Note(*n) for n in pilot_notes), mode_centres=mode_centres)
         names = set(result.parameter_names)
         self._param_columns = [c for c in self._columns if c.split("[")[0] in names]
+        self._particles = {c: [c] for c in self._param_columns}
         self.mode_centres = None if mode_centres is None else np.atleast_2d(
             np.asarray(mode_centres, dtype=float))
         self._strata: T.Strata | None | bool = False  # False: not computed yet
@@ -382,7 +383,7 @@ class ContinuousTemperingFit(ExtendedFit):
 
     def particle_columns(self) -> dict[str, list[str]]:
         """Each original parameter column is its own (single) particle."""
-        return {c: [c] for c in self._param_columns}
+        return self._particles
 
     def run_expectation(self, f: Callable[[Any], NDArray[np.float64]] | str
                         ) -> WeightedEstimate:
