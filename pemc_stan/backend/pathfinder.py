@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BARRIER_DEPTH", "SEGMENT_POINTS", "ModeGroup", "Paths", "PilotEstimate", "LogDensity",
            "group_paths", "log_importance_weights", "mass_scatter", "mode_centres",
-           "mode_covariances", "path_labels", "path_threads",
+           "mode_covariances", "path_labels", "path_threads", "run_paths",
            "mode_aware_log_z", "estimate_log_scale", "segment_points", "without_barrier"]
 
 #: A mode found by Pathfinder: the indices of its paths' draws and its log mass.
@@ -143,6 +143,25 @@ def path_threads(model: cmdstanpy.CmdStanModel) -> int | None:
     if cores < 2 or not _threaded(str(model.exe_file)):
         return None
     return cores
+
+
+def run_paths(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | None, *,
+              num_paths: int, draws: int, **kwargs: Any) -> cmdstanpy.CmdStanPathfinder:
+    """Multi-path Pathfinder without PSIS resampling, ``draws`` from each path's own
+    approximation (``num_paths * draws`` rows, path by path), side by side where the
+    executable has threads.
+
+    CmdStan's ``num_psis_draws`` (cmdstanpy's ``draws``) sizes only the resampled
+    output; each path draws ``num_draws`` (cmdstanpy's ``num_single_draws``, 1,000 by
+    default), and evaluates the density at every one of them, so that is the number set.
+
+    Raises
+    ------
+    Whatever ``CmdStanModel.pathfinder`` raises.
+    """
+    return model.pathfinder(data=dict(data) if data else None, num_paths=int(num_paths),
+                            num_single_draws=int(draws), psis_resample=False,
+                            show_console=False, num_threads=path_threads(model), **kwargs)
 
 
 @functools.lru_cache(maxsize=256)
@@ -550,9 +569,7 @@ def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | 
     Nothing.
     """
     try:
-        pf = model.pathfinder(data=dict(data) if data else None, seed=seed,
-                              num_paths=num_paths, draws=draws, psis_resample=False,
-                              show_console=False, num_threads=path_threads(model))
+        pf = run_paths(model, data, num_paths=num_paths, draws=draws, seed=seed)
         names = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         est = mode_aware_log_z(arr, names, num_paths)

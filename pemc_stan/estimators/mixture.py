@@ -23,7 +23,8 @@ __all__ = ["importance_error", "mixture_log_z", "mixture_mean", "mixture_weights
 
 
 def mixture_weights(log_z: ArrayLike) -> NDArray[np.float64]:
-    """``p_k = Z_k / sum Z`` from the parts' ``log Z_k``.
+    """``p_k = Z_k / sum Z`` from the parts' ``log Z_k`` (one part weighs 1, whatever
+    its mass: a mass that could not be estimated weighs nothing against nothing).
 
     Raises
     ------
@@ -33,6 +34,8 @@ def mixture_weights(log_z: ArrayLike) -> NDArray[np.float64]:
     lz = np.asarray(log_z, dtype=float)
     if lz.size == 0:
         raise ValueError("a mixture needs at least one part")
+    if lz.size == 1:
+        return np.ones(1)
     return np.asarray(np.exp(lz - logsumexp(lz)), dtype=float)
 
 
@@ -66,6 +69,8 @@ def mixture_mean(log_z: ArrayLike, log_z_se: ArrayLike, means: ArrayLike,
     if len({a.shape for a in arrays}) != 1:
         raise ValueError("log_z, log_z_se, means and mcse must have one entry per part")
     lz, lz_se, m, s = arrays
+    if lz.size == 1:  # one part: its mass's error moves nothing
+        return float(m[0]), float(s[0])
     p = mixture_weights(lz)
     est = float(np.sum(p * m))
     var = float(np.sum((p * s) ** 2) + np.sum((p * (m - est) * lz_se) ** 2))

@@ -49,7 +49,7 @@ from pemc_stan.backend.pathfinder import (
     mode_centres,
     mode_covariances,
     path_labels,
-    path_threads,
+    run_paths,
 )
 from pemc_stan.backend.progress import stage
 from pemc_stan.core.base_density import BaseDensity, moment_match
@@ -265,11 +265,9 @@ class BasePilot:
             kw, where = {"inits": starts}, "restarted near the modes found"
         model = owner.original_model()
         with stage(f"pilot: mode search, Pathfinder with {num_paths} paths {where}"):
-            pf = model.pathfinder(
-                data=owner.data or None, seed=seed, num_paths=num_paths,
-                draws=self.draws if draws is None else draws,
-                psis_resample=False, show_console=False, timeout=timeout,
-                num_threads=path_threads(model), **kw)
+            pf = run_paths(model, owner.data, num_paths=num_paths,
+                           draws=self.draws if draws is None else draws, seed=seed,
+                           timeout=timeout, **kw)
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         lw = log_importance_weights(arr, cols)

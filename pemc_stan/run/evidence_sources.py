@@ -552,12 +552,10 @@ def pathfinder_modes(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     ------
     Nothing.
     """
-    from pemc_stan.backend.pathfinder import group_paths, log_importance_weights, path_threads
+    from pemc_stan.backend.pathfinder import group_paths, log_importance_weights, run_paths
 
     try:
-        pf = model.pathfinder(data=dict(data) if data else None, seed=seed, num_paths=8,
-                              draws=200, psis_resample=False, show_console=False,
-                              num_threads=path_threads(model))
+        pf = run_paths(model, data, num_paths=8, draws=200, seed=seed)
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         params = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]

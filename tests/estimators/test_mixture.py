@@ -20,6 +20,16 @@ def test_weights_are_the_normalised_masses() -> None:
                                [0.25, 0.75], rtol=1e-12)
 
 
+def test_one_part_weighs_one_whatever_its_mass() -> None:
+    """A split's single group: its draws are the posterior's even where its bridge gave
+    no mass (nan) or an error bar (the AR(1) Gaussian in 1,000 dimensions): a NaN
+    weight made every estimate NaN."""
+    for lz, se in ((np.nan, np.nan), (np.inf, 0.1), (-3.0, np.nan)):
+        np.testing.assert_array_equal(mixture_weights([lz]), [1.0])
+        assert mixture_mean([lz], [se], [2.5], [0.1]) == (2.5, 0.1)
+    np.testing.assert_array_equal(mixture_weights([0.0, np.nan]), [np.nan, np.nan])
+
+
 def test_empty_or_mismatched_parts_raise() -> None:
     with pytest.raises(ValueError, match="at least one part"):
         mixture_weights([])
