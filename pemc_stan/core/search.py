@@ -42,10 +42,11 @@ MAX_PATHS_FACTOR = 16
 #: (docs/decisions.md).
 ROUND_TIME_FACTOR = 8.0
 MIN_ROUND_SECONDS = 5.0
-#: Draws per path of the search's later rounds (a tenth of the first round's, at least
-#: this): they only place and weigh modes, while the first round's draws (``draws`` per
-#: path) also shape the base.  Evaluating every draw's density is most of the search's
-#: cost, so the later rounds draw fewer.
+#: The fewest draws of a Gaussian that weighs a peak beyond its mode's Gaussian
+#: (:mod:`pemc_stan.modes.peaks`).  Every Pathfinder round draws ``draws`` a path: the
+#: later rounds drawing a tenth of them cut the search by a third, and changed a
+#: connected pair of modes (a banana beside a Student-t) from right to wrong with an ok
+#: verdict (docs/decisions.md).
 SEARCH_DRAWS_MIN = 50
 #: A density evaluation that fails (CmdStan's ``log_prob`` fails the whole call for one
 #: bad point) is retried on halves, this many times deep, so that only the points near

@@ -67,7 +67,6 @@ from pemc_stan.core.search import (
     RESTART_SPREADS,
     RESTART_VALUES,
     ROUND_TIME_FACTOR,
-    SEARCH_DRAWS_MIN,
     SEARCH_RADII,
     UNSEEN_SHARE_MAX,
     ModeSearch,
@@ -391,8 +390,7 @@ class BasePilot:
             try:
                 z, lw = self._pathfinder_round(
                     None if seed is None else seed + 104729 * k, radius, n_paths,
-                    None if k == 0 else _round_timeout(per_path, n_paths),
-                    None if k == 0 else max(SEARCH_DRAWS_MIN, self.draws // 10))
+                    None if k == 0 else _round_timeout(per_path, n_paths))
             except Exception as exc:
                 if k == 0:
                     raise
@@ -469,7 +467,7 @@ class BasePilot:
                    seconds_per_path: float = float("nan")
                    ) -> tuple[list[ModeGroup], NDArray[np.float64]]:
         """One Pathfinder path from each of ``starts`` (base coordinates), as the
-        restarts' (:data:`SEARCH_DRAWS_MIN` or a tenth of ``draws`` per path), grouped by
+        restarts' (``draws`` per path, as every round), grouped by
         mode with the density test: (modes, their centres in base coordinates).
 
         ``seconds_per_path`` is the search's first round's time per path
@@ -487,7 +485,6 @@ class BasePilot:
         timeout = (_round_timeout(seconds_per_path, n) if math.isfinite(seconds_per_path)
                    else None)
         z, lw = self._pathfinder_round(seed, SEARCH_RADII[0], n, timeout,
-                                       max(SEARCH_DRAWS_MIN, self.draws // 10),
                                        starts=self._inits(starts))
         groups, _ = group_paths(z, lw, n, log_density=self.log_density())
         return groups, mode_centres(z, lw, groups, n)
@@ -566,8 +563,7 @@ class BasePilot:
             try:
                 z, lw = self._pathfinder_round(
                     None if seed is None else seed + RESTART_SEED_OFFSET + r, SEARCH_RADII[0],
-                    n, _round_timeout(per_path, n), max(SEARCH_DRAWS_MIN, self.draws // 10),
-                    starts=starts)
+                    n, _round_timeout(per_path, n), starts=starts)
             except Exception as exc:  # starts where the model cannot be evaluated
                 logger.info("mode search: restarts near the modes failed (%s)",
                             " ".join(str(exc).split())[:160])

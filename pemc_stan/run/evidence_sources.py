@@ -555,7 +555,7 @@ def pathfinder_modes(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | No
     from pemc_stan.backend.pathfinder import group_paths, log_importance_weights, run_paths
 
     try:
-        pf = run_paths(model, data, num_paths=8, draws=200, seed=seed)
+        pf = run_paths(model, data, num_paths=8, draws=1000, seed=seed)
         cols = list(pf.column_names)
         arr = np.asarray(pf.draws(), dtype=float)
         params = arr[:, [i for i, c in enumerate(cols) if not c.endswith("__")]]

@@ -221,6 +221,24 @@ def test_pathfinder_single_and_multi_path(
         assert 0.7 * sd < draws.std() < 1.4 * sd, num_paths
 
 
+def test_each_path_draws_what_run_paths_asks(
+    model: cmdstanpy.CmdStanModel, data: dict[str, object], exact: tuple[float, float]
+) -> None:
+    """Without PSIS resampling each path draws ``num_single_draws`` (cmdstanpy's
+    ``draws`` sizes only the resampled output): the search's later rounds asked for 100
+    a path through ``draws`` and each path drew and evaluated CmdStan's 1,000."""
+    from pemc_stan.backend.pathfinder import path_labels, run_paths
+
+    mean, sd = exact
+    for num_paths, per_path in ((1, 50), (4, 30)):
+        pf = run_paths(model, data, num_paths=num_paths, draws=per_path, seed=9)
+        draws = pf.stan_variable("mu")
+        assert draws.shape == (num_paths * per_path,)
+        labels = path_labels(draws.shape[0], num_paths)
+        assert labels is None or np.bincount(labels).tolist() == [per_path] * num_paths
+        assert abs(draws.mean() - mean) < 0.5 * sd
+
+
 def test_generate_quantities_from_previous_fit(
     model: cmdstanpy.CmdStanModel, data: dict[str, object], fit: cmdstanpy.CmdStanMCMC
 ) -> None:
