@@ -21,6 +21,7 @@ Usage::
 
     python benchmarks/scaling.py                       # every family, the default sizes
     python benchmarks/scaling.py --family gauss --sizes 10 100 --methods ct
+    python benchmarks/scaling.py --plot --results R --png P  # the PNG of a results file
 """
 
 from __future__ import annotations
@@ -235,7 +236,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--results", type=Path, default=Path("benchmarks/results/scaling.jsonl"))
     p.add_argument("--png", type=Path, default=Path("benchmarks/results/scaling.png"))
+    p.add_argument("--plot", action="store_true",
+                   help="draw the PNG from the results file (its last row of each family, "
+                        "size and sampler) and stop")
     args = p.parse_args(argv)
+    if args.plot:
+        latest = {}
+        for line in args.results.read_text().splitlines():
+            row = json.loads(line)
+            latest[(row["family"], row["size"], row["sampler"])] = row
+        _plot(list(latest.values()), args.png)
+        return 0
     from pemc_stan.backend import runtime
 
     runtime.activate()
