@@ -144,8 +144,9 @@ def weighted_moments(z: ArrayLike, log_w: ArrayLike
     za = np.asarray(z, dtype=float)
     lw = np.asarray(log_w, dtype=float)
     w = np.exp(lw - logsumexp(lw))
-    if np.any(w > 0):  # rows of no weight add nothing (in many dimensions, most rows)
-        za, w = za[w > 0], w[w > 0]
+    keep = w > 0
+    if np.any(keep):  # rows of no weight add nothing (in many dimensions, most rows)
+        za, w = za[keep], w[keep]
     mu = w @ za
     dz = za - mu
     return mu, (w[:, None] * dz).T @ dz
