@@ -39,7 +39,8 @@ from pemc_stan.errors import CmdStanRunError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["collapse_repeats", "condense", "run_error", "console_error", "is_cmdstan_failure",
+__all__ = ["collapse_repeats", "condense", "failure_reason", "run_error", "console_error",
+           "is_cmdstan_failure",
            "collapse_cmdstanpy_messages", "routed_cmdstanpy_logging", "rewriting_messages",
            "rewrite_message", "CMDSTANPY_LOGGER", "message_shapes"]
 
@@ -201,6 +202,24 @@ def run_error(exc: RuntimeError, what: str = "CmdStan",
     reason = fix("\n".join(condense(reasons)))
     where = f" (console output: {console})" if console is not None else ""
     return CmdStanRunError(f"{what} failed: {reason}{where}", reason, console)
+
+
+def failure_reason(exc: BaseException, limit: int = 160) -> str:
+    """Why ``exc`` happened, in one line of at most ``limit`` characters, for a log
+    message: CmdStan's own reason for a failed CmdStan run (:func:`run_error`), never
+    cmdstanpy's command line; the exception's text (or its type) otherwise.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if isinstance(exc, CmdStanRunError):
+        text = exc.reason
+    elif isinstance(exc, RuntimeError) and is_cmdstan_failure(exc):
+        text = run_error(exc).reason
+    else:
+        text = str(exc)
+    return " ".join(text.split())[:limit] or type(exc).__name__
 
 
 def _console_reasons(console: Path) -> list[str]:

@@ -43,6 +43,7 @@ import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.backend.console import failure_reason
 from pemc_stan.backend.processes import usable_cores
 from pemc_stan.numeric import logsumexp
 
@@ -576,7 +577,7 @@ def estimate_log_scale(model: cmdstanpy.CmdStanModel, data: Mapping[str, Any] | 
         logger.info("pilot log-scale (Pathfinder IS estimate of log Z): %.4g", est)
         return PilotEstimate(est)
     except Exception as exc:
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        reason = failure_reason(exc, 300)
         logger.warning("Pathfinder pilot failed (%s); using log_scale = 0. Pass log_scale= "
                        "to set it.", reason)
         return PilotEstimate(0.0, reason)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.backend.console import failure_reason
 from pemc_stan.backend.pathfinder import ModeGroup, mode_centres, mode_covariances
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import NEW_MODE_SHARE, SEARCH_DRAWS_MIN
@@ -103,7 +104,7 @@ def probe_peaks(pilot: Any, seed: int | None, groups: list[ModeGroup], z: NDArra
             drawn = _peak_draws(pilot, mle, top, covs[k], seed, timeout, rng)
         except Exception as exc:  # a Laplace run that fails: the mode stays as it was
             logger.info("mode search: the peak of mode %d was not sampled (%s)", k,
-                        " ".join(str(exc).split())[:160])
+                        failure_reason(exc))
             continue
         if drawn is None:
             continue
@@ -142,7 +143,7 @@ def _tops(pilot: Any, centres: NDArray[np.float64], modes: list[int], seed: int 
             climbed[k] = _climb(pilot, centres[k], seed, timeout)
         except Exception as exc:  # an optimiser that fails: the mode stays as it was
             logger.info("mode search: the peak of mode %d was not climbed (%s)", k,
-                        " ".join(str(exc).split())[:160])
+                        failure_reason(exc))
     if not climbed:
         return {}, math.nan
     ref = pilot.lp_reference
@@ -153,7 +154,7 @@ def _tops(pilot: Any, centres: NDArray[np.float64], modes: list[int], seed: int 
         lp = np.asarray(pilot.log_density_z(points), dtype=float)
     except Exception as exc:  # a density that throws at a top: nothing to compare
         logger.info("mode search: the modes' tops were not evaluated (%s)",
-                    " ".join(str(exc).split())[:160])
+                    failure_reason(exc))
         return {}, math.nan
     diff = np.asarray(ref[1], dtype=float) - lp[len(climbed):]
     diff = diff[np.isfinite(diff)]

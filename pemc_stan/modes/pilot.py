@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from pemc_stan.backend.console import condense, is_cmdstan_failure, message_shapes, run_error
+from pemc_stan.backend.console import (
+    condense,
+    failure_reason,
+    is_cmdstan_failure,
+    message_shapes,
+    run_error,
+)
 from pemc_stan.backend.pathfinder import (
     LogDensity,
     ModeGroup,
@@ -333,7 +339,7 @@ class BasePilot:
                 if depth == 0:
                     logger.info("density between modes not evaluated at some points (%s); "
                                 "their segments are not merged",
-                                " ".join(str(exc).split())[:160])
+                                failure_reason(exc))
                 if depth < DENSITY_SPLITS and z.shape[0] > 1:  # only where it fails
                     h = z.shape[0] // 2
                     (a, sa), (b, sb) = at(z[:h], depth + 1), at(z[h:], depth + 1)
@@ -394,7 +400,7 @@ class BasePilot:
             except Exception as exc:
                 if k == 0:
                     raise
-                reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+                reason = failure_reason(exc)
                 logger.info("mode search: the round at radius %g failed (%s)", radius, reason)
                 if isinstance(exc, TimeoutError):
                     stopped = "time limit"
@@ -566,7 +572,7 @@ class BasePilot:
                     n, _round_timeout(per_path, n), starts=starts)
             except Exception as exc:  # starts where the model cannot be evaluated
                 logger.info("mode search: restarts near the modes failed (%s)",
-                            " ".join(str(exc).split())[:160])
+                            failure_reason(exc))
                 if isinstance(exc, TimeoutError):
                     said += "; time limit" if said else ""
                     break

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.backend.console import failure_reason
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.coordinates import coordinate_draws
 from pemc_stan.errors import PemcStanError
@@ -233,7 +234,7 @@ def _region_log_mass(split: SplitDraws, partition: DrawCells, c: int, seed: int 
                                 region=region)
     except (ValueError, RuntimeError, PemcStanError) as exc:
         logger.info("the mass of a refused split's chain %d could not be estimated (%s)",
-                    c + 1, " ".join(str(exc).split())[:160])
+                    c + 1, failure_reason(exc))
         return None
     n_eff = float(est.diagnostics.get("n1_eff", np.inf))
     if n_eff < REGION_ESS_MIN:

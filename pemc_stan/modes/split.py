@@ -54,6 +54,7 @@ import cmdstanpy
 import numpy as np
 from numpy.typing import NDArray
 
+from pemc_stan.backend.console import failure_reason
 from pemc_stan.backend.progress import stage
 from pemc_stan.core.coordinates import coordinate_draws
 from pemc_stan.core.search import NEW_MODE_SHARE, UNSEEN_SHARE_MAX, ModeSearch
@@ -446,7 +447,7 @@ def _extend_search(model: MethodModel, search: ModeSearch, refused: SplitOutcome
         groups, centres = pilot.modes_from(refused.unexplained, seed, search.seconds_per_path)
     except Exception as exc:  # Pathfinder or the density failing there: keep the refusal
         logger.info("mode split: the search from the unexplained mass failed (%s)",
-                    " ".join(str(exc).split())[:160])
+                    failure_reason(exc))
         return None
     log_found = float(logsumexp([m[0] for m in refused.modes]))
     shares = np.exp(np.array([lm for _, lm in groups]) - log_found)

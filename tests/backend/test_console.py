@@ -16,6 +16,7 @@ from pemc_stan.backend.console import (
     collapse_repeats,
     condense,
     console_error,
+    failure_reason,
     is_cmdstan_failure,
     rewriting_messages,
     routed_cmdstanpy_logging,
@@ -229,3 +230,15 @@ def test_stans_repeated_exception_prefix_is_said_once() -> None:
     text = "Exception: Exception: normal_lpdf: Scale parameter is 0, but must be positive!"
     assert rewrite_message(text) == "Exception: normal_lpdf: Scale parameter is 0, but must be " \
         "positive!"
+
+
+def test_a_logged_failure_is_cmdstans_reason_in_one_line_never_the_command(
+        tmp_path: Path) -> None:
+    exc = RuntimeError(_cmdstanpy_message(
+        "Error in 'model.stan', line 3: log_prob is nan\nfurther detail", tmp_path / "c.txt"))
+    said = failure_reason(exc)
+    assert "log_prob is nan" in said and "\n" not in said
+    assert "cmd (chain" not in said and "method=sample" not in said and "RunSet" not in said
+    assert len(failure_reason(exc, 20)) == 20
+    assert failure_reason(ValueError("  two\nlines ")) == "two lines"
+    assert failure_reason(ValueError()) == "ValueError"

@@ -360,3 +360,26 @@ def test_paths_side_by_side_draw_what_one_thread_draws(cmdstan_installation: obj
                                         show_console=False, num_threads=n).draws())
             for n in (1, path_threads(model) or 2)]
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_a_failed_pilot_says_cmdstans_reason_not_its_command_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The issue's "a failed Pathfinder leaked a truncated internal command line"."""
+    from pemc_stan.backend.pathfinder import estimate_log_scale
+
+    class Failing:
+        exe_file = "/nonexistent/model"
+
+        def pathfinder(self, **kwargs: Any) -> None:
+            raise RuntimeError(
+                "Error during pathfinder:\nRejecting initial value: log density is -inf\n"
+                "Command and output files:\nRunSet: chains=1, chain_ids=[1], "
+                "num_processes=1\n cmd (chain 1):\n\t['/root/model', 'id=1', "
+                "'method=pathfinder']\n retcodes=[1]\n")
+
+    with caplog.at_level("WARNING", logger="pemc_stan.backend.pathfinder"):
+        pilot = estimate_log_scale(Failing(), {}, seed=1)  # type: ignore[arg-type]
+    assert pilot.log_z == 0.0 and pilot.failure is not None
+    assert "log density is -inf" in pilot.failure
+    for text in (pilot.failure, caplog.text):
+        assert "method=pathfinder" not in text and "cmd (chain" not in text
