@@ -36,7 +36,8 @@ def use_flags(flags: Iterable[str]) -> None:
 
 def cli_words(text: str) -> str:
     """``text`` with Python keyword advice in the command line's words:
-    ``split_modes='never'`` -> ``--split-modes never``, ``(iter_sampling)`` ->
+    ``split_modes='never'`` -> ``--split-modes never``, ``overwrite=True`` ->
+    ``--overwrite``, ``plots=False`` -> ``--no-plots``, ``(iter_sampling)`` ->
     ``(--iter-sampling)`` (a name that is no flag is left as it is).
 
     Raises
@@ -46,6 +47,11 @@ def cli_words(text: str) -> str:
     def flag(match: re.Match[str]) -> str:
         name, value = match.group(1), match.group(2)
         dashed = "--" + name.replace("_", "-")
+        negated = "--no-" + name.replace("_", "-")
+        if value == "True" and dashed in _FLAGS:  # a switch: overwrite=True
+            return dashed
+        if value == "False" and negated in _FLAGS:  # plots=False
+            return negated
         if dashed not in _FLAGS:
             return match.group(0)
         return f"{dashed} {value.strip(chr(39) + chr(34))}"

@@ -98,7 +98,7 @@ def _figure_class() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "the run's pictures need matplotlib, which is not installed; install the plots "
-            "extra: pip install \"pemc-stan[plots]\" (or pass --no-plots)") from exc
+            "extra: pip install \"pemc-stan[plots]\" (or pass plots=False)") from exc
     return Figure
 
 

@@ -278,7 +278,7 @@ class RunFolder:
             self._lock = None
         raise OutputFolderBusyError(
             f"the output folder {self.path} is being locked and released by other runs",
-            "wait for them to finish, or pass another --output-dir", self.path)
+            "wait for them to finish, or pass another folder (output_dir)", self.path)
 
     def _acquire_once(self) -> None:
         import fcntl
@@ -299,7 +299,8 @@ class RunFolder:
             raise OutputFolderBusyError(
                 f"the output folder {self.path} is in use by another pemc-stan run "
                 f"({holder})",
-                "wait for that run to finish, or pass another --output-dir", self.path) from None
+                "wait for that run to finish, or pass another folder (output_dir)",
+                self.path) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}: {' '.join(sys.argv)}\n")
@@ -327,14 +328,14 @@ class RunFolder:
                 raise OutputPathError(
                     f"the output folder {self.path} holds files a run would replace "
                     f"({', '.join(others[:4])}{', ...' if len(others) > 4 else ''}) that are "
-                    "not a pemc-stan run's results", "pass another --output-dir (or "
-                    "--overwrite, if those files may be replaced)", self.path)
+                    "not a pemc-stan run's results", "pass another folder (output_dir), or "
+                    "overwrite=True if those files may be replaced", self.path)
             if earlier and not self.overwrite:
                 raise OutputPathError(
                     f"the output folder {self.path} holds the results of an earlier run "
                     f"({', '.join(sorted(earlier)[:4])}{', ...' if len(earlier) > 4 else ''})",
-                    "pass --overwrite (overwrite=True) to replace them, or another "
-                    "--output-dir", self.path)
+                    "pass overwrite=True to replace them, or another folder "
+                    "(output_dir)", self.path)
             if self.staging.exists():
                 logger.info("removing %s, the output of an interrupted or failed run",
                             self.staging)

@@ -433,8 +433,8 @@ def _image(path: Path) -> str:
 def _figures_html(figures: Sequence[WrittenFigure], plots: bool, total: int) -> str:
     parts = ["<h2>Pictures</h2>"]
     if not plots:
-        parts.append('<p class="note">Pictures were not drawn (--no-plots); '
-                     "'pemc-stan report RUN_DIR' draws them.</p>")
+        parts.append('<p class="note">Pictures were not asked for; '
+                     "'pemc-stan report RUN_DIR' (or write_report) draws them.</p>")
         return "\n".join(parts)
     if not figures:
         parts.append('<p class="note">No picture could be drawn (see the warnings of the '

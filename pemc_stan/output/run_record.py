@@ -228,7 +228,7 @@ def _find_netcdf(folder: Path) -> Path:
     if not candidates:
         raise RunFolderError(f"{folder} holds no InferenceData file (<model>.nc): it is not "
                              "the output folder of a finished 'pemc-stan sample' run",
-                             "pass the --output-dir of a finished run", folder)
+                             "pass the output folder of a finished run", folder)
     if len(candidates) > 1:
         candidates.sort(key=lambda p: p.stat().st_mtime, reverse=True)
         logger.warning("%s holds %d InferenceData files; reporting the newest, %s", folder,
@@ -244,7 +244,7 @@ def _load_idata(path: Path) -> Any:
             idata = az.from_netcdf(str(path))
     except Exception as exc:
         raise RunFolderError(f"{path} cannot be read as InferenceData: {exc}",
-                             "rerun 'pemc-stan sample' into this folder with --overwrite",
+                             "sample again into this folder, replacing it (overwrite=True)",
                              path) from exc
     return idata
 
@@ -274,23 +274,23 @@ def read_run(folder: str | Path) -> RunRecord:
     if not path.is_dir():
         raise RunFolderError(f"the run folder {path} does not exist" if not path.exists()
                              else f"{path} is a file, not a run folder",
-                             "pass the --output-dir of a finished 'pemc-stan sample' run", path)
+                             "pass the output folder of a finished run", path)
     estimates_path = path / "estimates.json"
     if not estimates_path.is_file():
         partial = " (a failed or interrupted run left its output in partial-run/)" if (
             path / "partial-run" / "estimates.json").is_file() else ""
         raise RunFolderError(f"{path} holds no estimates.json: it is not the output folder "
                              f"of a finished 'pemc-stan sample' run{partial}",
-                             "pass the --output-dir of a finished run", path)
+                             "pass the output folder of a finished run", path)
     try:
         estimates = json.loads(estimates_path.read_text())
     except (OSError, ValueError) as exc:
         raise RunFolderError(f"{estimates_path} cannot be read: {exc}",
-                             "rerun 'pemc-stan sample' into this folder with --overwrite",
+                             "sample again into this folder, replacing it (overwrite=True)",
                              estimates_path) from exc
     if not isinstance(estimates, dict):
         raise RunFolderError(f"{estimates_path} does not hold a JSON object",
-                             "rerun 'pemc-stan sample' into this folder with --overwrite",
+                             "sample again into this folder, replacing it (overwrite=True)",
                              estimates_path)
     nc = _find_netcdf(path)
     idata = _load_idata(nc)

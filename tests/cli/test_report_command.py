@@ -51,7 +51,7 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path,
     assert main(["report", str(tmp_path / "missing")]) == ExitCode.MISSING_FILE
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("pemc-stan: error: the run folder") and "does not exist" in err[0]
-    assert err[1].startswith("pemc-stan: remedy: pass the --output-dir")
+    assert err[1].startswith("pemc-stan: remedy: pass the output folder of a finished run")
     assert main(["report", str(tmp_path)]) == ExitCode.MISSING_FILE
     assert "no estimates.json" in capsys.readouterr().err
 

@@ -21,6 +21,9 @@ def _flags() -> None:
     ("use estimator='ct'", "use --estimator ct"),
     ("run longer (iter_sampling)", "run longer (--iter-sampling)"),
     ("x=3 and (x_1) are the model's, not flags", "x=3 and (x_1) are the model's, not flags"),
+    ("pass overwrite=True to replace them, or another folder (output_dir)",
+     "pass --overwrite to replace them, or another folder (--output-dir)"),
+    ("(or pass plots=False)", "(or pass --no-plots)"),
 ])
 def test_python_advice_is_shown_as_flags(python: str, cli: str) -> None:
     assert cli_words(python) == cli
@@ -80,3 +83,47 @@ def test_a_suspect_run_ends_with_what_is_left_and_its_own_exit_code(
     printed = capsys.readouterr().out
     assert printed.startswith(line)
     assert "split_modes=" not in printed and "iter_sampling=" not in printed
+
+
+#: Flag spellings a library string may hold: commands a user types in a shell (pip's,
+#: ``pemc-stan runtime --build``) and stanc's own arguments.
+_SHELL_FLAGS = ("--force-reinstall", "--build", "--version", "--info", "--include-paths",
+                "--filename-in-msg", "--print-canonical", "--auto-format", "--canonicalize")
+
+
+def _strings(tree: object) -> list[tuple[int, str]]:
+    """The string constants of a module that are not docstrings, with their lines."""
+    import ast
+
+    assert isinstance(tree, ast.Module)
+    docs = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant):
+            docs.add(id(body[0].value))
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs]
+
+
+def test_the_library_speaks_python_not_flags() -> None:
+    """Messages of the package outside ``cli/`` (errors, remedies, warnings, the verdict)
+    reach Python users as they are, so they name keyword arguments (``overwrite=True``),
+    never flags; the command line turns them into flags (:func:`cli_words`)."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import pemc_stan
+
+    root = Path(pemc_stan.__file__).parent
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "cli" in path.relative_to(root).parts:
+            continue
+        for line, text in _strings(ast.parse(path.read_text())):
+            found.extend(f"{path.relative_to(root)}:{line}: {word}"
+                         for word in flag.findall(text) if word not in _SHELL_FLAGS)
+    assert not found, "\n".join(found)

@@ -66,7 +66,7 @@ def test_an_earlier_run_is_kept_without_overwrite(tmp_path: Path) -> None:
     _run(out, {"estimates.json": "1"})
     with pytest.raises(OutputPathError, match="holds the results of an earlier run") as info:
         _run(out, {"estimates.json": "2"})
-    assert "--overwrite" in info.value.remedy
+    assert "overwrite=True" in info.value.remedy and "--" not in info.value.remedy
     assert (out / "estimates.json").read_text() == "1"
 
 
