@@ -162,12 +162,40 @@ def unvisited_reason(fit: ExtendedFit, ess: float | None = None) -> Reason | Non
     missed = unvisited_modes(fit, ess)
     if not missed:
         return None
-    shares = ", ".join(f"{100 * p:.0f}%" for _, p in missed)
+    spread = float(getattr(fit.search, "mass_scatter", 0.0))
+    by = (f"its paths' log masses spread over {spread:.2g}" if spread > 0
+          else "no mode was found by enough paths to say how far off it may be")
+    listed = "; ".join(f"mode {k + 1} at {mode_where(fit, k)}, {100 * p:.0f}% of the mass "
+                       "found" for k, p in missed)
     return Reason(
-        "unvisited_modes", f"the pilot found {len(missed)} mode(s) (with {shares} of the "
-        "mass it found) that the target's weighted draws hardly reach (under one effective "
-        "draw's weight, where they should hold several): the estimates leave them out",
-        "run longer (iter_sampling); the modes are in the diagnostics (pilot_modes)")
+        "unvisited_modes", f"the weighted draws hardly reach {listed} (the search's "
+        f"Pathfinder importance-sampling estimate; {by}): under one effective draw's "
+        "weight where they should hold several, so the estimates leave it out",
+        "run longer (iter_sampling)")
+
+
+def mode_where(fit: ExtendedFit, k: int, limit: int = 3) -> str:
+    """Where the search's mode ``k`` is, in the user's parameters (a few values:
+    ``mu = 3.1, sigma = 0.52, ...``), or in base coordinates when they cannot be mapped.
+
+    Raises
+    ------
+    Nothing.
+    """
+    centre = np.asarray(fit.search.centres, dtype=float)[k]
+    coords = getattr(getattr(fit, "result", None), "coordinates", None)
+    values: list[str] = []
+    try:
+        if coords is None:
+            raise ValueError("no base coordinates")
+        named = coords.inverse(centre[None, :], getattr(fit, "data", {}))
+        for name, value in named.items():
+            flat = np.asarray(value, dtype=float)[0].reshape(-1)
+            values.extend(f"{name}[{i + 1}] = {v:.3g}" if flat.size > 1 else f"{name} = {v:.3g}"
+                          for i, v in enumerate(flat))
+    except Exception:  # no coordinates, or data they need: the base coordinates say it
+        values = [f"z[{i + 1}] = {v:.3g}" for i, v in enumerate(centre)]
+    return ", ".join(values[:limit]) + (", ..." if len(values) > limit else "")
 
 
 def search_incomplete(fit: ExtendedFit) -> Reason | None:

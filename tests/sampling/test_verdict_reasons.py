@@ -305,3 +305,25 @@ def test_pilot_notes_are_reasons_by_name() -> None:
     assert "pilot" in _names(exact_ct_fit(LOG_Z, pilot_notes=note))
     fallback = [("pathfinder_failed", "Pathfinder failed; ADVI gave the base", "nothing")]
     assert "pathfinder_failed" not in _names(exact_ct_fit(LOG_Z, pilot_notes=fallback))
+
+
+def test_an_unvisited_mode_is_named_by_where_it_is_and_whose_mass_estimate_says_so() -> None:
+    """The issue's "every mode-related reason names the mode": its centre in the user's
+    parameters (CT's fake model: ``x``), its share of the mass found, by which estimate,
+    and how far that estimate may be off (the spread of its paths' log masses, or that
+    nothing says so)."""
+    import dataclasses
+
+    def reason(fit: Any) -> str:
+        found = [r for r in fit.check().reasons if r.name == "unvisited_modes"]
+        assert len(found) == 1
+        return str(found[0].message)
+
+    fit = _ct_with_a_far_pilot_mode(0.3)
+    message = reason(fit)
+    assert "mode 2 at x = 9, 30% of the mass found" in message
+    assert "Pathfinder importance-sampling estimate" in message
+    assert "no mode was found by enough paths" in message
+    spread = _ct_with_a_far_pilot_mode(0.3)
+    spread.search = dataclasses.replace(spread.search, mass_scatter=0.42)
+    assert "log masses spread over 0.42" in reason(spread)
