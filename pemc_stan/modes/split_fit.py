@@ -30,6 +30,7 @@ from pemc_stan.modes.search_mass import SearchMass
 from pemc_stan.modes.wide import WIDE_EXCESS_Z
 from pemc_stan.numeric import logsumexp
 from pemc_stan.output.diagnostics import UNVISITED_SHARE_MIN, Reason
+from pemc_stan.sampling.checks import mode_where
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
@@ -374,7 +375,9 @@ class ModeSplitFit(ExtendedFit):
                 if k not in grouped and q >= UNVISITED_SHARE_MIN]
         if not lost:
             return None
-        listed = ", ".join(f"mode {k + 1} ({100 * q:.0f}% of the mass found)" for k, q in lost)
+        listed = "; ".join(f"mode {k + 1} at {mode_where(self, k)} ({100 * q:.0f}% of the "
+                           "mass found by the search's Pathfinder importance sampling)"
+                           for k, q in lost)
         return Reason("mode_groups", f"no chain stayed in {listed}: its mass is missing from "
                       "the estimates", "run with split_modes='never' (tempering)")
 
@@ -400,8 +403,9 @@ class ModeSplitFit(ExtendedFit):
                 if q >= OCCUPANCY_SHARE_MIN and o < q / OCCUPANCY_FACTOR:
                     return Reason(
                         "mode_occupancy", f"the chains of a group of connected modes spent "
-                        f"{100 * o:.1f}% of their draws at mode {k + 1}, which the search "
-                        f"weighed at {100 * q:.0f}% of the group: NUTS rarely enters it",
+                        f"{100 * o:.1f}% of their draws at mode {k + 1} ({mode_where(self, k)}), "
+                        f"which the search's Pathfinder importance sampling weighed at "
+                        f"{100 * q:.0f}% of the group: NUTS rarely enters it",
                         "run with split_modes='never' (tempering)")
         return None
 

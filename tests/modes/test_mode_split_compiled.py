@@ -11,6 +11,7 @@ visit, must be flagged.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -92,8 +93,18 @@ def test_a_mode_its_connected_group_hardly_visits_is_flagged(far_fit: ModeSplitF
                          mode_log_z=far_fit.mode_log_z[:1], search=far_fit.search,
                          cells=cells, members=[[0, 1]], outside=np.zeros(n_chains),
                          data=far_fit.data)
-    reasons = [r.name for r in refit.check().reasons]
+    reasons = {r.name: r.message for r in refit.check().reasons}
     assert "mode_occupancy" in reasons
+    # the mode is named where it is, in the user's parameter (#76)
+    assert re.search(r"at mode 1 \(x = 1[45]\.?\d*\)", reasons["mode_occupancy"]), reasons
+    # a group of the second mode alone: no chain stayed at the first
+    alone = ModeSplitFit(far_fit.fit, far_fit.result, groups=np.zeros(n_chains, dtype=np.intp),
+                         mode_log_z=far_fit.mode_log_z[:1], search=far_fit.search,
+                         cells=cells, members=[[1]], outside=np.zeros(n_chains),
+                         data=far_fit.data)
+    lost = {r.name: r.message for r in alone.check().reasons}
+    assert re.search(r"no chain stayed in mode 1 at x = 1[45]", lost["mode_groups"]), lost
+    assert "Pathfinder importance sampling" in lost["mode_groups"]
 
 
 def _split_draws(far_fit: ModeSplitFit) -> tuple[np.ndarray, Any]:
