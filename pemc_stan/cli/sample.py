@@ -201,13 +201,13 @@ def run(args: argparse.Namespace) -> ExitCode:
 
 def _suspect_end(record: Any) -> ExitCode:
     """Print what is left to do for a suspect fit, and its exit code: 8 while a larger
-    budget can still change the verdict, 11 when no remedy is left."""
+    budget can still change the verdict (the next rung of the ladder,
+    :meth:`~pemc_stan.sampling.follow_up.FollowUp.next_budget`), 11 when no remedy is left
+    (the ladder's end: a reason no run fixes, or the largest budget advised)."""
     if record is not None and not record.remedy_left:
-        last = str(record.steps[-1]) if record.steps else "no mechanical remedy"
-        print(cli_words(f"no remedy left: {last}; the verdict stands, and running again "
-                        "with more draws or a larger budget will not change it"))
+        print(cli_words(record.final_statement()))
         return ExitCode.SUSPECT_FINAL
     budget = DEFAULT_BUDGET if record is None else record.budget
-    larger = max(2 * budget, DEFAULT_BUDGET)
+    larger = record.next_budget() if record is not None else 2 * DEFAULT_BUDGET
     print(f"remedy left: --budget {larger:g} lets the follow-ups go on (it was {budget:g})")
     return ExitCode.SUSPECT

@@ -68,6 +68,7 @@ __all__ = ["ADAPT_DELTA_STEPS", "SMALLER_STEP_REASONS", "TREEDEPTH_STEPS", "Budg
            "DEFAULT_BUDGET", "LONGER_REASONS", "REMEDY_LEFT", "FollowUp", "FollowUpStep",
            "carries_floor",
            "deeper_tree_cost", "follow_up", "next_adapt_delta", "longer_can_fix", "plan_step",
+           "MAX_BUDGET",
            "TRANSIENT_RATE"]
 
 #: The default budget: all runs together take at most this many times the first attempt's
@@ -129,6 +130,10 @@ class Budget:
 
 #: Why the follow-ups stopped, where a larger budget is a remedy left (:class:`FollowUp`).
 REMEDY_LEFT = frozenset({"over_budget", "no_budget", "split_budget"})
+#: The largest budget advised: each larger budget advised doubles the last (4, 8, 16), and
+#: a run still suspect after its follow-ups took this many times the first attempt's
+#: gradients has its answer; more is the user's choice, not a remedy (the ladder ends).
+MAX_BUDGET = 16.0
 
 
 @dataclass(frozen=True)
@@ -210,8 +215,28 @@ class FollowUp:
 
     @property
     def remedy_left(self) -> bool:
-        """Whether following the advice can still change the verdict (a larger budget)."""
-        return self.ended in REMEDY_LEFT
+        """Whether following the advice can still change the verdict: a larger budget
+        (:meth:`next_budget`), up to :data:`MAX_BUDGET`."""
+        return self.ended in REMEDY_LEFT and self.budget < MAX_BUDGET
+
+    def next_budget(self) -> float | None:
+        """The budget to run with next, twice this one's up to :data:`MAX_BUDGET` (at least
+        :data:`DEFAULT_BUDGET`), or None when no remedy is left."""
+        if not self.remedy_left:
+            return None
+        return min(max(2.0 * self.budget, DEFAULT_BUDGET), MAX_BUDGET)
+
+    def final_statement(self) -> str:
+        """Why no remedy is left, for a suspect fit (empty while one is)."""
+        if self.remedy_left:
+            return ""
+        if self.ended in REMEDY_LEFT:
+            return (f"no remedy left: the follow-ups ran to a budget of {self.budget:g} times "
+                    f"the first attempt (the largest advised is {MAX_BUDGET:g}); the verdict "
+                    "stands")
+        last = str(self.steps[-1]) if self.steps else "no mechanical remedy"
+        return (f"no remedy left: {last}; the verdict stands, and running again with more "
+                "draws or a larger budget will not change it")
 
     def cost(self) -> dict[str, Any]:
         """Where the run's time went: wall seconds and gradients by stage, and in all (a split
@@ -233,7 +258,7 @@ class FollowUp:
         return {"budget": self.budget, "first_gradients": self.first_gradients,
                 "refused_split_gradients": self.refused_gradients,
                 "spent_gradients": self.spent, "steps": [asdict(s) for s in self.steps],
-                "ended": self.ended}
+                "ended": self.ended, "next_budget": self.next_budget()}
 
 
 def longer_can_fix(rhat: float, factor: float, rate: float = 1.0) -> bool:

@@ -65,18 +65,24 @@ def test_the_command_line_s_report_has_no_python_spelling(
     assert "  sampler: chains=4" in out  # a record, not advice
 
 
-@pytest.mark.parametrize(("ended", "code", "line"), [
-    ("over_budget", 8, "remedy left: --budget 8 lets the follow-ups go on (it was 4)"),
-    ("no_budget", 8, "remedy left: --budget 4 lets the follow-ups go on (it was 1)"),
-    ("no_remedy", 11, "no remedy left: no follow-up: no mechanical remedy (pilot)"),
-    ("beyond_draws", 11, "no remedy left: no follow-up: no mechanical remedy (pilot)"),
+@pytest.mark.parametrize(("ended", "budget", "code", "line"), [
+    ("over_budget", 4.0, 8, "remedy left: --budget 8 lets the follow-ups go on (it was 4)"),
+    ("over_budget", 8.0, 8, "remedy left: --budget 16 lets the follow-ups go on (it was 8)"),
+    ("split_budget", 10.0, 8, "remedy left: --budget 16 lets the follow-ups go on (it was 10)"),
+    ("over_budget", 16.0, 11, "no remedy left: the follow-ups ran to a budget of 16 times the "
+     "first attempt (the largest advised is 16)"),
+    ("no_budget", 1.0, 8, "remedy left: --budget 4 lets the follow-ups go on (it was 1)"),
+    ("no_remedy", 4.0, 11, "no remedy left: no follow-up: no mechanical remedy (pilot)"),
+    ("beyond_draws", 4.0, 11, "no remedy left: no follow-up: no mechanical remedy (pilot)"),
 ])
 def test_a_suspect_run_ends_with_what_is_left_and_its_own_exit_code(
-        ended: str, code: int, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+        ended: str, budget: float, code: int, line: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The advice is a ladder with an end: each rung doubles the budget, up to the
+    largest advised, and then, or for a reason no run fixes, no remedy is left."""
     from pemc_stan.cli.sample import _suspect_end
     from pemc_stan.sampling.follow_up import FollowUp, FollowUpStep
 
-    budget = 1.0 if ended == "no_budget" else 4.0
     record = FollowUp(budget, 100, 100, [FollowUpStep("", "pilot", verdict="no mechanical "
                                                                        "remedy")], ended=ended)
     assert int(_suspect_end(record)) == code
