@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from pemc_stan.numeric import logsumexp
 
 __all__ = ["importance_error", "mixture_log_z", "mixture_mean", "mixture_weights",
-           "unexplained_mass"]
+           "region_shares", "unexplained_mass"]
 
 
 def mixture_weights(log_z: ArrayLike) -> NDArray[np.float64]:
@@ -99,6 +99,36 @@ def importance_error(log_weights: ArrayLike, log_z: float) -> tuple[float, float
     m1 = float(np.exp(min(log_m1, 700.0)))
     var = max(float(np.exp(min(log_m2, 700.0))) - m1 * m1, 0.0) * n / (n - 1)
     return m1, float(np.sqrt(var / n))
+
+
+def region_shares(log_weights: ArrayLike, labels: ArrayLike, n_regions: int
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each region's share of the mass importance draws see, and its standard error.
+
+    ``share_k = sum_{i in k} w_i / sum_i w_i`` (self-normalised: no ``log Z`` needed),
+    with the delta method's ``se_k^2 = sum_i w_i^2 (1[i in k] - share_k)^2 / (sum_i
+    w_i)^2``; ``labels`` gives each draw's region (``0 .. n_regions - 1``).  Without a
+    finite weight, every share and error is NaN.
+
+    Raises
+    ------
+    ValueError
+        If the labels do not match the weights or lie outside the regions.
+    """
+    lw = np.asarray(log_weights, dtype=float).reshape(-1)
+    lab = np.asarray(labels, dtype=np.intp).reshape(-1)
+    if lab.shape != lw.shape or (lab.size and (lab.min() < 0 or lab.max() >= n_regions)):
+        raise ValueError(f"{lab.size} labels in 0..{n_regions - 1} for {lw.size} weights: "
+                         "need one label a weight, each a region")
+    lw = np.where(np.isnan(lw), -np.inf, lw)
+    if not np.any(np.isfinite(lw)):
+        return np.full(n_regions, np.nan), np.full(n_regions, np.nan)
+    w = np.exp(lw - np.max(lw))
+    total = float(np.sum(w))
+    shares = np.bincount(lab, weights=w, minlength=n_regions) / total
+    inside = lab[:, None] == np.arange(n_regions)[None, :]
+    ses = np.sqrt(np.sum((w[:, None] * (inside - shares[None, :])) ** 2, axis=0)) / total
+    return shares, ses
 
 
 def unexplained_mass(log_weights: ArrayLike, log_z: float, std_error: float

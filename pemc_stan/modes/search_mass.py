@@ -33,7 +33,7 @@ from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.convergence import ess_bulk
-from pemc_stan.estimators.mixture import importance_error, unexplained_mass
+from pemc_stan.estimators.mixture import importance_error, region_shares, unexplained_mass
 from pemc_stan.modes.wide import (
     WIDE_EXCESS_Z,
     importance_log_weights,
@@ -266,6 +266,19 @@ class SearchMassCheck:
 
     def __init__(self, draws: SearchDraws) -> None:
         self.draws = draws
+
+    def mode_shares(self, fit: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """Each of ``fit``'s search modes' share of the mass these draws see in its cell
+        (the nearest centre in the search's metric, the cells ``unvisited_modes`` weighs
+        the run's draws in) and its standard error
+        (:func:`~pemc_stan.estimators.mixture.region_shares`): the check of the search's
+        Pathfinder shares.  None without the search's centres."""
+        search = getattr(fit, "search", None)
+        if search is None or search.centres is None or search.base is None:
+            return None
+        centres = np.asarray(search.centres, dtype=float)
+        labels = search.base.nearest_centre(self.draws.z, centres)
+        return region_shares(self.draws.lw, labels, len(centres))
 
     def __call__(self, fit: Any) -> tuple[str, Reason | None]:
         """``("search_mass", reason or None)``."""

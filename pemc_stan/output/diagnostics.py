@@ -76,11 +76,15 @@ class Reason:
         What is wrong, with the numbers.
     remedy
         What to do.
+    note
+        True for what the user must know but that does not make the fit suspect (a
+        check whose evidence is itself unchecked): the verdict lists it among its notes.
     """
 
     name: str
     message: str
     remedy: str
+    note: bool = False
 
     def __str__(self) -> str:
         return f"{self.name}: {self.message}; {self.remedy}"

@@ -156,22 +156,59 @@ def estimates_ess(fit: ExtendedFit) -> float:
     return min(finite) if finite else float("nan")
 
 
+#: A mode's share of the mass is confirmed when the importance draws from the search's
+#: Gaussians put it at least this many standard errors above ``UNVISITED_SHARE_MIN``.
+CONFIRM_Z = 2.0
+
+
+def confirmed_shares(fit: ExtendedFit) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """Each search mode's share of the mass by an estimate with its own error (a later
+    check's ``mode_shares``: the importance draws from the search's Gaussians), with the
+    standard errors; None when the run has none."""
+    for check in fit.later_checks:
+        shares = getattr(check, "mode_shares", None)
+        found = shares(fit) if callable(shares) else None
+        if found is not None:
+            return found
+    return None
+
+
 def unvisited_reason(fit: ExtendedFit, ess: float | None = None) -> Reason | None:
-    """The pilot's modes the target estimates leave out (:func:`unvisited_modes`), as a
-    reason (None: none)."""
+    """The pilot's modes the target estimates leave out (:func:`unvisited_modes`): a reason
+    for those whose mass an estimate with its own error confirms (:func:`confirmed_shares`,
+    at least :data:`CONFIRM_Z` standard errors above ``UNVISITED_SHARE_MIN``), else a
+    note (the Pathfinder share alone is a guess: a path's importance weights can put a
+    mode of no mass at half of it); None when every mode is reached."""
     missed = unvisited_modes(fit, ess)
     if not missed:
         return None
+    checked = confirmed_shares(fit)
+    sure = [] if checked is None else [
+        (k, p) for k, p in missed
+        if checked[0][k] - CONFIRM_Z * checked[1][k] >= UNVISITED_SHARE_MIN]
+    if sure and checked is not None:
+        listed = "; ".join(
+            f"mode {k + 1} at {mode_where(fit, k)}, {100 * checked[0][k]:.1f}% +- "
+            f"{100 * checked[1][k]:.1f}% of the mass found (importance draws from the "
+            f"search's Gaussians; Pathfinder's estimate {100 * p:.0f}%)" for k, p in sure)
+        return Reason(
+            "unvisited_modes", f"the weighted draws hardly reach {listed}: under one "
+            "effective draw's weight where they should hold several, so the estimates "
+            "leave it out", "run longer (iter_sampling)")
     spread = float(getattr(fit.search, "mass_scatter", 0.0))
-    by = (f"its paths' log masses spread over {spread:.2g}" if spread > 0
-          else "no mode was found by enough paths to say how far off it may be")
     listed = "; ".join(f"mode {k + 1} at {mode_where(fit, k)}, {100 * p:.0f}% of the mass "
                        "found" for k, p in missed)
+    seen = ("no importance draws checked it" if checked is None else "importance draws "
+            "from the search's Gaussians put " + ", ".join(
+                f"{100 * checked[0][k]:.1f}% +- {100 * checked[1][k]:.1f}%"
+                for k, _ in missed) + " there")
     return Reason(
-        "unvisited_modes", f"the weighted draws hardly reach {listed} (the search's "
-        f"Pathfinder importance-sampling estimate; {by}): under one effective draw's "
-        "weight where they should hold several, so the estimates leave it out",
-        "run longer (iter_sampling)")
+        "unvisited_modes", f"the search's Pathfinder estimate puts {listed}, which the "
+        f"weighted draws hardly reach; {seen}" + (
+            f" (its paths' log masses spread over {spread:.2g})" if spread > 0 else "")
+        + ": a guess nothing confirms, so the fit is not judged by it",
+        "if that mode matters, run longer (iter_sampling) and see whether the draws reach "
+        "it", note=True)
 
 
 def mode_where(fit: ExtendedFit, k: int, limit: int = 3) -> str:

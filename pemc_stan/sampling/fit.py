@@ -679,11 +679,12 @@ class ExtendedFit:
         """
         reasons: list[Reason] = []
         names: list[str] = []
+        noted: list[Reason] = []  # findings on evidence that is itself unchecked
         for name, found in (*self._shared_checks(), *self.method_checks()):
             names.append(name)
             if found is not None:
-                reasons.append(found)
-        notes = checks.tail_notes(self)
+                (noted if found.note else reasons).append(found)
+        notes = (*noted, *checks.tail_notes(self))
         if reasons and all(r.name in checks.minor_reasons(self) for r in reasons):
             return Verdict((), tuple(names), notes)
         return Verdict(tuple(reasons), tuple(names), notes)

@@ -93,3 +93,30 @@ def test_unexplained_mass_sees_a_missing_part_and_not_a_complete_mixture() -> No
     assert unexplained_mass(one, 0.0, 0.0)[1] == pytest.approx(2 / 3, rel=1e-3)
     with pytest.raises(ValueError, match="finite log Z"):
         unexplained_mass(lw, float("nan"), 0.1)
+
+
+def test_region_shares_of_importance_draws_on_a_known_answer() -> None:
+    """Draws from N(0, 2^2) weighed to N(0, 1): the share of x < -1 is Phi(-1) = 0.1587,
+    within three of its own standard errors, which match the shares' scatter over
+    repetitions."""
+    from scipy import stats
+
+    from pemc_stan.estimators.mixture import region_shares
+
+    rng = np.random.default_rng(3)
+    found = []
+    for _ in range(200):
+        x = rng.normal(0.0, 2.0, 2000)
+        lw = stats.norm.logpdf(x) - stats.norm.logpdf(x, scale=2.0)
+        shares, ses = region_shares(lw, (x >= -1).astype(int), 2)  # region 0: x < -1
+        found.append((shares[0], ses[0]))
+    share, se = np.array(found).T
+    exact = stats.norm.cdf(-1.0)
+    assert abs(share.mean() - exact) < 3 * share.std() / np.sqrt(share.size)
+    assert np.median(se) == pytest.approx(share.std(), rel=0.15)
+    assert np.all(np.abs(share - exact) < 5 * se)
+    s, e = region_shares([0.0, np.nan, -np.inf, 0.0], [0, 1, 1, 1], 2)
+    assert s.tolist() == [0.5, 0.5] and np.all(e > 0)
+    assert np.all(np.isnan(region_shares([-np.inf, np.nan], [0, 1], 2)[0]))
+    with pytest.raises(ValueError, match="label"):
+        region_shares([0.0, 0.0], [0, 2], 2)

@@ -144,3 +144,33 @@ def test_centres_beyond_the_kept_covariances_take_the_covering_one() -> None:
                                 major_shares=(0.9, 0.1))
     seen = search_mass(Identity(), wider, SpikeInSlab(), None, float(np.log(101.0)), 0.01, 1)
     assert seen is not None and abs(seen.z) < 4
+
+
+class TwoModes:
+    """``log gamma``: 0.7 N(-5, 1) + 0.3 N(5, 1) in every coordinate (D of them)."""
+
+    def log_density(self, x: dict[str, np.ndarray]) -> np.ndarray:
+        z = x["x"]
+        return np.logaddexp(*(np.log(m) + multivariate_normal(np.full(D, c), 1.0).logpdf(z)
+                              for m, c in ((0.7, -5.0), (0.3, 5.0))))
+
+
+def test_the_search_draws_weigh_each_mode_whatever_pathfinder_said() -> None:
+    """The check of the search's Pathfinder shares (``unvisited_modes`` rests on it): the
+    importance draws from the modes' Gaussians give each mode's cell its share of the mass,
+    0.7 and 0.3 here, where the search said 0.5 and 0.5, within four of their standard
+    errors (which are small: two well-fitted Gaussians)."""
+    from types import SimpleNamespace
+
+    from pemc_stan.modes.search_mass import SearchMassCheck, search_draws
+
+    cov = np.eye(D)
+    search = ModeSearch((2.0,), 2, 2, 16, "a test's search", (0.5, 0.5),
+                        np.stack([np.full(D, -5.0), np.full(D, 5.0)]), (0.5, 0.5),
+                        BaseDensity(np.zeros(D), 30.0 * np.eye(D), "dense"),
+                        covariances=np.stack([cov, cov]))
+    drawn = search_draws(Identity(), search, TwoModes(), None, seed=2)
+    assert drawn is not None
+    shares, ses = SearchMassCheck(drawn).mode_shares(SimpleNamespace(search=search))
+    assert np.all(np.abs(shares - [0.7, 0.3]) < 4 * ses) and np.all(ses < 0.02), (shares, ses)
+    assert SearchMassCheck(drawn).mode_shares(SimpleNamespace(search=None)) is None
