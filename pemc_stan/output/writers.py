@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from pemc_stan.output.cmdstan_files import arrange_runs, earlier_runs
 from pemc_stan.output.diagnostics import Verdict
 from pemc_stan.output.fit_protocol import fit_seed, judged_run
 from pemc_stan.output.json_values import json_safe
@@ -132,19 +133,6 @@ class SavedFit:
     estimates: dict[str, Any]
 
 
-def earlier_runs(out: Path, judged: str | None) -> list[str]:
-    """The CSV folders under ``out/cmdstan`` of runs before the judged one (the first run,
-    rounds, the split's runs), in order of writing."""
-    root = out / "cmdstan"
-    if not root.is_dir():
-        return []
-    written: dict[Path, float] = {}
-    for csv in root.rglob("*.csv"):
-        written[csv.parent] = min(written.get(csv.parent, float("inf")), csv.stat().st_mtime)
-    names = [f"{d.relative_to(out).as_posix()}/" for d in sorted(written, key=lambda d: written[d])]
-    return [n for n in names if n != judged]
-
-
 def _with_seed(sampler: dict[str, Any], fit: Any) -> dict[str, Any]:
     if sampler.get("seed") is None:
         sampler["seed"] = fit_seed(fit)
@@ -183,6 +171,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     """
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
+    arrange_runs(out, fit)  # the judged run at cmdstan/, the earlier ones in sub-folders
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         diagnostics = fit.diagnostics(warn=False)

@@ -347,9 +347,10 @@ def test_a_scout_in_a_mode_the_search_missed_refuses_the_split(
 
 def test_every_surface_describes_the_run_the_follow_up_ended_with(
         cmdstan_installation: Any, tmp_path: Path) -> None:
-    """The command line, on the divergent run of the first test: the first run's CSV files
-    stay where they were written, and estimates.json, the report's header and the
-    InferenceData's attributes give the follow-up's run, the one the verdict judged."""
+    """The command line, on the divergent run of the first test: the follow-up's run, the
+    one the verdict judged, is alone at cmdstan/ and the earlier runs in their own
+    folders; estimates.json, the report's header and the InferenceData's attributes give
+    the judged run."""
     import arviz as az
 
     from pemc_stan.cli import main
@@ -363,8 +364,13 @@ def test_every_surface_describes_the_run_the_follow_up_ended_with(
     assert estimates["follow_up"]["steps"], "the premise: the first run is suspect"
     judged, asked = estimates["sampler"], estimates["requested"]
     assert asked["adapt_delta"] == 0.5 and judged["adapt_delta"] > 0.5
-    assert "follow_up" in judged["csv_folder"] and (out / judged["csv_folder"]).is_dir()
+    # the judged run alone at cmdstan/ (#76), the earlier ones in their named folders
+    assert judged["csv_folder"] == "cmdstan/"
+    stems = {p.name.rsplit("_", 1)[0] for p in (out / "cmdstan").glob("*.csv")}
+    assert len(stems) == 1 and len(list((out / "cmdstan").glob("*.csv"))) == judged["chains"]
     assert estimates["earlier_runs"] and judged["csv_folder"] not in estimates["earlier_runs"]
+    assert all(run.startswith("cmdstan/") and run != "cmdstan/"
+               for run in estimates["earlier_runs"])
     page = (out / "report.html").read_text()
     assert f"in {judged['csv_folder']}" in page and "earlier runs:" in page
     attrs = az.from_netcdf(str(out / "model.nc")).posterior.attrs
