@@ -26,11 +26,9 @@
 ``extended_posterior``
     The draws of the extended space itself, the method's own quantities under
     the reserved prefix (so they never clash with a user parameter such as
-    ``beta``): for PE every pseudo-sample of every parameter (dim ``pseudo``)
-    with ``pemc_beta`` and ``pemc_log_weight``; for CT the ``x`` draws with
-    the CT program's ``pemc_u``, ``pemc_beta``, ``pemc_delta``, base
-    coordinates ``pemc_z``, ``pemc_log_gamma``, ``pemc_log_base`` and
-    ``pemc_log_weight`` (``log w1``).
+    ``beta``): for PE every pseudo-sample of every parameter (dim ``pseudo``);
+    for CT the ``x`` draws with the CT program's own parameters.  Their
+    temperatures and weights are in ``sample_stats`` (each draw kept once).
 ``log_likelihood``
     The generated quantity ``log_lik`` (or the names given as ``log_likelihood=``), taken
     out of ``posterior`` with the same resampled draws, so that ``az.loo`` and

@@ -249,8 +249,8 @@ def plot_extended_draws(fit_or_idata: Any, x: str | None = None, y: str = "beta"
         if own:
             x = x + "[" + ",".join("1" for _ in own) + "]"
     xs = select_column(ext, x, particles)
-    ys = np.asarray(ext["pemc_beta"].values if y == "beta" else select_column(ext, y, particles),
-                    dtype=float)
+    ys = np.asarray(idata.sample_stats["beta"].values if y == "beta"
+                    else select_column(ext, y, particles), dtype=float)
     w = _normalised_weights(idata)
     if particles:
         # weights normalised within each draw: every draw carries total weight 1

@@ -3,8 +3,8 @@
 :func:`save_fit` writes what ``pemc-stan sample`` leaves in its output folder,
 so Python users get the same files::
 
-    <model>.nc       ArviZ InferenceData (NetCDF)
-    gq/              the original model's generated quantities on the resampled draws
+    <model>.nc       ArviZ InferenceData (NetCDF), with the original model's transformed
+                     parameters and generated quantities on the resampled draws
     weights.csv      per draw: chain, draw and the method's temperatures and log weights
     estimates.json   method, options, weighted expectations with MCSE, log Z, diagnostics
     summary.csv      the summary table (:func:`summary_table`)
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,11 +176,13 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         diagnostics = fit.diagnostics(warn=False)
-    idata = fit.to_inference_data(output_dir=str(out / "gq"))
+    with tempfile.TemporaryDirectory(dir=out) as gq:  # the posterior holds what it writes
+        idata = fit.to_inference_data(output_dir=gq)
     nc = out / f"{name or fit.program.name}.nc"
     idata.to_netcdf(str(nc))
     weights_csv = out / "weights.csv"
-    fit.weights_frame().to_csv(weights_csv, index=False)
+    # 13 significant digits: 1e-13 of a log weight, a fifth less than Python's shortest repr
+    fit.weights_frame().to_csv(weights_csv, index=False, float_format="%.13g")
     table, weighted = summary_table(fit, idata)
     verdict = fit.check()
     attrs = idata.posterior.attrs
@@ -217,7 +220,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
     files = [nc.name, weights_csv.name, estimates_json.name]
-    files += [f"{d}/" for d in ("cmdstan", "gq") if (out / d).is_dir()]
+    files += ["cmdstan/"] if (out / "cmdstan").is_dir() else []
 
     files += write_run_sources(fit, out, name=name, table=table)
     return SavedFit(out, tuple(files), table, diagnostics, log_z, verdict, estimates)

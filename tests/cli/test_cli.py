@@ -390,6 +390,10 @@ def test_sample_pseudo_extended_bimodal(cmdstan_installation: object, tmp_path: 
     # the resampled posterior holds draws from both modes, in about the right proportion
     left = float(np.mean(idata.posterior["x"].values < 0))
     assert 0.05 < left < 0.6
+    # draws kept once (#76): the nc's extended draws do not repeat sample_stats' beta and
+    # weights, no generated-quantities folder repeats the posterior
+    assert not set(idata.extended_posterior.data_vars) & {"pemc_beta", "pemc_log_weight"}
+    assert not (out / "gq").exists()
 
 
 @pytest.mark.compiled

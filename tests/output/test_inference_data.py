@@ -33,8 +33,10 @@ def test_groups_dims_and_coords_follow_the_declarations() -> None:
     ext = idata[EXTENDED_GROUP]
     assert ext["v"].dims == ("chain", "draw", "pseudo", "K_dim")
     np.testing.assert_array_equal(ext["pseudo"].values, [1, 2, 3])
-    assert ext["pemc_beta"].dims == ("chain", "draw", "pseudo")  # reserved prefix: no clash
-    np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights())
+    # the temperatures and weights once, in sample_stats, not again beside the draws (#76)
+    assert not set(ext.data_vars) & {"pemc_beta", "pemc_log_weight"}
+    assert idata.sample_stats["beta"].dims == ("chain", "draw", "pseudo")
+    np.testing.assert_allclose(idata.sample_stats["log_weight"].values, fit.log_weights())
     assert idata.observed_data["y"].dims == ("K_dim",)  # variate of the likelihood
     assert set(idata.constant_data.data_vars) == {"K", "s"}
     np.testing.assert_array_equal(idata.observed_data["y"].values, DATA["y"])
@@ -149,7 +151,7 @@ def test_continuous_tempering_groups(tmp_path: Path) -> None:
     assert ext["v"].dims == ("chain", "draw", "K_dim")
     np.testing.assert_array_equal(ext["v"].sel(K_dim=2).values, fit._column("v[2]"))
     np.testing.assert_array_equal(ext["pemc_u"].values, fit._column("pemc_u"))
-    np.testing.assert_array_equal(ext["pemc_log_weight"].values, fit.log_weights())
+    assert "pemc_log_weight" not in ext  # sample_stats' log_weight, kept once (#76)
     assert "lp__" not in ext and "lp" in stats
     np.testing.assert_array_equal(idata.posterior["v"].sel(K_dim=3).values,
                                   fit._resampled["v[3]"].to_numpy().reshape(2, 50))
@@ -322,8 +324,8 @@ def test_continuous_tempering_fit_to_inference_data(cmdstan_installation: object
     assert idata.posterior.attrs["pemc_log_z"] == pytest.approx(estimate.log_z)
     ext = idata[EXTENDED_GROUP]
     assert ext["mu"].dims == ("chain", "draw", "K_dim")
-    np.testing.assert_allclose(ext["pemc_beta"].values, fit.beta())
-    np.testing.assert_allclose(ext["pemc_log_weight"].values, fit.log_weights())
+    np.testing.assert_allclose(ext["pemc_beta"].values, fit.beta())  # the CT program's own
+    np.testing.assert_allclose(stats["log_weight"].values, fit.log_weights())
 
 
 @pytest.mark.compiled

@@ -704,8 +704,8 @@ class ContinuousTemperingFit(ExtendedFit):
     def output_extras(self) -> OutputExtras:
         """``pemc_log_zeta`` (attribute) and ``log_zeta`` (setting) of the last round;
         sample stats ``beta``, ``delta``, ``log_weight`` (``log w1``), ``weight``
-        (normalised over all draws) and the attribute ``weight_ess``; extended
-        ``pemc_beta``, ``pemc_delta`` and ``pemc_log_weight``."""
+        (normalised over all draws) and the attribute ``weight_ess`` (the extended draws'
+        group does not repeat them: each draw kept once)."""
         lw = np.asarray(self.log_weights(), dtype=float)
         finite = np.isfinite(lw)
         w = np.zeros_like(lw)
@@ -720,8 +720,7 @@ class ContinuousTemperingFit(ExtendedFit):
             settings={"log_zeta": float(self.log_zeta)},
             sample_stats={"beta": (both, beta), "delta": (both, delta),
                           "log_weight": (both, lw), "weight": (both, w)},
-            sample_stats_attrs={"weight_ess": ess},
-            extended={"pemc_beta": beta, "pemc_delta": delta, "pemc_log_weight": lw})
+            sample_stats_attrs={"weight_ess": ess})
 
     def weights_frame(self) -> pd.DataFrame:
         """Per draw: chain, draw, ``beta``, ``delta`` and ``log_weight`` (``log w1``)."""

@@ -481,8 +481,8 @@ class PseudoExtendedFit(ExtendedFit):
         """``pemc_n_pseudo`` and ``pemc_log_scale`` (attributes), the offset ``log_scale``
         (setting); sample stats ``beta``, ``log_weight``, ``weight`` (dim ``pseudo``),
         ``weight_ess`` and ``resample_index`` (none when the posterior draws are the
-        cells', :attr:`cell_estimate`); extended ``pemc_beta`` and ``pemc_log_weight`` per
-        pseudo-sample."""
+        cells', :attr:`cell_estimate`).  The extended draws' group holds the pseudo-samples
+        alone: their temperatures and log weights are these (each draw kept once)."""
         per = ("chain", "draw", "pseudo")
         beta = np.asarray(self.beta(), dtype=float)
         lw = np.asarray(self.log_weights(), dtype=float)
@@ -497,8 +497,7 @@ class PseudoExtendedFit(ExtendedFit):
                 "beta": (per, beta), "log_weight": (per, lw),
                 "weight": (per, np.asarray(self.normalised_weights())),
                 "weight_ess": (("chain", "draw"), np.asarray(self.weight_ess(), dtype=float)),
-                **kept},
-            extended={"pemc_beta": beta, "pemc_log_weight": lw})
+                **kept})
 
     def weights_frame(self) -> Any:
         """Per draw: chain, draw, ``beta_k`` and ``log_weight_k`` of every pseudo-sample."""
