@@ -533,3 +533,35 @@ def test_a_density_nan_everywhere_from_the_data_is_a_data_error_not_a_rejected_f
     assert remedy.startswith("replace or leave out")
     model_fault = UnevaluableDensityError("the log density of m cannot be evaluated", "r", "fix")
     assert describe_error(cmdstan_error(model_fault, None))[2] == ExitCode.RUNTIME
+
+
+_REJECTING = """\
+data { int<lower=1> N; vector[N] y; }
+parameters { real mu; real<lower=0> sigma; }
+model {
+  if (sigma > 4) reject("sigma is beyond this model's range: ", sigma);
+  mu ~ normal(0, 5);
+  sigma ~ normal(0, 3);
+  y ~ normal(mu, sigma);
+}
+"""
+
+
+@pytest.mark.compiled
+def test_each_stan_message_is_said_once_in_a_tempered_run(cmdstan_installation: object,
+                                                           tmp_path: Path) -> None:
+    """#76 'each Stan message once': a model that rejects proposals in every round of a
+    tempered run (the hot chains reach sigma > 4) has Stan's message said once in all the
+    command line prints, told in the user's line, beside its count."""
+    model = tmp_path / "rejecting.stan"
+    model.write_text(_REJECTING)
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"N": 5, "y": [0.3, -1.2, 0.8, 1.9, -0.4]}))
+    proc = run_cli("sample", str(model), "--data", str(data), "--method", "ct",
+                   "--split-modes", "never", "--chains", "2", "--iter-warmup", "300",
+                   "--iter-sampling", "300", "--seed", "3", "--no-plots",
+                   "--output-dir", str(tmp_path / "out"))
+    assert proc.returncode in (ExitCode.OK, ExitCode.SUSPECT, ExitCode.SUSPECT_FINAL), proc.stderr
+    said = proc.stdout + proc.stderr
+    assert said.count("sigma is beyond this model's range") == 1, said
+    assert "rejecting.stan, line 4" in said, said
