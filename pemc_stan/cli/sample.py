@@ -195,18 +195,22 @@ def run(args: argparse.Namespace) -> ExitCode:
     _print_report(fit.title(), model, sampler, "seed" in given, saved, shape)
     if saved.verdict.ok:
         return ExitCode.OK
-    return _suspect_end(fit.follow_up)
+    return _suspect_end(fit.follow_up, sampler.seed)
 
 
-def _suspect_end(record: Any) -> ExitCode:
+def _suspect_end(record: Any, seed: int | None = None) -> ExitCode:
     """Print what is left to do for a suspect fit, and its exit code: 8 while a larger
     budget can still change the verdict (the next rung of the ladder,
     :meth:`~pemc_stan.sampling.follow_up.FollowUp.next_budget`), 11 when no remedy is left
-    (the ladder's end: a reason no run fixes, or the largest budget advised)."""
+    (the ladder's end: a reason no run fixes, or the largest budget advised).  The
+    command to run next keeps ``seed``: the same run, followed further."""
     if record is not None and not record.remedy_left:
         print(cli_words(record.final_statement()))
         return ExitCode.SUSPECT_FINAL
     budget = DEFAULT_BUDGET if record is None else record.budget
     larger = record.next_budget() if record is not None else 2 * DEFAULT_BUDGET
-    print(f"remedy left: --budget {larger:g} lets the follow-ups go on (it was {budget:g})")
+    again = f" --seed {seed}" if seed is not None else ""
+    print(f"remedy left: --budget {larger:g} lets the follow-ups go on (it was {budget:g}): "
+          f"run the same command with --budget {larger:g}{again} --overwrite (the same run, "
+          "followed further; or another --output-dir to keep this one)")
     return ExitCode.SUSPECT

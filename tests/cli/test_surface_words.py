@@ -85,9 +85,12 @@ def test_a_suspect_run_ends_with_what_is_left_and_its_own_exit_code(
 
     record = FollowUp(budget, 100, 100, [FollowUpStep("", "pilot", verdict="no mechanical "
                                                                        "remedy")], ended=ended)
-    assert int(_suspect_end(record)) == code
+    assert int(_suspect_end(record, seed=7)) == code
     printed = capsys.readouterr().out
     assert printed.startswith(line)
+    if code == 8:  # the whole next step, mechanically: the same run, followed further
+        rung = line.split()[3]
+        assert f"run the same command with --budget {rung} --seed 7 --overwrite" in printed
     assert "split_modes=" not in printed and "iter_sampling=" not in printed
 
 
