@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pemc_stan.cli.console import cli_words
 from pemc_stan.cli.errors import ExitCode
 from pemc_stan.errors import CliError, OutputFolderBusyError, OutputPathError
 from pemc_stan.output.figures import PLOTS_DIR
@@ -89,7 +90,7 @@ def report_files(folder: Path, plots: bool = True) -> list[str]:
         Passed on (an interrupted run keeps its partial output).
     """
     try:
-        return write_report(folder, plots=plots)
+        return write_report(folder, plots=plots, words=cli_words)
     except Exception as exc:
         logger.warning("%s was not written: %s: %s (the run's results are complete; "
                        "'pemc-stan report %s' tries again)", REPORT_NAME,
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     folder = Path(args.run_dir).expanduser()
     try:
         with _locked(folder):
-            written = write_report(folder, plots=args.plots)
+            written = write_report(folder, plots=args.plots, words=cli_words)
             _record_in_manifest(folder, written)
     except RunFolderError as exc:
         raise CliError(str(exc), exc.remedy, ExitCode.MISSING_FILE) from exc

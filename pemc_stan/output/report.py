@@ -37,7 +37,7 @@ import logging
 import math
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +280,11 @@ def _method_label(name: str) -> str:
     return name.replace("_", "-")
 
 
-def _verdict_html(estimates: Mapping[str, Any]) -> str:
+def _same(text: str) -> str:
+    return text
+
+
+def _verdict_html(estimates: Mapping[str, Any], words: Callable[[str], str] = _same) -> str:
     verdict = estimates.get("verdict")
     if not isinstance(verdict, Mapping):
         return ('<section class="verdict unknown" id="verdict"><div class="status">Verdict: '
@@ -303,8 +307,8 @@ def _verdict_html(estimates: Mapping[str, Any]) -> str:
              f"<p>{_e(headline)}</p>"]
     for r in reasons:
         parts.append(f'<div class="reason"><span class="name">{_e(r.get("name"))}</span>: '
-                     f'{_e(r.get("message"))}<span class="remedy"><b>What to do:</b> '
-                     f'{_e(r.get("remedy"))}</span></div>')
+                     f'{_e(words(str(r.get("message"))))}<span class="remedy"><b>What to '
+                     f'do:</b> {_e(words(str(r.get("remedy"))))}</span></div>')
     if checks:
         badges = "".join(f'<span class="{"fail" if c in failed else "pass"}">'
                          f'{"&#10007;" if c in failed else "&#10003;"} {_e(c)}</span>'
@@ -314,10 +318,10 @@ def _verdict_html(estimates: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _advice_html(estimates: Mapping[str, Any]) -> str:
+def _advice_html(estimates: Mapping[str, Any], words: Callable[[str], str] = _same) -> str:
     diagnostics = estimates.get("diagnostics") or {}
-    messages = [str(m) for m in diagnostics.get("messages") or []]
-    follow_lines = [str(s) for s in diagnostics.get("follow_up") or []]
+    messages = [words(str(m)) for m in diagnostics.get("messages") or []]
+    follow_lines = [words(str(s)) for s in diagnostics.get("follow_up") or []]
     follow = estimates.get("follow_up")
     parts = ["<h2>Advice</h2>"]
     if messages:
@@ -537,7 +541,7 @@ def _programs_html(record: RunRecord) -> str:
 
 
 def build_html(record: RunRecord, figures: Sequence[WrittenFigure], *,
-               plots: bool = True) -> str:
+               plots: bool = True, words: Callable[[str], str] = _same) -> str:
     """The report page of a run (self-contained: inline CSS, images as data URIs).
 
     Parameters
@@ -548,6 +552,9 @@ def build_html(record: RunRecord, figures: Sequence[WrittenFigure], *,
         The pictures to embed, in order.
     plots
         False when the pictures were not asked for (the page says so).
+    words
+        How advice is written for the page's reader (the command line gives its flags
+        for Python's keywords); as recorded by default.
 
     Returns
     -------
@@ -579,8 +586,8 @@ def build_html(record: RunRecord, figures: Sequence[WrittenFigure], *,
                 + (f"<br>{runs}" if runs else ""))
     total = len(record.parameter_columns())
     sections = [
-        _verdict_html(estimates),
-        _advice_html(estimates),
+        _verdict_html(estimates, words),
+        _advice_html(estimates, words),
         _summary_html(record),
         _log_z_html(estimates),
         _diagnostics_html(estimates),
@@ -603,7 +610,8 @@ def build_html(record: RunRecord, figures: Sequence[WrittenFigure], *,
 
 
 # ---------------------------------------------------------------------- writing
-def write_report(folder: str | Path, *, plots: bool = True) -> list[str]:
+def write_report(folder: str | Path, *, plots: bool = True,
+                 words: Callable[[str], str] = _same) -> list[str]:
     """Draw the pictures and write ``report.html`` into a run folder, from its files only.
 
     Parameters
@@ -614,6 +622,8 @@ def write_report(folder: str | Path, *, plots: bool = True) -> list[str]:
     plots
         Draw the pictures into ``plots/`` (a picture that fails is logged as a
         warning naming it and left out).
+    words
+        As :func:`build_html`.
 
     Returns
     -------
@@ -640,7 +650,7 @@ def write_report(folder: str | Path, *, plots: bool = True) -> list[str]:
             raise OutputPathError(f"cannot write the pictures into {record.folder / PLOTS_DIR}"
                                   f": {exc.strerror or exc}", "pass a run folder you can "
                                   "write to", record.folder / PLOTS_DIR) from exc
-    page = build_html(record, figures, plots=plots)
+    page = build_html(record, figures, plots=plots, words=words)
     write_text_atomically(record.folder / REPORT_NAME, page)
     return [f.name for f in figures] + [REPORT_NAME]
 

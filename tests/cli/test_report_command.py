@@ -141,3 +141,24 @@ def test_sample_no_plots_writes_neither(cmdstan_installation: object, tmp_path: 
     assert "report.html" not in capsys.readouterr().out
     assert not (out / "plots").exists() and not (out / REPORT_NAME).exists()
     assert (out / "stan").is_dir()  # what a later 'pemc-stan report' needs is there
+
+
+def test_the_report_speaks_the_surface_that_wrote_it(tmp_path: Path) -> None:
+    """#76 'advice in the surface's own words': the command line's report gives flags
+    where the record's advice names keyword arguments; Python's keeps the keywords."""
+    from pemc_stan.output.report import write_report
+
+    folder = ct_run(tmp_path / "run")
+    record = json.loads((folder / "estimates.json").read_text())
+    record["verdict"]["status"] = "suspect"
+    record["verdict"]["reasons"] = [{"name": "rhat", "message": "R-hat 1.2 (> 1.05)",
+                                     "remedy": "run longer (iter_sampling), or pass "
+                                               "split_modes='never'", "note": False}]
+    (folder / "estimates.json").write_text(json.dumps(record))
+    write_report(folder, plots=False)
+    page = (folder / REPORT_NAME).read_text()
+    assert "(iter_sampling)" in page and "split_modes=" in page and "--split-modes" not in page
+    assert main(["report", str(folder), "--no-plots"]) == ExitCode.OK
+    page = (folder / REPORT_NAME).read_text()
+    assert "(--iter-sampling)" in page and "--split-modes never" in page
+    assert "split_modes=" not in page and "(iter_sampling)" not in page
