@@ -141,6 +141,10 @@ class SplitOutcome:
     gradients
         Gradient evaluations of every run of a refused split (0: none ran or was read):
         the follow-ups' budget counts them (:func:`~pemc_stan.sampling.follow_up.follow_up`).
+    ran
+        The chains the split's last run had, and why so many (empty: none ran): the
+        ones asked for, and :data:`CHAINS_PER_MODE` at each mode when the search found
+        several.
     """
 
     def __init__(self, fit: ModeSplitFit | None = None, why: str = "", tried: bool = False,
@@ -151,6 +155,7 @@ class SplitOutcome:
         self.rhat = float("nan")
         self.draws: SplitDraws | None = None
         self.gradients = 0
+        self.ran = ""
 
     def note(self) -> Note | None:
         """What the method's fit tells of a split that was refused (None: accepted, or
@@ -159,7 +164,9 @@ class SplitOutcome:
             return None
         if not self.tried:
             return Note("mode_split", f"the modes were not split: {self.why}", "nothing to do")
-        return Note("mode_split", f"the modes were not split, so the run tempered: {self.why}",
+        ran = f" (its {self.ran})" if self.ran else ""
+        return Note("mode_split", f"the modes were not split{ran}, so the run tempered: "
+                    f"{self.why}",
                     "nothing is needed: the tempered run is judged on its own; to spare "
                     "the split's attempt on this model next time, pass split_modes='never'")
 
@@ -395,6 +402,7 @@ def _refusal(why: str, last: SplitOutcome, earlier: SplitOutcome | None = None
     out = SplitOutcome(why=why, tried=True, names=last.names)
     out.draws = last.draws if last.draws is not None or earlier is None else earlier.draws
     out.gradients = last.gradients + (0 if earlier is None else earlier.gradients)
+    out.ran = last.ran or ("" if earlier is None else earlier.ran)
     return out
 
 
@@ -526,6 +534,10 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
     except (ValueError, PemcStanError) as exc:  # draws the base coordinates cannot map
         outcome = SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
         z = None  # no chains to judge the tempered run by
+    modes = len(search.centres) if len(search.centres) > 1 else 0
+    outcome.ran = f"{run.chains} NUTS chains" + (
+        f": the {run.chains - CHAINS_PER_MODE * modes} asked for and {CHAINS_PER_MODE} at each "
+        f"of the search's {modes} modes" if modes else "")
     if outcome.fit is None:
         outcome.gradients = _earlier_gradients(run)
     if outcome.fit is None and z is not None:

@@ -132,6 +132,15 @@ def test_outcome_notes_say_why_the_method_ran() -> None:
     assert "so the run tempered: a chain spent 3%" in tried[1]
     skipped = SplitOutcome(why="30 modes found (> 24)").note()
     assert skipped is not None and "not split: 30 modes found" in skipped[1]
+    # how many chains ran, and why more than were asked for (#76)
+    ran = SplitOutcome(why="rhat", tried=True)
+    ran.ran = "20 NUTS chains: the 4 asked for and 2 at each of the search's 8 modes"
+    said = ran.note()
+    assert said is not None and ("not split (its 20 NUTS chains: the 4 asked for and 2 at "
+                                 "each of the search's 8 modes), so the run tempered") in said[1]
+    from pemc_stan.modes.split import _refusal
+
+    assert _refusal("again", SplitOutcome(tried=True), ran).ran == ran.ran
 
 
 @pytest.mark.parametrize("method", ["ct", "pe"])
