@@ -81,18 +81,23 @@ _CMDSTAN_MESSAGES_RE = re.compile(r"^Non-fatal error during \w+")
 #: Numbers in a message: two messages that differ only in them are alike.
 _NUMBER_RE = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\b(nan|inf)\b")
 _REPEATED_RE = re.compile(r" \[repeated (\d+) times\]$")
+#: Where a message arose, as Stan says it ("(in 'model.stan', line 9, column 2 to column
+#: 29)") or as the rewrite tells it in the user's lines ("(in your model.stan, line 9;
+#: generated program line 98)"): one message in either form is one kind.
+_LOCATION_RE = re.compile(r"\s*\(in [^()]*\)\s*$")
 
 
 def _alike(lines: Iterable[str]) -> list[tuple[str, str, int, bool]]:
     """``(shape, first line, count, all identical)`` of each kind of line, in order of
-    first appearance; lines are alike when they differ only in their numbers."""
+    first appearance; lines are alike when they differ only in their numbers and in how
+    their location is told (:data:`_LOCATION_RE`)."""
     kinds: dict[str, list[Any]] = {}
     for line in lines:
         count = 1
         repeated = _REPEATED_RE.search(line)
         if repeated:  # collapsed already (collapse_cmdstanpy_messages)
             count, line = int(repeated.group(1)), line[:repeated.start()]
-        shape = _NUMBER_RE.sub("#", line)
+        shape = _NUMBER_RE.sub("#", _LOCATION_RE.sub("", line))
         if shape in kinds:
             kinds[shape][1] += count
             kinds[shape][2] = kinds[shape][2] and line == kinds[shape][0]

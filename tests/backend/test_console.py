@@ -242,3 +242,28 @@ def test_a_logged_failure_is_cmdstans_reason_in_one_line_never_the_command(
     assert len(failure_reason(exc, 20)) == 20
     assert failure_reason(ValueError("  two\nlines ")) == "two lines"
     assert failure_reason(ValueError()) == "ValueError"
+
+
+def test_a_message_told_in_stans_words_then_in_the_users_lines_is_said_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """#76 'each Stan message once': the split runs the user's own program (Stan's
+    "(in 'm.stan', line 9, column 2 to column 29)"), the tempered run the generated one,
+    whose message the rewrite tells in the user's lines ("(in your m.stan, line 9;
+    generated program line 98)"): the same message, said once."""
+    import cmdstanpy.utils
+
+    log = cmdstanpy.utils.get_logger()
+    caplog.set_level(logging.DEBUG, logger="pemc_stan")
+    stan = ("Non-fatal error during sampling:\nException: lub_constrain: lb is 2, but must "
+            "be less than 2.000000 (in 'm.stan', line 9, column 2 to column 29)\n")
+    told = ("Non-fatal error during sampling:\nException: lub_constrain: lb is 2, but must "
+            "be less than 2.000000 (in your m.stan, line 9; generated program line 98)\n")
+    other = ("Non-fatal error during sampling:\nException: normal_lpdf: Scale parameter is "
+             "0, but must be positive! (in your m.stan, line 24; generated program line 20)\n")
+    with routed_cmdstanpy_logging():
+        for message in (stan, told, other):
+            log.warning(message)
+    said = [r.getMessage() for r in caplog.records
+            if r.name == CMDSTANPY_LOGGER and r.levelno == logging.WARNING]
+    assert len(said) == 2 and "lub_constrain" in said[0] and "normal_lpdf" in said[1], said
+    assert sum(m.count("lub_constrain") for m in said) == 1
