@@ -41,7 +41,7 @@ from pemc_stan.modes.wide import (
     mixture_log_density,
     reported_log_normaliser,
 )
-from pemc_stan.output.diagnostics import Reason
+from pemc_stan.output.diagnostics import Reason, point_text
 
 __all__ = ["REGION_SHARE", "REGION_SHORT_MIN", "SEARCH_MASS_DRAWS", "SEARCH_MASS_SEED_OFFSET",
            "SearchDraws", "SearchMass", "SearchMassCheck", "compare_mass", "search_draws",
@@ -101,14 +101,7 @@ class SearchMass:
 
     def where(self, limit: int = 3) -> str:
         """The centre, a few values: ``x[1] = 0.0012, x[2] = -0.0031, ...``."""
-        values: list[str] = []
-        for name, value in self.centre.items():
-            flat = np.asarray(value, dtype=float).reshape(-1)
-            for i, v in enumerate(flat):
-                values.append(f"{name}[{i + 1}] = {v:.3g}" if flat.size > 1 or np.ndim(value)
-                              else f"{name} = {v:.3g}")
-        more = ", ..." if len(values) > limit else ""
-        return ", ".join(values[:limit]) + more
+        return point_text(self.centre, limit)
 
 
 def _gaussians(search: ModeSearch) -> tuple[list[BaseDensity], NDArray[np.float64]]:

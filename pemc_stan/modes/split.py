@@ -171,6 +171,15 @@ class SplitOutcome:
                     "the split's attempt on this model next time, pass split_modes='never'")
 
 
+def _chains_run(asked: int, modes: int) -> str:
+    """The split's chains in words: the ``asked`` ones from Stan's usual initial values and,
+    with several ``modes``, :data:`CHAINS_PER_MODE` at each (and how many in all)."""
+    if modes < 2:
+        return f"{asked} NUTS chains from Stan's usual initial values"
+    return (f"{asked + CHAINS_PER_MODE * modes} NUTS chains: {asked} from Stan's usual "
+            f"initial values and {CHAINS_PER_MODE} at each of {modes} modes of the search")
+
+
 def _inits(model: MethodModel, coords: Any, centres: NDArray[np.float64], per_mode: int
            ) -> list[Mapping[str, Any]]:
     """Initial values of ``per_mode`` chains at each centre (base coordinates)."""
@@ -292,9 +301,7 @@ def split_modes(model: MethodModel, search: ModeSearch | None, *, chains: int, i
     kwargs = {k: v for k, v in cmdstanpy_kwargs.items() if k != "chains"}
     kwargs.setdefault("sig_figs", 12)
     inits = run_inits(model, coords, centres, chains, seed)
-    run = _run(model, f"mode split: {chains} NUTS chains from Stan's usual initial values"
-               + (f" and {CHAINS_PER_MODE} at each of {len(centres)} modes of the search"
-                  if len(centres) > 1 else ""),
+    run = _run(model, f"mode split: {_chains_run(chains, len(centres))}",
                inits, chains if inits is None else len(inits), iter_warmup, iter_sampling,
                seed, output_dir, show_progress, kwargs)
     if isinstance(run, SplitOutcome):
@@ -535,9 +542,7 @@ def _judge(model: MethodModel, coords: Any, search: ModeSearch, run: cmdstanpy.C
         outcome = SplitOutcome(why=f"the split's draws could not be judged ({exc})", tried=True)
         z = None  # no chains to judge the tempered run by
     modes = len(search.centres) if len(search.centres) > 1 else 0
-    outcome.ran = f"{run.chains} NUTS chains" + (
-        f": the {run.chains - CHAINS_PER_MODE * modes} asked for and {CHAINS_PER_MODE} at each "
-        f"of the search's {modes} modes" if modes else "")
+    outcome.ran = _chains_run(run.chains - CHAINS_PER_MODE * modes, modes)
     if outcome.fit is None:
         outcome.gradients = _earlier_gradients(run)
     if outcome.fit is None and z is not None:

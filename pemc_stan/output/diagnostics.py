@@ -30,7 +30,7 @@ __all__ = ["TREEDEPTH_WARN_SHARE", "TransitionCounts", "transition_counts", "tre
            "Reason", "Verdict", "RHAT_MAX", "ESS_MIN", "VARIANCE_SE_MAX", "DIVERGENT_SHARE_MAX",
            "rhat_and_ess", "convergence_stats", "CONVERGENCE_COLUMNS", "chains_disagree",
            "UNVISITED_SHARE_MIN", "UNVISITED_EXPECTED_MIN", "Note", "TREEDEPTH_SUSPECT_SHARE",
-           "treedepth_reason", "leapfrog_gradients"]
+           "treedepth_reason", "leapfrog_gradients", "point_text"]
 
 #: Largest rank-normalised split R-hat of the resampled draws of an ``ok`` fit.
 RHAT_MAX = 1.05
@@ -132,6 +132,22 @@ class Verdict:
             lines += [f"  - {r}" for r in self.reasons]
         lines += [f"  note: {r}" for r in self.notes]
         return "\n".join(lines)
+
+
+def point_text(values: Mapping[str, Any], limit: int = 3) -> str:
+    """A point of the user's parameters in a message, a few values: ``mu = 3.1, x[1] =
+    0.0012, x[2] = -0.0031, ...`` (``values``: each parameter's value at the point).
+
+    Raises
+    ------
+    Nothing.
+    """
+    out: list[str] = []
+    for name, value in values.items():
+        flat = np.asarray(value, dtype=float).reshape(-1)
+        out.extend(f"{name}[{i + 1}] = {v:.3g}" if flat.size > 1 or np.ndim(value)
+                   else f"{name} = {v:.3g}" for i, v in enumerate(flat))
+    return ", ".join(out[:limit]) + (", ..." if len(out) > limit else "")
 
 
 def rhat_and_ess(draws: NDArray[np.float64]) -> tuple[float, float]:

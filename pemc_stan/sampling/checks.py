@@ -24,6 +24,7 @@ from pemc_stan.output.diagnostics import (
     VARIANCE_SE_MAX,
     Reason,
     chains_disagree,
+    point_text,
     treedepth_reason,
 )
 from pemc_stan.stan.analysis import compared_only_parameters
@@ -221,18 +222,13 @@ def mode_where(fit: ExtendedFit, k: int, limit: int = 3) -> str:
     """
     centre = np.asarray(fit.search.centres, dtype=float)[k]
     coords = getattr(getattr(fit, "result", None), "coordinates", None)
-    values: list[str] = []
     try:
         if coords is None:
             raise ValueError("no base coordinates")
         named = coords.inverse(centre[None, :], getattr(fit, "data", {}))
-        for name, value in named.items():
-            flat = np.asarray(value, dtype=float)[0].reshape(-1)
-            values.extend(f"{name}[{i + 1}] = {v:.3g}" if flat.size > 1 else f"{name} = {v:.3g}"
-                          for i, v in enumerate(flat))
+        return point_text({name: np.asarray(v)[0] for name, v in named.items()}, limit)
     except Exception:  # no coordinates, or data they need: the base coordinates say it
-        values = [f"z[{i + 1}] = {v:.3g}" for i, v in enumerate(centre)]
-    return ", ".join(values[:limit]) + (", ..." if len(values) > limit else "")
+        return point_text({"z": centre}, limit)
 
 
 def search_incomplete(fit: ExtendedFit) -> Reason | None:

@@ -359,3 +359,13 @@ def test_a_refusal_counts_the_gradients_of_every_run_behind_it() -> None:
     out = _refusal("divergences: ...; after adapt_delta 0.8 -> 0.95: rhat: ...", again, first)
     assert out.gradients == 18000 and out.names == ("rhat",)
     assert _refusal("rhat", again).gradients == 11000
+
+
+def test_the_split_s_chains_are_told_in_all_and_why() -> None:
+    """One phrase for the stage line and the refused split's note: how many chains ran,
+    and why more than were asked for (#76)."""
+    from pemc_stan.modes.split import _chains_run
+
+    assert _chains_run(4, 0) == "4 NUTS chains from Stan's usual initial values"
+    assert _chains_run(4, 9) == ("22 NUTS chains: 4 from Stan's usual initial values and 2 "
+                                 "at each of 9 modes of the search")
