@@ -34,15 +34,13 @@ EPILOG = """\
 output directory (--output-dir, default ./<model>_<method>_output):
   <model>.nc       ArviZ InferenceData (NetCDF): posterior = resampled draws of the
                    original parameters, transformed parameters and generated
-                   quantities; sample_stats = NUTS statistics, beta, weights, weight
+                   quantities; sample_stats = NUTS statistics, beta, log weights
+                   and weights (PE: one per pseudo-sample; CT: also delta), weight
                    ESS; extended_posterior = the extended-space draws (their beta
                    and weights are sample_stats'); observed_data / constant_data;
                    attributes = method, options, seed, log Z
   cmdstan/         the raw CmdStan CSV files of the run the verdict judged (earlier
                    runs in sub-folders: mode_split/, round_k/, follow_up_k/, ...)
-  weights.csv      per draw: chain, draw, beta and log weights
-                   (PE: one beta_k / log_weight_k per pseudo-sample k;
-                    CT: beta, delta, log_weight = log w1)
   estimates.json   method, options, sampler settings with the seed (given or drawn),
                    weighted expectations with MCSE, log Z when available, diagnostics
   summary.csv      the summary table printed (one row per parameter element)

@@ -42,8 +42,8 @@ __all__ = ["RunFolder", "check_output_file", "check_output_folder", "write_text_
 LOCK_NAME = ".pemc-stan.lock"
 MANIFEST_NAME = ".pemc-stan-run.json"
 PARTIAL_NAME = "partial-run"
-#: What a run writes (besides ``<model>.nc``); also what an older pemc-stan (without a
-#: manifest) left.
+#: What a run writes (besides ``<model>.nc``), and what an older pemc-stan (without a
+#: manifest) left (``weights.csv``, ``gq``).
 _RUN_NAMES = ("estimates.json", "weights.csv", "cmdstan", "gq")
 _RESERVED = (LOCK_NAME, MANIFEST_NAME, PARTIAL_NAME)
 

@@ -1,11 +1,11 @@
-"""Writing a fit's results to a folder: InferenceData, weights, estimates.
+"""Writing a fit's results to a folder: InferenceData, estimates, the run's sources.
 
 :func:`save_fit` writes what ``pemc-stan sample`` leaves in its output folder,
 so Python users get the same files::
 
     <model>.nc       ArviZ InferenceData (NetCDF), with the original model's transformed
-                     parameters and generated quantities on the resampled draws
-    weights.csv      per draw: chain, draw and the method's temperatures and log weights
+                     parameters and generated quantities on the resampled draws, and
+                     per draw the method's temperatures and log weights (sample_stats)
     estimates.json   method, options, weighted expectations with MCSE, log Z, diagnostics
     summary.csv      the summary table (:func:`summary_table`)
     stan/            the user's program and the generated one
@@ -180,9 +180,6 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
         idata = fit.to_inference_data(output_dir=gq)
     nc = out / f"{name or fit.program.name}.nc"
     idata.to_netcdf(str(nc))
-    weights_csv = out / "weights.csv"
-    # 13 significant digits: 1e-13 of a log weight, a fifth less than Python's shortest repr
-    fit.weights_frame().to_csv(weights_csv, index=False, float_format="%.13g")
     table, weighted = summary_table(fit, idata)
     verdict = fit.check()
     attrs = idata.posterior.attrs
@@ -219,7 +216,7 @@ def save_fit(fit: Any, folder: str | Path, *, name: str | None = None,
     estimates["cost"] = None if follow is None else json_safe(follow.cost())
     estimates_json = out / "estimates.json"
     estimates_json.write_text(json.dumps(estimates, indent=2) + "\n")
-    files = [nc.name, weights_csv.name, estimates_json.name]
+    files = [nc.name, estimates_json.name]
     files += ["cmdstan/"] if (out / "cmdstan").is_dir() else []
 
     files += write_run_sources(fit, out, name=name, table=table)

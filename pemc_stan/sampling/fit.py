@@ -863,21 +863,6 @@ class ExtendedFit:
         """
         return OutputExtras()
 
-    def weights_frame(self) -> pd.DataFrame:
-        """Per draw: chain, draw and the particles' log weights (``weights.csv``).
-
-        Raises
-        ------
-        Nothing.
-        """
-        lw = self.particle_log_weights()
-        n_chains, n_draws, k = lw.shape
-        frame: dict[str, Any] = {"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
-                                 "draw": np.tile(np.arange(1, n_draws + 1), n_chains)}
-        for j in range(k):
-            frame["log_weight" if k == 1 else f"log_weight_{j + 1}"] = lw[:, :, j].reshape(-1)
-        return pd.DataFrame(frame)
-
     def to_inference_data(self, **kwargs: Any) -> Any:
         """ArviZ InferenceData of this fit (see :mod:`pemc_stan.output.inference_data`).
 

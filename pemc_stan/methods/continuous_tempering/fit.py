@@ -722,15 +722,6 @@ class ContinuousTemperingFit(ExtendedFit):
                           "log_weight": (both, lw), "weight": (both, w)},
             sample_stats_attrs={"weight_ess": ess})
 
-    def weights_frame(self) -> pd.DataFrame:
-        """Per draw: chain, draw, ``beta``, ``delta`` and ``log_weight`` (``log w1``)."""
-        lw = np.asarray(self.log_weights())
-        n_chains, n_draws = lw.shape
-        return pd.DataFrame({"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
-                             "draw": np.tile(np.arange(1, n_draws + 1), n_chains),
-                             "beta": np.asarray(self.beta()).reshape(-1),
-                             "delta": np.asarray(self.delta()).reshape(-1),
-                             "log_weight": lw.reshape(-1)})
 
 
 class _DrawView(NamedView):

@@ -499,16 +499,3 @@ class PseudoExtendedFit(ExtendedFit):
                 "weight_ess": (("chain", "draw"), np.asarray(self.weight_ess(), dtype=float)),
                 **kept})
 
-    def weights_frame(self) -> Any:
-        """Per draw: chain, draw, ``beta_k`` and ``log_weight_k`` of every pseudo-sample."""
-        import pandas as pd
-
-        beta, lw = np.asarray(self.beta()), np.asarray(self.log_weights())
-        n_chains, n_draws, n = lw.shape
-        frame: dict[str, Any] = {"chain": np.repeat(np.arange(1, n_chains + 1), n_draws),
-                                 "draw": np.tile(np.arange(1, n_draws + 1), n_chains)}
-        for k in range(n):
-            frame[f"beta_{k + 1}"] = beta[:, :, k].reshape(-1)
-        for k in range(n):
-            frame[f"log_weight_{k + 1}"] = lw[:, :, k].reshape(-1)
-        return pd.DataFrame(frame)
