@@ -65,6 +65,14 @@ def cli_words(text: str) -> str:
 __all__ = ["configure_logging"]
 
 
+class _FlagWords(logging.Formatter):
+    """Log records as the command line says them: Python keyword advice as flags
+    (:func:`cli_words`; a follow-up's reason says ``max_treedepth=10`` in the library)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return cli_words(super().format(record))
+
+
 class _OncePerMessage(logging.Filter):
     """Drop log records whose message was already shown (as a warning or a record)."""
 
@@ -90,7 +98,7 @@ def configure_logging(debug: bool, quiet: bool) -> None:
     """
     level = logging.DEBUG if debug else logging.WARNING if quiet else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    handler.setFormatter(_FlagWords("%(levelname)s: %(message)s"))
     shown: set[str] = set()
     handler.addFilter(_OncePerMessage(shown))
     root = logging.getLogger("pemc_stan")

@@ -29,6 +29,28 @@ def test_python_advice_is_shown_as_flags(python: str, cli: str) -> None:
     assert cli_words(python) == cli
 
 
+def test_the_command_line_s_log_lines_have_no_python_spelling(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A follow-up's reason is logged in the library's words; the command line shows it
+    in its own (a new user's log said ``stopped at max_treedepth=10``)."""
+    import logging
+
+    from pemc_stan.cli.console import configure_logging
+
+    root = logging.getLogger("pemc_stan")
+    saved = list(root.handlers), root.level, root.propagate
+    try:
+        configure_logging(debug=False, quiet=False)
+        logging.getLogger("pemc_stan.sampling.follow_up").info(
+            "follow-up 3: max_treedepth 10 -> 12 after max_treedepth (27%% stopped at "
+            "max_treedepth=%d); pass split_modes='never'", 10)
+    finally:
+        root.handlers[:], root.level, root.propagate = saved
+    err = capsys.readouterr().err
+    assert "stopped at --max-treedepth 10); pass --split-modes never" in err, err
+    assert "=" not in err, err
+
+
 def test_cmdstan_names_are_read_as_this_command_line_s() -> None:
     words = ["sample", "m.stan", "num_samples=2000", "adapt", "delta=0.95", "--num-warmup",
              "500", "--max_depth=12", "--iter_sampling", "10"]
