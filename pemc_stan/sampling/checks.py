@@ -232,27 +232,23 @@ def mode_where(fit: ExtendedFit, k: int, limit: int = 3) -> str:
 
 
 def search_incomplete(fit: ExtendedFit) -> Reason | None:
-    """A note: the search found several modes and stopped while one more path had more
-    than :data:`~pemc_stan.core.search.UNSEEN_SHARE_MAX` chance of finding another.
+    """The search found several modes and stopped while one more path had more than
+    :data:`~pemc_stan.core.search.UNSEEN_SHARE_MAX` chance of finding another.
 
-    Modes split or tempered, the run reaches what the search found and what its chains
-    reach from there (tempering moves between modes the search never saw).  A stopped
-    search is no evidence against the estimate, whose own checks judge the draws; what
-    was left unsearched is said, so that a user who knows of a mode far from these can
-    search longer.
+    Modes split or tempered, the run reaches what the search found: the split samples
+    the found modes, and tempering's base covers them.  A mode out of both is missing
+    from every estimate with nothing in the draws to show it.
     """
     search = fit.search
     unseen = float(getattr(search, "unseen", float("nan")))
     if search is None or search.major_modes < 2 or not unseen > UNSEEN_SHARE_MAX:
         return None
     return Reason(
-        "mode_search", f"the search for modes stopped ({search.stopped}) after "
-        f"{search.major_modes} modes with an estimated {100 * unseen:.0f}% chance that one "
-        "more path would find a mode not yet seen: a mode that neither the search nor the "
-        "chains reached would be missing from these estimates",
-        "to search further, with method='ct', raise num_paths (the search runs up to "
-        "16 x num_paths paths); the modes found are in the diagnostics (pilot_modes)",
-        note=True)
+        "mode_search", f"the search for modes stopped ({search.stopped}) with an "
+        f"estimated {100 * unseen:.0f}% chance that one more path would find a mode not "
+        "yet seen: a mode it missed is missing from these estimates",
+        "search longer: with method='ct', raise num_paths (the search runs up to 16 x "
+        "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
 
 
 def variance_error(fit: ExtendedFit, column: str, mean: float) -> float:

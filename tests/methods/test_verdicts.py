@@ -238,11 +238,11 @@ def test_a_narrow_mode_the_step_size_cannot_enter_is_flagged_with_a_smaller_step
 
 
 @pytest.mark.parametrize("method", ["ct", "pe"])
-def test_a_tempered_run_after_a_search_that_may_have_missed_modes_says_so(
+def test_a_tempered_run_after_a_search_that_may_have_missed_modes_is_flagged(
         method: str, cmdstan_installation: Any) -> None:
-    """With several modes found and the search stopped while one more path had a 20%
-    chance of another, the verdict notes what was not searched (``mode_search``) and is
-    not suspect for it alone; with 2% it says nothing."""
+    """A tempered run reaches the modes its base covers, which are the modes the search
+    found: with several found and the search stopped while one more path had a 20%
+    chance of another, the verdict says so (``mode_search``); with 2% it does not."""
     import dataclasses
 
     fit = pemc_stan.sample(BIMODAL, BIMODAL_DATA, method=method, split_modes="never",
@@ -250,13 +250,10 @@ def test_a_tempered_run_after_a_search_that_may_have_missed_modes_says_so(
     assert fit.search is not None and fit.search.major_modes == 2
     fit.search = dataclasses.replace(fit.search, unseen=0.02)
     assert "mode_search" not in fit.check().names()
-    before = fit.check()
-    assert not any(n.name == "mode_search" for n in before.notes)
     fit.search = dataclasses.replace(fit.search, unseen=0.2, stopped="path limit")
     verdict = fit.check()
-    assert "mode_search" not in verdict.names() and verdict.status == before.status
-    (note,) = [n for n in verdict.notes if n.name == "mode_search"]
-    assert "20% chance" in note.message and "num_paths" in note.remedy
+    assert "mode_search" in verdict.names(), verdict
+    assert "20% chance" in str(verdict) and "num_paths" in str(verdict)
 
 
 def test_ct_base_falls_back_when_pathfinder_fails(monkeypatch: pytest.MonkeyPatch,
