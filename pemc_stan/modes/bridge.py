@@ -2,7 +2,8 @@
 
 :func:`bridge_from_draws` is the estimate behind ``pemc_stan.evidence(...,
 estimator="bridge")`` and behind the mode split's masses of the modes
-(:mod:`pemc_stan.modes.split`); the estimator itself is the pure function
+(:mod:`pemc_stan.modes.split`), and of a method's resampled draws
+(:func:`resampled_bridge`); the estimator itself is the pure function
 :func:`~pemc_stan.estimators.log_z.bridge_sampling`, the densities come from
 :class:`~pemc_stan.modes.density.DensityEvaluator`.
 """
@@ -10,10 +11,12 @@ estimator="bridge")`` and behind the mode split's masses of the modes
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from pemc_stan.estimators.log_z import EvidenceEstimate, bridge_sampling
@@ -21,7 +24,8 @@ from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.stan.constraints import ParameterSpace, parameter_space
 from pemc_stan.stan.inputs import StanProgram, read_program
 
-__all__ = ["bridge_from_draws", "log_target_fn", "posterior_setup"]
+__all__ = ["bridge_from_draws", "bridge_seed", "frame_chain_arrays", "log_target_fn",
+           "posterior_setup", "resampled_bridge"]
 
 
 def bridge_from_draws(program: str | StanProgram, data: Mapping[str, Any] | None,
@@ -149,3 +153,76 @@ def posterior_setup(
         raise ValueError(f"{err}. Draws printed with few significant figures can round onto a "
                          "bound (e.g. 0.9999996 -> 1); sample with sig_figs=18") from err
     return space, flat, u.reshape(n_chains, n_draws, -1)
+
+
+_BRACKET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]+)\])?$")
+
+
+def frame_chain_arrays(frame: pd.DataFrame, names: Sequence[str]
+                       ) -> dict[str, NDArray[np.float64]]:
+    """Parameter draws ``(chains, draws, *shape)`` from a frame with ``chain__`` and
+    cmdstanpy bracket columns (``mu``, ``theta[2]``, ``L[1,2]``)."""
+    if "chain__" in frame.columns:
+        chain_ids = frame["chain__"].to_numpy()
+    else:
+        chain_ids = np.ones(len(frame), dtype=int)
+    labels = list(dict.fromkeys(chain_ids.tolist()))
+    lengths = {int(np.sum(chain_ids == lab)) for lab in labels}
+    if len(lengths) != 1:
+        raise ValueError(f"chains of unequal length {sorted(lengths)}")
+    n_draws = lengths.pop()
+    cols: dict[str, list[tuple[tuple[int, ...], str]]] = {nm: [] for nm in names}
+    for c in frame.columns:
+        m = _BRACKET.match(str(c))
+        if m and m.group(1) in cols:
+            idx = tuple(int(i) - 1 for i in m.group(2).split(",")) if m.group(2) else ()
+            cols[m.group(1)].append((idx, c))
+    out = {}
+    for nm, entries in cols.items():
+        if not entries:
+            raise KeyError(f"the draws have no column for parameter {nm!r}")
+        shape = tuple(max(i[k] for i, _ in entries) + 1 for k in range(len(entries[0][0])))
+        arr = np.empty((len(labels), n_draws, *shape))
+        for idx, c in entries:
+            vals = frame[c].to_numpy(dtype=float)
+            for ci, lab in enumerate(labels):
+                key: tuple[Any, ...] = (ci, slice(None), *idx)
+                arr[key] = vals[chain_ids == lab]
+        out[nm] = arr
+    return out
+
+
+def bridge_seed(seed: int | None) -> int | None:
+    """Seed of the bridge's proposal draws on a PE/CT fit's resampled draws.
+
+    The fit resamples with ``numpy.random.default_rng(fit.seed)``; users
+    naturally pass the same number to ``pemc_stan.evidence``.  Two generators with
+    one seed give dependent streams, whose proposal and resampling errors can
+    cancel and make the reported standard error wrong.  The seed is therefore
+    mixed with a fixed tag into a different, still reproducible one.
+    """
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([int(seed), 0x6272]).generate_state(1)[0])
+
+
+def resampled_bridge(fit: Any, data: Mapping[str, Any] | None, *, seed: int | None,
+                     evaluator: DensityEvaluator | None = None, n_proposal: int | None = None,
+                     output_dir: str | os.PathLike[str] | None = None, warp: bool = False
+                     ) -> EvidenceEstimate:
+    """``log Z`` by bridge sampling on a method's resampled draws of the original
+    parameters (:func:`bridge_from_draws`; the proposal's seed
+    from ``seed`` by :func:`bridge_seed`): the normaliser of what the draws hold.
+
+    Raises
+    ------
+    ValueError
+        If the density is not finite at a draw.
+    UnsupportedConstructError
+        If a parameter type or bound is not supported.
+    """
+    prog = fit.program
+    draws = frame_chain_arrays(fit.resampled_parameters_pd(), prog.parameter_names)
+    return bridge_from_draws(prog, data, draws, name=prog.name, seed=bridge_seed(seed),
+                             n_proposal=n_proposal, output_dir=output_dir,
+                             evaluator=evaluator, warp=warp)

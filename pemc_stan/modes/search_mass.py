@@ -33,6 +33,7 @@ from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.search import ModeSearch
 from pemc_stan.errors import PemcStanError
 from pemc_stan.estimators.convergence import ess_bulk
+from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import importance_error, region_shares, unexplained_mass
 from pemc_stan.modes.wide import (
     WIDE_EXCESS_Z,
@@ -252,13 +253,16 @@ class SearchMassCheck:
     search's importance draws see more mass than the run reports, in all or in one mode's
     region (:meth:`SearchMass.missed`).  A tempered run whose base sits on a spike can
     leave the spike at small beta and report the slab's draws with the spike's mass: no
-    check of the run against itself sees it.  It needs the run's own log normaliser
-    (CT's; PE's needs bridge sampling and is not judged).  A class holding the draws, not
+    check of the run against itself sees it.  It needs the run's log normaliser: its own
+    (CT's), else ``log_normaliser``, one made for it (PE's: bridge sampling on its
+    resampled draws, which weighs what the draws hold).  A class holding the draws, not
     the density, so that a fit still pickles.
     """
 
-    def __init__(self, draws: SearchDraws) -> None:
+    def __init__(self, draws: SearchDraws,
+                 log_normaliser: EvidenceEstimate | None = None) -> None:
         self.draws = draws
+        self.log_normaliser = log_normaliser
 
     def mode_shares(self, fit: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
         """Each of ``fit``'s search modes' share of the mass these draws see in its cell
@@ -277,7 +281,7 @@ class SearchMassCheck:
         """``("search_mass", reason or None)``."""
         if getattr(fit, "cell_estimate", None) is not None:
             return "search_mass", None
-        run = reported_log_normaliser(fit)
+        run = reported_log_normaliser(fit) or self.log_normaliser
         z = fit.particle_coordinates()
         if run is None or z is None:
             return "search_mass", None

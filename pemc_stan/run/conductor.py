@@ -28,6 +28,8 @@ import numpy as np
 
 from pemc_stan.backend.progress import stage
 from pemc_stan.errors import PemcStanError
+from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.modes.bridge import resampled_bridge
 from pemc_stan.modes.cells import CellDraws, cell_count, cell_draws, cover_part
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
@@ -41,6 +43,7 @@ from pemc_stan.modes.wide import (
     WideMomentsCheck,
     excess_of,
     moments_of,
+    reported_log_normaliser,
     search_gaussians,
     wide_draws,
 )
@@ -240,7 +243,31 @@ def _search_check(model: MethodModel, found: Found, seed: int | None, fit: Exten
         evaluator = _evaluator(model, fit)
         drawn = None if evaluator is None else search_draws(coords, search, evaluator,
                                                             model.data, seed)
-    return () if drawn is None else (SearchMassCheck(drawn),)
+        if drawn is None:
+            return ()
+        own = reported_log_normaliser(fit)
+        return (SearchMassCheck(drawn, None if own is not None or evaluator is None
+                                else _draws_normaliser(model, fit, evaluator, seed)),)
+
+
+def _draws_normaliser(model: MethodModel, fit: ExtendedFit, evaluator: LogDensity,
+                      seed: int | None) -> EvidenceEstimate | None:
+    """The normaliser of what a run without one of its own (PE's) drew: bridge sampling on
+    its resampled draws (:func:`~pemc_stan.modes.bridge.resampled_bridge`), for
+    the search's mass check to compare against; None when it does not converge."""
+    if not isinstance(evaluator, DensityEvaluator):
+        return None
+    try:
+        est = resampled_bridge(fit, model.data, seed=seed, evaluator=evaluator)
+    except (ValueError, PemcStanError) as exc:
+        logger.info("no bridge estimate of the run's draws for the mass check: %s", exc)
+        return None
+    if not (est.diagnostics.get("converged", True) and np.isfinite(est.log_z)
+            and np.isfinite(est.std_error)):
+        logger.info("no bridge estimate of the run's draws for the mass check: it did not "
+                    "converge")
+        return None
+    return est
 
 
 def _evaluator(model: MethodModel, fit: ExtendedFit) -> LogDensity | None:

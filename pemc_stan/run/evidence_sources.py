@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import cmdstanpy
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 from scipy.stats import multivariate_t
 
@@ -36,7 +34,12 @@ from pemc_stan.errors import (
 from pemc_stan.estimators.log_z import EvidenceEstimate, importance_sampling
 from pemc_stan.estimators.normalisation import PriorReport, improper_prior, prior_report
 from pemc_stan.methods import registry
-from pemc_stan.modes.bridge import bridge_from_draws, log_target_fn, posterior_setup
+from pemc_stan.modes.bridge import (
+    bridge_from_draws,
+    log_target_fn,
+    posterior_setup,
+    resampled_bridge,
+)
 from pemc_stan.modes.density import DensityEvaluator
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.stan.inputs import StanProgram, _is_path, load_data, read_data, read_program
@@ -61,43 +64,6 @@ def _chain_arrays_from_mcmc(fit: cmdstanpy.CmdStanMCMC, names: Sequence[str]
     for nm in names:
         v = np.asarray(fit.stan_variable(nm), dtype=float)
         out[nm] = v.reshape((chains, v.shape[0] // chains, *v.shape[1:]))
-    return out
-
-
-_BRACKET = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9, ]+)\])?$")
-
-
-def _chain_arrays_from_frame(frame: pd.DataFrame, names: Sequence[str]
-                             ) -> dict[str, NDArray[np.float64]]:
-    """Parameter draws ``(chains, draws, *shape)`` from a frame with ``chain__`` and
-    cmdstanpy bracket columns (``mu``, ``theta[2]``, ``L[1,2]``)."""
-    if "chain__" in frame.columns:
-        chain_ids = frame["chain__"].to_numpy()
-    else:
-        chain_ids = np.ones(len(frame), dtype=int)
-    labels = list(dict.fromkeys(chain_ids.tolist()))
-    lengths = {int(np.sum(chain_ids == lab)) for lab in labels}
-    if len(lengths) != 1:
-        raise ValueError(f"chains of unequal length {sorted(lengths)}")
-    n_draws = lengths.pop()
-    cols: dict[str, list[tuple[tuple[int, ...], str]]] = {nm: [] for nm in names}
-    for c in frame.columns:
-        m = _BRACKET.match(str(c))
-        if m and m.group(1) in cols:
-            idx = tuple(int(i) - 1 for i in m.group(2).split(",")) if m.group(2) else ()
-            cols[m.group(1)].append((idx, c))
-    out = {}
-    for nm, entries in cols.items():
-        if not entries:
-            raise KeyError(f"the draws have no column for parameter {nm!r}")
-        shape = tuple(max(i[k] for i, _ in entries) + 1 for k in range(len(entries[0][0])))
-        arr = np.empty((len(labels), n_draws, *shape))
-        for idx, c in entries:
-            vals = frame[c].to_numpy(dtype=float)
-            for ci, lab in enumerate(labels):
-                key: tuple[Any, ...] = (ci, slice(None), *idx)
-                arr[key] = vals[chain_ids == lab]
-        out[nm] = arr
     return out
 
 
@@ -387,20 +353,6 @@ def _from_nuts_draws(prog: StanProgram, data: dict[str, Any],
     return _tag(est, "nuts")
 
 
-def _bridge_seed(seed: int | None) -> int | None:
-    """Seed of the bridge's proposal draws on a PE/CT fit's resampled draws.
-
-    The fit resamples with ``numpy.random.default_rng(fit.seed)``; users
-    naturally pass the same number to :func:`evidence`.  Two generators with
-    one seed give dependent streams, whose proposal and resampling errors can
-    cancel and make the reported standard error wrong.  The seed is therefore
-    mixed with a fixed tag into a different, still reproducible one.
-    """
-    if seed is None:
-        return None
-    return int(np.random.SeedSequence([int(seed), 0x6272]).generate_state(1)[0])
-
-
 def _tag(est: EvidenceEstimate, source: str) -> EvidenceEstimate:
     diag = dict(est.diagnostics)
     diag["draws_from"] = source
@@ -452,11 +404,10 @@ def _from_extended_fit(fit: ExtendedFit, m: str, opts: EvidenceOptions, out_dir:
         raise OptionsError("estimator", m, f"one of {offered} for a {type(fit).__name__}",
                            message=f"estimator={m!r} is not available for a "
                                    f"{type(fit).__name__}; use {offered}")
-    prog = fit.program
-    draws = _chain_arrays_from_frame(fit.resampled_parameters_pd(), prog.parameter_names)
-    est = bridge_from_draws(prog, data, draws, name=prog.name, seed=_bridge_seed(opts.seed),
-                            n_proposal=opts.n_proposal, output_dir=out_dir, warp=opts.warp)
+    est = resampled_bridge(fit, data, seed=opts.seed, n_proposal=opts.n_proposal,
+                           output_dir=out_dir, warp=opts.warp)
     return _judged(_tag(est, spec.name), reasons)
+
 
 
 def check_prior(program: StanProgram, data: Mapping[str, Any]) -> PriorReport:

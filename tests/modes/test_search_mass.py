@@ -174,3 +174,35 @@ def test_the_search_draws_weigh_each_mode_whatever_pathfinder_said() -> None:
     shares, ses = SearchMassCheck(drawn).mode_shares(SimpleNamespace(search=search))
     assert np.all(np.abs(shares - [0.7, 0.3]) < 4 * ses) and np.all(ses < 0.02), (shares, ses)
     assert SearchMassCheck(drawn).mode_shares(SimpleNamespace(search=None)) is None
+
+
+def test_a_run_without_a_normaliser_of_its_own_is_judged_by_one_made_for_it() -> None:
+    """Pseudo-extended MCMC has no log Z: the check compares the search's draws with the
+    bridge estimate of what its draws hold (the conductor makes it), and without one it
+    says nothing.  Chains that stayed in the slab of a half-and-half spike and slab."""
+    from types import SimpleNamespace
+
+    from pemc_stan.estimators.log_z import EvidenceEstimate
+    from pemc_stan.modes.search_mass import SearchMassCheck, search_draws
+
+    needle = SpikeInSlab()
+    needle.log_density = lambda x: np.logaddexp(*(  # type: ignore[method-assign]
+        np.log(0.5) + multivariate_normal(np.zeros(D), s**2).logpdf(x["x"])
+        for s in (SPIKE[1], SLAB[1])))
+    drawn = search_draws(Identity(), _search(SPIKE[1]), needle, None, seed=1)
+    assert drawn is not None
+    chains = _needle_chains(0.0, 1)
+    pe_like = SimpleNamespace(cell_estimate=None, search=_search(SPIKE[1]),
+                              run_log_z=lambda: None,
+                              particle_coordinates=lambda: chains.reshape(-1, D),
+                              target_weights=lambda: np.full((4, 1000), 1 / 4000))
+    assert SearchMassCheck(drawn)(pe_like) == ("search_mass", None)
+    slab = EvidenceEstimate(float(np.log(0.5)), 0.01, "bridge_sampling", {})
+    name, reason = SearchMassCheck(drawn, slab)(pe_like)
+    assert name == "search_mass" and reason is not None
+    assert "% of the run's mass in its central region, where the run's weighted draws hold" \
+        in reason.message and reason.message.count("standard errors less") == 1, reason
+    whole = EvidenceEstimate(0.0, 0.01, "bridge_sampling", {})
+    right = SimpleNamespace(**{**vars(pe_like), "particle_coordinates":
+                               lambda: _needle_chains(0.5, 1).reshape(-1, D)})
+    assert SearchMassCheck(drawn, whole)(right) == ("search_mass", None)

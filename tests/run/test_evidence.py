@@ -21,9 +21,9 @@ import pytest
 
 from pemc_stan.errors import EvidenceDisagreementWarning, OptionsError
 from pemc_stan.estimators.log_z import EvidenceEstimate, bayes_factor
+from pemc_stan.modes.bridge import frame_chain_arrays
 from pemc_stan.run.evidence import _estimator_argument, compare_methods, evidence
 from pemc_stan.run.evidence_options import EvidenceOptions
-from pemc_stan.run.evidence_sources import _chain_arrays_from_frame
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
@@ -195,11 +195,11 @@ def test_bridge_seed_on_fits_is_reproducible_and_not_the_fit_seed() -> None:
     # The fit resamples with default_rng(seed); the bridge must not draw its proposal from a
     # generator with that same seed (dependent streams made the CT-fit estimates spread 0.29
     # times their SE on normal_normal, failing the calibration test above)
-    from pemc_stan.run.evidence_sources import _bridge_seed
+    from pemc_stan.modes.bridge import bridge_seed
 
-    assert _bridge_seed(None) is None
-    seeds = [_bridge_seed(s) for s in range(1, 11)]
-    assert seeds == [_bridge_seed(s) for s in range(1, 11)]
+    assert bridge_seed(None) is None
+    seeds = [bridge_seed(s) for s in range(1, 11)]
+    assert seeds == [bridge_seed(s) for s in range(1, 11)]
     assert len(set(seeds)) == 10 and not set(seeds) & set(range(1, 11))
 
 
@@ -275,17 +275,17 @@ generated quantities { real y_rep = normal_rng(mu, sigma); }
 """
 
 
-def test_chain_arrays_from_frame() -> None:
+def testframe_chain_arrays() -> None:
     import pandas as pd
 
     frame = pd.DataFrame({"chain__": [1, 1, 2, 2], "mu": [0.0, 1.0, 2.0, 3.0],
                           "L[1,2]": [1.0, 2.0, 3.0, 4.0], "L[2,1]": [5.0, 6.0, 7.0, 8.0],
                           "L[1,1]": 0.0, "L[2,2]": 0.0})
-    arr = _chain_arrays_from_frame(frame, ["mu", "L"])
+    arr = frame_chain_arrays(frame, ["mu", "L"])
     assert arr["mu"].shape == (2, 2) and arr["L"].shape == (2, 2, 2, 2)
     assert arr["L"][1, 0, 0, 1] == 3.0 and arr["L"][0, 1, 1, 0] == 6.0
     with pytest.raises(KeyError, match="no column for parameter 'tau'"):
-        _chain_arrays_from_frame(frame, ["tau"])
+        frame_chain_arrays(frame, ["tau"])
 
 
 @pytest.mark.parametrize("kwargs,match", [

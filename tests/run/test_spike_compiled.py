@@ -76,3 +76,19 @@ def test_a_slab_the_tempered_run_misweighs_is_flagged(compiled) -> None:
     log_z, se, verdict = _run(data)
     right = abs(log_z - exact) <= 4 * max(se, 1e-12)
     assert right or "search_mass" in verdict.names(), (log_z, se, exact, verdict)
+
+
+def test_pe_s_slab_without_the_spike_is_flagged(compiled) -> None:
+    # the same target with pseudo-extended MCMC, which has no log Z of its own: its
+    # tempered copies stay in the slab, and the search's draws are weighed against the
+    # bridge estimate of what its resampled draws hold (it was wrong with an ok verdict)
+    data = _data(20, 0.05, 1.0, 0.5, 3.0)
+    slab_var = 1.0 - 6.0 * math.exp(-4.5) / math.sqrt(2 * math.pi) / float(erf(3 / math.sqrt(2)))
+    exact = 0.5 * 0.05**2 + 0.5 * slab_var  # E[x1^2]: the spike's and the truncated slab's
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = pemc_stan.sample(SPIKE_IN_SLAB, data=data, method="pe", seed=1)
+        second = fit.expectation(lambda v: v["x[1]"] ** 2)
+        verdict = fit.check()
+    right = abs(float(second.mean) - exact) <= 4 * float(second.mcse)
+    assert right or "search_mass" in verdict.names(), (second, exact, verdict)
