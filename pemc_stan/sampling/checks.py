@@ -43,7 +43,8 @@ __all__ = ["RUN_ESTIMATE_REASONS", "estimates_ess", "shared_checks", "unvisited_
 #: the refused split's chains, the wide checks of the reported estimate) still do.
 RUN_ESTIMATE_REASONS = frozenset({
     "rhat", "ess", "sd_precision", "chains_agree", "unvisited_modes", "weight_ess",
-    "beta_round_trips", "beta_ends", "base_moments", "log_z_chains", "log_z_rounds"})
+    "beta_round_trips", "beta_ends", "base_moments", "log_z_chains", "log_z_rounds",
+    "copies_collapsed"})
 
 
 class ExtendedFit(Protocol):

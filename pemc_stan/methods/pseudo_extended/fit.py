@@ -35,7 +35,7 @@ from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
 from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.tempering import FLAT, BetaBias, length_bias
-from pemc_stan.output.diagnostics import Reason, treedepth_advice
+from pemc_stan.output.diagnostics import RHAT_MAX, Reason, treedepth_advice
 from pemc_stan.sampling.fit import ExtendedFit
 from pemc_stan.sampling.hooks import OutputExtras, WeightedEstimate
 
@@ -48,6 +48,9 @@ DENSITY_FAILURES_MAX = 0.01
 #: Share of the temperatures at one end (below 0.05 or above 0.95), with none at the other,
 #: above which they pile up there.
 BETA_PILE_SHARE_MAX = 0.9
+#: The share of draws in which one pseudo-sample carries >= 99% of the weight above which
+#: the copies are said to have collapsed (the diagnostics' advice uses the same).
+COLLAPSED_SHARE_MIN = 0.9
 
 
 class PseudoExtendedFit(ExtendedFit):
@@ -415,7 +418,7 @@ class PseudoExtendedFit(ExtendedFit):
                                  "values": self.bias.values.tolist()}
         msgs: list[str] = [f"{message} ({remedy})" for _, message, remedy in self.base_notes]
         n = self.n_pseudo
-        if n > 1 and info["max_weight_share"] > 0.9:
+        if n > 1 and info["max_weight_share"] > COLLAPSED_SHARE_MIN:
             msgs.append(
                 f"one pseudo-sample carries >= 99% of the weight in "
                 f"{100 * info['max_weight_share']:.0f}% of the draws: the tempered copies rarely "
@@ -463,6 +466,7 @@ class PseudoExtendedFit(ExtendedFit):
         # diagnostics(), not a fault: the estimates are those of plain NUTS on the target.
         if self.n_pseudo < 2:
             return
+        yield "copies_collapsed", self._collapsed()
         if self.result.options.fixed_ladder is None:
             beta = self.beta()
             low = float(np.mean(beta < 0.05))
@@ -472,6 +476,29 @@ class PseudoExtendedFit(ExtendedFit):
                 "beta_ends", f"{100 * low:.0f}% of the temperatures are below 0.05 and "
                 f"{100 * high:.0f}% above 0.95: they pile up at one end (an improper or badly "
                 "scaled instrumental)", "set beta_min or instrumental=(a, 1), or pass log_scale")
+
+    def _collapsed(self) -> Reason | None:
+        """The tempered copies carry no weight while the chains disagree: PE cannot move
+        between the modes here, and more draws of the same run do not change that.
+
+        One copy holding nearly all of every draw's weight leaves the chains to plain NUTS
+        on the target; with R-hat over :data:`~pemc_stan.output.diagnostics.RHAT_MAX` they
+        sit in different modes.  Alone, either is no reason (a concentrated posterior, or a
+        slow run the follow-ups lengthen); together they name the method's failure and the
+        method that tempers the whole target instead.
+        """
+        share = self.max_weight_share()
+        if not share > COLLAPSED_SHARE_MIN:
+            return None
+        rhat = self.worst_rhat()
+        if not rhat > RHAT_MAX:
+            return None
+        return Reason(
+            "copies_collapsed", f"one pseudo-sample carries >= 99% of the weight in "
+            f"{100 * share:.0f}% of the draws while the chains disagree (R-hat {rhat:.2f}): "
+            "the tempered copies do not carry the chains between modes",
+            "run with method='ct' (continuous tempering tempers the whole target), or with "
+            "more pseudo-samples (n_pseudo)")
 
     # ------------------------------------------------------------------ #
     # output

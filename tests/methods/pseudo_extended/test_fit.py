@@ -171,3 +171,23 @@ def test_a_draw_whose_every_density_failed_is_the_chains_previous_draw() -> None
     few = fake_pe_fit(n_chains=2, n_draws=100, n_pseudo=3, nan_density=((3, 1, 2),))
     assert "density_failures" not in {r.name for r in few.check().reasons}
     assert few.diagnostics(warn=False)["density_failures"] == 1
+
+
+@pytest.mark.parametrize(("share", "rhat", "named"), [
+    (1.0, 1.30, True),   # collapsed copies and chains in different modes: PE fails here
+    (1.0, 1.01, False),  # a concentrated posterior: one copy carries it, the chains agree
+    (0.5, 1.30, False),  # copies that share the weight: a slow run, for the follow-ups
+])
+def test_collapsed_copies_are_a_reason_only_while_the_chains_disagree(
+        share: float, rhat: float, named: bool) -> None:
+    """``copies_collapsed`` names PE's failure and the method that tempers the whole
+    target; neither sign alone makes it (the follow-ups lengthen a slow run)."""
+    from fakes import fake_pe_fit
+
+    fit = fake_pe_fit()
+    fit.max_weight_share = lambda threshold=0.99: share  # type: ignore[method-assign]
+    fit.worst_rhat = lambda: rhat  # type: ignore[method-assign]
+    found = dict(fit.method_checks())["copies_collapsed"]
+    assert (found is not None) == named, found
+    if found is not None:
+        assert "R-hat 1.30" in found.message and "method='ct'" in found.remedy
