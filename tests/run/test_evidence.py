@@ -275,7 +275,7 @@ generated quantities { real y_rep = normal_rng(mu, sigma); }
 """
 
 
-def testframe_chain_arrays() -> None:
+def test_frame_chain_arrays() -> None:
     import pandas as pd
 
     frame = pd.DataFrame({"chain__": [1, 1, 2, 2], "mu": [0.0, 1.0, 2.0, 3.0],
