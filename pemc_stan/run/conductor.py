@@ -259,7 +259,7 @@ def _draws_normaliser(model: MethodModel, fit: ExtendedFit, evaluator: LogDensit
         return None
     try:
         est = resampled_bridge(fit, model.data, seed=seed, evaluator=evaluator)
-    except (ValueError, PemcStanError) as exc:
+    except (ValueError, KeyError, PemcStanError) as exc:  # draws it cannot map or weigh
         logger.info("no bridge estimate of the run's draws for the mass check: %s", exc)
         return None
     if not (est.diagnostics.get("converged", True) and np.isfinite(est.log_z)
