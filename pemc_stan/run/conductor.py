@@ -241,12 +241,13 @@ def _search_check(model: MethodModel, found: Found, seed: int | None, fit: Exten
         return ()
     with stage("importance draws from the search's Gaussians (checking the mass)"):
         evaluator = _evaluator(model, fit)
-        drawn = None if evaluator is None else search_draws(coords, search, evaluator,
-                                                            model.data, seed)
+        if evaluator is None:
+            return ()
+        drawn = search_draws(coords, search, evaluator, model.data, seed)
         if drawn is None:
             return ()
-        own = reported_log_normaliser(fit)
-        return (SearchMassCheck(drawn, None if own is not None or evaluator is None
+        own = reported_log_normaliser(fit) is not None
+        return (SearchMassCheck(drawn, None if own
                                 else _draws_normaliser(model, fit, evaluator, seed)),)
 
 
