@@ -7,6 +7,14 @@ transformed parameters and model blocks are dropped and the generated
 quantities block becomes ``real pemc_log_gamma = pemc_log_density(...);``.
 Constrained draws are written as a Stan CSV and evaluated by CmdStan's
 standalone ``generate_quantities`` (one process for a whole batch).
+
+Its parameters are declared without their constraints (a ``simplex[K]`` as a
+``vector[K]``, a ``real<lower=0>`` as a ``real``): ``generate_quantities`` maps each
+draw to the unconstrained scale and back, and through a constraining transform that
+round trip loses the small differences at an edge (a simplex whose first component
+rounds to 1 comes back with zeros after it, and a Dirichlet density with alpha < 1 is
+then +inf).  Unconstrained, both maps are the identity: the density is computed at
+the very values given.
 """
 
 from __future__ import annotations
@@ -30,12 +38,19 @@ from pemc_stan.stan import ast
 from pemc_stan.stan.inputs import StanProgram, read_program
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
+from pemc_stan.stan.vocabulary import CONSTRAINED_MATRIX_TYPES, CONSTRAINED_VECTOR_TYPES
 
-__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "GeneratedDensity",
-           "density_program", "model_log_density"]
+__all__ = ["DENSITY_COLUMN", "EXACT_ROUND_TRIP", "DensityEvaluator", "GeneratedDensity",
+           "density_program", "free_type", "model_log_density"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
+#: Base-coordinate kinds (:class:`~pemc_stan.core.coordinates.ParameterBlock`) whose
+#: Stan transform survives ``generate_quantities``' round trip to the unconstrained scale
+#: and back at its edges (``log``/``exp`` of the distance to one bound); through the
+#: others (an interval's logit, a simplex's stick-breaking, a Cholesky factor) a value
+#: near an edge comes back changed.
+EXACT_ROUND_TRIP = frozenset({"identity", "affine", "lower", "upper"})
 
 
 def density_program(program: str | ast.Program | StanProgram, filename: str = "<string>") -> str:
@@ -72,9 +87,38 @@ def density_program(program: str | ast.Program | StanProgram, filename: str = "<
         ast.VarDecl(ast.BasicType("real"),
                     (ast.Declarator(DENSITY_COLUMN, fns.call_expr("density")),)),
     ))
+    params = prog.parameters
+    if params is not None:
+        params = dataclasses.replace(params, stmts=tuple(
+            dataclasses.replace(s, type=free_type(s.type)) if isinstance(s, ast.VarDecl) else s
+            for s in params.stmts))
     out = dataclasses.replace(prog, functions=ast.FunctionsBlock(tuple(existing) + fns.functions),
-                              transformed_parameters=None, model=None, generated_quantities=gq)
+                              parameters=params, transformed_parameters=None, model=None,
+                              generated_quantities=gq)
     return print_program(out)
+
+
+def free_type(type_: ast.Type) -> ast.Type:
+    """``type_`` without its constraint: the unconstrained type holding the same values
+    (``simplex[K]`` -> ``vector[K]``, ``cov_matrix[K]`` -> ``matrix[K, K]``,
+    ``real<lower=0>`` -> ``real``), arrays element by element.
+
+    Raises
+    ------
+    Nothing.
+    """
+    if isinstance(type_, ast.ArrayType):
+        return dataclasses.replace(type_, element=free_type(type_.element))
+    if isinstance(type_, ast.TupleType):
+        return dataclasses.replace(type_, elements=tuple(map(free_type, type_.elements)))
+    if not isinstance(type_, ast.BasicType):
+        return type_
+    name, sizes = type_.name, type_.sizes
+    if name in CONSTRAINED_VECTOR_TYPES or name == "sum_to_zero_vector":
+        name = "vector"
+    elif name in CONSTRAINED_MATRIX_TYPES or name.endswith("_stochastic_matrix"):
+        name, sizes = "matrix", sizes if len(sizes) == 2 else (sizes[0], sizes[0])
+    return ast.BasicType(name, sizes, None)
 
 
 class DensityEvaluator:
@@ -103,7 +147,9 @@ class DensityEvaluator:
         self.program = program
         self.data = dict(data or {})
         self.name = re.sub(r"[^A-Za-z0-9_]", "_", name)
-        self.code = density_program(program, f"{name}.stan")
+        read = program if isinstance(program, StanProgram) else read_program(program, name)
+        self.code = density_program(read, f"{name}.stan")
+        self.simplexes = _simplex_parameters(read.tree)
         self.output_dir = Path(output_dir) if output_dir else None
         self._model: cmdstanpy.CmdStanModel | None = None
         self._calls = 0
@@ -134,6 +180,7 @@ class DensityEvaluator:
             If CmdStan's generate_quantities fails.
         """
         self._calls += 1
+        draws = _on_simplex(draws, self.simplexes)
         parts = usable_cores()  # a density draws no random numbers: parts side by side
         if self.output_dir is None:  # nothing to keep: a temporary directory per call
             with tempfile.TemporaryDirectory(prefix="pemc_evidence_") as tmp:
@@ -143,6 +190,34 @@ class DensityEvaluator:
         run_dir.mkdir(parents=True, exist_ok=True)
         return generated_column(self.model, self.data, draws, DENSITY_COLUMN, run_dir,
                                 f"{self.name}_model", parts=parts)
+
+
+def _simplex_parameters(tree: ast.Program) -> frozenset[str]:
+    """The parameters declared ``simplex`` (or arrays of simplexes)."""
+    out: set[str] = set()
+    for stmt in tree.parameters.stmts if tree.parameters is not None else ():
+        if not isinstance(stmt, ast.VarDecl):
+            continue
+        t = stmt.type
+        while isinstance(t, ast.ArrayType):
+            t = t.element
+        if isinstance(t, ast.BasicType) and t.name == "simplex":
+            out.update(stmt.names)
+    return frozenset(out)
+
+
+def _on_simplex(draws: Mapping[str, NDArray[np.float64]], names: frozenset[str]
+                ) -> Mapping[str, NDArray[np.float64]]:
+    """``draws`` with each simplex divided by its sum: draws read from a CSV of few
+    significant digits sum to 1 only to within their rounding, which Stan's simplex
+    checks (tolerance 1e-8) refuse; the change is within that rounding."""
+    if not names & draws.keys():
+        return draws
+    out = dict(draws)
+    for name in names & draws.keys():
+        x = np.asarray(draws[name], dtype=float)
+        out[name] = x / x.sum(axis=-1, keepdims=True)
+    return out
 
 
 class GeneratedDensity:

@@ -69,6 +69,7 @@ from pemc_stan.modes.split_fit import CHAINS_PER_MODE, ModeSplitFit, draw_log_we
 from pemc_stan.modes.wide import (
     WIDE_SEED_OFFSET,
     ModeGaussians,
+    WideDrawsFailed,
     mode_gaussians,
     unexplained_starts,
     wide_sample,
@@ -618,8 +619,11 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
     wide, modes = None, mode_gaussians(z, cells, groups, members, masses)
     if _accepts(verdict) and len(centres) > 1:  # the wide sampler can only refuse it: last
         with stage(f"mode split: importance draws around the {len(centres)} modes"):
-            wide = wide_sample(coords, search.base, evaluator, model.data, seed, masses,
-                               modes)
+            try:
+                wide = wide_sample(coords, search.base, evaluator, model.data, seed, masses,
+                                   modes)
+            except WideDrawsFailed as exc:
+                fit.wide_failure = str(exc)
         fit.wide_log_weights = None if wide is None else wide[0]
         verdict = fit.check()
     if not _accepts(verdict):

@@ -82,6 +82,9 @@ class ModeSplitFit(ExtendedFit):
     wide_log_weights
         ``log gamma - log q`` of the wide importance sampler's draws
         (:func:`~pemc_stan.modes.wide.wide_log_weights`; None with one mode found).
+    wide_failure
+        Why the wide importance sampler's draws could not be weighed ("" when they were
+        or were not drawn): a named reason, never a check left out.
     search_mass
         What importance sampling from the search's own Gaussians sees beside the groups'
         mass (:func:`~pemc_stan.modes.search_mass.search_mass`; None: not computed).
@@ -108,9 +111,10 @@ class ModeSplitFit(ExtendedFit):
                  outside: NDArray[np.float64], data: Mapping[str, Any] | None = None,
                  original_model: Any = None, seed: int | None = None,
                  wide_log_weights: NDArray[np.float64] | None = None,
-                 search_mass: SearchMass | None = None) -> None:
+                 search_mass: SearchMass | None = None, wide_failure: str = "") -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.wide_log_weights = wide_log_weights
+        self.wide_failure = wide_failure
         self.search_mass = search_mass
         self._groups = np.asarray(groups, dtype=np.intp)
         self.mode_log_z = list(mode_log_z)
@@ -338,6 +342,15 @@ class ModeSplitFit(ExtendedFit):
         and this check passes.)
         """
         wide = self.wide_mass()
+        # an infinite weight (clipped in the sums) or an excess beyond floating point
+        finite = wide is None or (not np.any(np.isposinf(np.asarray(self.wide_log_weights)))
+                                  and abs(wide[0]) < 1e300
+                                  and (wide[0] <= 0 or bool(np.isfinite(wide[1]))))
+        unweighed = self.wide_failure or ("" if finite else "their weights are not finite")
+        if unweighed:  # a missed mode is claimed only from a finite comparison
+            return Reason("mode_wide_mass", "importance sampling around the modes found could "
+                          f"not weigh them: {unweighed}; whether the search missed a mode is "
+                          "not known", "run with split_modes='never' (tempering)")
         if wide is None or not wide[1] > WIDE_EXCESS_Z:
             return None
         return Reason("mode_wide_mass", f"importance sampling around the modes found sees "

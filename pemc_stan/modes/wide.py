@@ -28,7 +28,7 @@ from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import importance_error, mixture_log_z, unexplained_mass
 from pemc_stan.numeric import logsumexp
-from pemc_stan.output.diagnostics import ESS_MIN, Reason
+from pemc_stan.output.diagnostics import ESS_MIN, Reason, point_text
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.checks import variance_and_error
 from pemc_stan.sampling.model import LogDensity
@@ -36,7 +36,7 @@ from pemc_stan.sampling.model import LogDensity
 logger = logging.getLogger(__name__)
 
 __all__ = ["EXCESS_Z_MAX", "MODES_OUTSIDE_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX",
-           "MOMENT_MODE_SHARE", "MOMENT_PILOT",
+           "MOMENT_MODE_SHARE", "MOMENT_PILOT", "WideDrawsFailed", "WideUncomputedCheck",
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
@@ -102,6 +102,11 @@ def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.i
         log_w = np.concatenate([log_w + np.log1p(-mode_share),
                                 lm - logsumexp(lm) + np.log(mode_share)])
     return parts, log_w
+
+
+class WideDrawsFailed(Exception):
+    """Importance draws around the modes that could not be weighed: the message says why
+    (the checks made of them are then a named reason, :class:`WideUncomputedCheck`)."""
 
 
 class Part(Protocol):
@@ -190,7 +195,7 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
                      data: Mapping[str, Any] | None, seed: int | None, n: int = WIDE_DRAWS,
                      modes: ModeGaussians | None = None, df: float = math.inf,
                      mode_share: float = 0.5
-                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+                     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of ``n`` draws ``z`` of ``q`` (base
     coordinates), and the draws: ``q`` is the equal mixture of the Gaussian ``base``
     with its standard deviations times each of :data:`WIDE_SPREADS`, and with
@@ -200,12 +205,12 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     precise than the covering Gaussians alone), and a mode missing from them is still
     reached by the covering half.  ``df``: the covering parts' Student-t tails;
     ``mode_share``: the modes' part of the mixture (:func:`_proposal`).
-    ``-inf`` where the density is not finite.  None when the draws cannot be evaluated
-    (the split is then judged without them).
+    ``-inf`` where the density is not finite.
 
     Raises
     ------
-    Nothing.
+    WideDrawsFailed
+        When the draws cannot be evaluated, or the density is infinite at one.
     """
     rng = np.random.default_rng(seed)
     try:
@@ -214,8 +219,11 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
         lw = importance_log_weights(coords, evaluator, data, z,
                                     mixture_log_density(parts, log_w, z))
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
-        logger.info("importance sampling around the modes failed: %s", exc)
-        return None
+        raise WideDrawsFailed(f"the density could not be evaluated at them ({exc})") from exc
+    if np.any(np.isposinf(lw)):  # nothing to weigh by
+        at = point_text(by_column(coords.inverse(z[np.isposinf(lw)][:1], data)))
+        raise WideDrawsFailed(f"the density is infinite at {int(np.sum(np.isposinf(lw)))} "
+                              f"of {n} points inside its support (the first: {at})")
     return lw, z
 
 
@@ -223,8 +231,9 @@ def importance_log_weights(coords: Any, evaluator: LogDensity,
                            data: Mapping[str, Any] | None, z: NDArray[np.float64],
                            log_q: NDArray[np.float64]) -> NDArray[np.float64]:
     """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of draws ``z`` (base coordinates) of a
-    proposal of log density ``log_q``; ``-inf`` where ``x(z)`` is not finite (such a draw
-    weighs nothing) or the density is NaN.
+    proposal of log density ``log_q``; ``-inf`` where ``x(z)`` is not finite or lies on
+    an edge of its support in floating point (a simplex component that underflows to 0:
+    ``log|dz/dx|`` is then infinite; such a draw weighs nothing) or the density is NaN.
 
     Raises
     ------
@@ -238,9 +247,13 @@ def importance_log_weights(coords: Any, evaluator: LogDensity,
         ok &= np.all(np.isfinite(np.asarray(v, dtype=float).reshape(n, -1)), axis=1)
     lw = np.full(n, -np.inf)
     if np.any(ok):
-        kept = {k: np.asarray(v)[ok] for k, v in x.items()}
-        _, log_dz_dx = coords.forward(kept, data)
-        lw[ok] = evaluator.log_density(kept) - log_dz_dx - log_q[ok]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            _, log_dz_dx = coords.forward({k: np.asarray(v)[ok] for k, v in x.items()}, data)
+        inside = np.flatnonzero(ok)[np.isfinite(log_dz_dx)]
+        if inside.size:
+            kept = {k: np.asarray(v)[inside] for k, v in x.items()}
+            lw[inside] = (evaluator.log_density(kept) - log_dz_dx[np.isfinite(log_dz_dx)]
+                          - log_q[inside])
     return np.where(np.isnan(lw), -np.inf, lw)
 
 
@@ -345,7 +358,13 @@ def wide_sample(coords: Any, base: BaseDensity, evaluator: LogDensity,
     error falls as one over the square root of the draws: in many dimensions the
     weights are so uneven that it never gets anywhere, and every batch would be spent
     for nothing).  Returns the log weights and
-    their draws (base coordinates)."""
+    their draws (base coordinates).
+
+    Raises
+    ------
+    WideDrawsFailed
+        As :func:`wide_log_weights`.
+    """
     log_z, se = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     if not np.isfinite(log_z):
         return None
@@ -357,8 +376,6 @@ def wide_sample(coords: Any, base: BaseDensity, evaluator: LogDensity,
         drawn_b = wide_log_weights(coords, base, evaluator, data,
                                    None if seed is None else seed + WIDE_SEED_OFFSET + 104729 * b,
                                    modes=modes)
-        if drawn_b is None:
-            break
         batches.append(drawn_b[0])
         points.append(drawn_b[1])
         drawn = np.concatenate(batches)
@@ -448,7 +465,7 @@ class WideDraws:
 
 def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
                data: Mapping[str, Any] | None, seed: int | None, n: int = MOMENT_DRAWS,
-               modes: ModeGaussians | None = None) -> WideDraws | None:
+               modes: ModeGaussians | None = None) -> WideDraws:
     """Draws of :func:`wide_log_weights` whose covering part has Student-t tails of
     :data:`MOMENT_DF`, :data:`MOMENT_MODE_SHARE` of them from ``modes`` (the search's
     Gaussians, when given: a narrow mode inside the covering Gaussian, a needle holding
@@ -456,11 +473,12 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
     first
     :data:`MOMENT_PILOT`, then, only when those hold
     :data:`~pemc_stan.output.diagnostics.ESS_MIN` effective draws, the rest up to ``n``.
-    None when the draws cannot be evaluated or mapped back, or a density is infinite.
 
     Raises
     ------
-    Nothing.
+    WideDrawsFailed
+        When the draws cannot be evaluated or mapped back, a density is infinite, or no
+        draw has a finite weight.
     """
     seed = None if seed is None else seed + 2 * WIDE_SEED_OFFSET
     batches = []
@@ -470,10 +488,8 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
         drawn = wide_log_weights(coords, base, evaluator, data, seed, n=size, modes=modes,
                                  df=MOMENT_DF, mode_share=MOMENT_MODE_SHARE)
         seed = None if seed is None else seed + 1
-        if drawn is None or not np.any(np.isfinite(drawn[0])):
-            return None
-        if np.any(np.isposinf(drawn[0])):  # an infinite density: nothing to weigh by
-            return None
+        if not np.any(np.isfinite(drawn[0])):
+            raise WideDrawsFailed(f"none of {size} draws has a finite density")
         batches.append(drawn)
         if len(batches) == 1 and not W.ess(drawn[0]) >= ESS_MIN:
             logger.info("wide draws: %.0f effective of %d draws: no more drawn",
@@ -483,8 +499,7 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
     try:
         values = by_column(coords.inverse(z, data), lead=1)
     except (ValueError, PemcStanError) as exc:
-        logger.info("wide draws: the draws could not be mapped back (%s)", exc)
-        return None
+        raise WideDrawsFailed(f"the draws could not be mapped back ({exc})") from exc
     return WideDraws(np.concatenate([b[0] for b in batches]),
                      {c: np.asarray(v, dtype=float) for c, v in values.items()})
 
@@ -494,13 +509,18 @@ def wide_moments(coords: Any, base: BaseDensity, evaluator: LogDensity,
     """Each column's mean and variance by importance sampling from around the search's
     modes (:func:`wide_draws`): an estimate that needs no chain to reach a region,
     against which a tempered run's own estimates are checked
-    (:class:`WideMomentsCheck`).  None as :func:`moments_of`.
+    (:class:`WideMomentsCheck`).  None as :func:`moments_of`, or when the draws cannot
+    be weighed (:class:`WideDrawsFailed`, logged).
 
     Raises
     ------
     Nothing.
     """
-    return moments_of(wide_draws(coords, base, evaluator, data, seed))
+    try:
+        return moments_of(wide_draws(coords, base, evaluator, data, seed))
+    except WideDrawsFailed as exc:
+        logger.info("wide moments: %s", exc)
+        return None
 
 
 def moments_of(draws: WideDraws | None) -> WideMoments | None:
@@ -579,6 +599,26 @@ class WideMomentsCheck:
             "their error bars do not show it", "reparameterise where the model is curved "
             "or heavy-tailed; the importance estimates are a cross-check in low "
             "dimensions (pemc_stan.modes.wide.wide_moments)")
+
+
+class WideUncomputedCheck:
+    """The ``wide_checks`` reason of a tempered fit whose wide importance draws could not
+    be weighed (:class:`WideDrawsFailed`): the checks that would have compared its
+    estimate with them are not made, and the verdict says so instead of leaving them out.
+    A class, not a closure, so that a fit still pickles."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __call__(self, fit: Any) -> tuple[str, Reason | None]:
+        """``("wide_checks", reason)``."""
+        return "wide_checks", Reason(
+            "wide_checks", f"the wide checks could not be computed: importance draws from "
+            f"around the modes found could not be weighed ({self.why}); the estimate's "
+            "moments and spread are not checked against draws that need no chain",
+            "where the density is infinite or cannot be evaluated inside its support, "
+            "write it so that it is finite there (a bound, a reparameterisation), or judge "
+            "the run by its other checks alone")
 
 
 # ------------------------------------------------------------- mass beyond a run's spread

@@ -39,8 +39,10 @@ from pemc_stan.modes.wide import (
     MOMENT_DRAWS,
     MOMENT_PILOT,
     WideDraws,
+    WideDrawsFailed,
     WideExcessCheck,
     WideMomentsCheck,
+    WideUncomputedCheck,
     excess_of,
     moments_of,
     reported_log_normaliser,
@@ -174,14 +176,21 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
 
 
 def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit,
-                 allowance: int = 0) -> tuple[WideMomentsCheck | WideExcessCheck, ...]:
+                 allowance: int = 0
+                 ) -> tuple[WideMomentsCheck | WideExcessCheck | WideUncomputedCheck, ...]:
     """A tempered run's checks against importance draws from around the search's modes
     (:func:`~pemc_stan.modes.wide.wide_draws`) of the estimate it reports (its cells', or
     its own): its moments where the draws' weights allow
     (:class:`~pemc_stan.modes.wide.WideMomentsCheck`), and the spread about its means
     that it must at least hold (:class:`~pemc_stan.modes.wide.WideExcessCheck`).
-    None without draws (:func:`_wide_draws`, ``allowance`` as there)."""
-    draws = _wide_draws(model, found, seed, fit, allowance)
+    None without draws (:func:`_wide_draws`, ``allowance`` as there); draws that could not
+    be weighed are a reason of their own
+    (:class:`~pemc_stan.modes.wide.WideUncomputedCheck`)."""
+    try:
+        draws = _wide_draws(model, found, seed, fit, allowance)
+    except WideDrawsFailed as exc:
+        logger.info("wide checks: %s", exc)
+        return (WideUncomputedCheck(str(exc)),)
     if draws is None:
         return ()
     checks: list[WideMomentsCheck | WideExcessCheck] = []
@@ -206,7 +215,8 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
     a gradient, so they cost at most about the sampling they check or replace; an ODE
     model's run is not doubled by them), or None without a search base, base coordinates
     or a density the evaluator can compute, or for a run of fewer gradients than
-    :data:`~pemc_stan.modes.wide.MOMENT_PILOT`.  ``log gamma`` comes from the method's
+    :data:`~pemc_stan.modes.wide.MOMENT_PILOT` (:class:`~pemc_stan.modes.wide.WideDrawsFailed`
+    when drawn and not weighed).  ``log gamma`` comes from the method's
     own program where it computes it (:meth:`~pemc_stan.sampling.model.MethodModel.own_density`:
     CT's), else from the density program (a compile of its own)."""
     search = found.search

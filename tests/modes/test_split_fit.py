@@ -216,3 +216,26 @@ def test_one_group_whose_bridge_fails_keeps_its_draws_and_doubts_only_log_z() ->
     verdict = two.check()
     assert "mode_masses" in verdict.names() and "log_z_bridge" not in verdict.names()
     assert not _accepts(verdict)
+
+
+def test_a_missed_mode_is_claimed_only_from_weights_that_could_be_weighed() -> None:
+    """The wide importance sampler's excess mass refuses a split as a missed mode only when
+    its weights compare finitely with the groups' mass; draws that could not be weighed
+    (an infinite density) or weights that are not finite are named as such, never as a
+    mode the search missed."""
+    args = ([0.0, 0.0], [0.01, 0.01], [-3.0, 3.0], [1.0, 1.0], [0, 0, 1, 1])
+    log_z = float(np.log(2.0))
+    fit = split_fit(*args)
+    rng = np.random.default_rng(3)
+    fit.wide_log_weights = log_z + 0.1 * rng.standard_normal(4000)  # sees the groups' mass
+    assert "mode_wide_mass" not in fit.check().names()
+    fit.wide_log_weights = fit.wide_log_weights + np.log(2.0)  # twice the groups' mass
+    missed = {r.name: r for r in fit.check().reasons}["mode_wide_mass"].message
+    assert "the search missed a mode" in missed  # a finite comparison: a real claim
+    fit.wide_log_weights = np.concatenate([fit.wide_log_weights, [np.inf]])
+    infinite = {r.name: r for r in fit.check().reasons}["mode_wide_mass"].message
+    assert "not finite" in infinite and "standard errors): the search missed" not in infinite
+    fit.wide_log_weights, fit.wide_failure = None, "the density is infinite at 2 of 2000 points"
+    failed = {r.name: r for r in fit.check().reasons}["mode_wide_mass"].message
+    assert "could not weigh them: the density is infinite" in failed
+    assert "standard errors): the search missed" not in failed

@@ -224,3 +224,49 @@ def test_the_search_s_modes_are_left_out_where_the_run_found_others() -> None:
     assert len(wide.search_gaussians(search, found, np.ones(900))) == 1
     run = np.concatenate([found, 20.0 + rng.standard_normal((100, 2))])
     assert wide.search_gaussians(search, run, np.ones(1000)) == []
+
+
+class DirichletPole:
+    """Dirichlet(0.3, 0.3, 0.3) on a 3-simplex, exact at every point inside; ``pole``:
+    +inf at a point inside too (a density a round trip through Stan's stick-breaking
+    once produced there)."""
+
+    def __init__(self, pole: bool = False) -> None:
+        self.pole = pole
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        from scipy.special import gammaln
+
+        x = np.asarray(draws["theta"], dtype=float)
+        out = gammaln(0.9) - 3 * gammaln(0.3) + (0.3 - 1) * np.log(x).sum(axis=1)
+        if self.pole:
+            out[np.argmin(x.min(axis=1))] = np.inf
+        return np.asarray(out, dtype=float)
+
+
+def test_an_infinite_density_inside_the_support_fails_the_wide_draws_by_name() -> None:
+    coords = _coords("parameters { simplex[3] theta; } model { }")
+    base = BaseDensity(np.zeros(2), 9.0 * np.eye(2), "dense")
+    draws = wide.wide_draws(coords, base, DirichletPole(), {}, 1)  # type: ignore[arg-type]
+    # Student-t tails reach z where a component underflows to 0: those weigh nothing
+    assert np.mean(np.isfinite(draws.log_w)) > 0.99 and not np.any(np.isposinf(draws.log_w))
+    with pytest.raises(wide.WideDrawsFailed, match="infinite at 1 of .* inside its support"):
+        wide.wide_draws(coords, base, DirichletPole(pole=True), {}, 1)  # type: ignore[arg-type]
+
+
+def test_a_point_whose_simplex_underflows_to_an_edge_weighs_nothing() -> None:
+    """``x(z)`` with a component 0 in floating point (``z`` beyond -745): not a point
+    inside the support, so neither the density's pole there nor ``log|dz/dx|`` enter."""
+    coords = _coords("parameters { simplex[3] theta; } model { }")
+    z = np.array([[0.5, -0.2], [-800.0, 0.0], [3.0, 1.0]])
+    log_q = np.zeros(3)
+    lw = wide.importance_log_weights(coords, DirichletPole(), {}, z, log_q)  # type: ignore[arg-type]
+    assert np.isfinite(lw[[0, 2]]).all() and lw[1] == -np.inf
+
+
+def test_wide_draws_that_cannot_be_weighed_are_a_named_reason() -> None:
+    check = wide.WideUncomputedCheck("the density is infinite at 3 of 2000 points")
+    name, reason = check(None)
+    assert name == "wide_checks" and reason is not None
+    assert "could not be computed" in reason.message and "infinite at 3" in reason.message
+    assert pickle.loads(pickle.dumps(check)).why == check.why

@@ -32,7 +32,7 @@ from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOp
 from pemc_stan.methods.continuous_tempering.tempering import log_z_estimate, pooled_log_ratio
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.tempering import BetaBias, length_bias
-from pemc_stan.modes.density import GeneratedDensity
+from pemc_stan.modes.density import EXACT_ROUND_TRIP, GeneratedDensity
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
 from pemc_stan.sampling.fit import ExtendedFit
@@ -185,14 +185,19 @@ class ContinuousTemperingModel(MethodModel):
         """The CT program's own ``pemc_log_gamma`` (every constant) at arbitrary draws,
         with ``pemc_u = 0`` and ``fit``'s base and ``log zeta`` as data (they enter other
         generated quantities only): checks of ``fit`` compile no density program.  None
-        for a fit without them (not this program's) or whose data cannot be rebuilt.
+        for a fit without them (not this program's) or whose data cannot be rebuilt, and
+        for a program with a parameter whose constraining transform does not survive
+        ``generate_quantities``' round trip through the unconstrained scale at its edges
+        (only bounds on one side and affine maps do; the density program declares its
+        parameters unconstrained, :func:`~pemc_stan.modes.density.density_program`).
 
         Raises
         ------
         Nothing.
         """
         log_zeta = getattr(fit, "log_zeta", None)
-        if log_zeta is None:
+        if log_zeta is None or any(b.kind not in EXACT_ROUND_TRIP
+                                   for b in self.result.coordinates.blocks):
             return None
         try:
             data = self.result.data(self.data, log_zeta=log_zeta,
