@@ -37,6 +37,7 @@ from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import importance_error, region_shares, unexplained_mass
 from pemc_stan.modes.wide import (
     WIDE_EXCESS_Z,
+    WideDrawsFailed,
     importance_log_weights,
     in_central_region,
     mixture_log_density,
@@ -171,12 +172,12 @@ def search_draws(coords: Any, search: ModeSearch, evaluator: Any,
                  data: Mapping[str, Any] | None, seed: int | None,
                  n: int = SEARCH_MASS_DRAWS) -> SearchDraws | None:
     """``n`` draws from the search's mode Gaussians, weighed by the target (``evaluator``:
-    ``log_density(draws)`` with every constant); None without a search Gaussian, or when
-    the density cannot be evaluated or diverges at a draw (no finite comparison).
+    ``log_density(draws)`` with every constant); None without a search Gaussian.
 
     Raises
     ------
-    Nothing.
+    WideDrawsFailed
+        When the density cannot be evaluated or diverges at a draw (no finite comparison).
     """
     if search.centres is None or search.base is None:
         return None
@@ -187,12 +188,12 @@ def search_draws(coords: Any, search: ModeSearch, evaluator: Any,
         z = np.concatenate([q.sample_z(int(m), rng) for q, m in zip(parts, counts, strict=True)])
         lw = importance_log_weights(coords, evaluator, data, z,
                                     mixture_log_density(parts, log_w, z))
-        if np.any(lw == np.inf):  # a density that diverges: no finite comparison
-            raise ValueError(f"the density is +inf at {int(np.sum(lw == np.inf))} draw(s)")
         values = coords.inverse(np.asarray(search.centres, dtype=float), data)
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
-        logger.info("importance sampling from the search's Gaussians failed: %s", exc)
-        return None
+        raise WideDrawsFailed(f"the density could not be evaluated at them ({exc})") from exc
+    if np.any(lw == np.inf):  # a density that diverges: no finite comparison
+        raise WideDrawsFailed(f"the density is +inf at {int(np.sum(lw == np.inf))} of {n} "
+                              "points inside its support")
     centres = [{k: np.asarray(v)[i] for k, v in values.items()} for i in range(len(parts))]
     return SearchDraws(parts, z, lw, np.repeat(np.arange(len(parts)), counts), centres)
 
@@ -234,12 +235,13 @@ def search_mass(coords: Any, search: ModeSearch, evaluator: Any,
                 chains: NDArray[np.float64] | None = None,
                 weights: NDArray[np.float64] | None = None) -> SearchMass | None:
     """Importance sampling from the search's mode Gaussians (:func:`search_draws`) against
-    the groups' ``log Z`` (:func:`compare_mass`).  None without a search Gaussian, a finite
-    ``log Z``, or draws the density can be evaluated at.
+    the groups' ``log Z`` (:func:`compare_mass`).  None without a search Gaussian or a
+    finite ``log Z``.
 
     Raises
     ------
-    Nothing.
+    WideDrawsFailed
+        As :func:`search_draws`.
     """
     if not (np.isfinite(log_z) and np.isfinite(std_error)):
         return None

@@ -609,12 +609,17 @@ def _judge_run(model: MethodModel, coords: Any, search: ModeSearch,
                                         f"failed ({exc})", tried=True)
     total = mixture_log_z([e.log_z for e in masses], [e.std_error for e in masses])
     per_draw = np.exp(draw_log_weights([e.log_z for e in masses], groups, n_draws))
+    seen, unweighed = None, ""
     with stage("mode split: the search's Gaussians weigh the mass the chains found"):
-        seen = search_mass(coords, search, evaluator, model.data, total[0], total[1], seed,
-                           chains=z, weights=per_draw)
+        try:
+            seen = search_mass(coords, search, evaluator, model.data, total[0], total[1],
+                               seed, chains=z, weights=per_draw)
+        except WideDrawsFailed as exc:
+            unweighed = str(exc)
     fit = ModeSplitFit(run, model.result, groups=groups, mode_log_z=masses, search=search,
                        cells=cells, members=members, outside=outside, data=model.data,
-                       original_model=model.original_model, seed=seed, search_mass=seen)
+                       original_model=model.original_model, seed=seed, search_mass=seen,
+                       search_failure=unweighed)
     verdict = fit.check()
     wide, modes = None, mode_gaussians(z, cells, groups, members, masses)
     if _accepts(verdict) and len(centres) > 1:  # the wide sampler can only refuse it: last

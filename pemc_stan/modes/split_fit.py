@@ -82,9 +82,10 @@ class ModeSplitFit(ExtendedFit):
     wide_log_weights
         ``log gamma - log q`` of the wide importance sampler's draws
         (:func:`~pemc_stan.modes.wide.wide_log_weights`; None with one mode found).
-    wide_failure
-        Why the wide importance sampler's draws could not be weighed ("" when they were
-        or were not drawn): a named reason, never a check left out.
+    wide_failure, search_failure
+        Why the wide importance sampler's draws, or the search's mass check's, could not
+        be weighed ("" when they were or were not drawn): a named reason, never a check
+        left out.
     search_mass
         What importance sampling from the search's own Gaussians sees beside the groups'
         mass (:func:`~pemc_stan.modes.search_mass.search_mass`; None: not computed).
@@ -111,10 +112,12 @@ class ModeSplitFit(ExtendedFit):
                  outside: NDArray[np.float64], data: Mapping[str, Any] | None = None,
                  original_model: Any = None, seed: int | None = None,
                  wide_log_weights: NDArray[np.float64] | None = None,
-                 search_mass: SearchMass | None = None, wide_failure: str = "") -> None:
+                 search_mass: SearchMass | None = None, wide_failure: str = "",
+                 search_failure: str = "") -> None:
         super().__init__(fit, result, data=data, original_model=original_model, seed=seed)
         self.wide_log_weights = wide_log_weights
         self.wide_failure = wide_failure
+        self.search_failure = search_failure
         self.search_mass = search_mass
         self._groups = np.asarray(groups, dtype=np.intp)
         self.mode_log_z = list(mode_log_z)
@@ -361,6 +364,11 @@ class ModeSplitFit(ExtendedFit):
     def _search_mass(self) -> Reason | None:
         """More mass where the search found a mode than the chains found: a narrow region
         of high mass they never entered (:mod:`~pemc_stan.modes.search_mass`)."""
+        if self.search_failure:
+            return Reason("mode_search_mass", "importance sampling from the search's "
+                          f"Gaussians could not weigh them: {self.search_failure}; whether "
+                          "the chains missed mass the search found is not known",
+                          "run with split_modes='never' (tempering)")
         seen = self.search_mass
         how = "" if seen is None else seen.missed(WIDE_EXCESS_Z)
         if seen is None or not how:

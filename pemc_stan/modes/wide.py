@@ -36,7 +36,7 @@ from pemc_stan.sampling.model import LogDensity
 logger = logging.getLogger(__name__)
 
 __all__ = ["EXCESS_Z_MAX", "MODES_OUTSIDE_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX",
-           "MOMENT_MODE_SHARE", "MOMENT_PILOT", "WideDrawsFailed", "WideUncomputedCheck",
+           "MOMENT_MODE_SHARE", "MOMENT_PILOT", "UncomputedCheck", "WideDrawsFailed",
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
            "ModeGaussians", "WideDraws", "WideExcess", "WideExcessCheck", "WideMoments",
@@ -105,8 +105,8 @@ def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.i
 
 
 class WideDrawsFailed(Exception):
-    """Importance draws around the modes that could not be weighed: the message says why
-    (the checks made of them are then a named reason, :class:`WideUncomputedCheck`)."""
+    """Importance draws that could not be weighed: the message says why (the checks made
+    of them are then a named reason, :class:`UncomputedCheck`)."""
 
 
 class Part(Protocol):
@@ -601,24 +601,23 @@ class WideMomentsCheck:
             "dimensions (pemc_stan.modes.wide.wide_moments)")
 
 
-class WideUncomputedCheck:
-    """The ``wide_checks`` reason of a tempered fit whose wide importance draws could not
-    be weighed (:class:`WideDrawsFailed`): the checks that would have compared its
-    estimate with them are not made, and the verdict says so instead of leaving them out.
-    A class, not a closure, so that a fit still pickles."""
+class UncomputedCheck:
+    """The reason of a tempered fit whose check's importance draws could not be weighed
+    (:class:`WideDrawsFailed`): ``name`` (``wide_checks`` for the wide moments and spread,
+    ``search_mass`` for the search's mass check) says which check is not made, instead of
+    leaving it out of the verdict.  A class, not a closure, so that a fit still pickles."""
 
-    def __init__(self, why: str) -> None:
-        self.why = why
+    def __init__(self, name: str, what: str, why: str) -> None:
+        self.name, self.what, self.why = name, what, why
 
     def __call__(self, fit: Any) -> tuple[str, Reason | None]:
-        """``("wide_checks", reason)``."""
-        return "wide_checks", Reason(
-            "wide_checks", f"the wide checks could not be computed: importance draws from "
-            f"around the modes found could not be weighed ({self.why}); the estimate's "
-            "moments and spread are not checked against draws that need no chain",
-            "where the density is infinite or cannot be evaluated inside its support, "
-            "write it so that it is finite there (a bound, a reparameterisation), or judge "
-            "the run by its other checks alone")
+        """``(name, reason)``."""
+        return self.name, Reason(
+            self.name, f"{self.what} could not be computed: its importance draws could not "
+            f"be weighed ({self.why}); the estimate is not checked against draws that need "
+            "no chain", "where the density is infinite or cannot be evaluated inside its "
+            "support, write it so that it is finite there (a bound, a reparameterisation), "
+            "or judge the run by its other checks alone")
 
 
 # ------------------------------------------------------------- mass beyond a run's spread

@@ -38,11 +38,11 @@ from pemc_stan.modes.split import split_modes
 from pemc_stan.modes.wide import (
     MOMENT_DRAWS,
     MOMENT_PILOT,
+    UncomputedCheck,
     WideDraws,
     WideDrawsFailed,
     WideExcessCheck,
     WideMomentsCheck,
-    WideUncomputedCheck,
     excess_of,
     moments_of,
     reported_log_normaliser,
@@ -177,7 +177,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
 
 def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit,
                  allowance: int = 0
-                 ) -> tuple[WideMomentsCheck | WideExcessCheck | WideUncomputedCheck, ...]:
+                 ) -> tuple[WideMomentsCheck | WideExcessCheck | UncomputedCheck, ...]:
     """A tempered run's checks against importance draws from around the search's modes
     (:func:`~pemc_stan.modes.wide.wide_draws`) of the estimate it reports (its cells', or
     its own): its moments where the draws' weights allow
@@ -185,12 +185,13 @@ def _wide_checks(model: MethodModel, found: Found, seed: int | None, fit: Extend
     that it must at least hold (:class:`~pemc_stan.modes.wide.WideExcessCheck`).
     None without draws (:func:`_wide_draws`, ``allowance`` as there); draws that could not
     be weighed are a reason of their own
-    (:class:`~pemc_stan.modes.wide.WideUncomputedCheck`)."""
+    (:class:`~pemc_stan.modes.wide.UncomputedCheck`)."""
     try:
         draws = _wide_draws(model, found, seed, fit, allowance)
     except WideDrawsFailed as exc:
         logger.info("wide checks: %s", exc)
-        return (WideUncomputedCheck(str(exc)),)
+        return (UncomputedCheck("wide_checks", "the wide checks (wide_moments, wide_excess)",
+                                str(exc)),)
     if draws is None:
         return ()
     checks: list[WideMomentsCheck | WideExcessCheck] = []
@@ -239,10 +240,11 @@ def _wide_draws(model: MethodModel, found: Found, seed: int | None, fit: Extende
 
 
 def _search_check(model: MethodModel, found: Found, seed: int | None, fit: ExtendedFit
-                  ) -> tuple[SearchMassCheck, ...]:
+                  ) -> tuple[SearchMassCheck | UncomputedCheck, ...]:
     """A tempered run's check against importance draws from the search's own mode
     Gaussians (:class:`~pemc_stan.modes.search_mass.SearchMassCheck`): none without the
-    search's modes, base coordinates or a density."""
+    search's modes, base coordinates or a density; a named reason when the draws could
+    not be weighed."""
     search = found.search
     if search is None or search.centres is None:
         return ()
@@ -253,7 +255,11 @@ def _search_check(model: MethodModel, found: Found, seed: int | None, fit: Exten
         evaluator = _evaluator(model, fit)
         if evaluator is None:
             return ()
-        drawn = search_draws(coords, search, evaluator, model.data, seed)
+        try:
+            drawn = search_draws(coords, search, evaluator, model.data, seed)
+        except WideDrawsFailed as exc:
+            logger.info("search mass check: %s", exc)
+            return (UncomputedCheck("search_mass", "the search's mass check", str(exc)),)
         if drawn is None:
             return ()
         own = reported_log_normaliser(fit) is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from fakes import split_fit
 from scipy.stats import multivariate_normal
 
@@ -79,14 +80,27 @@ def test_a_gaussian_too_narrow_or_off_centre_cannot_raise_it() -> None:
             assert seen is None or seen.z < 4, (search.base.mean, seed, seen)
 
 
-def test_a_density_that_diverges_gives_no_comparison() -> None:
+def test_a_density_that_diverges_gives_no_comparison_but_a_named_failure() -> None:
+    """No mass is compared against an infinite weight; the failure is raised for the
+    verdict to name (the split's ``mode_search_mass``, a tempered run's ``search_mass``)."""
+    from pemc_stan.modes.split_fit import ModeSplitFit
+    from pemc_stan.modes.wide import UncomputedCheck, WideDrawsFailed
+
     class Diverging(SpikeInSlab):
         def log_density(self, x: dict[str, np.ndarray]) -> np.ndarray:
             out = super().log_density(x)
             out[0] = np.inf
             return out
 
-    assert search_mass(Identity(), _search(SPIKE[1]), Diverging(), None, 0.0, 0.01, 1) is None
+    with pytest.raises(WideDrawsFailed, match=r"\+inf at 1 of"):
+        search_mass(Identity(), _search(SPIKE[1]), Diverging(), None, 0.0, 0.01, 1)
+    name, reason = UncomputedCheck("search_mass", "the search's mass check", "+inf")(None)
+    assert name == "search_mass" and reason is not None
+    assert "the search's mass check could not be computed" in reason.message
+    split = ModeSplitFit.__new__(ModeSplitFit)
+    split.search_failure, split.search_mass = "the density is +inf at 1 of 8000 points", None
+    said = split._search_mass()
+    assert said is not None and "could not weigh them: the density is +inf" in said.message
 
 
 def test_the_split_names_the_mode_and_refuses_only_a_significant_excess() -> None:

@@ -265,8 +265,10 @@ def test_a_point_whose_simplex_underflows_to_an_edge_weighs_nothing() -> None:
 
 
 def test_wide_draws_that_cannot_be_weighed_are_a_named_reason() -> None:
-    check = wide.WideUncomputedCheck("the density is infinite at 3 of 2000 points")
+    check = wide.UncomputedCheck("wide_checks", "the wide checks",
+                                 "the density is infinite at 3 of 2000 points")
     name, reason = check(None)
     assert name == "wide_checks" and reason is not None
-    assert "could not be computed" in reason.message and "infinite at 3" in reason.message
+    assert "the wide checks could not be computed" in reason.message
+    assert "infinite at 3" in reason.message
     assert pickle.loads(pickle.dumps(check)).why == check.why

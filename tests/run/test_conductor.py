@@ -161,6 +161,34 @@ def test_the_wide_draws_use_the_method_s_own_density_before_a_density_program(
     assert own or seen["ev"] is built[0]
 
 
+def test_importance_draws_that_cannot_be_weighed_are_named_in_the_verdict(monkeypatch) -> None:
+    """A density the wide draws or the search's draws cannot be weighed by (an infinite
+    value inside the support) gives the run a reason naming the check not made, never a
+    verdict without it."""
+    from types import SimpleNamespace
+
+    from pemc_stan.modes.wide import UncomputedCheck, WideDrawsFailed
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise WideDrawsFailed("the density is +inf at 2 of 10000 points inside its support")
+
+    owner = SimpleNamespace(program=SimpleNamespace(name="m"), data={},
+                            result=SimpleNamespace(coordinates=object()),
+                            own_density=lambda fit: object())
+    monkeypatch.setattr(plan, "wide_draws", failing)
+    monkeypatch.setattr(plan, "search_draws", failing)
+    found = Found(search=SimpleNamespace(base=object(), centres=np.zeros((1, 2)),
+                                         covariances=None))
+    fit = SimpleNamespace(gradients=lambda: 50_000, particle_coordinates=lambda: None)
+    checks = (*plan._wide_checks(owner, found, 1, fit),  # type: ignore[arg-type]
+              *plan._search_check(owner, found, 1, fit))  # type: ignore[arg-type]
+    assert all(isinstance(c, UncomputedCheck) for c in checks)
+    named = dict(c(fit) for c in checks)
+    assert set(named) == {"wide_checks", "search_mass"}
+    assert all("could not be computed" in r.message and "+inf at 2" in r.message
+               for r in named.values() if r is not None)
+
+
 # --------------------------------------------------------------- the cells, through the plan
 
 class _Particles:
