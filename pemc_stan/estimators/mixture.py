@@ -13,13 +13,15 @@ method, the parts independent:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from pemc_stan.numeric import logsumexp
 
-__all__ = ["importance_error", "mixture_log_z", "mixture_mean", "mixture_weights",
-           "region_shares", "unexplained_mass"]
+__all__ = ["importance_error", "importance_in_range", "mixture_log_z", "mixture_mean",
+           "mixture_weights", "region_shares", "unexplained_mass"]
 
 
 def mixture_weights(log_z: ArrayLike) -> NDArray[np.float64]:
@@ -99,6 +101,22 @@ def importance_error(log_weights: ArrayLike, log_z: float) -> tuple[float, float
     m1 = float(np.exp(min(log_m1, 700.0)))
     var = max(float(np.exp(min(log_m2, 700.0))) - m1 * m1, 0.0) * n / (n - 1)
     return m1, float(np.sqrt(var / n))
+
+
+def importance_in_range(log_weights: ArrayLike, log_z: float) -> bool:
+    """Whether :func:`importance_error`'s moments of ``w / Z`` are within floating point:
+    it clips them at ``exp(700)``, and beyond that its error is too small and a
+    comparison made with it is no comparison.
+
+    Raises
+    ------
+    Nothing.
+    """
+    lw = np.asarray(log_weights, dtype=float).reshape(-1)
+    r = lw[np.isfinite(lw)] - log_z
+    if np.any(np.isposinf(lw)) or not np.isfinite(log_z):
+        return False
+    return r.size == 0 or float(logsumexp(2.0 * r)) - math.log(lw.size) < 700.0
 
 
 def region_shares(log_weights: ArrayLike, labels: ArrayLike, n_regions: int

@@ -465,7 +465,8 @@ def _evaluated(proposals: Mapping[int, tuple[list[Part], NDArray[np.float64]]],
                counts: Mapping[int, int], coords: Any, evaluator: LogDensity,
                data: Mapping[str, Any] | None, rng: np.random.Generator) -> _Drawn | None:
     """``counts[k]`` draws of cell ``k``'s proposal, evaluated; None when the target
-    cannot be evaluated (logged)."""
+    cannot be evaluated or is +inf at one of them (logged: the run's own estimate stands,
+    and the wide checks name the density)."""
     zs, lqs, strata = [], [], []
     for k, m in counts.items():
         parts, log_mix = proposals[k]
@@ -480,6 +481,10 @@ def _evaluated(proposals: Mapping[int, tuple[list[Part], NDArray[np.float64]]],
         lg = np.asarray(evaluator.log_density(x), dtype=float) - log_dz_dx
     except (ValueError, RuntimeError) as exc:
         logger.info("cell draws could not be evaluated: %s", exc)
+        return None
+    if np.any(np.isposinf(lg)):  # no weight to give it, and dropping it would bias them
+        logger.info("cell draws could not be weighed: the density is +inf at %d of %d "
+                    "points inside its support", int(np.sum(np.isposinf(lg))), lg.size)
         return None
     values = {c: np.asarray(v, dtype=float) for c, v in by_column(x, lead=1).items()}
     return _Drawn(z, lq, lg, cell, values)

@@ -40,17 +40,11 @@ from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
 from pemc_stan.stan.vocabulary import CONSTRAINED_MATRIX_TYPES, CONSTRAINED_VECTOR_TYPES
 
-__all__ = ["DENSITY_COLUMN", "EXACT_ROUND_TRIP", "DensityEvaluator", "GeneratedDensity",
-           "density_program", "free_type", "model_log_density"]
+__all__ = ["DENSITY_COLUMN", "DensityEvaluator", "GeneratedDensity", "density_program",
+           "exact_round_trip", "free_type", "model_log_density"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
-#: Base-coordinate kinds (:class:`~pemc_stan.core.coordinates.ParameterBlock`) whose
-#: Stan transform survives ``generate_quantities``' round trip to the unconstrained scale
-#: and back at its edges (``log``/``exp`` of the distance to one bound); through the
-#: others (an interval's logit, a simplex's stick-breaking, a Cholesky factor) a value
-#: near an edge comes back changed.
-EXACT_ROUND_TRIP = frozenset({"identity", "affine", "lower", "upper"})
 
 
 def density_program(program: str | ast.Program | StanProgram, filename: str = "<string>") -> str:
@@ -190,6 +184,31 @@ class DensityEvaluator:
         run_dir.mkdir(parents=True, exist_ok=True)
         return generated_column(self.model, self.data, draws, DENSITY_COLUMN, run_dir,
                                 f"{self.name}_model", parts=parts)
+
+
+def exact_round_trip(tree: ast.Program) -> bool:
+    """Whether every parameter's Stan transform survives ``generate_quantities``' round
+    trip to the unconstrained scale and back at its edges: unconstrained, affine, or
+    bounded on one side (``log``/``exp`` of the distance to the bound).  Through the
+    others (an interval's logit, a simplex's stick-breaking, a Cholesky factor) a value
+    near an edge comes back changed, and a program declaring them evaluates densities
+    exactly only as a density program (:func:`density_program`).
+
+    Raises
+    ------
+    Nothing.
+    """
+    for stmt in tree.parameters.stmts if tree.parameters is not None else ():
+        t = stmt.type if isinstance(stmt, ast.VarDecl) else None
+        while isinstance(t, ast.ArrayType):
+            t = t.element
+        if not isinstance(t, ast.BasicType) or t.name not in (
+                "real", "vector", "row_vector", "matrix"):
+            return False
+        c = t.constraint
+        if isinstance(c, ast.Bounds) and c.lower is not None and c.upper is not None:
+            return False
+    return True
 
 
 def _simplex_parameters(tree: ast.Program) -> frozenset[str]:

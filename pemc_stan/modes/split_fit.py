@@ -19,6 +19,7 @@ from pemc_stan.errors import emit_warning
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.estimators.mixture import (
+    importance_in_range,
     mixture_log_z,
     mixture_mean,
     mixture_weights,
@@ -345,10 +346,11 @@ class ModeSplitFit(ExtendedFit):
         and this check passes.)
         """
         wide = self.wide_mass()
-        # an infinite weight (clipped in the sums) or an excess beyond floating point
-        finite = wide is None or (not np.any(np.isposinf(np.asarray(self.wide_log_weights)))
-                                  and abs(wide[0]) < 1e300
-                                  and (wide[0] <= 0 or bool(np.isfinite(wide[1]))))
+        # weights whose moments leave floating point (clipped in the sums): no comparison
+        finite = wide is None or (
+            importance_in_range(np.asarray(self.wide_log_weights),
+                                self.mode_split_log_z().log_z)
+            and bool(np.isfinite(wide[0])) and (wide[0] <= 0 or bool(np.isfinite(wide[1]))))
         unweighed = self.wide_failure or ("" if finite else "their weights are not finite")
         if unweighed:  # a missed mode is claimed only from a finite comparison
             return Reason("mode_wide_mass", "importance sampling around the modes found could "

@@ -221,9 +221,13 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     except (ValueError, RuntimeError, PemcStanError, np.linalg.LinAlgError) as exc:
         raise WideDrawsFailed(f"the density could not be evaluated at them ({exc})") from exc
     if np.any(np.isposinf(lw)):  # nothing to weigh by
-        at = point_text(by_column(coords.inverse(z[np.isposinf(lw)][:1], data)))
+        try:
+            first = by_column(coords.inverse(z[np.isposinf(lw)][:1], data), lead=1)
+            at = f" (the first: {point_text({k: v[0] for k, v in first.items()})})"
+        except (ValueError, IndexError, PemcStanError):
+            at = ""
         raise WideDrawsFailed(f"the density is infinite at {int(np.sum(np.isposinf(lw)))} "
-                              f"of {n} points inside its support (the first: {at})")
+                              f"of {n} points inside its support{at}")
     return lw, z
 
 

@@ -120,3 +120,16 @@ def test_region_shares_of_importance_draws_on_a_known_answer() -> None:
     assert np.all(np.isnan(region_shares([-np.inf, np.nan], [0, 1], 2)[0]))
     with pytest.raises(ValueError, match="label"):
         region_shares([0.0, 0.0], [0, 2], 2)
+
+
+def test_importance_moments_are_in_range_until_the_second_leaves_floating_point() -> None:
+    from pemc_stan.estimators.mixture import importance_in_range
+
+    lw = np.zeros(1000)
+    assert importance_in_range(lw, 0.0)
+    # log of the mean of (w / Z)^2: 2 * 340 - log 1000 < 700 in range, 2 * 360 - log 1000 not
+    assert importance_in_range(np.append(lw[:-1], 340.0), 0.0)
+    assert not importance_in_range(np.append(lw[:-1], 360.0), 0.0)
+    assert not importance_in_range(np.append(lw[:-1], np.inf), 0.0)
+    assert importance_in_range(np.append(lw[:-1], -np.inf), 0.0)  # no mass: fine
+    assert not importance_in_range(lw, float("nan"))

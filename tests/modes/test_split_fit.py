@@ -235,6 +235,10 @@ def test_a_missed_mode_is_claimed_only_from_weights_that_could_be_weighed() -> N
     fit.wide_log_weights = np.concatenate([fit.wide_log_weights, [np.inf]])
     infinite = {r.name: r for r in fit.check().reasons}["mode_wide_mass"].message
     assert "not finite" in infinite and "standard errors): the search missed" not in infinite
+    # one finite weight whose square leaves floating point: its error would come out 0
+    fit.wide_log_weights = np.concatenate([fit.wide_log_weights[:-1], [log_z + 400.0]])
+    heavy = {r.name: r for r in fit.check().reasons}["mode_wide_mass"].message
+    assert "not finite" in heavy and "standard errors): the search missed" not in heavy
     fit.wide_log_weights, fit.wide_failure = None, "the density is infinite at 2 of 2000 points"
     failed = {r.name: r for r in fit.check().reasons}["mode_wide_mass"].message
     assert "could not weigh them: the density is infinite" in failed

@@ -272,3 +272,16 @@ def test_wide_draws_that_cannot_be_weighed_are_a_named_reason() -> None:
     assert "the wide checks could not be computed" in reason.message
     assert "infinite at 3" in reason.message
     assert pickle.loads(pickle.dumps(check)).why == check.why
+
+
+def test_an_infinite_density_is_named_with_its_point_for_scalar_parameters_too() -> None:
+    class Pole:
+        def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+            out = norm.logpdf(np.asarray(draws["mu"])) + norm.logpdf(np.log(draws["s"]))
+            out[3] = np.inf
+            return np.asarray(out, dtype=float)
+
+    coords = _coords("parameters { real mu; real<lower=0> s; } model { }")
+    base = BaseDensity(np.zeros(2), np.eye(2), "dense")
+    with pytest.raises(wide.WideDrawsFailed, match=r"infinite at 1 of .*\(the first: mu = "):
+        wide.wide_draws(coords, base, Pole(), {}, 1)  # type: ignore[arg-type]

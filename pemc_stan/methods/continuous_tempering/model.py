@@ -32,7 +32,7 @@ from pemc_stan.methods.continuous_tempering.options import ContinuousTemperingOp
 from pemc_stan.methods.continuous_tempering.tempering import log_z_estimate, pooled_log_ratio
 from pemc_stan.methods.continuous_tempering.transform import ContinuousTemperingResult
 from pemc_stan.methods.tempering import BetaBias, length_bias
-from pemc_stan.modes.density import EXACT_ROUND_TRIP, GeneratedDensity
+from pemc_stan.modes.density import GeneratedDensity, exact_round_trip
 from pemc_stan.modes.pilot import BasePilot
 from pemc_stan.output.diagnostics import Note
 from pemc_stan.sampling.fit import ExtendedFit
@@ -188,16 +188,15 @@ class ContinuousTemperingModel(MethodModel):
         for a fit without them (not this program's) or whose data cannot be rebuilt, and
         for a program with a parameter whose constraining transform does not survive
         ``generate_quantities``' round trip through the unconstrained scale at its edges
-        (only bounds on one side and affine maps do; the density program declares its
-        parameters unconstrained, :func:`~pemc_stan.modes.density.density_program`).
+        (:func:`~pemc_stan.modes.density.exact_round_trip`; the density program declares
+        its parameters unconstrained, :func:`~pemc_stan.modes.density.density_program`).
 
         Raises
         ------
         Nothing.
         """
         log_zeta = getattr(fit, "log_zeta", None)
-        if log_zeta is None or any(b.kind not in EXACT_ROUND_TRIP
-                                   for b in self.result.coordinates.blocks):
+        if log_zeta is None or not exact_round_trip(self.result.program.tree):
             return None
         try:
             data = self.result.data(self.data, log_zeta=log_zeta,

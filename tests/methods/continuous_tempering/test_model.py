@@ -39,3 +39,13 @@ def test_the_ct_program_evaluates_densities_its_round_trip_keeps(
                           bias=None)
     own = ContinuousTemperingModel(result, {}).own_density(fit)  # type: ignore[arg-type]
     assert own is not None and own.model is compiled
+
+
+def test_likelihood_tempering_is_gated_by_the_declared_types_too() -> None:
+    """Tempering the likelihood keeps no base coordinates; the gate reads the program's
+    parameter declarations, not them."""
+    program = ("data { int N; array[N] int<lower=1, upper=3> y; } parameters { simplex[3] th; } "
+               "model { th ~ dirichlet(rep_vector(0.5, 3)); y ~ categorical(th); }")
+    result = transform_result(program, method="ct", temper="likelihood")
+    fit = SimpleNamespace(log_zeta=0.0, base=None, bias=None)
+    assert ContinuousTemperingModel(result, {"N": 2, "y": [1, 3]}).own_density(fit) is None  # type: ignore[arg-type]
