@@ -9,7 +9,8 @@ Constrained draws are written as a Stan CSV and evaluated by CmdStan's
 standalone ``generate_quantities`` (one process for a whole batch).
 
 Its parameters are declared without their constraints (a ``simplex[K]`` as a
-``vector[K]``, a ``real<lower=0>`` as a ``real``): ``generate_quantities`` maps each
+``vector[K]``, a ``real<lower=0>`` as a ``real``:
+:func:`~pemc_stan.stan.declared_types.local_type`): ``generate_quantities`` maps each
 draw to the unconstrained scale and back, and through a constraining transform that
 round trip loses the small differences at an edge (a simplex whose first component
 rounds to 1 comes back with zeros after it, and a Dirichlet density with alpha < 1 is
@@ -35,13 +36,13 @@ from pemc_stan.backend.compile import compile_model
 from pemc_stan.backend.processes import usable_cores
 from pemc_stan.backend.standalone import generated_column, write_draws_csv
 from pemc_stan.stan import ast
+from pemc_stan.stan.declared_types import local_type
 from pemc_stan.stan.inputs import StanProgram, read_program
 from pemc_stan.stan.logdensity import log_density_functions
 from pemc_stan.stan.printer import print_program
-from pemc_stan.stan.vocabulary import CONSTRAINED_MATRIX_TYPES, CONSTRAINED_VECTOR_TYPES
 
 __all__ = ["DENSITY_COLUMN", "DensityEvaluator", "GeneratedDensity", "density_program",
-           "exact_round_trip", "free_type", "model_log_density"]
+           "exact_round_trip", "model_log_density"]
 
 #: Generated quantity of the density program holding ``log gamma`` (all constants).
 DENSITY_COLUMN = "pemc_log_gamma"
@@ -84,35 +85,12 @@ def density_program(program: str | ast.Program | StanProgram, filename: str = "<
     params = prog.parameters
     if params is not None:
         params = dataclasses.replace(params, stmts=tuple(
-            dataclasses.replace(s, type=free_type(s.type)) if isinstance(s, ast.VarDecl) else s
+            dataclasses.replace(s, type=local_type(s.type)) if isinstance(s, ast.VarDecl) else s
             for s in params.stmts))
     out = dataclasses.replace(prog, functions=ast.FunctionsBlock(tuple(existing) + fns.functions),
                               parameters=params, transformed_parameters=None, model=None,
                               generated_quantities=gq)
     return print_program(out)
-
-
-def free_type(type_: ast.Type) -> ast.Type:
-    """``type_`` without its constraint: the unconstrained type holding the same values
-    (``simplex[K]`` -> ``vector[K]``, ``cov_matrix[K]`` -> ``matrix[K, K]``,
-    ``real<lower=0>`` -> ``real``), arrays element by element.
-
-    Raises
-    ------
-    Nothing.
-    """
-    if isinstance(type_, ast.ArrayType):
-        return dataclasses.replace(type_, element=free_type(type_.element))
-    if isinstance(type_, ast.TupleType):
-        return dataclasses.replace(type_, elements=tuple(map(free_type, type_.elements)))
-    if not isinstance(type_, ast.BasicType):
-        return type_
-    name, sizes = type_.name, type_.sizes
-    if name in CONSTRAINED_VECTOR_TYPES or name == "sum_to_zero_vector":
-        name = "vector"
-    elif name in CONSTRAINED_MATRIX_TYPES or name.endswith("_stochastic_matrix"):
-        name, sizes = "matrix", sizes if len(sizes) == 2 else (sizes[0], sizes[0])
-    return ast.BasicType(name, sizes, None)
 
 
 class DensityEvaluator:
