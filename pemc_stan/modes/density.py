@@ -176,10 +176,7 @@ def exact_round_trip(tree: ast.Program) -> bool:
     ------
     Nothing.
     """
-    for stmt in tree.parameters.stmts if tree.parameters is not None else ():
-        t = stmt.type if isinstance(stmt, ast.VarDecl) else None
-        while isinstance(t, ast.ArrayType):
-            t = t.element
+    for _, t in _parameter_elements(tree):
         if not isinstance(t, ast.BasicType) or t.name not in (
                 "real", "vector", "row_vector", "matrix"):
             return False
@@ -189,18 +186,22 @@ def exact_round_trip(tree: ast.Program) -> bool:
     return True
 
 
+def _parameter_elements(tree: ast.Program) -> list[tuple[tuple[str, ...], ast.Type]]:
+    """Each parameter declaration's names and element type (arrays unwrapped)."""
+    out = []
+    for stmt in tree.parameters.stmts if tree.parameters is not None else ():
+        if isinstance(stmt, ast.VarDecl):
+            t = stmt.type
+            while isinstance(t, ast.ArrayType):
+                t = t.element
+            out.append((stmt.names, t))
+    return out
+
+
 def _simplex_parameters(tree: ast.Program) -> frozenset[str]:
     """The parameters declared ``simplex`` (or arrays of simplexes)."""
-    out: set[str] = set()
-    for stmt in tree.parameters.stmts if tree.parameters is not None else ():
-        if not isinstance(stmt, ast.VarDecl):
-            continue
-        t = stmt.type
-        while isinstance(t, ast.ArrayType):
-            t = t.element
-        if isinstance(t, ast.BasicType) and t.name == "simplex":
-            out.update(stmt.names)
-    return frozenset(out)
+    return frozenset(name for names, t in _parameter_elements(tree)
+                     if isinstance(t, ast.BasicType) and t.name == "simplex" for name in names)
 
 
 def _on_simplex(draws: Mapping[str, NDArray[np.float64]], names: frozenset[str]
