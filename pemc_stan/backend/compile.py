@@ -421,7 +421,7 @@ def compile_model(
         logger.info("compiling %s (%s)", name, folder)
         started = time.monotonic()
         try:
-            model = cmdstanpy.CmdStanModel(
+            model = CompiledModel(
                 stan_file=str(stan_file),
                 stanc_options=stanc_options or None,
                 cpp_options=cpp_options,
@@ -446,8 +446,31 @@ def compile_model(
 def _model(stan_file: Path, exe_file: Path, stanc_options: dict[str, Any],
            cpp_options: dict[str, Any] | None) -> cmdstanpy.CmdStanModel:
     """The cmdstanpy model of a cached, proven executable."""
-    return cmdstanpy.CmdStanModel(stan_file=str(stan_file), exe_file=str(exe_file),
-                                  stanc_options=stanc_options or None, cpp_options=cpp_options)
+    return CompiledModel(stan_file=str(stan_file), exe_file=str(exe_file),
+                         stanc_options=stanc_options or None, cpp_options=cpp_options)
+
+
+class CompiledModel(cmdstanpy.CmdStanModel):
+    """A cmdstanpy model that asks its executable's ``info`` once per built file.
+
+    cmdstanpy asks it (a process of its own) on every ``sample``, ``pathfinder``,
+    ``optimize`` and ``log_prob`` call to read the CmdStan version; a small model's run
+    makes about twenty such calls.
+    """
+
+    _info: tuple[tuple[str, int], dict[str, str]] | None = None
+
+    def exe_info(self) -> dict[str, str]:
+        """As ``CmdStanModel.exe_info``, remembered while the executable is unchanged."""
+        if self.exe_file is None:
+            return {}
+        try:
+            key = (str(self.exe_file), os.stat(self.exe_file).st_mtime_ns)
+        except OSError:
+            return super().exe_info()
+        if self._info is None or self._info[0] != key:
+            self._info = (key, super().exe_info())
+        return dict(self._info[1])
 
 
 def clear_model_cache(cache_dir: str | os.PathLike[str] | None = None) -> None:

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib.resources
 import logging
+import os
 import re
 import sys
 from typing import Any, TypedDict
 
+import lark
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 from lark.tree import Meta
 
+from pemc_stan.backend.runtime import cache_root
 from pemc_stan.errors import StanProgramError, StanSyntaxError, UnsupportedConstructError
 from pemc_stan.stan import ast
 from pemc_stan.stan.vocabulary import BLOCK_NAMES, MATRIX_TYPES, VECTOR_TYPES
@@ -34,9 +38,19 @@ __all__ = ["parse", "parse_expression", "parse_statement", "grammar", "nesting_e
 _INCLUDE = re.compile(r"^[ \t]*#include\b.*$", re.MULTILINE)
 
 
+#: The parser's options (part of the cached tables' key).
+_OPTIONS: dict[str, Any] = {"parser": "lalr", "lexer": "contextual",
+                            "start": ["start", "stmt_only", "expr_only"],
+                            "propagate_positions": True, "maybe_placeholders": True}
+
+
 @functools.cache
 def grammar() -> Lark:
     """Return the compiled Stan grammar (built on first use, then cached).
+
+    Building the LALR tables takes about 0.4 s, paid by every process that parses (each
+    command, each test worker); they are kept in pemc-stan's cache folder under a key of
+    the grammar, the options, Lark's and Python's versions, written whole or not at all.
 
     Raises
     ------
@@ -44,14 +58,30 @@ def grammar() -> Lark:
         Only if ``stan.lark`` itself is broken.
     """
     text = importlib.resources.files("pemc_stan.stan").joinpath("stan.lark").read_text("utf-8")
-    return Lark(
-        text,
-        parser="lalr",
-        lexer="contextual",
-        start=["start", "stmt_only", "expr_only"],
-        propagate_positions=True,
-        maybe_placeholders=True,
-    )
+    key = hashlib.sha256(repr((text, sorted(_OPTIONS.items()), lark.__version__,
+                               sys.version_info[:2])).encode()).hexdigest()[:20]
+    try:
+        folder = cache_root() / "grammar"
+        folder.mkdir(exist_ok=True)
+    except OSError:  # no cache folder: build the tables each time
+        return Lark(text, **_OPTIONS)
+    tables = folder / f"stan-{key}.lark"
+    try:
+        with tables.open("rb") as f:
+            return Lark.load(f)
+    except FileNotFoundError:
+        pass
+    except Exception as exc:  # unreadable tables: built again, and written anew
+        logger.debug("the grammar's cached tables %s could not be read (%s)", tables, exc)
+    parser = Lark(text, **_OPTIONS)
+    partial = folder / f".stan-{key}-{os.getpid()}.tmp"
+    try:
+        with partial.open("wb") as f:
+            parser.save(f)
+        os.replace(partial, tables)  # other processes read whole tables or none
+    except OSError:
+        partial.unlink(missing_ok=True)
+    return parser
 
 
 class _Position(TypedDict, total=False):

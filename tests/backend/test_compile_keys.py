@@ -57,7 +57,8 @@ def test_a_same_size_corrupted_executable_is_named_by_its_checksum(tmp_path: Pat
 
 
 class _FakeModel:
-    """cmdstanpy.CmdStanModel as compile_model uses it: 'compiling' writes an executable."""
+    """The cmdstanpy model compile_model builds (:class:`~pemc_stan.backend.compile.CompiledModel`),
+    as it uses it: 'compiling' writes an executable."""
 
     builds: list[str] = []
 
@@ -77,7 +78,7 @@ class _FakeModel:
 def fake_compiler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     installation = SimpleNamespace(path=tmp_path / "cmdstan", version="2.36.0")
     monkeypatch.setattr(C.runtime, "activate", lambda *a, **k: installation)
-    monkeypatch.setattr(C.cmdstanpy, "CmdStanModel", _FakeModel)
+    monkeypatch.setattr(C, "CompiledModel", _FakeModel)
     _FakeModel.builds = []
     return _FakeModel.builds
 
@@ -116,3 +117,25 @@ def test_a_changed_donor_is_not_reused(tmp_path: Path, fake_compiler: list[str])
     exe.write_bytes(bytes(data))
     C.compile_model(PROGRAM, name="second", cache_dir=cache)
     assert fake_compiler == ["first", "second"]
+
+
+def test_an_executables_info_is_asked_once_while_it_is_unchanged(tmp_path: Path) -> None:
+    """cmdstanpy asks ``info`` on every call; the compiled model asks the file once, and
+    again only when it is rebuilt."""
+    import os
+
+    exe = tmp_path / "model"
+    calls = tmp_path / "calls"
+    exe.write_text(f"#!/bin/sh\necho called >> {calls}\necho 'stan_version_major = 2'\n"
+                   "echo 'stan_version_minor = 36'\n")
+    exe.chmod(0o755)
+    model = C.CompiledModel(exe_file=str(exe))
+    before = calls.read_text().count("called") if calls.exists() else 0
+    infos = [model.exe_info() for _ in range(3)]
+    assert infos[0]["stan_version_minor"] == "36" and infos[0] == infos[2]
+    assert calls.read_text().count("called") - before == 1
+    infos[0]["stan_version_minor"] = "0"  # a caller's copy, not the remembered one
+    assert model.exe_info()["stan_version_minor"] == "36"
+    os.utime(exe, ns=(exe.stat().st_atime_ns, exe.stat().st_mtime_ns + 10**9))  # rebuilt
+    model.exe_info()
+    assert calls.read_text().count("called") - before == 2

@@ -518,3 +518,26 @@ def test_identifiers() -> None:
     assert vocabulary.is_valid_identifier("mu_1")
     for bad in ("for", "lower", "array", "tuple", "x__", "_x", "1x", "true", "transformed"):
         assert not vocabulary.is_valid_identifier(bad), bad
+
+
+def test_the_grammars_tables_are_built_once_and_read_back(
+        tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new process reads the LALR tables from the cache folder (whole, under a key of
+    the grammar): the parser read back parses as the one built."""
+    from lark import Token
+
+    from pemc_stan.stan import parser as P
+
+    monkeypatch.setenv("PEMC_STAN_CACHE", str(tmp_path))
+    built = P.grammar.__wrapped__()  # type: ignore[attr-defined]
+    tables = list((tmp_path / "grammar").iterdir())
+    assert [t.suffix for t in tables] == [".lark"]  # no partial file left
+    stamp = tables[0].stat().st_mtime_ns
+    read = P.grammar.__wrapped__()  # type: ignore[attr-defined]
+    assert tables[0].stat().st_mtime_ns == stamp  # read, not written again
+    text = "data { int N; }\nparameters { real<lower=0> s; }\nmodel { s ~ exponential(N); }"
+    trees = [g.parse(text, start="start") for g in (read, built)]
+    assert trees[0] == trees[1] and trees[0].meta.end_line == 3  # positions kept too
+    tokens = [[(t.line, t.column) for t in tree.scan_values(lambda v: isinstance(v, Token))]
+              for tree in trees]
+    assert tokens[0] == tokens[1] and len(tokens[0]) == 10
