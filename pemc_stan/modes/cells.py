@@ -77,7 +77,8 @@ KERNEL_CENTRES = 200
 #: (... its density is computed for this many draws at a time.)
 KERNEL_BLOCK = 2048
 #: The run's particles farther than this many of the search base's standard deviations
-#: from its mean place no part: PE's copies at small beta on a density without a prior
+#: from its mean, and as far from the run's own weighted mean in its weighted spread,
+#: place no part (:func:`_near`): PE's copies at small beta on a density without a prior
 #: (its tempered target is then nearly flat) drift to astronomical values, and would make
 #: the spread and kernel parts as wide.
 PARTICLE_RADIUS = 20.0
@@ -380,8 +381,7 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
         raise ValueError(f"particles {z_run.shape}, weights {log_w_run.shape} and centres "
                          f"{centres.shape} do not agree")
     rng = np.random.default_rng(seed)
-    eps = np.linalg.solve(np.linalg.cholesky(metric.cov), (z_run - metric.mean).T)
-    near = np.sum(eps * eps, axis=0) <= PARTICLE_RADIUS**2
+    near = _near(metric, z_run, log_w_run)
     z_run, log_w_run = z_run[near], log_w_run[near]
     lab = metric.nearest_centre(z_run, centres)
     proposals: dict[int, tuple[list[Part], NDArray[np.float64]]] = {}
@@ -410,6 +410,28 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
         if more is not None:
             draws = _weighed(drawn.joined(more), metric, centres)
     return draws if np.any(np.isfinite(draws.log_u)) else None
+
+
+def _near(metric: BaseDensity, z: NDArray[np.float64], log_w: NDArray[np.float64]
+          ) -> NDArray[np.bool_]:
+    """The particles that place parts: within :data:`PARTICLE_RADIUS` standard deviations
+    of the search base's mean, or of the run's own weighted mean in its weighted spread
+    (where its weights hold ``D + 1`` effective draws): a base on a spike inside a slab
+    is a hundredth of the slab's width, and the slab's particles, the run's target, are
+    no drift."""
+    def within(mean: NDArray[np.float64], cov: NDArray[np.float64]) -> NDArray[np.bool_]:
+        eps = np.linalg.solve(np.linalg.cholesky(cov), (z - mean).T)
+        return np.asarray(np.sum(eps * eps, axis=0) <= PARTICLE_RADIUS**2)
+
+    near = within(np.asarray(metric.mean, dtype=float), np.asarray(metric.cov, dtype=float))
+    usable = np.isfinite(log_w) | (log_w == -np.inf)
+    if not np.all(usable) or not np.any(np.isfinite(log_w)) or W.ess(log_w) < z.shape[1] + 1:
+        return near
+    mean, cov = W.weighted_moments(z, log_w)
+    try:
+        return near | within(mean, np.atleast_2d(cov))
+    except np.linalg.LinAlgError:  # the weighted spread is degenerate
+        return near
 
 
 def more_draws_for(draws: CellDraws, drawn: set[int], n: int) -> list[int]:

@@ -298,12 +298,16 @@ def in_central_region(mean: NDArray[np.float64], cov: NDArray[np.float64],
 
 def search_gaussians(search: Any, particles: NDArray[np.float64] | None = None,
                      weights: NDArray[np.float64] | None = None) -> ModeGaussians:
-    """The search's modes as :data:`ModeGaussians`: log share, centre and covariance of
-    each; none without the search's covariances, or when a run's ``particles`` (base
-    coordinates, (M, D)) put more than :data:`MODES_OUTSIDE_MAX` of their ``weights``
-    outside every mode's central 99%: the run found modes the search did not, and
-    importance draws that favour the search's would weigh the target towards them with
-    weights that look healthy (nothing is drawn where they miss).
+    """The search's modes as :data:`ModeGaussians` (log share, centre and covariance of
+    each), and with a run's ``particles`` (base coordinates, (M, D)) that put more than
+    :data:`MODES_OUTSIDE_MAX` of their ``weights`` outside every mode's central 99%, the
+    Gaussian of that weight too (:func:`_outside_gaussian`), at its share up to a half:
+    the run found regions the search did not, and a proposal of the search's modes alone
+    would draw nothing there (nor one of the run's regions alone in a mode the run
+    left).  None without the search's covariances, or when the weight outside is too
+    thin to fit a Gaussian to (the covering part alone is then the proposal: a proposal
+    of the search's modes would weigh the target towards them with weights that look
+    healthy).
 
     Raises
     ------
@@ -320,13 +324,42 @@ def search_gaussians(search: Any, particles: NDArray[np.float64] | None = None,
     z = np.asarray(particles, dtype=float)
     w = np.asarray(weights, dtype=float).reshape(-1)
     inside = np.zeros(z.shape[0], dtype=bool)
+    beyond = np.ones(z.shape[0], dtype=bool)  # beyond every mode's tail too: fitted
     try:
         for _, centre, cov in modes:
             inside |= in_central_region(centre, cov, z)
+            beyond &= ~in_central_region(centre, cov, z, OUTSIDE_FIT_SHARE)
     except np.linalg.LinAlgError:
         return []
     outside = float(np.sum(w[~inside]) / max(float(np.sum(w)), 1e-300))
-    return modes if outside <= MODES_OUTSIDE_MAX else []
+    if outside <= MODES_OUTSIDE_MAX:
+        return modes
+    own = _outside_gaussian(z[beyond], w[beyond])
+    if own is None:
+        return []
+    total = logsumexp(np.array([m[0] for m in modes]))
+    share = min(outside, 0.5)  # a mode the search found and the run left is still drawn
+    return [(lq - total + math.log1p(-share), c, v) for lq, c, v in modes] + [
+        (math.log(share), *own)]
+
+
+def _outside_gaussian(z: NDArray[np.float64], w: NDArray[np.float64]
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """The weighted mean and covariance of a run's particles ``z`` outside the search's
+    modes, or None when their weights hold fewer than ``2 (D + 1)`` effective draws or
+    the covariance is not positive definite."""
+    dim = z.shape[1]
+    total = float(np.sum(w))
+    if total <= 0 or total**2 / max(float(np.sum(w**2)), 1e-300) < 2 * (dim + 1):
+        return None
+    mean = (w @ z) / total
+    d = z - mean
+    cov = np.atleast_2d((d.T * w) @ d / total)
+    try:
+        np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return None
+    return mean, cov
 
 
 def mode_gaussians(z: NDArray[np.float64], cells: NDArray[np.intp], groups: NDArray[np.intp],
@@ -412,9 +445,12 @@ MOMENT_K_MAX = 0.7
 #: thousand draws of 100,000), small enough to leave the covering part's weights in a
 #: curved mode's arms nearly as even as without them (half would double them there).
 MOMENT_MODE_SHARE = 0.1
-#: ... only while the run puts at most this share of its weight outside the search's
-#: modes (:func:`search_gaussians`).
+#: ... and, where the run puts more than this share of its weight outside the search's
+#: modes, the Gaussian of that weight too (:func:`search_gaussians`).
 MODES_OUTSIDE_MAX = 0.05
+#: That Gaussian is fitted to the particles beyond every mode's central share this large
+#: (a mode's own tail, a percent of its draws beyond its central 99%, would pull it in).
+OUTSIDE_FIT_SHARE = 0.9999
 #: A run's mean or variance this many combined standard errors from the importance
 #: estimate is suspect (the benchmark's bound, 4 of the run's own errors).
 MOMENT_Z_MAX = 4.0

@@ -212,9 +212,34 @@ def test_a_needle_the_search_found_is_weighed_by_the_wide_draws(with_modes: bool
     assert right == with_modes, (mo.var, mo.var_se)
 
 
-def test_the_search_s_modes_are_left_out_where_the_run_found_others() -> None:
-    # a run holding 10% of its weight in a mode the search never found: importance draws
-    # favouring the search's modes would weigh the target towards them unseen
+def _needle_search() -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(centres=np.zeros((1, 2)), covariances=1e-6 * np.eye(2)[None],
+                           major_shares=np.array([1.0]))
+
+
+def test_a_run_s_weight_outside_the_search_s_modes_joins_the_proposal() -> None:
+    # the needle's half of the kind: the search found the needle, the run holds
+    # the slab around it too; with the needle alone the covering part never draws it and
+    # the slab alone is weighed (variance 1 against 0.5, with healthy weights), with the
+    # needle left out nothing draws it either
+    rng = np.random.default_rng(1)
+    particles = np.concatenate([1e-3 * rng.standard_normal((500, 2)),
+                                rng.standard_normal((500, 2))])
+    modes = wide.search_gaussians(_needle_search(), particles, np.ones(1000))
+    assert len(modes) == 2
+    share, centre, cov = modes[1]
+    assert share == pytest.approx(np.log(0.5), abs=0.05)  # the slab's draws outside
+    assert np.allclose(centre, 0.0, atol=0.15) and np.allclose(cov, np.eye(2), atol=0.2)
+    coords = _coords("parameters { vector[2] x; } model { }")
+    base = BaseDensity(np.zeros(2), np.eye(2), "dense")
+    draws = wide.wide_draws(coords, base, Needle(), {}, 1, modes=modes)  # type: ignore[arg-type]
+    mo = wide.moments_of(draws)
+    assert mo is not None and np.all(np.abs(mo.var - 0.5) <= 4 * mo.var_se), mo.var
+
+
+def test_a_mode_only_the_run_found_is_drawn_and_one_only_the_search_found_too() -> None:
     from types import SimpleNamespace
 
     search = SimpleNamespace(centres=np.zeros((1, 2)), covariances=np.eye(2)[None],
@@ -223,7 +248,17 @@ def test_the_search_s_modes_are_left_out_where_the_run_found_others() -> None:
     found = rng.standard_normal((900, 2))
     assert len(wide.search_gaussians(search, found, np.ones(900))) == 1
     run = np.concatenate([found, 20.0 + rng.standard_normal((100, 2))])
-    assert wide.search_gaussians(search, run, np.ones(1000)) == []
+    modes = wide.search_gaussians(search, run, np.ones(1000))
+    assert np.allclose([np.exp(m[0]) for m in modes], [0.9, 0.1], atol=0.02)  # 1% of the
+    # search's mode lies beyond its central 99%
+    assert np.allclose(modes[1][1], 20.0, atol=0.3)
+    # a run that left the search's mode entirely: that mode keeps half the mode part
+    left = wide.search_gaussians(search, 20.0 + rng.standard_normal((100, 2)), np.ones(100))
+    assert np.allclose([np.exp(m[0]) for m in left], [0.5, 0.5])
+    # too few effective draws outside for a Gaussian: the covering part alone
+    thin = np.concatenate([found, 20.0 + rng.standard_normal((3, 2))])
+    weights = np.concatenate([np.full(900, 0.01), np.ones(3)])
+    assert wide.search_gaussians(search, thin, weights) == []
 
 
 class DirichletPole:
