@@ -445,9 +445,25 @@ def compile_model(
 
 def _model(stan_file: Path, exe_file: Path, stanc_options: dict[str, Any],
            cpp_options: dict[str, Any] | None) -> cmdstanpy.CmdStanModel:
-    """The cmdstanpy model of a cached, proven executable."""
-    return CompiledModel(stan_file=str(stan_file), exe_file=str(exe_file),
-                         stanc_options=stanc_options or None, cpp_options=cpp_options)
+    """The cmdstanpy model of a cached, proven executable: one object per built file in a
+    process (cmdstanpy's constructor runs stanc to read the program's parameters, a
+    process of its own, for CmdStan before 2.36)."""
+    try:
+        built = exe_file.stat().st_mtime_ns
+    except OSError:
+        built = -1
+    key = (str(stan_file), str(exe_file), built, repr(sorted(stanc_options.items())),
+           repr(sorted((cpp_options or {}).items())))
+    model = _MODELS.get(key)
+    if model is None:
+        model = CompiledModel(stan_file=str(stan_file), exe_file=str(exe_file),
+                              stanc_options=stanc_options or None, cpp_options=cpp_options)
+        _MODELS[key] = model
+    return model
+
+
+#: The models :func:`_model` made in this process, by file, build time and options.
+_MODELS: dict[tuple[str, str, int, str, str], cmdstanpy.CmdStanModel] = {}
 
 
 class CompiledModel(cmdstanpy.CmdStanModel):

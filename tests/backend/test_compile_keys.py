@@ -119,6 +119,23 @@ def test_a_changed_donor_is_not_reused(tmp_path: Path, fake_compiler: list[str])
     assert fake_compiler == ["first", "second"]
 
 
+def test_a_cached_executable_is_one_model_object_until_it_is_rebuilt(
+        tmp_path: Path, fake_compiler: list[str]) -> None:
+    """cmdstanpy's constructor runs stanc (a process) each time: a cached executable asked
+    for again in the same process is the same object, a rebuilt one a new object."""
+    import os
+
+    cache = tmp_path / "cache"
+    C.compile_model(PROGRAM, name="first", cache_dir=cache)  # built: the compiler's object
+    again = C.compile_model(PROGRAM, name="first", cache_dir=cache)
+    assert C.compile_model(PROGRAM, name="first", cache_dir=cache) is again
+    assert C.compile_model(PROGRAM, name="other", cache_dir=cache) is not again
+    exe = Path(again.exe_file)
+    os.utime(exe, ns=(exe.stat().st_atime_ns, exe.stat().st_mtime_ns + 10**9))
+    assert C.compile_model(PROGRAM, name="first", cache_dir=cache) is not again
+    assert fake_compiler == ["first"]
+
+
 def test_an_executables_info_is_asked_once_while_it_is_unchanged(tmp_path: Path) -> None:
     """cmdstanpy asks ``info`` on every call; the compiled model asks the file once, and
     again only when it is rebuilt."""
