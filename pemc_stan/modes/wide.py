@@ -346,20 +346,20 @@ def search_gaussians(search: Any, particles: NDArray[np.float64] | None = None,
 def _outside_gaussian(z: NDArray[np.float64], w: NDArray[np.float64]
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
     """The weighted mean and covariance of a run's particles ``z`` outside the search's
-    modes, or None when their weights hold fewer than ``2 (D + 1)`` effective draws or
-    the covariance is not positive definite."""
-    dim = z.shape[1]
-    total = float(np.sum(w))
-    if total <= 0 or total**2 / max(float(np.sum(w**2)), 1e-300) < 2 * (dim + 1):
+    modes, or None when their weights ``w`` hold fewer than ``2 (D + 1)`` effective draws
+    or the covariance is not positive definite."""
+    if not np.any(w > 0):
         return None
-    mean = (w @ z) / total
-    d = z - mean
-    cov = np.atleast_2d((d.T * w) @ d / total)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(w)
+    if W.ess(log_w) < 2 * (z.shape[1] + 1):
+        return None
+    mean, cov = W.weighted_moments(z, log_w)
     try:
-        np.linalg.cholesky(cov)
+        np.linalg.cholesky(np.atleast_2d(cov))
     except np.linalg.LinAlgError:
         return None
-    return mean, cov
+    return mean, np.atleast_2d(cov)
 
 
 def mode_gaussians(z: NDArray[np.float64], cells: NDArray[np.intp], groups: NDArray[np.intp],
