@@ -426,6 +426,7 @@ def compile_model(
                 stanc_options=stanc_options or None,
                 cpp_options=cpp_options,
                 force_compile=True,
+                info_file=folder / SRC_INFO_FILE,
             )
         except (ValueError, RuntimeError) as exc:
             for leftover in (exe_file, folder / f"{name}.o"):
@@ -457,7 +458,8 @@ def _model(stan_file: Path, exe_file: Path, stanc_options: dict[str, Any],
     model = _MODELS.get(key)
     if model is None:
         model = CompiledModel(stan_file=str(stan_file), exe_file=str(exe_file),
-                              stanc_options=stanc_options or None, cpp_options=cpp_options)
+                              stanc_options=stanc_options or None, cpp_options=cpp_options,
+                              info_file=stan_file.parent / SRC_INFO_FILE)
         _MODELS[key] = model
     return model
 
@@ -466,15 +468,48 @@ def _model(stan_file: Path, exe_file: Path, stanc_options: dict[str, Any],
 _MODELS: dict[tuple[str, str, int, str, str], cmdstanpy.CmdStanModel] = {}
 
 
-class CompiledModel(cmdstanpy.CmdStanModel):
-    """A cmdstanpy model that asks its executable's ``info`` once per built file.
+#: The file beside a cached program that keeps stanc's ``--info`` of it (the folder is
+#: keyed by the program, its options and the runtime, so the answer cannot change).
+SRC_INFO_FILE = "src_info.json"
 
-    cmdstanpy asks it (a process of its own) on every ``sample``, ``pathfinder``,
+
+class CompiledModel(cmdstanpy.CmdStanModel):
+    """A cmdstanpy model that asks its executable's ``info`` once per built file, and
+    stanc's ``--info`` of its program once per cache folder.
+
+    cmdstanpy asks the first (a process of its own) on every ``sample``, ``pathfinder``,
     ``optimize`` and ``log_prob`` call to read the CmdStan version; a small model's run
-    makes about twenty such calls.
+    makes about twenty such calls.  Its constructor asks the second (for CmdStan before
+    2.36), 35-60 ms of stanc for every model a run opens.
     """
 
     _info: tuple[tuple[str, int], dict[str, str]] | None = None
+    _info_file: Path | None = None
+
+    def __init__(self, *args: Any, info_file: Path | None = None, **kwargs: Any) -> None:
+        self._info_file = info_file  # read by src_info, which the constructor calls
+        super().__init__(*args, **kwargs)
+
+    def src_info(self) -> dict[str, Any]:
+        """As ``CmdStanModel.src_info``, kept in the model's cache folder."""
+        path = self._info_file
+        if path is None:
+            return super().src_info()
+        try:
+            saved = json.loads(path.read_text())
+            if isinstance(saved, dict):
+                return saved
+        except (OSError, ValueError):
+            pass
+        info = super().src_info()
+        if info:
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(json.dumps(info))
+                os.replace(tmp, path)
+            except OSError:  # a read-only cache still runs, asking stanc each time
+                tmp.unlink(missing_ok=True)
+        return dict(info)
 
     def exe_info(self) -> dict[str, str]:
         """As ``CmdStanModel.exe_info``, remembered while the executable is unchanged."""

@@ -156,3 +156,28 @@ def test_an_executables_info_is_asked_once_while_it_is_unchanged(tmp_path: Path)
     os.utime(exe, ns=(exe.stat().st_atime_ns, exe.stat().st_mtime_ns + 10**9))  # rebuilt
     model.exe_info()
     assert calls.read_text().count("called") - before == 2
+
+
+def test_stancs_info_of_a_cached_program_is_asked_once(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """cmdstanpy's constructor runs ``stanc --info`` for every model object; the answer is
+    kept in the model's cache folder and read back by every later object."""
+    asked: list[str] = []
+
+    def stanc_info(self: Any) -> dict[str, Any]:
+        asked.append("stanc")
+        return {"parameters": {"mu": {"type": "real", "dimensions": 0}}}
+
+    monkeypatch.setattr(C.cmdstanpy.CmdStanModel, "src_info", stanc_info)
+    exe = tmp_path / "model"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    kept = tmp_path / C.SRC_INFO_FILE
+    first = C.CompiledModel(exe_file=str(exe), info_file=kept)
+    assert first.src_info()["parameters"]["mu"]["type"] == "real"
+    assert kept.exists() and asked == ["stanc"]
+    second = C.CompiledModel(exe_file=str(exe), info_file=kept)
+    assert second.src_info() == first.src_info() and asked == ["stanc"]
+    kept.write_text("not json")  # a damaged file is asked again, not trusted
+    assert second.src_info()["parameters"] and asked == ["stanc", "stanc"]
+    assert C.CompiledModel(exe_file=str(exe)).src_info() and len(asked) == 3  # no file given
