@@ -80,6 +80,7 @@ from pemc_stan.core.search import (
 )
 from pemc_stan.errors import CmdStanRunError, UnevaluableDensityError
 from pemc_stan.modes.peaks import probe_peaks
+from pemc_stan.modes.screen import SCREEN_SEED_OFFSET, screen_starts
 from pemc_stan.numeric import logsumexp
 from pemc_stan.stan.inputs import non_finite_entries
 
@@ -257,7 +258,8 @@ class BasePilot:
 
     def _pathfinder_round(self, seed: int | None, radius: float, num_paths: int,
                           timeout: float | None, draws: int | None = None,
-                          starts: list[dict[str, Any]] | None = None
+                          starts: list[dict[str, Any]] | None = None,
+                          where: str = "restarted near the modes found"
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """One multi-path Pathfinder run from starts within ``radius`` (or one path from
         each of ``starts``, constrained values), ``draws`` per path (default
@@ -265,9 +267,10 @@ class BasePilot:
         coordinates; log weights)."""
         owner = self.owner
         kw: dict[str, Any] = {} if radius == SEARCH_RADII[0] else {"inits": radius}
-        where = f"from radius {radius:g}"
-        if starts is not None:
-            kw, where = {"inits": starts}, "restarted near the modes found"
+        if starts is None:
+            where = f"from radius {radius:g}"
+        else:
+            kw = {"inits": starts}
         model = owner.original_model()
         with stage(f"pilot: mode search, Pathfinder with {num_paths} paths {where}"):
             pf = run_paths(model, owner.data, num_paths=num_paths,
@@ -434,6 +437,10 @@ class BasePilot:
             stopped += f"; {len(failed)} round(s) failed (first at {failed[0]})"
         restarted: tuple[int, float, str] = (0, 0.0, "")
         if not stopped.startswith("time limit") and same is not None:
+            ran, said, grouped = self._screen(seed, (zs, lws, labels), grouped, per_path,
+                                              paths, same)
+            paths += ran
+            stopped += f"; {said}" if said else ""
             ran, share, said, grouped = self._restarts(seed, (zs, lws, labels), grouped,
                                                        per_path, paths, same)
             restarted = (ran, share, said)
@@ -504,6 +511,44 @@ class BasePilot:
             return moment_match(z, None, groups, self.covariance)
         except ValueError:
             return None
+
+    def _screen(self, seed: int | None, rounds: tuple[list[NDArray[np.float64]],
+                                                      list[NDArray[np.float64]],
+                                                      list[NDArray[np.intp]]],
+                grouped: Grouping | None, per_path: float, first: int,
+                log_density: LogDensity) -> tuple[int, str, Grouping | None]:
+        """One Pathfinder round from the uniform draws over the widest box that the modes
+        found do not explain (:mod:`pemc_stan.modes.screen`), its draws appended to
+        ``rounds`` (path labels from ``first``): (paths run, what happened, the last
+        grouping).
+
+        Raises
+        ------
+        Nothing: a round that fails leaves the search as it was.
+        """
+        zs, lws, labels = rounds
+        if grouped is None or grouped[2] != len(zs):  # rounds since the last grouping
+            grouped = (*_group(zs, lws, labels, log_density), len(zs))
+        starts, _ = screen_starts(grouped[0], np.concatenate(zs), np.concatenate(lws),
+                                  np.concatenate(labels), log_density, seed)
+        n = int(starts.shape[0])
+        if n == 0:
+            return 0, "", grouped
+        try:
+            z, lw = self._pathfinder_round(
+                None if seed is None else seed + SCREEN_SEED_OFFSET, SEARCH_RADII[0], n,
+                _round_timeout(per_path, n), starts=self._inits(starts),
+                where="from draws the modes found do not explain")
+        except Exception as exc:  # starts where the model cannot be run
+            logger.info("mode search: paths from the box's unexplained draws failed (%s)",
+                        failure_reason(exc))
+            return 0, "", grouped
+        own = path_labels(z.shape[0], n)
+        labels.append(first + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
+        zs.append(z)
+        lws.append(lw)
+        grouped = (*_group(zs, lws, labels, log_density), len(zs))
+        return n, f"{n} paths from uniform draws the modes found did not explain", grouped
 
     def _restarts(self, seed: int | None, rounds: tuple[list[NDArray[np.float64]],
                                                         list[NDArray[np.float64]],

@@ -248,8 +248,8 @@ def test_the_search_is_limited_per_round_not_by_its_total_time(
     rng = np.random.default_rng(7)
 
     def round_(seed: int | None, radius: float, n: int, timeout: float | None,
-               draws: int | None = None, starts: list[dict] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+               draws: int | None = None, starts: list[dict] | None = None,
+               where: str = "") -> tuple[np.ndarray, np.ndarray]:
         clock[0] += 1.0 * n  # one second per path, every round
         timeouts.append((n, timeout))
         x0 = (np.array([s["z"] for s in starts]) if starts is not None
