@@ -16,6 +16,17 @@ Usage::
 
 A rerun with the same work dir resumes (finished fits are skipped).  One line
 per model is appended to ``benchmarks/results/calibration.jsonl``.
+
+``--suite`` calibrates instead every error bar of the public multimodal suite: it runs
+``benchmarks/validation.py`` (PE and CT, the defaults) on each seed of ``--seeds`` whose
+records are missing from ``--suite-results``, then takes, per method, the z-scores
+``(estimate - exact) / SE`` of log Z and of every reported moment (means, variances,
+probabilities of the cases' ``truth.json``) of the latest record of each case and seed,
+prints their spread and the share within 2 (95.4% for honest normal errors; 0.90-0.99
+is the target), for all runs and for those the verdict called ok, and draws their
+histograms against N(0, 1) (``--png``)::
+
+    python benchmarks/calibration.py --suite --seeds 1 10 [--suite-results R] [--png P]
 """
 
 from __future__ import annotations
@@ -26,11 +37,13 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))  # validation.py, run by --suite
 MODELS = ROOT / "models"
 
 
@@ -62,8 +75,127 @@ CASES = {
 }
 
 
+#: z-scores beyond this are drawn in the histogram's last bins (their count is printed).
+Z_CLIP = 6.0
+
+
+def suite_z(records: list[dict[str, Any]], method: str, seeds: range,
+            ok_only: bool = False) -> dict[str, list[float]]:
+    """The z-scores of ``method``'s multimodal records in ``seeds`` (the latest record of
+    each case and seed): ``{"log Z": [...], "moments": [...]}``, non-finite ones (a
+    missing standard error) left out."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in records:
+        if r.get("kind") == "multimodal" and r.get("method") == method \
+                and r.get("seed") in seeds:
+            latest[(r["case"], r["seed"])] = r
+    out: dict[str, list[float]] = {"log Z": [], "moments": []}
+    for r in latest.values():
+        if ok_only and r.get("verdict") != "ok":
+            continue
+        for quantity, z in (r.get("z") or {}).items():
+            if z is not None and math.isfinite(z):
+                out["log Z" if quantity == "log_z" else "moments"].append(float(z))
+    return out
+
+
+def z_summary(z: list[float]) -> str:
+    """Count, mean, sd, the share within 2 and the number beyond 4 of z-scores."""
+    a = np.asarray(z, dtype=float)
+    if a.size < 2:
+        return f"{a.size:6d}"
+    return (f"{a.size:6d} {np.mean(a):7.2f} {np.std(a, ddof=1):6.2f} "
+            f"{np.mean(np.abs(a) <= 2.0):9.1%} {int(np.sum(np.abs(a) > 4.0)):7d}")
+
+
+def suite_table(records: list[dict[str, Any]], seeds: range) -> str:
+    """Per method and quantity class, the z-scores' summary (all runs, then ok runs)."""
+    rows = [f"{'method':<6} {'quantity':<8} {'runs':<4} {'n':>6} {'mean':>7} {'sd':>6} "
+            f"{'|z| <= 2':>9} {'|z| > 4':>7}"]
+    for method in ("ct", "pe"):
+        for ok_only in (False, True):
+            zs = suite_z(records, method, seeds, ok_only)
+            for quantity, z in zs.items():
+                rows.append(f"{method:<6} {quantity:<8} {'ok' if ok_only else 'all':<4} "
+                            f"{z_summary(z)}")
+    return "\n".join(rows)
+
+
+def suite_png(records: list[dict[str, Any]], seeds: range, path: Path) -> None:
+    """Histograms of the z-scores (per method and quantity class, every run and the ok
+    ones) against the N(0, 1) density."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    bins = np.linspace(-Z_CLIP, Z_CLIP, 49)
+    grid = np.linspace(-Z_CLIP, Z_CLIP, 400)
+    for row, method in enumerate(("ct", "pe")):
+        every, ok = suite_z(records, method, seeds), suite_z(records, method, seeds, True)
+        for col, quantity in enumerate(("log Z", "moments")):
+            ax = axes[row, col]
+            for z, label, style in ((every[quantity], "every run", "step"),
+                                    (ok[quantity], "verdict ok", "stepfilled")):
+                a = np.clip(np.asarray(z, dtype=float), -Z_CLIP, Z_CLIP)
+                if a.size:
+                    inside = np.mean(np.abs(np.asarray(z)) <= 2.0)
+                    ax.hist(a, bins=bins, density=True, histtype=style,
+                            alpha=0.45 if style == "stepfilled" else 1.0,
+                            label=f"{label}: {a.size}, {inside:.1%} within 2")
+            ax.plot(grid, stats.norm.pdf(grid), "k--", lw=1, label="N(0, 1)")
+            ax.set_title(f"{method.upper()}: {quantity}, seeds {seeds.start}-{seeds.stop - 1}")
+            ax.legend(fontsize=8)
+            if row == 1:
+                ax.set_xlabel(f"(estimate - exact) / SE, clipped to +-{Z_CLIP:g}")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def suite(args: argparse.Namespace) -> int:
+    """Run the multimodal suite on the seeds missing from the results, then summarise."""
+    import validation
+
+    seeds = range(args.seeds[0], args.seeds[1] + 1)
+    names = sorted(n for n, c in validation.cases(args.validation).items()
+                   if c["kind"] == "multimodal")
+    for seed in seeds:
+        have = {(r["case"], r["method"]) for r in validation.load(args.suite_results)
+                if r.get("seed") == seed} if args.suite_results.is_file() else set()
+        todo = [n for n in names if (n, "ct") not in have or (n, "pe") not in have]
+        if todo:
+            print(f"seed {seed}: running {len(todo)} case(s)", file=sys.stderr, flush=True)
+            validation.main(["--validation", str(args.validation), "--seed", str(seed),
+                             "--methods", "pe", "ct", "--results", str(args.suite_results),
+                             "--cases", *todo])
+    records = validation.load(args.suite_results)
+    print(f"calibration of the multimodal suite's error bars ({len(names)} cases, seeds "
+          f"{seeds.start}-{seeds.stop - 1}, the defaults; z = (estimate - exact) / SE; "
+          f"log Z and every reported moment)")
+    print(suite_table(records, seeds))
+    if args.png is not None:
+        suite_png(records, seeds, args.png)
+        print(f"histograms: {args.png}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", action="store_true",
+                        help="calibrate the multimodal suite's error bars instead")
+    parser.add_argument("--seeds", type=int, nargs=2, default=[1, 10], metavar=("FIRST", "LAST"),
+                        help="--suite: the seeds (default 1 10)")
+    parser.add_argument("--suite-results", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "validation.jsonl",
+                        help="--suite: the validation records read and appended to")
+    parser.add_argument("--validation", type=Path, default=ROOT.parent / "shared" / "validation",
+                        help="--suite: the shared validation folder")
+    parser.add_argument("--png", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "calibration.png",
+                        help="--suite: the histograms' PNG")
     parser.add_argument("--fits", type=int, default=100, help="fits per model (default 100)")
     parser.add_argument("--workers", type=int, default=None,
                         help="local Dask workers (default one per core)")
@@ -73,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path,
                         default=ROOT / "benchmarks" / "results" / "calibration.jsonl")
     args = parser.parse_args(argv)
+    if args.suite:
+        return suite(args)
 
     from pemc_stan import batch
 

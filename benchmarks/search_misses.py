@@ -95,6 +95,8 @@ def _unit(d: int, k: int, r: float) -> np.ndarray:
 KINDS = {k.name: k for k in (
     # two Gaussians far apart: the plain case
     Kind("far_pair_2d", GAUSSIANS, 2, _pair(2, np.array([10.0, 10.0]), 1.0)),
+    # ... and the far one narrow: from 98% of the widest box L-BFGS goes to the wide one
+    Kind("narrow_far_2d", GAUSSIANS, 2, _pair(2, np.array([9.0, -12.0]), 0.3)),
     # a narrow mode off the axes, 3.5 sd from the main one's centre; and the same mode
     # wider, to see where the search starts to find it
     Kind("narrow_offaxis_5d", GAUSSIANS, 5, _pair(5, _unit(5, 2, 3.5), 0.05)),
