@@ -547,8 +547,12 @@ class BasePilot:
         labels.append(first + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
         zs.append(z)
         lws.append(lw)
+        before = int(np.sum(_shares(grouped[0]) >= NEW_MODE_SHARE))
         grouped = (*_group(zs, lws, labels, log_density), len(zs))
-        return n, f"{n} paths from uniform draws the modes found did not explain", grouped
+        more = int(np.sum(_shares(grouped[0]) >= NEW_MODE_SHARE)) - before
+        found = f"{more} more mode(s)" if more > 0 else "no other mode"
+        return n, f"{n} paths from uniform draws the modes found did not explain: {found}", \
+            grouped
 
     def _restarts(self, seed: int | None, rounds: tuple[list[NDArray[np.float64]],
                                                         list[NDArray[np.float64]],

@@ -126,6 +126,6 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
     groups, _, z, _ = pilot.pathfinder(seed=5)
     assert "from draws the modes found do not explain" in rounds
     assert pilot.search is not None and pilot.search.major_modes == 3
-    assert "uniform draws the modes found did not explain" in pilot.search.stopped
+    assert "uniform draws the modes found did not explain: 1 more mode" in pilot.search.stopped
     centres = np.asarray(pilot.search.centres)
     assert np.min(np.linalg.norm(centres - MU[2], axis=1)) < SD[2]
