@@ -542,7 +542,9 @@ class BasePilot:
         except Exception as exc:  # starts where the model cannot be run
             logger.info("mode search: paths from the box's unexplained draws failed (%s)",
                         failure_reason(exc))
-            return 0, "", grouped
+            late = isinstance(exc, TimeoutError)
+            return 0, ("paths from uniform draws the modes found did not explain: time limit"
+                       if late else ""), grouped
         own = path_labels(z.shape[0], n)
         labels.append(first + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
         zs.append(z)

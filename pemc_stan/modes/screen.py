@@ -10,10 +10,11 @@ target stands :data:`~pemc_stan.modes.wide.UNEXPLAINED_RATIO` times above what t
 modes' Gaussians predict starts a Pathfinder path, the heavier draws first, so a missed
 mode gets starts in proportion to its mass.
 
-The draws are sized so that the most compact found mode's central 99% would hold
-:data:`SCREEN_HITS` of them; where that takes more than :data:`SCREEN_DRAWS_MAX` (many
-dimensions, or a posterior far narrower than the box) uniform draws could not find a
-mode like the found ones, and the box is not screened.
+The draws are sized so that the central 99% of the most compact found mode's Gaussian
+(widened as in the prediction) would hold :data:`SCREEN_HITS` of them; where that takes
+more than :data:`SCREEN_DRAWS_MAX` (many dimensions, or a posterior far narrower than the
+box) uniform draws could not find a mode like the found ones, and the box is not
+screened.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from pemc_stan.modes.screen import SCREEN_DRAWS_MAX, SCREEN_HITS, screen_draws, screen_starts
+from pemc_stan.modes.wide import UNEXPLAINED_STARTS
 
 # three modes far apart in 2-D, the lightest narrow: far_modes_2d of the shared suite
 W = np.array([0.5, 0.3, 0.2])
@@ -65,10 +66,28 @@ def test_a_missed_narrow_far_mode_gets_starts_and_found_modes_none() -> None:
     assert 0 < n <= SCREEN_DRAWS_MAX
     assert starts.shape[0] > 0
     assert np.all(np.linalg.norm(starts - MU[2], axis=1) < 6 * SD[2])
+    assert starts.shape[0] == UNEXPLAINED_STARTS  # hundreds of draws there: a full round
     for seed in range(5):
         starts, n = screen_starts(groups, z, lw, labels,
                                   lambda p: _log_density(p, (0, 1)), seed=seed)
         assert n > 0 and starts.shape[0] == 0
+
+
+def test_a_draw_is_unexplained_only_100_times_above_the_prediction() -> None:
+    """The found modes' own density raised by a factor in a ring 1-2 sds from their centres
+    (where their widened Gaussians predict 0.5-0.8 of it): at 50 no starts, at 300 starts
+    in the ring."""
+    groups, z, lw, labels = _search([0, 1])
+
+    def ring(p: np.ndarray) -> np.ndarray:
+        d = np.min([np.linalg.norm(p - MU[k], axis=1) / SD[k] for k in (0, 1)], axis=0)
+        return (d > 1.0) & (d < 2.0)
+
+    for factor, any_starts in ((50.0, False), (300.0, True)):
+        starts, _ = screen_starts(groups, z, lw, labels, lambda p, f=factor:
+                                  _log_density(p, (0, 1)) + np.log(f) * ring(p), seed=1)
+        assert (starts.shape[0] > 0) == any_starts, factor
+        assert np.all(ring(starts))
 
 
 def test_a_density_that_cannot_be_evaluated_leaves_no_starts() -> None:
@@ -94,6 +113,7 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
 
     rng = np.random.default_rng(11)
     rounds: list[str] = []
+    ran: list[int] = []
 
     def component(x0: np.ndarray) -> np.ndarray:
         logs = [np.log(W[k]) - 2 * np.log(SD[k])
@@ -104,6 +124,7 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
                draws: int | None = None, starts: list[dict] | None = None,
                where: str = "") -> tuple[np.ndarray, np.ndarray]:
         rounds.append(where if starts is not None else f"radius {radius:g}")
+        ran.append(n)
         x0 = (np.array([s["z"] for s in starts]) if starts is not None
               else rng.uniform(-radius, radius, size=(n, 2)))
         modes = component(x0)
@@ -126,6 +147,7 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
     groups, _, z, _ = pilot.pathfinder(seed=5)
     assert "from draws the modes found do not explain" in rounds
     assert pilot.search is not None and pilot.search.major_modes == 3
+    assert pilot.search.paths == sum(ran)  # the screen's paths counted, as every round's
     assert "uniform draws the modes found did not explain: 1 more mode" in pilot.search.stopped
     centres = np.asarray(pilot.search.centres)
     assert np.min(np.linalg.norm(centres - MU[2], axis=1)) < SD[2]
