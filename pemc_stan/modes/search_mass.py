@@ -46,8 +46,8 @@ from pemc_stan.modes.wide import (
 from pemc_stan.output.diagnostics import Reason, point_text
 
 __all__ = ["REGION_SHARE", "REGION_SHORT_MIN", "SEARCH_MASS_DRAWS", "SEARCH_MASS_SEED_OFFSET",
-           "SearchDraws", "SearchMass", "SearchMassCheck", "compare_mass", "search_draws",
-           "search_mass"]
+           "SHRINKAGES", "SearchDraws", "SearchMass", "SearchMassCheck", "compare_mass",
+           "positive_definite", "search_draws", "search_mass"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,12 +113,41 @@ def _gaussians(search: ModeSearch) -> tuple[list[BaseDensity], NDArray[np.float6
     centres = np.asarray(search.centres, dtype=float)
     cov = np.asarray(search.base.cov, dtype=float)
     kept = [] if search.covariances is None else list(search.covariances)
-    parts = [BaseDensity(c, np.asarray(kept[k], dtype=float) if k < len(kept) else cov,
-                         "dense") for k, c in enumerate(centres)]
+    parts = [BaseDensity(c, positive_definite(np.asarray(kept[k], dtype=float)
+                                              if k < len(kept) else cov), "dense")
+             for k, c in enumerate(centres)]
     shares = np.asarray(search.major_shares, dtype=float)
     if shares.size != len(parts) or not np.all(shares > 0):
         shares = np.ones(len(parts))
     return parts, np.log(shares / np.sum(shares))
+
+
+#: Shrinkages towards its diagonal tried, in turn, on a covariance that is not positive
+#: definite (:func:`positive_definite`).
+SHRINKAGES = (0.01, 0.1, 0.5, 1.0)
+
+
+def positive_definite(cov: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``cov``, or where its Cholesky factor fails ``(1 - s) cov + s diag(cov)`` for the
+    first shrinkage ``s`` of :data:`SHRINKAGES` that has one.  A mode's covariance from
+    one path's draws is singular when the path drew no more draws than the model has
+    dimensions (1,000 in 1,000); its Gaussian must still be drawn from.
+
+    Raises
+    ------
+    Nothing: a covariance no shrinkage repairs (a zero variance) is returned diagonal.
+    """
+    cov = np.atleast_2d(np.asarray(cov, dtype=float))
+    diagonal = np.diag(np.diag(cov))
+    candidate = cov
+    for s in (0.0, *SHRINKAGES):
+        candidate = (1.0 - s) * cov + s * diagonal
+        try:
+            np.linalg.cholesky(candidate)
+        except np.linalg.LinAlgError:
+            continue
+        return candidate
+    return candidate
 
 
 def _regions(parts: list[BaseDensity], z: NDArray[np.float64],

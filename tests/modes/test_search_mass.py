@@ -220,3 +220,28 @@ def test_a_run_without_a_normaliser_of_its_own_is_judged_by_one_made_for_it() ->
     right = SimpleNamespace(**{**vars(pe_like), "particle_coordinates":
                                lambda: _needle_chains(0.5, 1).reshape(-1, D)})
     assert SearchMassCheck(drawn, whole)(right) == ("search_mass", None)
+
+
+def test_a_mode_covariance_from_fewer_draws_than_dimensions_is_still_drawn_from() -> None:
+    """A path's 1,000 draws in 1,000 dimensions give a singular covariance: the check
+    could not be computed and refused the split of a 1,000-D Gaussian, which then tempered
+    for hours.  It is shrunk towards its diagonal, just enough, and the check runs."""
+    from pemc_stan.modes.search_mass import positive_definite
+
+    rng = np.random.default_rng(2)
+    draws = rng.standard_normal((50, D)) @ np.diag([1.0, 2.0, 3.0, 4.0])
+    draws[:, -1] = draws[:, -2]  # two coordinates alike: rank D - 1, as too few draws give
+    singular = np.cov(draws, rowvar=False)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(singular)
+    repaired = positive_definite(singular)
+    np.linalg.cholesky(repaired)
+    assert np.allclose(np.diag(repaired), np.diag(singular))  # the variances kept
+    assert not np.allclose(repaired, np.diag(np.diag(singular)))  # and most correlation
+    good = np.cov(rng.standard_normal((50, D)), rowvar=False)
+    assert np.array_equal(positive_definite(good), good)  # a positive definite one as it is
+    search = ModeSearch((2.0,), 1, 1, 8, "a test's search", (1.0,), np.zeros((1, D)), (1.0,),
+                        BaseDensity(np.zeros(D), SLAB[1] ** 2 * np.eye(D), "dense"),
+                        covariances=singular[None] * SLAB[1] ** 2)
+    whole = float(np.log(SPIKE[0] + SLAB[0]))
+    assert search_mass(Identity(), search, SpikeInSlab(), None, whole, 0.01, seed=1) is not None
