@@ -519,8 +519,8 @@ class BasePilot:
                 log_density: LogDensity) -> tuple[int, str, Grouping | None]:
         """One Pathfinder round from the uniform draws over the widest box that the modes
         found do not explain (:mod:`pemc_stan.modes.screen`), its draws appended to
-        ``rounds`` (path labels from ``first``): (paths run, what happened, the last
-        grouping).
+        ``rounds`` (path labels from ``first``) when they found another mode: (paths kept,
+        what happened, the last grouping).
 
         Raises
         ------
@@ -546,15 +546,20 @@ class BasePilot:
             return 0, ("paths from uniform draws the modes found did not explain: time limit"
                        if late else ""), grouped
         own = path_labels(z.shape[0], n)
+        said = f"{n} paths from uniform draws the modes found did not explain"
+        before = int(np.sum(_shares(grouped[0]) >= NEW_MODE_SHARE))
+        regrouped = _group([*zs, z], [*lws, lw], [*labels, first + (
+            np.zeros(z.shape[0], dtype=np.intp) if own is None else own)], log_density)
+        more = int(np.sum(_shares(regrouped[0]) >= NEW_MODE_SHARE)) - before
+        if more <= 0:
+            # paths that climbed back into found modes (a banana's arms, a Student-t's
+            # tails, which the modes' Gaussians underrate) are left out: they would only
+            # move the found modes' centres and masses, which the search already has
+            return 0, f"{said}: no other mode", grouped
         labels.append(first + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
         zs.append(z)
         lws.append(lw)
-        before = int(np.sum(_shares(grouped[0]) >= NEW_MODE_SHARE))
-        grouped = (*_group(zs, lws, labels, log_density), len(zs))
-        more = int(np.sum(_shares(grouped[0]) >= NEW_MODE_SHARE)) - before
-        found = f"{more} more mode(s)" if more > 0 else "no other mode"
-        return n, f"{n} paths from uniform draws the modes found did not explain: {found}", \
-            grouped
+        return n, f"{said}: {more} more mode(s)", (*regrouped, len(zs))
 
     def _restarts(self, seed: int | None, rounds: tuple[list[NDArray[np.float64]],
                                                         list[NDArray[np.float64]],

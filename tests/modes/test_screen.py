@@ -151,3 +151,45 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
     assert "uniform draws the modes found did not explain: 1 more mode" in pilot.search.stopped
     centres = np.asarray(pilot.search.centres)
     assert np.min(np.linalg.norm(centres - MU[2], axis=1)) < SD[2]
+
+
+def test_a_round_that_finds_no_other_mode_leaves_the_search_as_it_was() -> None:
+    """Paths from a banana's arms climb back into the banana: they are left out, so the
+    found modes' centres and masses (and everything built on them) stay as they were."""
+    from types import SimpleNamespace
+
+    from pemc_stan.modes.pilot import BasePilot
+
+    def pilot_with(screen_finds: bool) -> BasePilot:
+        rng = np.random.default_rng(11)
+
+        def round_(seed: int | None, radius: float, n: int, timeout: float | None,
+                   draws: int | None = None, starts: list[dict] | None = None,
+                   where: str = "") -> tuple[np.ndarray, np.ndarray]:
+            x0 = (np.array([s["z"] for s in starts]) if starts is not None
+                  else rng.uniform(-radius, radius, size=(n, 2)))
+            modes = np.where(np.linalg.norm(x0 - MU[0], axis=1)
+                             < np.linalg.norm(x0 - MU[1], axis=1), 0, 1)
+            if starts is not None and not screen_finds:
+                modes = np.zeros(n, dtype=int)  # every screen path back in mode 0
+            k = 50 if draws is None else draws
+            mu, sd = np.repeat(MU[modes], k, axis=0), np.repeat(SD[modes], k)[:, None]
+            z = mu + sd * rng.standard_normal((n * k, 2))
+            return z, np.log(W[np.repeat(modes, k)]) + 0.01 * rng.standard_normal(n * k)
+
+        pilot = BasePilot.__new__(BasePilot)
+        pilot.num_paths, pilot.draws, pilot.covariance = 8, 50, "dense"
+        pilot.coordinates = SimpleNamespace(blocks=[object()],
+                                            inverse=lambda z, data: {"z": np.asarray(z)})
+        pilot.owner = SimpleNamespace(data=None)
+        pilot.log_density_z = _log_density  # type: ignore[method-assign]
+        pilot._pathfinder_round = round_  # type: ignore[method-assign]
+        pilot.pathfinder(seed=5)
+        return pilot
+
+    back = pilot_with(screen_finds=False)
+    assert back.search is not None
+    assert "did not explain: no other mode" in back.search.stopped
+    assert back.search.major_modes == 2
+    # the screen's 16 paths are not in the record: the radius rounds' 72 and the restarts'
+    assert back.search.paths == 72 + int(back.search.stopped.split("; ")[-1].split()[0])
