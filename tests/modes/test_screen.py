@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -103,13 +105,28 @@ def test_a_density_that_cannot_be_evaluated_leaves_no_starts() -> None:
     assert nan_everywhere.shape[0] == 0
 
 
+def _fake_pilot(round_: Any) -> Any:
+    """A pilot of the mixture above in 2-D base coordinates whose Pathfinder rounds are
+    ``round_``."""
+    from types import SimpleNamespace
+
+    from pemc_stan.modes.pilot import BasePilot
+
+    pilot = BasePilot.__new__(BasePilot)
+    pilot.num_paths, pilot.draws, pilot.covariance = 8, 50, "dense"
+    pilot.coordinates = SimpleNamespace(blocks=[object()],
+                                        inverse=lambda z, data: {"z": np.asarray(z)})
+    pilot.owner = SimpleNamespace(data=None)
+    pilot.log_density_z = _log_density
+    pilot._pathfinder_round = round_
+    return pilot
+
+
 def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode() -> None:
     """The wiring: radius rounds whose paths never reach the narrow far mode (as on a seed
     that missed its 4% basin), then one round from the screen's starts, which L-BFGS takes
     to the mode each start's component dominates: the search reports all three."""
-    from types import SimpleNamespace
 
-    from pemc_stan.modes.pilot import BasePilot
 
     rng = np.random.default_rng(11)
     rounds: list[str] = []
@@ -137,13 +154,7 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
                  - 0.5 * np.sum(((z - mu) / sd) ** 2, axis=1) - np.log(2 * np.pi) + 3.0)
         return z, _log_density(z) - log_q + np.log(W[np.repeat(modes, k)])
 
-    pilot = BasePilot.__new__(BasePilot)
-    pilot.num_paths, pilot.draws, pilot.covariance = 8, 50, "dense"
-    pilot.coordinates = SimpleNamespace(blocks=[object()],
-                                        inverse=lambda z, data: {"z": np.asarray(z)})
-    pilot.owner = SimpleNamespace(data=None)
-    pilot.log_density_z = _log_density  # type: ignore[method-assign]
-    pilot._pathfinder_round = round_  # type: ignore[method-assign]
+    pilot = _fake_pilot(round_)
     groups, _, z, _ = pilot.pathfinder(seed=5)
     assert "from draws the modes found do not explain" in rounds
     assert pilot.search is not None and pilot.search.major_modes == 3
@@ -156,7 +167,6 @@ def test_the_search_runs_paths_from_the_screens_starts_and_finds_the_missed_mode
 def test_a_round_that_finds_no_other_mode_leaves_the_search_as_it_was() -> None:
     """Paths from a banana's arms climb back into the banana: they are left out, so the
     found modes' centres and masses (and everything built on them) stay as they were."""
-    from types import SimpleNamespace
 
     from pemc_stan.modes.pilot import BasePilot
 
@@ -177,13 +187,7 @@ def test_a_round_that_finds_no_other_mode_leaves_the_search_as_it_was() -> None:
             z = mu + sd * rng.standard_normal((n * k, 2))
             return z, np.log(W[np.repeat(modes, k)]) + 0.01 * rng.standard_normal(n * k)
 
-        pilot = BasePilot.__new__(BasePilot)
-        pilot.num_paths, pilot.draws, pilot.covariance = 8, 50, "dense"
-        pilot.coordinates = SimpleNamespace(blocks=[object()],
-                                            inverse=lambda z, data: {"z": np.asarray(z)})
-        pilot.owner = SimpleNamespace(data=None)
-        pilot.log_density_z = _log_density  # type: ignore[method-assign]
-        pilot._pathfinder_round = round_  # type: ignore[method-assign]
+        pilot = _fake_pilot(round_)
         pilot.pathfinder(seed=5)
         return pilot
 
