@@ -12,6 +12,7 @@ runs the stanc of :func:`pemc_stan.backend.runtime.stanc_path` on it with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pemc_stan.errors import (
+    CmdStanNotFoundError,
     StancError,
     StanProgramError,
     StanSemanticError,
@@ -172,9 +174,37 @@ def check_with_stanc(text: str, filename: str = "<string>") -> None:
     StancError
         If stanc cannot be run or fails in an unexpected way.
     """
+    marker = _accepted_marker(text)
+    if marker is not None and marker.exists():
+        logger.debug("stanc accepted this program before (%s)", marker.name)
+        return
     with tempfile.TemporaryDirectory(prefix="pemc-stanc-out-") as out:
         proc = run_stanc(text, filename, ("--o", str(Path(out) / "model.hpp")))
     _checked(proc, filename)
+    if marker is not None:
+        try:
+            marker.touch()
+        except OSError:  # a read-only cache: stanc runs again next time
+            pass
+
+
+def _accepted_marker(text: str) -> Path | None:
+    """The cache file that records that this stanc accepted ``text`` (None without a
+    cache folder).  Keyed by the program and the stanc executable (path, size, time), so
+    a new stanc checks every program again; only acceptance is recorded, as an error's
+    message names the caller's file."""
+    from pemc_stan.backend import runtime
+
+    try:
+        stanc = runtime.stanc_path()
+        stat = stanc.stat()
+        folder = runtime.cache_root() / "stanc-accepted"
+        folder.mkdir(exist_ok=True)
+    except (OSError, CmdStanNotFoundError):  # run_stanc says what is wrong
+        return None
+    key = hashlib.sha256(repr((text, str(stanc), stat.st_size, stat.st_mtime_ns))
+                         .encode()).hexdigest()[:32]
+    return folder / key
 
 
 def canonical(text: str, filename: str = "<string>", *, strip_comments: bool = False) -> str:

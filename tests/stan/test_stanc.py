@@ -8,6 +8,7 @@ checking) and the trees compared with ours.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from pemc_stan.errors import (
     StanSyntaxError,
 )
 from pemc_stan.stan import ast
+from pemc_stan.stan import stanc as stanc_module
 from pemc_stan.stan.parser import parse, parse_expression
 from pemc_stan.stan.printer import print_expr, print_program
 from pemc_stan.stan.stanc import (
@@ -46,6 +48,29 @@ model {
 
 def test_check_accepts_a_valid_program() -> None:
     check_with_stanc(GOOD, "good.stan")
+
+
+def test_a_program_stanc_accepted_is_not_checked_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PEMC_STAN_CACHE", str(tmp_path))
+    calls: list[str] = []
+    real = stanc_module.run_stanc
+
+    def counted(text: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(stanc_module, "run_stanc", counted)
+    check_with_stanc(GOOD, "good.stan")
+    check_with_stanc(GOOD, "other.stan")
+    assert len(calls) == 1
+    bad = GOOD.replace("real mu;", "real mu")
+    for _ in range(2):  # a rejection is not recorded: its message names the caller's file
+        with pytest.raises(StanSyntaxError):
+            check_with_stanc(bad, "bad.stan")
+    assert len(calls) == 3
+    check_with_stanc(GOOD + "\n", "good.stan")  # another program
+    assert len(calls) == 4
 
 
 def test_syntax_error_carries_stancs_message_and_location() -> None:
