@@ -1,0 +1,131 @@
+"""The peers benchmark's targets: exact log Z against independent computations, and the
+peers' likelihoods against SciPy's densities."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from scipy import stats
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"pemc_bench_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def peers() -> ModuleType:
+    return _load("peers")
+
+
+@pytest.fixture(scope="module")
+def every(peers: ModuleType) -> dict:
+    return peers.targets()
+
+
+@pytest.fixture(scope="module")
+def worker() -> ModuleType:
+    return _load("_peers_worker")
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("d, published", [(2, -1.75), (10, -14.59), (30, -60.13),
+                                          (50, -112.42)])
+def test_the_shells_log_z_is_feroz_and_hobsons(peers: ModuleType, d: int,
+                                               published: float) -> None:
+    assert peers.shells(d).log_z == pytest.approx(published, abs=0.006)
+
+
+def _batch_log_likelihood(target, x: np.ndarray) -> np.ndarray:
+    """The target's log likelihood at each row of ``x``, written apart from the worker's."""
+    p = target.params
+    if target.kind == "coin":
+        return stats.binom.logpmf(p["k"], p["N"], x[:, 0] * x[:, 1])
+    if target.kind == "shells":
+        c = np.asarray(p["centres"])
+        dist = np.linalg.norm(x[:, None, :] - c[None], axis=2)
+        return np.logaddexp.reduce(stats.norm.logpdf(dist, p["r"], p["w"]), axis=1)
+    sq = ((x[:, None, :] - np.asarray(p["mu"])[None]) ** 2).sum(axis=2)  # unit sds
+    comps = -0.5 * sq - x.shape[1] * 0.5 * math.log(2 * math.pi)
+    return np.logaddexp.reduce(comps, axis=1) - math.log(comps.shape[1])
+
+
+@pytest.mark.parametrize("name", ["coin", "shells_2", "gmm40"])
+def test_a_two_dimensional_log_z_agrees_with_plain_monte_carlo(every: dict, name: str) -> None:
+    target = every[name]
+    n = 400_000
+    x = np.random.default_rng(1).uniform(target.lower, target.upper, (n, target.dim))
+    ll = _batch_log_likelihood(target, x)
+    w = np.exp(ll - ll.max())
+    est = float(ll.max() + np.log(w.mean()))
+    se = float(w.std() / math.sqrt(n) / w.mean())
+    assert abs(est - target.log_z) < 4 * se, (est, se, target.log_z)
+    assert se < 0.05  # enough draws that a wrong constant fails
+
+
+def test_the_student_t_mixtures_log_z_is_its_share_inside_the_box(peers: ModuleType) -> None:
+    t = peers.tmix(5)
+    mu = np.asarray(t.params["mu"])
+    rng = np.random.default_rng(2)
+    n = 1_000_000
+    x = mu[rng.integers(0, len(mu), n)] + rng.standard_t(t.params["nu"], (n, t.dim))
+    inside = np.all((x > t.lower) & (x < t.upper), axis=1).mean()
+    se = math.sqrt(inside * (1 - inside) / n) / inside
+    est = math.log(inside) - t.dim * math.log(t.upper - t.lower)
+    assert abs(est - t.log_z) < 4 * se and se < 0.002, (est, se, t.log_z)
+
+
+def test_the_eggbox_log_z_agrees_with_a_fine_midpoint_grid(peers: ModuleType) -> None:
+    n = 4000
+    h = 10 * np.pi / n
+    g = (np.arange(n) + 0.5) * h
+    c = np.cos(g / 2)
+    ll = (2 + np.outer(c, c)) ** 5
+    top = ll.max()
+    grid = top + np.log(np.exp(ll - top).sum() * h * h) - 2 * np.log(10 * np.pi)
+    assert peers.eggbox().log_z == pytest.approx(grid, abs=1e-6)
+
+
+def test_the_peers_likelihoods_are_scipys_densities(every: dict, worker: ModuleType) -> None:
+    rng = np.random.default_rng(3)
+    for name in ("corr_10", "tmix_5", "gmm40", "coin", "shells_10"):
+        t = every[name]
+        x = rng.uniform(t.lower, t.upper, t.dim) * 0.3
+        if t.kind == "shells":
+            x[0] = 3.5 + 1.99  # on a shell, where the density is not negligible
+        mine = float(worker.log_likelihood(x, t.job(), np))
+        p = t.params
+        if t.kind == "corr_gauss":
+            chol = np.asarray(p["chol"])
+            ref = stats.multivariate_normal(np.zeros(t.dim), chol @ chol.T).logpdf(x)
+        elif t.kind == "tmix":
+            comps = stats.t.logpdf(x[None, :], p["nu"], loc=np.asarray(p["mu"])).sum(axis=1)
+            ref = np.logaddexp.reduce(comps) - math.log(len(comps))
+        elif t.kind == "gmm":
+            comps = stats.norm.logpdf(x[None, :], loc=np.asarray(p["mu"])).sum(axis=1)
+            ref = np.logaddexp.reduce(comps) - math.log(len(comps))
+        elif t.kind == "shells":
+            ref = _batch_log_likelihood(t, x[None])[0]
+        else:
+            ref = stats.binom.logpmf(p["k"], p["N"], x[0] * x[1])
+        assert mine == pytest.approx(ref, rel=1e-10), name
+
+
+def test_every_target_writes_its_density_in_one_stan_program_with_its_data(
+        every: dict) -> None:
+    for name, t in every.items():
+        assert "target += -D * log(U - L);" in t.stan, name
+        assert (t.data["D"], t.data["L"], t.data["U"]) == (t.dim, t.lower, t.upper), name
+        assert "~" not in t.stan, name  # a sampling statement would drop constants
