@@ -106,6 +106,9 @@ class ModeSplitFit(ExtendedFit):
     #: The split runs longer within the budget itself (:func:`~pemc_stan.modes.split.
     #: _remedied`); the method's model would continue the method, not these chains.
     continuable: ClassVar[bool] = False
+    #: A mode the search missed is missing from every group: a search stopped short is a
+    #: reason (``mode_search``).
+    reaches_unsearched: ClassVar[bool] = False
 
     def __init__(self, fit: cmdstanpy.CmdStanMCMC, result: Any, *, groups: NDArray[np.intp],
                  mode_log_z: list[EvidenceEstimate], search: ModeSearch,

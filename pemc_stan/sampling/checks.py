@@ -64,6 +64,9 @@ class ExtendedFit(Protocol):
     def any_divergence(self) -> bool: ...
 
     @property
+    def reaches_unsearched(self) -> bool: ...
+
+    @property
     def chains(self) -> int: ...
 
     @property
@@ -236,20 +239,28 @@ def search_incomplete(fit: ExtendedFit) -> Reason | None:
     """The search found several modes and stopped while one more path had more than
     :data:`~pemc_stan.core.search.UNSEEN_SHARE_MAX` chance of finding another.
 
-    Modes split or tempered, the run reaches what the search found: the split samples
-    the found modes, and tempering's base covers them.  A mode out of both is missing
-    from every estimate with nothing in the draws to show it.
+    A mode split samples only the modes found, so a mode missed is missing from every
+    estimate with nothing in the draws to show it: a reason.  Tempered chains reach
+    beyond the modes found (``reaches_unsearched``), and what they reached is judged by
+    the run's own checks (the cells' weights, the wide and search-mass checks, R-hat):
+    a note that says what was not searched, as a ridge of maxima (a shell, a curved
+    valley) keeps a search finding new points on it however long it runs.
     """
     search = fit.search
     unseen = float(getattr(search, "unseen", float("nan")))
     if search is None or search.major_modes < 2 or not unseen > UNSEEN_SHARE_MAX:
         return None
+    tempered = fit.reaches_unsearched
     return Reason(
-        "mode_search", f"the search for modes stopped ({search.stopped}) with an "
-        f"estimated {100 * unseen:.0f}% chance that one more path would find a mode not "
-        "yet seen: a mode it missed is missing from these estimates",
+        "mode_search", f"the search for modes stopped ({search.stopped}) after finding "
+        f"{search.major_modes} modes, with an estimated {100 * unseen:.0f}% chance that one "
+        "more path would find a mode not yet seen: " + (
+            "a mode neither the search nor the tempered chains reached would be missing "
+            "from these estimates (the run's own checks judge what the chains reached)"
+            if tempered else "a mode it missed is missing from these estimates"),
         "search longer: with method='ct', raise num_paths (the search runs up to 16 x "
-        "num_paths paths); the modes found are in the diagnostics (pilot_modes)")
+        "num_paths paths); the modes found are in the diagnostics (pilot_modes)",
+        note=tempered)
 
 
 def variance_error(fit: ExtendedFit, column: str, mean: float) -> float:

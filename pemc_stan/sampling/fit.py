@@ -125,6 +125,10 @@ class ExtendedFit:
     any_divergence: ClassVar[bool] = False
     #: Whether a follow-up can carry on from this fit (the method's ``continue_from``).
     continuable: ClassVar[bool] = True
+    #: Whether the draws can reach a mode the search did not find (tempered chains can;
+    #: a mode split's chains sample the found modes only): a search stopped short is
+    #: then a note, and the run's own checks judge what it reached.
+    reaches_unsearched: ClassVar[bool] = True
     #: The suspect verdict :meth:`summary` warned about (set per fit; it warns once).
     _suspect_warned: str | None = None
 

@@ -360,3 +360,30 @@ def test_an_unvisited_mode_no_checked_estimate_weighs_is_a_note(confirmed: float
     spread = _ct_with_a_far_pilot_mode(0.3, confirmed)
     spread.search = dataclasses.replace(spread.search, mass_scatter=0.42)
     assert "log masses spread over 0.42" in spread.check().notes[0].message
+
+
+def test_a_search_stopped_short_is_a_note_for_tempered_chains_and_a_reason_for_a_split(
+        ) -> None:
+    """Tempered chains reach beyond the modes found and their own checks judge what they
+    reached, so a search stopped at its path limit is a note there (a ridge of maxima, a
+    Gaussian shell, keeps a search finding new points however long it runs); a mode
+    split samples only the modes found, and a mode missed is missing from it: a reason."""
+    import dataclasses
+
+    from fakes import split_fit
+
+    from pemc_stan.core.search import UNSEEN_SHARE_MAX
+
+    tempered = _ct_with_a_far_pilot_mode(0.001)
+    split = split_fit([0.0, 0.0], [0.01, 0.01], [-3.0, 3.0], [1.0, 1.0], [0, 0, 1, 1])
+    for fit in (tempered, split):
+        assert fit.check().ok
+        assert "mode_search" not in [r.name for r in fit.check().notes]
+        fit.search = dataclasses.replace(fit.search, unseen=2 * UNSEEN_SHARE_MAX,
+                                         stopped="path limit")
+    verdict = tempered.check()
+    assert verdict.ok, verdict
+    (note,) = [r for r in verdict.notes if r.name == "mode_search"]
+    assert "4% chance" in note.message and "num_paths" in note.remedy
+    verdict = split.check()
+    assert verdict.names() == ["mode_search"], verdict
