@@ -222,12 +222,16 @@ def warm_up(target: Target, method: str, workdir: Path) -> None:
         print(f"{target.name} {method}: the warm-up run failed ({exc})", file=sys.stderr)
 
 
-def run_peer(target: Target, peer: str, seeds: list[int], python: Path
-             ) -> list[dict[str, Any]]:
-    """The peer's runs of ``target`` (one worker process, the seeds inside it)."""
+def run_peer(target: Target, peer: str, seeds: list[int], python: Path,
+             timeout: float | None = None) -> list[dict[str, Any]]:
+    """The peer's runs of ``target`` (one worker process, the seeds inside it; stopped
+    after ``timeout`` seconds, its runs then recorded as timed out)."""
     job = json.dumps({"peer": peer, "target": target.job(), "seeds": seeds})
-    proc = subprocess.run([str(python), str(HERE / "_peers_worker.py")], input=job,
-                          capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run([str(python), str(HERE / "_peers_worker.py")], input=job,
+                              capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [{"seed": s, "error": f"timed out after {timeout:g} s"} for s in seeds]
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-3:]
         return [{"seed": s, "error": " / ".join(tail)} for s in seeds]
@@ -300,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samplers", nargs="*", default=[*METHODS, *PEERS])
     parser.add_argument("--seeds", type=int, nargs=2, default=(1, 10), metavar=("FIRST", "LAST"))
     parser.add_argument("--peers-venv", type=Path, default=Path("/work/peers-venv"))
+    parser.add_argument("--peer-timeout", type=float, default=None, metavar="SECONDS",
+                        help="stop a peer's runs of one target after this long")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     parser.add_argument("--report-only", action="store_true",
                         help="print the table of the records in --results")
@@ -328,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                         except Exception as exc:  # a failure is a result too
                             runs.append({"seed": seed, "error": f"{type(exc).__name__}: {exc}"})
                 else:
-                    runs = run_peer(target, sampler, seeds, python)
+                    runs = run_peer(target, sampler, seeds, python, args.peer_timeout)
                 with args.results.open("a") as f:
                     for run in runs:
                         f.write(json.dumps({"target": name, "sampler": sampler,
