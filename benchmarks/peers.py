@@ -35,9 +35,10 @@ Samplers, ``--seeds`` each:
     come from the model cache, filled by an untimed first fit).  Verdict: ``fit.check()``.
 ``smc``, ``nautilus``
     PyMC's ``pm.sample_smc`` and ``nautilus.Sampler`` with their defaults but the
-    seed, in their own virtual environment (``--peers-venv``: ``python -m venv`` and
-    ``pip install pymc nautilus-sampler``; neither is a dependency of pemc-stan),
-    through ``benchmarks/_peers_worker.py``.  Seconds: the sampling call alone.
+    seed, in their own virtual environment (``--peers-venv``, made on the first run:
+    ``python -m venv`` and ``pip install pymc nautilus-sampler``; neither is a
+    dependency of pemc-stan), through ``benchmarks/_peers_worker.py``.  Seconds: the
+    sampling call alone.
 
 Printed per target and sampler: the mean error of log Z, its RMSE over the seeds,
 the share within 4 standard errors (pemc-stan's own error bar; SMC's from its
@@ -66,6 +67,9 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_RESULTS = HERE / "results" / "peers.jsonl"
 METHODS = ("ct", "pe")
 PEERS = ("smc", "nautilus")
+#: What the peers' virtual environment installs, and where it is by default.
+PEERS_SPEC = "pymc nautilus-sampler"
+DEFAULT_VENV = Path.home() / ".cache" / "pemc-stan" / "bench-peers-venv"
 #: An estimate this many of its own standard errors from the exact log Z is a miss.
 Z_MAX = 4.0
 
@@ -303,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="*", default=None, help="default: all")
     parser.add_argument("--samplers", nargs="*", default=[*METHODS, *PEERS])
     parser.add_argument("--seeds", type=int, nargs=2, default=(1, 10), metavar=("FIRST", "LAST"))
-    parser.add_argument("--peers-venv", type=Path, default=Path("/work/peers-venv"))
+    parser.add_argument("--peers-venv", type=Path, default=DEFAULT_VENV,
+                        help="the peers' virtual environment, made once (pip install "
+                             f"{PEERS_SPEC}) when it is not ready")
     parser.add_argument("--peer-timeout", type=float, default=None, metavar="SECONDS",
                         help="stop a peer's runs of one target after this long")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
@@ -321,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
         args.workdir.mkdir(parents=True, exist_ok=True)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         python = args.peers_venv / "bin" / "python"
+        if set(args.samplers) & set(PEERS):
+            from smc_comparison import ensure_pymc_venv  # benchmarks/ is sys.path[0]
+
+            python, _ = ensure_pymc_venv(args.peers_venv, PEERS_SPEC)
         for name in chosen:
             target = every[name]
             for sampler in args.samplers:

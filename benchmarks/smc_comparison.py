@@ -428,7 +428,7 @@ def ensure_pymc_venv(venv: Path, spec: str) -> tuple[Path, float]:
     venv
         Its folder; reused when it holds the ready marker.
     spec
-        What to install (``pymc`` or a pinned ``pymc==X.Y``).
+        What to install (``pymc`` or a pinned ``pymc==X.Y``; several, space-separated).
 
     Returns
     -------
@@ -448,7 +448,7 @@ def ensure_pymc_venv(venv: Path, spec: str) -> tuple[Path, float]:
     venv.parent.mkdir(parents=True, exist_ok=True)
     for command in ([sys.executable, "-m", "venv", str(venv)],
                     [str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
-                    [str(python), "-m", "pip", "install", "--quiet", spec]):
+                    [str(python), "-m", "pip", "install", "--quiet", *spec.split()]):
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
             print(proc.stdout[-3000:], proc.stderr[-3000:], sep="\n", file=sys.stderr)
