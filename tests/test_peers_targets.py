@@ -104,6 +104,7 @@ def test_the_peers_likelihoods_are_scipys_densities(every: dict, worker: ModuleT
         t = every[name]
         x = rng.uniform(t.lower, t.upper, t.dim) * 0.3
         if t.kind == "shells":
+            x[:] = 0.0
             x[0] = 3.5 + 1.99  # on a shell, where the density is not negligible
         mine = float(worker.log_likelihood(x, t.job(), np))
         p = t.params
@@ -129,3 +130,29 @@ def test_every_target_writes_its_density_in_one_stan_program_with_its_data(
         assert "target += -D * log(U - L);" in t.stan, name
         assert (t.data["D"], t.data["L"], t.data["U"]) == (t.dim, t.lower, t.upper), name
         assert "~" not in t.stan, name  # a sampling statement would drop constants
+
+
+def test_the_summary_scores_the_latest_run_of_each_seed(peers: ModuleType) -> None:
+    def rec(sampler: str, seed: int, log_z: float, se: float | None, verdict: str | None,
+            seconds: float = 2.0) -> dict:
+        out = {"target": "coin", "sampler": sampler, "seed": seed, "exact": 1.0,
+               "log_z": log_z, "log_z_se": se, "seconds": seconds}
+        return out if verdict is None else {**out, "verdict": verdict}
+
+    records = [rec("ct", 1, 9.0, 0.1, "ok"),  # replaced by the rerun below
+               rec("ct", 1, 1.5, 0.1, "ok"), rec("ct", 2, 0.9, 0.1, "suspect"),
+               rec("ct", 3, 1.05, float("nan"), "ok"),  # no error bar: not within
+               rec("smc", 1, 1.2, 0.01, None), rec("smc", 2, 1.0, 0.01, None),
+               {"target": "coin", "sampler": "smc", "seed": 3, "exact": 1.0,
+                "error": "timed out"}]
+    rows = {r["sampler"]: r for r in peers.summarise(peers.latest(records, ["coin"], [1, 2, 3]))}
+    ct, smc = rows["ct"], rows["smc"]
+    assert ct["runs"] == 3 and ct["failed"] == 0
+    assert ct["rmse"] == pytest.approx(np.sqrt((0.5**2 + 0.1**2 + 0.05**2) / 3))
+    assert ct["within"] == pytest.approx(1 / 2)  # seed 1 at 5 SE, seed 2 at 1, seed 3 none
+    assert (ct["ok"], ct["silent"]) == (2, 2)  # ok at 5 SE, and ok without an error bar
+    assert ct["acc_per_s"] == pytest.approx(1 / (ct["rmse"] ** 2 * 2.0))
+    assert smc["runs"] == 2 and smc["failed"] == 1 and smc["within"] is None
+    text = peers.table(list(rows.values()))
+    ratio = ct["acc_per_s"] / smc["acc_per_s"]
+    assert f"{ratio:8.3g}" in text.splitlines()[1]
