@@ -324,27 +324,39 @@ def summarise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """The summary as text, with pemc-stan's accuracy per second over each peer's."""
-    aps = {(r["target"], r["sampler"]): r.get("acc_per_s") for r in rows}
-    lines = [f"{'target':10} {'sampler':8} {'runs':>4} {'error':>8} {'rmse':>7} "
-             f"{'in 4se':>6} {'ok':>3} {'silent':>6} {'seconds':>8} {'acc/s':>9} "
-             f"{'/smc':>8} {'/naut':>8}"]
-    for r in rows:
-        if not r["runs"]:
-            lines.append(f"{r['target']:10} {r['sampler']:8} {0:4} failed {r['failed']}")
-            continue
-        ratios = []
-        for peer in PEERS:
-            other = aps.get((r["target"], peer))
-            mine = r["acc_per_s"]
-            ratios.append(f"{mine / other:8.3g}" if r["sampler"] in METHODS and other
-                          else f"{'':8}")
-        within = "" if r["within"] is None else f"{100 * r['within']:5.0f}%"
-        ok = "" if r["ok"] is None else str(r["ok"])
-        silent = "" if r["silent"] is None else str(r["silent"])
-        lines.append(f"{r['target']:10} {r['sampler']:8} {r['runs']:4} {r['error']:8.3f} "
-                     f"{r['rmse']:7.3f} {within:>6} {ok:>3} {silent:>6} {r['seconds']:8.2f} "
-                     f"{r['acc_per_s']:9.3g} {ratios[0]} {ratios[1]}")
+    """The summary as text, a line per target: each sampler's RMSE of log Z and mean
+    seconds (pemc-stan's with its ok runs, the share within 4 of its standard errors and
+    the ok runs beyond them, ``silent``), then pemc-stan's accuracy per second over each
+    peer's."""
+    by = {(r["target"], r["sampler"]): r for r in rows}
+    samplers = [m for m in (*METHODS, *PEERS) if any(k[1] == m for k in by)]
+    head = f"{'target':10} {'runs':>4}"
+    for m in samplers:
+        head += f" | {m[:4]:4} {'rmse':>6} {'s':>6}" + (f" {'ok':>3} {'in4':>4} {'sil':>3}"
+                                                         if m in METHODS else "")
+    ratios = [(m, p) for m in METHODS for p in PEERS if m in samplers and p in samplers]
+    head += " |" + "".join(f" {m + '/' + p[:4]:>9}" for m, p in ratios)
+    lines = [head]
+    for name in sorted({k[0] for k in by}):
+        runs = max(by[k]["runs"] for k in by if k[0] == name)
+        line = f"{name:10} {runs:4}"
+        for m in samplers:
+            r = by.get((name, m))
+            if r is None or not r["runs"]:
+                cell = f" | {'':4} {'-':>6} {'-':>6}" if r is None else \
+                    f" | {'':4} {'failed':>6} {r['failed']:6}"
+                line += cell + (f" {'':>3} {'':>4} {'':>3}" if m in METHODS else "")
+                continue
+            line += f" | {'':4} {r['rmse']:6.3f} {r['seconds']:6.1f}"
+            if m in METHODS:
+                within = "" if r["within"] is None else f"{100 * r['within']:3.0f}%"
+                line += f" {r['ok']:3} {within:>4} {r['silent']:3}"
+        line += " |"
+        for m, p in ratios:
+            mine, other = by.get((name, m)), by.get((name, p))
+            ok = mine and other and mine["runs"] and other["runs"]
+            line += f" {mine['acc_per_s'] / other['acc_per_s']:9.3g}" if ok else f" {'':>9}"
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -155,4 +155,4 @@ def test_the_summary_scores_the_latest_run_of_each_seed(peers: ModuleType) -> No
     assert smc["runs"] == 2 and smc["failed"] == 1 and smc["within"] is None
     text = peers.table(list(rows.values()))
     ratio = ct["acc_per_s"] / smc["acc_per_s"]
-    assert f"{ratio:8.3g}" in text.splitlines()[1]
+    assert f"{ratio:9.3g}" in text.splitlines()[1]
