@@ -2,7 +2,7 @@
 
 Runs inside the peers' own virtual environment (neither PyMC nor nautilus is a
 dependency of pemc-stan), so it imports nothing from pemc-stan: only the standard
-library, NumPy and the peer.
+library, NumPy, the peer and ``_smc_worker.py``'s redirection of standard output.
 
 Input: one JSON job on standard input::
 
@@ -25,30 +25,14 @@ where the peer counts them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Send file descriptor 1 to standard error (child processes included) while inside."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+from _smc_worker import stdout_to_stderr  # benchmarks/ is sys.path[0]
 
 
 def _logsumexp(a: Any, xp: Any, axis: int) -> Any:
