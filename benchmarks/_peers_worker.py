@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 import numpy as np
-from _smc_worker import stdout_to_stderr  # benchmarks/ is sys.path[0]
+from _smc_worker import log_marginal_likelihood, stdout_to_stderr  # benchmarks/ on sys.path
 
 
 def _logsumexp(a: Any, xp: Any, axis: int) -> Any:
@@ -98,16 +98,8 @@ def _smc(target: dict[str, Any], seed: int, warm_up: bool = False) -> dict[str, 
         start = time.perf_counter()
         idata = pm.sample_smc(random_seed=seed, progressbar=False)
         seconds = time.perf_counter() - start
-    values = idata.sample_stats["log_marginal_likelihood"].values
-    per_chain = []
-    for chain in values:
-        flat = np.asarray([float(v) for v in np.ravel(np.concatenate(
-            [np.atleast_1d(np.asarray(c, dtype=float)) for c in np.ravel(chain)]))])
-        finite = flat[np.isfinite(flat)]
-        per_chain.append(float(finite[-1]) if finite.size else math.nan)
-    arr = np.asarray(per_chain)
-    top = float(np.max(arr))
-    log_z = top + math.log(float(np.mean(np.exp(arr - top))))
+    log_z, per_chain = log_marginal_likelihood(idata)
+    arr = np.asarray(per_chain, dtype=float)
     se = float(np.std(arr, ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else math.nan
     return {"seconds": seconds, "log_z": log_z, "log_z_se": se, "per_chain": per_chain,
             "calls": None}

@@ -548,15 +548,15 @@ class BasePilot:
         own = path_labels(z.shape[0], n)
         said = f"{n} paths from uniform draws the modes found did not explain"
         before = int(np.sum(_shares(grouped[0]) >= NEW_MODE_SHARE))
-        regrouped = _group([*zs, z], [*lws, lw], [*labels, first + (
-            np.zeros(z.shape[0], dtype=np.intp) if own is None else own)], log_density)
+        path = first + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own)
+        regrouped = _group([*zs, z], [*lws, lw], [*labels, path], log_density)
         more = int(np.sum(_shares(regrouped[0]) >= NEW_MODE_SHARE)) - before
         if more <= 0:
             # paths that climbed back into found modes (a banana's arms, a Student-t's
             # tails, which the modes' Gaussians underrate) are left out: they would only
             # move the found modes' centres and masses, which the search already has
             return 0, f"{said}: no other mode", grouped
-        labels.append(first + (np.zeros(z.shape[0], dtype=np.intp) if own is None else own))
+        labels.append(path)
         zs.append(z)
         lws.append(lw)
         return n, f"{said}: {more} more mode(s)", (*regrouped, len(zs))
