@@ -24,7 +24,9 @@ records are missing from ``--suite-results``, then takes, per method, the z-scor
 probabilities of the cases' ``truth.json``) of the latest record of each case and seed,
 prints their spread and the share within 2 (95.4% for honest normal errors; 0.90-0.99
 is the target), for all runs and for those the verdict called ok, and draws their
-histograms against N(0, 1) (``--png``)::
+histograms against N(0, 1) (``--png``).  Beside them, the log Z z-scores of the field's
+evidence targets from ``benchmarks/peers.py``'s records (``--peers-results``; it is not
+run from here)::
 
     python benchmarks/calibration.py --suite --seeds 1 10 [--suite-results R] [--png P]
 """
@@ -99,6 +101,34 @@ def suite_z(records: list[dict[str, Any]], method: str, seeds: range,
     return out
 
 
+def peers_z(records: list[dict[str, Any]], method: str, seeds: range,
+            ok_only: bool = False) -> list[float]:
+    """The log Z z-scores of ``method``'s records of the field's targets
+    (``benchmarks/peers.py``) in ``seeds``, the latest of each target and seed; those
+    without a finite standard error left out."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in records:
+        if r.get("sampler") == method and r.get("seed") in seeds:
+            latest[(r["target"], r["seed"])] = r
+    out = []
+    for r in latest.values():
+        if ok_only and r.get("verdict") != "ok":
+            continue
+        log_z, se = r.get("log_z"), r.get("log_z_se")
+        if log_z is not None and se is not None and math.isfinite(log_z) \
+                and math.isfinite(se) and se > 0:
+            out.append((float(log_z) - float(r["exact"])) / float(se))
+    return out
+
+
+def z_classes(records: list[dict[str, Any]], peers: list[dict[str, Any]], method: str,
+              seeds: range, ok_only: bool = False) -> dict[str, list[float]]:
+    """The suite's z-scores by quantity class (:func:`suite_z`), and the targets' log Z
+    (:func:`peers_z`)."""
+    return {**suite_z(records, method, seeds, ok_only),
+            "targets' log Z": peers_z(peers, method, seeds, ok_only)}
+
+
 def z_summary(z: list[float]) -> str:
     """Count, mean, sd, the share within 2 and the number beyond 4 of z-scores."""
     a = np.asarray(z, dtype=float)
@@ -108,20 +138,22 @@ def z_summary(z: list[float]) -> str:
             f"{np.mean(np.abs(a) <= 2.0):9.1%} {int(np.sum(np.abs(a) > 4.0)):7d}")
 
 
-def suite_table(records: list[dict[str, Any]], seeds: range) -> str:
+def suite_table(records: list[dict[str, Any]], peers: list[dict[str, Any]],
+                seeds: range) -> str:
     """Per method and quantity class, the z-scores' summary (all runs, then ok runs)."""
-    rows = [f"{'method':<6} {'quantity':<8} {'runs':<4} {'n':>6} {'mean':>7} {'sd':>6} "
+    rows = [f"{'method':<6} {'quantity':<14} {'runs':<4} {'n':>6} {'mean':>7} {'sd':>6} "
             f"{'|z| <= 2':>9} {'|z| > 4':>7}"]
     for method in ("ct", "pe"):
         for ok_only in (False, True):
-            zs = suite_z(records, method, seeds, ok_only)
+            zs = z_classes(records, peers, method, seeds, ok_only)
             for quantity, z in zs.items():
-                rows.append(f"{method:<6} {quantity:<8} {'ok' if ok_only else 'all':<4} "
+                rows.append(f"{method:<6} {quantity:<14} {'ok' if ok_only else 'all':<4} "
                             f"{z_summary(z)}")
     return "\n".join(rows)
 
 
-def suite_png(records: list[dict[str, Any]], seeds: range, path: Path) -> None:
+def suite_png(records: list[dict[str, Any]], peers: list[dict[str, Any]], seeds: range,
+              path: Path) -> None:
     """Histograms of the z-scores (per method and quantity class, every run and the ok
     ones) against the N(0, 1) density."""
     import matplotlib
@@ -129,12 +161,14 @@ def suite_png(records: list[dict[str, Any]], seeds: range, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    classes = ("log Z", "moments", "targets' log Z")
+    fig, axes = plt.subplots(2, len(classes), figsize=(15, 7), sharex=True)
     bins = np.linspace(-Z_CLIP, Z_CLIP, 49)
     grid = np.linspace(-Z_CLIP, Z_CLIP, 400)
     for row, method in enumerate(("ct", "pe")):
-        every, ok = suite_z(records, method, seeds), suite_z(records, method, seeds, True)
-        for col, quantity in enumerate(("log Z", "moments")):
+        every = z_classes(records, peers, method, seeds)
+        ok = z_classes(records, peers, method, seeds, True)
+        for col, quantity in enumerate(classes):
             ax = axes[row, col]
             for z, label, style in ((every[quantity], "every run", "step"),
                                     (ok[quantity], "verdict ok", "stepfilled")):
@@ -145,7 +179,9 @@ def suite_png(records: list[dict[str, Any]], seeds: range, path: Path) -> None:
                             alpha=0.45 if style == "stepfilled" else 1.0,
                             label=f"{label}: {a.size}, {inside:.1%} within 2")
             ax.plot(grid, stats.norm.pdf(grid), "k--", lw=1, label="N(0, 1)")
-            ax.set_title(f"{method.upper()}: {quantity}, seeds {seeds.start}-{seeds.stop - 1}")
+            label = "log Z, the field's targets" if col == 2 else f"{quantity}, the suite"
+            ax.set_title(f"{method.upper()}: {label}, seeds {seeds.start}-{seeds.stop - 1}",
+                         fontsize=10)
             ax.legend(fontsize=8)
             if row == 1:
                 ax.set_xlabel(f"(estimate - exact) / SE, clipped to +-{Z_CLIP:g}")
@@ -172,12 +208,14 @@ def suite(args: argparse.Namespace) -> int:
                              "--methods", "pe", "ct", "--results", str(args.suite_results),
                              "--cases", *todo])
     records = validation.load(args.suite_results)
+    peers = validation.load(args.peers_results) if args.peers_results.is_file() else []
     print(f"calibration of the multimodal suite's error bars ({len(names)} cases, seeds "
           f"{seeds.start}-{seeds.stop - 1}, the defaults; z = (estimate - exact) / SE; "
-          f"log Z and every reported moment)")
-    print(suite_table(records, seeds))
+          f"log Z and every reported moment) and of log Z on the field's targets "
+          f"(records of benchmarks/peers.py)")
+    print(suite_table(records, peers, seeds))
     if args.png is not None:
-        suite_png(records, seeds, args.png)
+        suite_png(records, peers, seeds, args.png)
         print(f"histograms: {args.png}")
     return 0
 
@@ -191,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite-results", type=Path,
                         default=ROOT / "benchmarks" / "results" / "validation.jsonl",
                         help="--suite: the validation records read and appended to")
+    parser.add_argument("--peers-results", type=Path,
+                        default=ROOT / "benchmarks" / "results" / "peers.jsonl",
+                        help="--suite: the records of benchmarks/peers.py read beside them")
     parser.add_argument("--validation", type=Path, default=ROOT.parent / "shared" / "validation",
                         help="--suite: the shared validation folder")
     parser.add_argument("--png", type=Path,

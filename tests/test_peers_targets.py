@@ -160,3 +160,23 @@ def test_the_summary_scores_the_latest_run_of_each_seed(peers: ModuleType) -> No
     text = peers.table(list(rows.values()))
     ratio = ct["acc_per_s"] / smc["acc_per_s"]
     assert f"{ratio:9.3g}" in text.splitlines()[1]
+
+
+def test_the_calibration_takes_each_seed_s_latest_log_z_of_the_targets() -> None:
+    calibration = _load("calibration")
+
+    def rec(sampler: str, seed: int, log_z: float | None, se: float | None,
+            verdict: str = "ok", target: str = "coin") -> dict:
+        return {"target": target, "sampler": sampler, "seed": seed, "exact": 1.0,
+                "log_z": log_z, "log_z_se": se, "verdict": verdict}
+
+    records = [rec("ct", 1, 9.0, 0.1),  # replaced by the rerun below
+               rec("ct", 1, 1.2, 0.1), rec("ct", 2, 0.7, 0.1, "suspect"),
+               rec("ct", 3, 1.05, float("nan")),  # no error bar: no z-score
+               rec("ct", 4, None, None), rec("pe", 1, 3.0, 0.5),
+               rec("ct", 1, 1.0, 0.2, target="eggbox"), rec("ct", 11, 5.0, 0.1)]
+    assert sorted(calibration.peers_z(records, "ct", range(1, 11))) == \
+        pytest.approx([-3.0, 0.0, 2.0])
+    assert sorted(calibration.peers_z(records, "ct", range(1, 11), ok_only=True)) == \
+        pytest.approx([0.0, 2.0])
+    assert calibration.peers_z(records, "pe", range(1, 11)) == pytest.approx([4.0])
