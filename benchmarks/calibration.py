@@ -106,13 +106,11 @@ def peers_z(records: list[dict[str, Any]], method: str, seeds: range,
     """The log Z z-scores of ``method``'s records of the field's targets
     (``benchmarks/peers.py``) in ``seeds``, the latest of each target and seed; those
     without a finite standard error left out."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    for r in records:
-        if r.get("sampler") == method and r.get("seed") in seeds:
-            latest[(r["target"], r["seed"])] = r
+    import peers  # benchmarks/ is on sys.path
+
     out = []
-    for r in latest.values():
-        if ok_only and r.get("verdict") != "ok":
+    for r in peers.latest(records, sorted({r["target"] for r in records}), list(seeds)):
+        if r.get("sampler") != method or (ok_only and r.get("verdict") != "ok"):
             continue
         log_z, se = r.get("log_z"), r.get("log_z_se")
         if log_z is not None and se is not None and math.isfinite(log_z) \
