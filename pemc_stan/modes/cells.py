@@ -7,8 +7,8 @@ nearest centre in the search base's metric, as CT's strata), and each cell's mas
 ``Z_k = int_cell gamma`` is estimated by importance sampling with a proposal made for
 that cell alone (:mod:`pemc_stan.estimators.stratified`: a draw outside its cell weighs
 nothing, so each ``Z_k`` is unbiased whatever the proposal).  A cell's proposal is the
-equal mixture of up to four Student-t parts (:data:`CELL_DF` degrees of freedom, the
-covariances times :data:`CELL_SPREAD`), from the particles within
+equal mixture of the parts below (Student-t of :data:`CELL_DF` degrees of freedom unless
+said, the covariances times :data:`CELL_SPREAD`), from the particles within
 :data:`PARTICLE_RADIUS` of the search base's mean:
 
 * the run's particles in the cell weighted to the target, where they hold ``D + 1``
@@ -19,6 +19,8 @@ covariances times :data:`CELL_SPREAD`), from the particles within
 * the search's centre with its mode's Pathfinder covariance
   (:attr:`~pemc_stan.core.search.ModeSearch.covariances`), and so every other mode's
   whose Gaussian reaches into the cell (:data:`SPILL_SHARE`: a spike inside a slab);
+* the search's centre with independent Cauchy coordinates (:class:`AxisPart`): tails
+  along the axes, where a product of heavy-tailed factors has them;
 
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
@@ -58,8 +60,8 @@ from pemc_stan.sampling.model import LogDensity
 from pemc_stan.sampling.views import NamedView
 
 __all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
-           "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
-           "PARTICLE_RADIUS", "CellDraws", "KernelPart", "cell_count", "cell_draws",
+           "AXIS_DF", "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
+           "PARTICLE_RADIUS", "AxisPart", "CellDraws", "KernelPart", "cell_count", "cell_draws",
            "cell_parts", "cover_part", "more_draws_for"]
 
 logger = logging.getLogger(__name__)
@@ -94,6 +96,12 @@ CELL_DRAWS_MIN = 1000
 CELL_DRAWS_MAX = 16_000
 #: Draws a cell when no run's gradient count sizes them.
 CELL_DRAWS = 4000
+#: Each cell's proposal also has an :class:`AxisPart` at the search's centre, the mode's
+#: standard deviations times ``sqrt(CELL_SPREAD)``, Cauchy coordinates: a product of
+#: heavy-tailed factors runs out along the axes, which every elliptical part reaches only
+#: with a density falling as ``r^-(df + D)`` (an underestimate no weight diagnostic sees,
+#: docs/decisions.md).
+AXIS_DF = 1.0
 #: The covering part every cell's proposal gets: the search's base with its standard
 #: deviations times this, and Student-t tails of :data:`COVER_DF` degrees of freedom (the
 #: wide check's covering part, :data:`~pemc_stan.modes.wide.MOMENT_DF`) ...
@@ -285,6 +293,42 @@ class KernelPart:
         return out + const
 
 
+@dataclass(frozen=True, eq=False)
+class AxisPart:
+    """Independent Student-t coordinates (``df`` degrees of freedom) about ``centre``
+    with scales ``scale`` (D,): a proposal part whose tails run out along the coordinate
+    axes, where a product of heavy-tailed factors (a vectorised ``student_t``) puts them.
+    Along an axis its density falls as ``r^-(df + 1)``, an elliptical part's as
+    ``r^-(df + D)``: the weights of a factor with ``nu`` degrees of freedom have a finite
+    variance under this part when ``df < 2 nu``."""
+
+    centre: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    df: float
+
+    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``n`` draws, shape (n, D)."""
+        return self.centre + self.scale * rng.standard_t(self.df, (n, self.centre.size))
+
+    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The log density at ``z`` (S, D)."""
+        u = (np.atleast_2d(np.asarray(z, dtype=float)) - self.centre) / self.scale
+        nu = self.df
+        const = (math.lgamma(0.5 * (nu + 1)) - math.lgamma(0.5 * nu)
+                 - 0.5 * math.log(nu * math.pi))
+        return np.sum(const - np.log(self.scale) - 0.5 * (nu + 1) * np.log1p(u * u / nu),
+                      axis=1)
+
+
+def _axes(centre: NDArray[np.float64], cov: NDArray[np.float64]) -> AxisPart | None:
+    """The axis part at a mode's ``centre``, scales its standard deviations times
+    ``sqrt(CELL_SPREAD)``; None when a variance is not positive."""
+    var = np.diag(np.asarray(cov, dtype=float))
+    if not np.all(np.isfinite(var) & (var > 0)):
+        return None
+    return AxisPart(np.asarray(centre, dtype=float), np.sqrt(CELL_SPREAD * var), AXIS_DF)
+
+
 def _kernels(z: NDArray[np.float64], cov: NDArray[np.float64]) -> KernelPart | None:
     """The kernel part at up to :data:`KERNEL_CENTRES` of the particles ``z`` (evenly
     spaced), each kernel the particles' covariance times Scott's factor squared and
@@ -330,6 +374,7 @@ def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
         parts.append(_kernels(z, cov))
     if centre is not None and covariance is not None:
         parts.append(_t(centre, covariance))
+        parts.append(_axes(centre, covariance))
     return [q for q in parts if q is not None]
 
 
