@@ -24,9 +24,9 @@ records are missing from ``--suite-results``, then takes, per method, the z-scor
 probabilities of the cases' ``truth.json``) of the latest record of each case and seed,
 prints their spread and the share within 2 (95.4% for honest normal errors; 0.90-0.99
 is the target), for all runs and for those the verdict called ok, and draws their
-histograms against N(0, 1) (``--png``).  Beside them, the log Z z-scores of the field's
-evidence targets from ``benchmarks/peers.py``'s records (``--peers-results``; it is not
-run from here)::
+histograms against N(0, 1) (``--png``).  Beside them, the z-scores of log Z and of each
+reported ``E[x_i]`` of the field's evidence targets from ``benchmarks/peers.py``'s
+records (``--peers-results``; it is not run from here)::
 
     python benchmarks/calibration.py --suite --seeds 1 10 [--suite-results R] [--png P]
 """
@@ -102,29 +102,35 @@ def suite_z(records: list[dict[str, Any]], method: str, seeds: range,
 
 
 def peers_z(records: list[dict[str, Any]], method: str, seeds: range,
-            ok_only: bool = False) -> list[float]:
-    """The log Z z-scores of ``method``'s records of the field's targets
-    (``benchmarks/peers.py``) in ``seeds``, the latest of each target and seed; those
-    without a finite standard error left out."""
+            ok_only: bool = False, means: bool = False) -> list[float]:
+    """The log Z z-scores (``means``: those of each reported ``E[x_i]``) of ``method``'s
+    records of the field's targets (``benchmarks/peers.py``) in ``seeds``, the latest of
+    each target and seed; those without a finite standard error left out."""
     import peers  # benchmarks/ is on sys.path
 
     out = []
     for r in peers.latest(records, sorted({r["target"] for r in records}), list(seeds)):
         if r.get("sampler") != method or (ok_only and r.get("verdict") != "ok"):
             continue
-        log_z, se = r.get("log_z"), r.get("log_z_se")
-        if log_z is not None and se is not None and math.isfinite(log_z) \
-                and math.isfinite(se) and se > 0:
-            out.append((float(log_z) - float(r["exact"])) / float(se))
+        if means:
+            pairs = zip(r.get("mean_x", []), r.get("mean_x_se", []), r.get("exact_means", []),
+                        strict=False)
+        else:
+            pairs = iter([(r.get("log_z"), r.get("log_z_se"), r["exact"])])
+        for est, se, exact in pairs:
+            if est is not None and se is not None and math.isfinite(est) \
+                    and math.isfinite(se) and se > 0:
+                out.append((float(est) - float(exact)) / float(se))
     return out
 
 
 def z_classes(records: list[dict[str, Any]], peers: list[dict[str, Any]], method: str,
               seeds: range, ok_only: bool = False) -> dict[str, list[float]]:
     """The suite's z-scores by quantity class (:func:`suite_z`), and the targets' log Z
-    (:func:`peers_z`)."""
+    and means (:func:`peers_z`)."""
     return {**suite_z(records, method, seeds, ok_only),
-            "targets' log Z": peers_z(peers, method, seeds, ok_only)}
+            "targets' log Z": peers_z(peers, method, seeds, ok_only),
+            "targets' means": peers_z(peers, method, seeds, ok_only, means=True)}
 
 
 def z_summary(z: list[float]) -> str:
@@ -159,8 +165,8 @@ def suite_png(records: list[dict[str, Any]], peers: list[dict[str, Any]], seeds:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    classes = ("log Z", "moments", "targets' log Z")
-    fig, axes = plt.subplots(2, len(classes), figsize=(15, 7), sharex=True)
+    classes = ("log Z", "moments", "targets' log Z", "targets' means")
+    fig, axes = plt.subplots(2, len(classes), figsize=(20, 7), sharex=True)
     bins = np.linspace(-Z_CLIP, Z_CLIP, 49)
     grid = np.linspace(-Z_CLIP, Z_CLIP, 400)
     for row, method in enumerate(("ct", "pe")):
@@ -177,7 +183,8 @@ def suite_png(records: list[dict[str, Any]], peers: list[dict[str, Any]], seeds:
                             alpha=0.45 if style == "stepfilled" else 1.0,
                             label=f"{label}: {a.size}, {inside:.1%} within 2")
             ax.plot(grid, stats.norm.pdf(grid), "k--", lw=1, label="N(0, 1)")
-            label = "log Z, the field's targets" if col == 2 else f"{quantity}, the suite"
+            label = (f"{quantity.split()[-1]}, the field's targets"
+                     if quantity.startswith("targets'") else f"{quantity}, the suite")
             ax.set_title(f"{method.upper()}: {label}, seeds {seeds.start}-{seeds.stop - 1}",
                          fontsize=10)
             ax.legend(fontsize=8)
@@ -209,7 +216,7 @@ def suite(args: argparse.Namespace) -> int:
     peers = validation.load(args.peers_results) if args.peers_results.is_file() else []
     print(f"calibration of the multimodal suite's error bars ({len(names)} cases, seeds "
           f"{seeds.start}-{seeds.stop - 1}, the defaults; z = (estimate - exact) / SE; "
-          f"log Z and every reported moment) and of log Z on the field's targets "
+          f"log Z and every reported moment) and of log Z and E[x] on the field's targets "
           f"(records of benchmarks/peers.py)")
     print(suite_table(records, peers, seeds))
     if args.png is not None:

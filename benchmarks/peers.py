@@ -45,8 +45,10 @@ documentation says an unbiased evidence needs.  Each target's Stan program is fi
 checked against the peers' likelihood at a few points (:func:`check_program`).
 
 Printed per target and sampler: the mean error of log Z, its RMSE over the seeds,
-the share within 4 of pemc-stan's own standard errors, the verdicts (``silent``: ok
-and not within 4 standard errors), the mean seconds and accuracy per second
+the share within 4 of pemc-stan's own standard errors, the share of runs whose every
+reported ``E[x_i]`` is within 4 of its standard error of the exact mean (``m4``; or its
+error bar named unreliable), the verdicts (``silent``: ok and log Z or a mean not
+within 4 standard errors), the mean seconds and accuracy per second
 ``1 / (RMSE^2 x seconds)``, and pemc-stan's accuracy per second over each peer's
 (> 1: pemc-stan better).  Every run is appended to ``--results`` as it ends.
 """
@@ -81,7 +83,8 @@ Z_MAX = 4.0
 @dataclass(frozen=True)
 class Target:
     """A uniform prior on ``[lower, upper]^dim`` times a likelihood: its Stan program,
-    data, the numbers the peers' worker needs (``kind``, ``params``) and the exact log Z."""
+    data, the numbers the peers' worker needs (``kind``, ``params``), the exact log Z and
+    the exact posterior mean of ``x`` (``means``)."""
 
     name: str
     kind: str
@@ -92,6 +95,7 @@ class Target:
     data: dict[str, Any]
     log_z: float
     params: dict[str, Any] = field(default_factory=dict)
+    means: tuple[float, ...] = ()
 
     def job(self) -> dict[str, Any]:
         """What ``_peers_worker.py`` is given."""
@@ -123,7 +127,7 @@ def shells(d: int, r: float = 2.0, w: float = 0.1, box: float = 6.0) -> Target:
     data = {"D": d, "L": -box, "U": box, "c1": centres[0].tolist(),
             "c2": centres[1].tolist(), "r": r, "w": w}
     return Target(f"shells_{d}", "shells", d, -box, box, stan, data, log_z,
-                  {"centres": centres.tolist(), "r": r, "w": w})
+                  {"centres": centres.tolist(), "r": r, "w": w}, (0.0,) * d)  # x -> -x
 
 
 def eggbox() -> Target:
@@ -136,8 +140,8 @@ def eggbox() -> Target:
                                  0, 10 * np.pi, 0, 10 * np.pi, epsabs=1e-10, epsrel=1e-10)
     log_z = float(np.log(v) + shift - 2 * np.log(10 * np.pi))
     stan = _program("  target += pow(2 + cos(x[1] / 2) * cos(x[2] / 2), 5);\n")
-    return Target("eggbox", "eggbox", 2, 0.0, 10 * np.pi, stan,
-                  {"D": 2, "L": 0.0, "U": 10 * np.pi}, log_z)
+    return Target("eggbox", "eggbox", 2, 0.0, 10 * np.pi, stan,  # x -> 10 pi - x
+                  {"D": 2, "L": 0.0, "U": 10 * np.pi}, log_z, means=(5 * np.pi,) * 2)
 
 
 def _mixture_program(component: str) -> str:
@@ -153,9 +157,10 @@ def gmm40(k: int = 40, half: float = 40.0, box: float = 50.0) -> Target:
     inside = np.prod(stats.norm.cdf(box - mu) - stats.norm.cdf(-box - mu), axis=1)
     log_z = float(np.log(np.mean(inside)) - 2 * np.log(2 * box))
     stan = _mixture_program("normal_lpdf(x | mu[k], 1)")
+    means = inside @ mu / inside.sum()  # the box cuts each component 10 sds out
     return Target("gmm40", "gmm", 2, -box, box, stan,
                   {"D": 2, "L": -box, "U": box, "K": k, "mu": mu.tolist()}, log_z,
-                  {"mu": mu.tolist(), "sigma": 1.0})
+                  {"mu": mu.tolist(), "sigma": 1.0}, tuple(means.tolist()))
 
 
 def tmix(d: int, k: int = 5, nu: float = 2.0, half: float = 10.0, box: float = 20.0) -> Target:
@@ -164,9 +169,14 @@ def tmix(d: int, k: int = 5, nu: float = 2.0, half: float = 10.0, box: float = 2
     inside = np.prod(stats.t.cdf(box - mu, nu) - stats.t.cdf(-box - mu, nu), axis=1)
     log_z = float(np.log(np.mean(inside)) - d * np.log(2 * box))
     stan = _mixture_program(f"student_t_lpdf(x | {nu:g}, mu[k], 1)")
+    # each component's coordinates are independent Student-t's cut by the box
+    first = np.vectorize(lambda m: integrate.quad(lambda x: x * stats.t.pdf(x, nu, m),
+                                                  -box, box, points=[m])[0])(mu)
+    inside_1d = stats.t.cdf(box - mu, nu) - stats.t.cdf(-box - mu, nu)
+    means = np.sum(inside[:, None] * first / inside_1d, axis=0) / inside.sum()
     return Target(f"tmix_{d}", "tmix", d, -box, box, stan,
                   {"D": d, "L": -box, "U": box, "K": k, "mu": mu.tolist()}, log_z,
-                  {"mu": mu.tolist(), "nu": nu})
+                  {"mu": mu.tolist(), "nu": nu}, tuple(means.tolist()))
 
 
 def correlated(d: int, rho: float = 0.9, box: float = 10.0) -> Target:
@@ -177,19 +187,22 @@ def correlated(d: int, rho: float = 0.9, box: float = 10.0) -> Target:
                     "  cholesky_factor_cov[D] chol;\n")
     return Target(f"corr_{d}", "corr_gauss", d, -box, box, stan,
                   {"D": d, "L": -box, "U": box, "chol": chol.tolist()},
-                  float(-d * np.log(2 * box)), {"chol": chol.tolist()})
+                  float(-d * np.log(2 * box)), {"chol": chol.tolist()}, (0.0,) * d)
 
 
 def coin(n: int = 20, k: int = 15) -> Target:
     """``k`` heads in ``n`` flips with probability ``x1 x2``."""
     v, _ = integrate.quad(lambda u: -np.log(u) * u**k * (1 - u) ** (n - k), 0, 1,
                           epsabs=1e-14, epsrel=1e-12, limit=200)
+    # E[x1] = int_0^1 int_0^x1 L(u) du dx1 / Z (u = x1 x2) = int L(u) (1 - u) du / Z
+    m, _ = integrate.quad(lambda u: u**k * (1 - u) ** (n - k + 1), 0, 1,
+                          epsabs=1e-14, epsrel=1e-12)
     log_binom = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
     stan = _program("  target += binomial_lpmf(k | N, x[1] * x[2]);\n",
                     "  int<lower=0> N;\n  int<lower=0, upper=N> k;\n")
     return Target("coin", "coin", 2, 0.0, 1.0, stan,
                   {"D": 2, "L": 0.0, "U": 1.0, "N": n, "k": k},
-                  float(log_binom + np.log(v)), {"N": n, "k": k})
+                  float(log_binom + np.log(v)), {"N": n, "k": k}, (m / v,) * 2)
 
 
 def targets() -> dict[str, Target]:
@@ -212,9 +225,13 @@ def run_method(target: Target, method: str, seed: int, workdir: Path) -> dict[st
     est = fit.log_z() or pemc_stan.evidence(fit, estimator="bridge", seed=seed)
     seconds = time.perf_counter() - start
     verdict = fit.check()
+    means = [fit.expectation(f"x[{i + 1}]") for i in range(target.dim)]
     return {"log_z": float(est.log_z), "log_z_se": float(est.std_error),
             "seconds": seconds, "verdict": verdict.status,
-            "reasons": list(verdict.names()), "sampling": type(fit).__name__}
+            "reasons": list(verdict.names()), "sampling": type(fit).__name__,
+            "mean_x": [float(e.mean) for e in means], "mean_x_se": [float(e.mcse) for e in means],
+            "mean_x_khat": [float(e.khat) for e in means],
+            "mean_x_khat_max": [float(e.get("khat_max", math.nan)) for e in means]}
 
 
 #: Points at which a target's Stan program is checked against the peers' likelihood.
@@ -288,9 +305,22 @@ def latest(records: list[dict[str, Any]], targets: list[str], seeds: list[int]
     return list(kept.values())
 
 
+def means_within(run: dict[str, Any]) -> bool | None:
+    """Whether each reported ``E[x_i]`` of ``run`` is within :data:`Z_MAX` of its standard
+    error of the exact mean, or its error bar is named unreliable (its terms' tail k over
+    their bound); None for a run that recorded no means."""
+    if "mean_x" not in run:
+        return None
+    err = np.abs(np.subtract(run["mean_x"], run["exact_means"]))
+    se = np.asarray(run["mean_x_se"], dtype=float)
+    unreliable = np.asarray(run["mean_x_khat"]) > np.asarray(run["mean_x_khat_max"])
+    return bool(np.all((err <= Z_MAX * se) | unreliable))
+
+
 def summarise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per target and sampler: error, RMSE, share within :data:`Z_MAX` standard errors,
-    verdicts, seconds and accuracy per second."""
+    """Per target and sampler: error, RMSE, share within :data:`Z_MAX` standard errors (of
+    log Z; of the means, :func:`means_within`), verdicts, seconds and accuracy per
+    second."""
     rows = []
     keys = sorted({(r["target"], r["sampler"]) for r in records})
     for name, sampler in keys:
@@ -311,13 +341,16 @@ def summarise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         barred = np.isfinite(se) & (sampler in METHODS)
         within = np.abs(err[barred]) <= Z_MAX * se[barred]
         ok = [r for r in runs if r.get("verdict") == "ok"]
+        scored = [w for r in runs if (w := means_within(r)) is not None]
         rows.append({
             "target": name, "sampler": sampler, "runs": len(runs), "failed": failed,
             "error": float(np.mean(err)), "rmse": rmse,
             "within": float(np.mean(within)) if within.size else None,
+            "means_within": float(np.mean(scored)) if scored else None,
             "ok": None if "verdict" not in runs[0] else len(ok),
             "silent": None if "verdict" not in runs[0] else sum(  # no error bar: a miss
-                1 for r in ok if not abs(r["log_z"] - r["exact"]) <= Z_MAX * r["log_z_se"]),
+                1 for r in ok if not abs(r["log_z"] - r["exact"]) <= Z_MAX * r["log_z_se"]
+                or means_within(r) is False),
             "seconds": seconds,
             "acc_per_s": 1.0 / max(rmse**2 * seconds, 1e-300)})
     return rows
@@ -325,15 +358,15 @@ def summarise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The summary as text, a line per target: each sampler's RMSE of log Z and mean
-    seconds (pemc-stan's with its ok runs, the share within 4 of its standard errors and
-    the ok runs beyond them, ``silent``), then pemc-stan's accuracy per second over each
-    peer's."""
+    seconds (pemc-stan's with its ok runs, the shares within 4 of its standard errors, of
+    log Z and of the means, and the ok runs beyond them, ``silent``), then pemc-stan's
+    accuracy per second over each peer's."""
     by = {(r["target"], r["sampler"]): r for r in rows}
     samplers = [m for m in (*METHODS, *PEERS) if any(k[1] == m for k in by)]
     head = f"{'target':10} {'runs':>4}"
     for m in samplers:
-        head += f" | {m[:4]:4} {'rmse':>6} {'s':>6}" + (f" {'ok':>3} {'in4':>4} {'sil':>3}"
-                                                         if m in METHODS else "")
+        head += f" | {m[:4]:4} {'rmse':>6} {'s':>6}" + (
+            f" {'ok':>3} {'in4':>4} {'m4':>4} {'sil':>3}" if m in METHODS else "")
     ratios = [(m, p) for m in METHODS for p in PEERS if m in samplers and p in samplers]
     head += " |" + "".join(f" {m + '/' + p[:4]:>9}" for m, p in ratios)
     lines = [head]
@@ -345,12 +378,13 @@ def table(rows: list[dict[str, Any]]) -> str:
             if r is None or not r["runs"]:
                 cell = f" | {'':4} {'-':>6} {'-':>6}" if r is None else \
                     f" | {'':4} {'failed':>6} {r['failed']:6}"
-                line += cell + (f" {'':>3} {'':>4} {'':>3}" if m in METHODS else "")
+                line += cell + (f" {'':>3} {'':>4} {'':>4} {'':>3}" if m in METHODS else "")
                 continue
             line += f" | {'':4} {r['rmse']:6.3f} {r['seconds']:6.1f}"
             if m in METHODS:
-                within = "" if r["within"] is None else f"{100 * r['within']:3.0f}%"
-                line += f" {r['ok']:3} {within:>4} {r['silent']:3}"
+                within, means = ("" if r[k] is None else f"{100 * r[k]:3.0f}%"
+                                 for k in ("within", "means_within"))
+                line += f" {r['ok']:3} {within:>4} {means:>4} {r['silent']:3}"
         line += " |"
         for m, p in ratios:
             mine, other = by.get((name, m)), by.get((name, p))
@@ -409,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
                 with args.results.open("a") as f:
                     for run in runs:
                         f.write(json.dumps({"target": name, "sampler": sampler,
-                                            "exact": target.log_z, **run}) + "\n")
+                                            "exact": target.log_z,
+                                            "exact_means": list(target.means), **run}) + "\n")
                 print(f"{name} {sampler}: done", file=sys.stderr, flush=True)
     records = latest([json.loads(line) for line in args.results.open()], chosen, seeds)
     print(table(summarise(records)))

@@ -91,6 +91,36 @@ def test_the_student_t_mixtures_log_z_is_its_share_inside_the_box(peers: ModuleT
     assert abs(est - t.log_z) < 4 * se and se < 0.002, (est, se, t.log_z)
 
 
+def test_the_student_t_mixtures_means_are_the_draws_inside_the_box(peers: ModuleType) -> None:
+    t = peers.tmix(5)
+    mu = np.asarray(t.params["mu"])
+    rng = np.random.default_rng(3)
+    n = 400_000
+    x = mu[rng.integers(0, len(mu), n)] + rng.standard_t(t.params["nu"], (n, t.dim))
+    x = x[np.all((x > t.lower) & (x < t.upper), axis=1)]
+    se = x.std(axis=0) / math.sqrt(len(x))
+    assert np.all(np.abs(x.mean(axis=0) - t.means) < 4 * se), (x.mean(axis=0), t.means)
+
+
+def test_the_coin_s_mean_is_the_prior_draws_weighted_by_the_likelihood(peers: ModuleType
+                                                                       ) -> None:
+    t = peers.coin()
+    rng = np.random.default_rng(4)
+    x = rng.uniform(size=(400_000, 2))
+    w = stats.binom.pmf(t.data["k"], t.data["N"], x[:, 0] * x[:, 1])
+    mean = w @ x / w.sum()
+    se = np.sqrt((w[:, None] ** 2 * (x - mean) ** 2).sum(axis=0)) / w.sum()
+    assert np.all(np.abs(mean - t.means) < 4 * se) and np.all(se < 0.002)
+
+
+def test_the_symmetric_targets_means_are_their_centres(every: dict) -> None:
+    for name in ("shells_2", "shells_30", "corr_100", "eggbox"):
+        t = every[name]
+        assert t.means == pytest.approx([(t.lower + t.upper) / 2] * t.dim), name
+    gmm = every["gmm40"]
+    assert gmm.means == pytest.approx(np.mean(gmm.params["mu"], axis=0), abs=1e-12)
+
+
 def test_the_eggbox_log_z_agrees_with_a_fine_midpoint_grid(peers: ModuleType) -> None:
     n = 4000
     h = 10 * np.pi / n
@@ -162,6 +192,23 @@ def test_the_summary_scores_the_latest_run_of_each_seed(peers: ModuleType) -> No
     assert f"{ratio:9.3g}" in text.splitlines()[1]
 
 
+def test_a_mean_beyond_its_error_bar_is_a_miss_unless_the_bar_is_named_unreliable(
+        peers: ModuleType) -> None:
+    def rec(seed: int, mean: float, khat: float) -> dict:
+        return {"target": "coin", "sampler": "ct", "seed": seed, "exact": 1.0, "log_z": 1.0,
+                "log_z_se": 0.1, "seconds": 1.0, "verdict": "ok", "exact_means": [0.5, 0.5],
+                "mean_x": [0.5, mean], "mean_x_se": [0.01, 0.01], "mean_x_khat": [0.2, khat],
+                "mean_x_khat_max": [0.7, 0.7]}
+
+    runs = [rec(1, 0.53, 0.2), rec(2, 0.56, 0.2), rec(3, 0.56, 0.9)]
+    assert [peers.means_within(r) for r in runs] == [True, False, True]
+    row = peers.summarise(runs)[0]
+    assert row["means_within"] == pytest.approx(2 / 3) and row["silent"] == 1
+    no_means = {k: v for k, v in runs[1].items() if not k.startswith("mean_x")}
+    assert peers.means_within(no_means) is None
+    assert peers.summarise([no_means])[0]["means_within"] is None
+
+
 def test_the_calibration_takes_each_seed_s_latest_log_z_of_the_targets() -> None:
     calibration = _load("calibration")
 
@@ -180,3 +227,7 @@ def test_the_calibration_takes_each_seed_s_latest_log_z_of_the_targets() -> None
     assert sorted(calibration.peers_z(records, "ct", range(1, 11), ok_only=True)) == \
         pytest.approx([0.0, 2.0])
     assert calibration.peers_z(records, "pe", range(1, 11)) == pytest.approx([4.0])
+    with_means = [{**rec("ct", 1, 1.0, 0.1), "exact_means": [0.5, 0.5], "mean_x": [0.6, 0.4],
+                   "mean_x_se": [0.05, 0.0]}]  # no error bar: no z-score
+    assert calibration.peers_z(with_means, "ct", range(1, 11), means=True) == \
+        pytest.approx([2.0])
