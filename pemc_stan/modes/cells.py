@@ -19,8 +19,8 @@ said, the covariances times :data:`CELL_SPREAD`), from the particles within
 * the search's centre with its mode's Pathfinder covariance
   (:attr:`~pemc_stan.core.search.ModeSearch.covariances`), and so every other mode's
   whose Gaussian reaches into the cell (:data:`SPILL_SHARE`: a spike inside a slab);
-* the search's centre with independent Cauchy coordinates (:class:`AxisPart`): tails
-  along the axes, where a product of heavy-tailed factors has them;
+* the search's centre with independent Cauchy coordinates (:class:`AxisPart`, cut far
+  out): tails along the axes, where a product of heavy-tailed factors has them;
 
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
@@ -60,7 +60,7 @@ from pemc_stan.sampling.model import LogDensity
 from pemc_stan.sampling.views import NamedView
 
 __all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
-           "AXIS_DF", "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
+           "AXIS_REACH", "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
            "PARTICLE_RADIUS", "AxisPart", "CellDraws", "KernelPart", "cell_count", "cell_draws",
            "cell_parts", "cover_part", "more_draws_for"]
 
@@ -100,8 +100,12 @@ CELL_DRAWS = 4000
 #: standard deviations times ``sqrt(CELL_SPREAD)``, Cauchy coordinates: a product of
 #: heavy-tailed factors runs out along the axes, which every elliptical part reaches only
 #: with a density falling as ``r^-(df + D)`` (an underestimate no weight diagnostic sees,
-#: docs/decisions.md).
-AXIS_DF = 1.0
+#: docs/decisions.md).  Each coordinate is cut at this many of the search base's standard
+#: deviations from the centre (the modes' extent, not the mode's own scale: a boxed
+#: parameter's tail is long on the unconstrained scale beside its mode's width): an uncut
+#: Cauchy draw hundreds of units out makes a model's ``exp`` of a parameter underflow (a
+#: funnel's scale 0), where its density throws and the cells cannot be weighed.
+AXIS_REACH = 50.0
 #: The covering part every cell's proposal gets: the search's base with its standard
 #: deviations times this, and Student-t tails of :data:`COVER_DF` degrees of freedom (the
 #: wide check's covering part, :data:`~pemc_stan.modes.wide.MOMENT_DF`) ...
@@ -127,8 +131,10 @@ CELL_K_DRAWS = 20
 #: Gaussians stay in their own cells, and their proposals are unchanged.
 SPILL_SHARE = 0.005
 SPILL_DRAWS = 2000
-#: Offset of the spill's seed from the cells' (its draws leave the cells' own unchanged).
+#: Offsets of the spills' seeds from the cells' (their draws leave the cells' own
+#: unchanged): the Gaussians', the axis parts'.
 SPILL_SEED_OFFSET = 611953
+AXIS_SEED_OFFSET = 611954
 
 
 @dataclass(frozen=True, eq=False)
@@ -295,38 +301,61 @@ class KernelPart:
 
 @dataclass(frozen=True, eq=False)
 class AxisPart:
-    """Independent Student-t coordinates (``df`` degrees of freedom) about ``centre``
-    with scales ``scale`` (D,): a proposal part whose tails run out along the coordinate
+    """Independent Cauchy coordinates about ``centre`` with scales ``scale`` (D,), each
+    cut at ``reach`` (D,) of its scales: a proposal part whose tails run out along the coordinate
     axes, where a product of heavy-tailed factors (a vectorised ``student_t``) puts them.
-    Along an axis its density falls as ``r^-(df + 1)``, an elliptical part's as
-    ``r^-(df + D)``: the weights of a factor with ``nu`` degrees of freedom have a finite
-    variance under this part when ``df < 2 nu``."""
+    Along an axis its density falls as ``r^-2``, an elliptical part's as ``r^-(df + D)``:
+    the weights of a factor with ``nu > 1/2`` degrees of freedom have a finite variance
+    under it, out to its reach."""
 
     centre: NDArray[np.float64]
     scale: NDArray[np.float64]
-    df: float
+    reach: NDArray[np.float64]
 
     def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
         """``n`` draws, shape (n, D)."""
-        return self.centre + self.scale * rng.standard_t(self.df, (n, self.centre.size))
+        u = rng.uniform(-1.0, 1.0, (n, self.centre.size)) * np.arctan(self.reach)
+        return self.centre + self.scale * np.tan(u)
+
+    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The log density at ``z`` (S, D): -inf beyond the reach."""
+        u = (np.atleast_2d(np.asarray(z, dtype=float)) - self.centre) / self.scale
+        const = -float(np.sum(np.log(2.0 * np.arctan(self.reach) * self.scale)))
+        inside = np.all(np.abs(u) <= self.reach, axis=1)
+        return np.where(inside, const - np.sum(np.log1p(u * u), axis=1), -np.inf)
+
+
+@dataclass(frozen=True, eq=False)
+class EqualMixture:
+    """The equal mixture of ``parts``, as one part of a cell's proposal."""
+
+    parts: tuple[Part, ...]
+
+    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``n`` draws, shape (n, D)."""
+        return mixture_sample(self.parts, self._log_w, n, rng)
 
     def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
         """The log density at ``z`` (S, D)."""
-        u = (np.atleast_2d(np.asarray(z, dtype=float)) - self.centre) / self.scale
-        nu = self.df
-        const = (math.lgamma(0.5 * (nu + 1)) - math.lgamma(0.5 * nu)
-                 - 0.5 * math.log(nu * math.pi))
-        return np.sum(const - np.log(self.scale) - 0.5 * (nu + 1) * np.log1p(u * u / nu),
-                      axis=1)
+        return mixture_log_density(self.parts, self._log_w, z)
+
+    @property
+    def _log_w(self) -> NDArray[np.float64]:
+        return np.full(len(self.parts), -math.log(len(self.parts)))
 
 
-def _axes(centre: NDArray[np.float64], cov: NDArray[np.float64]) -> AxisPart | None:
+def _axes(centre: NDArray[np.float64], cov: NDArray[np.float64],
+          extent: NDArray[np.float64] | None) -> AxisPart | None:
     """The axis part at a mode's ``centre``, scales its standard deviations times
-    ``sqrt(CELL_SPREAD)``; None when a variance is not positive."""
+    ``sqrt(CELL_SPREAD)``, cut at :data:`AXIS_REACH` times ``extent`` (D,; None: the
+    mode's standard deviations); None when a variance is not positive."""
     var = np.diag(np.asarray(cov, dtype=float))
     if not np.all(np.isfinite(var) & (var > 0)):
         return None
-    return AxisPart(np.asarray(centre, dtype=float), np.sqrt(CELL_SPREAD * var), AXIS_DF)
+    sd = np.sqrt(var)
+    reach = AXIS_REACH * (sd if extent is None else np.asarray(extent, dtype=float))
+    return AxisPart(np.asarray(centre, dtype=float), math.sqrt(CELL_SPREAD) * sd,
+                    reach / (math.sqrt(CELL_SPREAD) * sd))
 
 
 def _kernels(z: NDArray[np.float64], cov: NDArray[np.float64]) -> KernelPart | None:
@@ -353,11 +382,13 @@ def _t(mean: NDArray[np.float64], cov: NDArray[np.float64]) -> BaseDensity | Non
 
 
 def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
-               centre: NDArray[np.float64] | None, covariance: NDArray[np.float64] | None
-               ) -> list[Part]:
+               centre: NDArray[np.float64] | None, covariance: NDArray[np.float64] | None,
+               extent: NDArray[np.float64] | None = None) -> list[Part]:
     """One cell's proposal parts (module docstring): from the run's particles ``z`` in
     the cell (base coordinates) with their log target weights ``log_w``, and the search's
-    ``centre`` and ``covariance`` of the cell's mode (None: no such part).
+    ``centre`` and ``covariance`` of the cell's mode (None: no such part); the axis part
+    cut at :data:`AXIS_REACH` times ``extent`` (the search base's standard deviations;
+    None: the mode's own).
 
     Raises
     ------
@@ -374,7 +405,7 @@ def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
         parts.append(_kernels(z, cov))
     if centre is not None and covariance is not None:
         parts.append(_t(centre, covariance))
-        parts.append(_axes(centre, covariance))
+        parts.append(_axes(centre, covariance, extent))
     return [q for q in parts if q is not None]
 
 
@@ -431,13 +462,16 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
     lab = metric.nearest_centre(z_run, centres)
     proposals: dict[int, tuple[list[Part], NDArray[np.float64]]] = {}
     spills = _spills(metric, centres, covariances, seed)
+    others = _others_axes(metric, centres, covariances, seed)
     for k in range(centres.shape[0]):
         inside = lab == k
         cov = None if covariances is None else np.asarray(covariances[k], dtype=float)
-        parts = cell_parts(z_run[inside], log_w_run[inside], centres[k], cov)
+        parts = cell_parts(z_run[inside], log_w_run[inside], centres[k], cov, metric.sd)
         if covariances is not None:  # other modes' Gaussians reaching into the cell
             parts += [q for j in np.flatnonzero(spills[:, k])
                       if (q := _t(centres[j], covariances[j])) is not None]
+        if k in others:  # other modes' arms crossing into the cell
+            parts.append(others[k])
         if cover is not None:
             parts.append(cover)
         if parts:
@@ -492,20 +526,62 @@ def _spills(metric: BaseDensity, centres: NDArray[np.float64],
             covariances: NDArray[np.float64] | None, seed: int | None) -> NDArray[np.bool_]:
     """``(K, K)``: whether mode ``j``'s Gaussian puts :data:`SPILL_SHARE` of its draws in
     cell ``k`` (``j != k``; all False without covariances or a Gaussian to draw)."""
+    if covariances is None:
+        return np.zeros((centres.shape[0],) * 2, dtype=bool)
+    covs = np.asarray(covariances, dtype=float)
+
+    def gaussian(j: int, rng: np.random.Generator) -> NDArray[np.float64] | None:
+        try:
+            chol = np.linalg.cholesky(covs[j])
+        except np.linalg.LinAlgError:
+            return None
+        return centres[j] + rng.standard_normal((SPILL_DRAWS, centres.shape[1])) @ chol.T
+
+    return _reaching(metric, centres, gaussian, seed, SPILL_SEED_OFFSET)
+
+
+def _reaching(metric: BaseDensity, centres: NDArray[np.float64],
+              draw: Callable[[int, np.random.Generator], NDArray[np.float64] | None],
+              seed: int | None, offset: int) -> NDArray[np.bool_]:
+    """``(K, K)``: whether ``draw(j, rng)`` (mode ``j``'s part; None: none) puts
+    :data:`SPILL_SHARE` of its draws in cell ``k`` (``j != k``), the draws seeded
+    ``seed + offset``."""
     k = centres.shape[0]
     out = np.zeros((k, k), dtype=bool)
-    if covariances is None or k < 2:
+    if k < 2:
         return out
-    rng = np.random.default_rng(None if seed is None else seed + SPILL_SEED_OFFSET)
+    rng = np.random.default_rng(None if seed is None else seed + offset)
     for j in range(k):
-        try:
-            chol = np.linalg.cholesky(np.asarray(covariances[j], dtype=float))
-        except np.linalg.LinAlgError:
+        y = draw(j, rng)
+        if y is None:
             continue
-        y = centres[j] + rng.standard_normal((SPILL_DRAWS, centres.shape[1])) @ chol.T
-        share = np.bincount(metric.nearest_centre(y, centres), minlength=k) / SPILL_DRAWS
+        share = np.bincount(metric.nearest_centre(y, centres), minlength=k) / y.shape[0]
         out[j] = share >= SPILL_SHARE
         out[j, j] = False
+    return out
+
+
+def _others_axes(metric: BaseDensity, centres: NDArray[np.float64],
+                 covariances: NDArray[np.float64] | None, seed: int | None
+                 ) -> dict[int, EqualMixture]:
+    """Per cell ``k``, the equal mixture of the other modes' axis parts that put
+    :data:`SPILL_SHARE` of their draws in it (cells none reaches left out): a mode's arms
+    along an axis can cross into a neighbour's cell, far from its centre in the other
+    coordinates, where nothing of that cell's own reaches."""
+    if covariances is None:
+        return {}
+    axes = [_axes(centres[j], covariances[j], metric.sd) for j in range(centres.shape[0])]
+
+    def axis(j: int, rng: np.random.Generator) -> NDArray[np.float64] | None:
+        part = axes[j]
+        return None if part is None else part.sample_z(SPILL_DRAWS, rng)
+
+    reach = _reaching(metric, centres, axis, seed, AXIS_SEED_OFFSET)
+    out = {}
+    for k in range(centres.shape[0]):
+        parts = tuple(q for j in np.flatnonzero(reach[:, k]) if (q := axes[j]) is not None)
+        if parts:
+            out[k] = EqualMixture(parts)
     return out
 
 

@@ -12,11 +12,12 @@ from scipy import stats
 
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.core.coordinates import base_coordinates
-from pemc_stan.modes.cells import (
+from pemc_stan.modes.cells import (  # _others_axes: the wiring of one cell's parts
     CELL_DRAWS_MAX,
     CELL_DRAWS_MIN,
     CELL_TOTAL,
     AxisPart,
+    _others_axes,
     cell_count,
     cell_draws,
     cell_parts,
@@ -326,11 +327,55 @@ def test_the_axis_part_reaches_the_arms_of_a_product_of_heavy_tails() -> None:
     assert abs(log_z - 1.0) < 3 * se < 0.05
 
 
-def test_an_axis_part_is_a_product_of_student_t_coordinates() -> None:
-    part = AxisPart(np.array([1.0, -2.0, 3.0]), np.array([0.5, 2.0, 1.0]), 1.0)
+def test_an_axis_part_is_a_product_of_cut_cauchy_coordinates() -> None:
+    part = AxisPart(np.array([1.0, -2.0, 3.0]), np.array([0.5, 2.0, 1.0]), np.full(3, 50.0))
     z = part.sample_z(4000, np.random.default_rng(1))
-    exact = stats.t.logpdf(z, 1.0, loc=part.centre, scale=part.scale).sum(axis=1)
+    u = (z - part.centre) / part.scale
+    assert np.all(np.abs(u) <= 50.0) and np.mean(np.abs(u) > 10.0) > 0.03  # Cauchy: 0.05
+    inside = stats.cauchy.cdf(50.0) - stats.cauchy.cdf(-50.0)
+    exact = np.sum(stats.cauchy.logpdf(z, loc=part.centre, scale=part.scale)
+                   - np.log(inside), axis=1)
     np.testing.assert_allclose(part.log_density_z(z), exact, rtol=1e-12)
-    # its draws are its density's: each coordinate's quartiles at centre +- scale
-    q = np.quantile(z, [0.25, 0.75], axis=0)
+    q = np.quantile(z, [0.25, 0.75], axis=0)  # each coordinate's quartiles at +- scale
     np.testing.assert_allclose((q[1] - q[0]) / 2, part.scale, rtol=0.1)
+    beyond = part.centre + np.array([0.0, 0.0, 51.0])
+    assert part.log_density_z(beyond[None])[0] == -np.inf
+
+
+class HeavyBesideNarrow:
+    """A product of ten 1-D Student-t's (2 degrees of freedom) at the origin and a narrow
+    Gaussian (sd 0.1) at (8, 1.5, ..., 1.5), mass 1 each: the heavy mode's arm along the
+    first axis crosses into the narrow mode's cell from r = 5.3 (the cut between the
+    centres), 1.5 from its centre in nine coordinates."""
+
+    narrow = np.r_[8.0, np.full(9, 1.5)]
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.asarray(draws["x"])
+        return np.logaddexp(np.sum(stats.t.logpdf(x, 2), axis=1),
+                            np.sum(stats.norm.logpdf(x, self.narrow, 0.1), axis=1))
+
+
+def test_a_mode_s_axis_part_reaching_into_a_neighbour_s_cell_is_a_part_there() -> None:
+    """The heavy mode's axis part puts its draws in the narrow mode's cell (its arm along
+    the first axis crosses the cut): that cell's proposal gets it, and the cells' log Z is
+    right."""
+    dim = 10
+    tree = parse(f"parameters {{ vector[{dim}] x; }} model {{ }}")
+    c = base_coordinates([(s.type, d.name) for s in tree.parameters.stmts
+                          for d in s.declarators])
+    base = BaseDensity(np.zeros(dim), np.eye(dim), "dense")
+    centres = np.vstack([np.zeros(dim), HeavyBesideNarrow.narrow])
+    covs = np.stack([np.eye(dim), 0.01 * np.eye(dim)])
+    others = _others_axes(base, centres, covs, 0)
+    assert [type(p).__name__ for p in others[1].parts] == ["AxisPart"]
+    np.testing.assert_array_equal(others[1].parts[0].centre, np.zeros(dim))
+    rng = np.random.default_rng(0)
+    z0 = rng.standard_normal((2000, dim))
+    lw0 = np.sum(stats.t.logpdf(z0, 2) - stats.norm.logpdf(z0), axis=1)
+    z1 = HeavyBesideNarrow.narrow + 0.1 * rng.standard_normal((2000, dim))
+    draws = cell_draws(c, HeavyBesideNarrow(), {}, base, centres, covs, np.vstack([z0, z1]),
+                       np.r_[lw0, np.zeros(2000)], 0, 8000, cover=cover_part(base))
+    assert draws is not None
+    log_z, se = draws.log_z()
+    assert abs(log_z - np.log(2)) < 4 * se < 0.1
