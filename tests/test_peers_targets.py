@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -79,12 +80,17 @@ def test_a_two_dimensional_log_z_agrees_with_plain_monte_carlo(every: dict, name
     assert se < 0.05  # enough draws that a wrong constant fails
 
 
+def _tmix_draws(t: Any, seed: int, n: int) -> np.ndarray:
+    """``n`` draws of a Student-t mixture target's components without the box."""
+    mu = np.asarray(t.params["mu"])
+    rng = np.random.default_rng(seed)
+    return mu[rng.integers(0, len(mu), n)] + rng.standard_t(t.params["nu"], (n, t.dim))
+
+
 def test_the_student_t_mixtures_log_z_is_its_share_inside_the_box(peers: ModuleType) -> None:
     t = peers.tmix(5)
-    mu = np.asarray(t.params["mu"])
-    rng = np.random.default_rng(2)
     n = 1_000_000
-    x = mu[rng.integers(0, len(mu), n)] + rng.standard_t(t.params["nu"], (n, t.dim))
+    x = _tmix_draws(t, 2, n)
     inside = np.all((x > t.lower) & (x < t.upper), axis=1).mean()
     se = math.sqrt(inside * (1 - inside) / n) / inside
     est = math.log(inside) - t.dim * math.log(t.upper - t.lower)
@@ -93,10 +99,7 @@ def test_the_student_t_mixtures_log_z_is_its_share_inside_the_box(peers: ModuleT
 
 def test_the_student_t_mixtures_means_are_the_draws_inside_the_box(peers: ModuleType) -> None:
     t = peers.tmix(5)
-    mu = np.asarray(t.params["mu"])
-    rng = np.random.default_rng(3)
-    n = 400_000
-    x = mu[rng.integers(0, len(mu), n)] + rng.standard_t(t.params["nu"], (n, t.dim))
+    x = _tmix_draws(t, 3, 400_000)
     x = x[np.all((x > t.lower) & (x < t.upper), axis=1)]
     se = x.std(axis=0) / math.sqrt(len(x))
     assert np.all(np.abs(x.mean(axis=0) - t.means) < 4 * se), (x.mean(axis=0), t.means)

@@ -20,7 +20,8 @@ said, the covariances times :data:`CELL_SPREAD`), from the particles within
   (:attr:`~pemc_stan.core.search.ModeSearch.covariances`), and so every other mode's
   whose Gaussian reaches into the cell (:data:`SPILL_SHARE`: a spike inside a slab);
 * the search's centre with independent Cauchy coordinates (:class:`AxisPart`, cut far
-  out): tails along the axes, where a product of heavy-tailed factors has them;
+  out): tails along the axes, where a product of heavy-tailed factors has them; and so
+  every other mode's whose axis part reaches into the cell (its arm crosses the cut);
 
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
@@ -59,10 +60,11 @@ from pemc_stan.sampling.hooks import WeightedEstimate
 from pemc_stan.sampling.model import LogDensity
 from pemc_stan.sampling.views import NamedView
 
-__all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN", "CELL_K_MAX",
-           "AXIS_REACH", "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD", "KERNEL_CENTRES",
-           "PARTICLE_RADIUS", "AxisPart", "CellDraws", "KernelPart", "cell_count", "cell_draws",
-           "cell_parts", "cover_part", "more_draws_for"]
+__all__ = ["AXIS_REACH", "CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN",
+           "CELL_K_MAX", "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD",
+           "KERNEL_CENTRES", "PARTICLE_RADIUS", "AxisPart", "CellDraws", "EqualMixture",
+           "KernelPart", "cell_count", "cell_draws", "cell_parts", "cover_part",
+           "more_draws_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -302,8 +304,9 @@ class KernelPart:
 @dataclass(frozen=True, eq=False)
 class AxisPart:
     """Independent Cauchy coordinates about ``centre`` with scales ``scale`` (D,), each
-    cut at ``reach`` (D,) of its scales: a proposal part whose tails run out along the coordinate
-    axes, where a product of heavy-tailed factors (a vectorised ``student_t``) puts them.
+    cut at ``reach`` (D,) of its scales: a proposal part whose tails run out along the
+    coordinate axes, where a product of heavy-tailed factors (a vectorised ``student_t``)
+    puts them.
     Along an axis its density falls as ``r^-2``, an elliptical part's as ``r^-(df + D)``:
     the weights of a factor with ``nu > 1/2`` degrees of freedom have a finite variance
     under it, out to its reach."""
