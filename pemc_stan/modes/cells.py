@@ -19,10 +19,9 @@ said, the covariances times :data:`CELL_SPREAD`), from the particles within
 * the search's centre with its mode's Pathfinder covariance
   (:attr:`~pemc_stan.core.search.ModeSearch.covariances`), and so every other mode's
   whose Gaussian reaches into the cell (:data:`SPILL_SHARE`: a spike inside a slab);
-* the search's centre with independent Cauchy coordinates
-  (:class:`~pemc_stan.modes.wide.AxisPart`, cut far out): tails along the axes, where a
-  product of heavy-tailed factors has them; and so every other mode's whose axis part
-  reaches into the cell (its arm crosses the cut);
+* the search's centre with independent Cauchy coordinates (:class:`AxisPart`, cut far
+  out): tails along the axes, where a product of heavy-tailed factors has them; and so
+  every other mode's whose axis part reaches into the cell (its arm crosses the cut);
 
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
@@ -55,21 +54,15 @@ from pemc_stan.estimators.stratified import (
     stratum_log_weights,
 )
 from pemc_stan.estimators.tails import khat_bound, tail_fields
-from pemc_stan.modes.wide import (
-    AxisPart,
-    Part,
-    axis_part,
-    mixture_log_density,
-    mixture_sample,
-)
+from pemc_stan.modes.wide import Part, mixture_log_density, mixture_sample
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.hooks import WeightedEstimate
 from pemc_stan.sampling.model import LogDensity
 from pemc_stan.sampling.views import NamedView
 
-__all__ = ["CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN",
+__all__ = ["AXIS_REACH", "CELL_DF", "CELL_DRAWS", "CELL_DRAWS_MAX", "CELL_DRAWS_MIN",
            "CELL_K_MAX", "CELL_SPREAD", "CELL_TOTAL", "COVER_DF", "COVER_SPREAD",
-           "KERNEL_CENTRES", "PARTICLE_RADIUS", "CellDraws", "EqualMixture",
+           "KERNEL_CENTRES", "PARTICLE_RADIUS", "AxisPart", "CellDraws", "EqualMixture",
            "KernelPart", "cell_count", "cell_draws", "cell_parts", "cover_part",
            "more_draws_for"]
 
@@ -105,6 +98,16 @@ CELL_DRAWS_MIN = 1000
 CELL_DRAWS_MAX = 16_000
 #: Draws a cell when no run's gradient count sizes them.
 CELL_DRAWS = 4000
+#: Each cell's proposal also has an :class:`AxisPart` at the search's centre, the mode's
+#: standard deviations times ``sqrt(CELL_SPREAD)``, Cauchy coordinates: a product of
+#: heavy-tailed factors runs out along the axes, which every elliptical part reaches only
+#: with a density falling as ``r^-(df + D)`` (an underestimate no weight diagnostic sees,
+#: docs/decisions.md).  Each coordinate is cut at this many of the search base's standard
+#: deviations from the centre (the modes' extent, not the mode's own scale: a boxed
+#: parameter's tail is long on the unconstrained scale beside its mode's width): an uncut
+#: Cauchy draw hundreds of units out makes a model's ``exp`` of a parameter underflow (a
+#: funnel's scale 0), where its density throws and the cells cannot be weighed.
+AXIS_REACH = 50.0
 #: The covering part every cell's proposal gets: the search's base with its standard
 #: deviations times this, and Student-t tails of :data:`COVER_DF` degrees of freedom (the
 #: wide check's covering part, :data:`~pemc_stan.modes.wide.MOMENT_DF`) ...
@@ -299,6 +302,33 @@ class KernelPart:
 
 
 @dataclass(frozen=True, eq=False)
+class AxisPart:
+    """Independent Cauchy coordinates about ``centre`` with scales ``scale`` (D,), each
+    cut at ``reach`` (D,) of its scales: a proposal part whose tails run out along the
+    coordinate axes, where a product of heavy-tailed factors (a vectorised ``student_t``)
+    puts them.
+    Along an axis its density falls as ``r^-2``, an elliptical part's as ``r^-(df + D)``:
+    the weights of a factor with ``nu > 1/2`` degrees of freedom have a finite variance
+    under it, out to its reach."""
+
+    centre: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    reach: NDArray[np.float64]
+
+    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        """``n`` draws, shape (n, D)."""
+        u = rng.uniform(-1.0, 1.0, (n, self.centre.size)) * np.arctan(self.reach)
+        return self.centre + self.scale * np.tan(u)
+
+    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The log density at ``z`` (S, D): -inf beyond the reach."""
+        u = (np.atleast_2d(np.asarray(z, dtype=float)) - self.centre) / self.scale
+        const = -float(np.sum(np.log(2.0 * np.arctan(self.reach) * self.scale)))
+        inside = np.all(np.abs(u) <= self.reach, axis=1)
+        return np.where(inside, const - np.sum(np.log1p(u * u), axis=1), -np.inf)
+
+
+@dataclass(frozen=True, eq=False)
 class EqualMixture:
     """The equal mixture of ``parts``, as one part of a cell's proposal."""
 
@@ -320,8 +350,15 @@ class EqualMixture:
 def _axes(centre: NDArray[np.float64], cov: NDArray[np.float64],
           extent: NDArray[np.float64] | None) -> AxisPart | None:
     """The axis part at a mode's ``centre``, scales its standard deviations times
-    ``sqrt(CELL_SPREAD)`` (:func:`~pemc_stan.modes.wide.axis_part`)."""
-    return axis_part(centre, cov, extent, math.sqrt(CELL_SPREAD))
+    ``sqrt(CELL_SPREAD)``, cut at :data:`AXIS_REACH` times ``extent`` (D,; None: the
+    mode's standard deviations); None when a variance is not positive."""
+    var = np.diag(np.asarray(cov, dtype=float))
+    if not np.all(np.isfinite(var) & (var > 0)):
+        return None
+    sd = np.sqrt(var)
+    reach = AXIS_REACH * (sd if extent is None else np.asarray(extent, dtype=float))
+    return AxisPart(np.asarray(centre, dtype=float), math.sqrt(CELL_SPREAD) * sd,
+                    reach / (math.sqrt(CELL_SPREAD) * sd))
 
 
 def _kernels(z: NDArray[np.float64], cov: NDArray[np.float64]) -> KernelPart | None:
@@ -353,8 +390,8 @@ def cell_parts(z: NDArray[np.float64], log_w: NDArray[np.float64],
     """One cell's proposal parts (module docstring): from the run's particles ``z`` in
     the cell (base coordinates) with their log target weights ``log_w``, and the search's
     ``centre`` and ``covariance`` of the cell's mode (None: no such part); the axis part
-    cut at :data:`~pemc_stan.modes.wide.AXIS_REACH` times ``extent`` (the search base's
-    standard deviations; None: the mode's own).
+    cut at :data:`AXIS_REACH` times ``extent`` (the search base's standard deviations;
+    None: the mode's own).
 
     Raises
     ------

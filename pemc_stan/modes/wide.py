@@ -35,8 +35,7 @@ from pemc_stan.sampling.model import LogDensity
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AXIS_REACH", "EXCESS_Z_MAX", "MODES_OUTSIDE_MAX", "MOMENT_AXIS_SHARE", "MOMENT_DF",
-           "MOMENT_DRAWS", "MOMENT_K_MAX", "AxisPart", "axis_part",
+__all__ = ["EXCESS_Z_MAX", "MODES_OUTSIDE_MAX", "MOMENT_DF", "MOMENT_DRAWS", "MOMENT_K_MAX",
            "MOMENT_MODE_SHARE", "MOMENT_PILOT", "UncomputedCheck", "WideDrawsFailed",
            "MOMENT_Z_MAX", "UNEXPLAINED_STARTS", "WIDE_BATCHES", "WIDE_DRAWS", "WIDE_EXCESS_Z",
            "WIDE_POWER_Z", "WIDE_SEED_OFFSET", "WIDE_SE_MAX", "WIDE_SE_MIN", "WIDE_SPREADS",
@@ -86,31 +85,22 @@ ModeGaussians = list[tuple[float, NDArray[np.float64], NDArray[np.float64]]]
 
 
 def _proposal(base: BaseDensity, modes: ModeGaussians | None, df: float = math.inf,
-              mode_share: float = 0.5, axis_share: float = 0.0
-              ) -> tuple[list[Part], NDArray[np.float64]]:
+              mode_share: float = 0.5) -> tuple[list[BaseDensity], NDArray[np.float64]]:
     """The wide sampler's mixture: its parts and their log weights.  The covering
     Gaussian with its standard deviations times each of :data:`WIDE_SPREADS` (equal
     parts); with ``modes``, ``mode_share`` of the weight goes to them instead (the fitted
-    covariances times :data:`WIDE_MODE_SPREAD` squared) and ``axis_share`` to their axis
-    parts (:func:`axis_part`, as wide).  With finite ``df`` the covering parts have
-    Student-t tails of ``df`` degrees of freedom."""
+    covariances times :data:`WIDE_MODE_SPREAD` squared).  With finite ``df`` the
+    covering parts have Student-t tails of ``df`` degrees of freedom."""
     mean, cov = np.asarray(base.mean, dtype=float), np.asarray(base.cov, dtype=float)
-    parts: list[Part] = [BaseDensity(mean, s**2 * cov, "dense", df=df) for s in WIDE_SPREADS]
+    parts = [BaseDensity(mean, s**2 * cov, "dense", df=df) for s in WIDE_SPREADS]
     log_w = np.full(len(parts), -np.log(len(parts)))
     if modes:
         lm = np.array([m[0] for m in modes], dtype=float)
-        lm = lm - logsumexp(lm)
         parts += [BaseDensity(np.asarray(m[1], dtype=float),
                               WIDE_MODE_SPREAD**2 * np.asarray(m[2], dtype=float), "dense")
                   for m in modes]
-        axes = [(share, q) for share, (_, c, v) in zip(lm, modes, strict=True) if axis_share
-                and (q := axis_part(c, v, base.sd, WIDE_MODE_SPREAD)) is not None]
-        parts += [q for _, q in axes]
-        shares = np.array([s for s, _ in axes], dtype=float)
-        log_w = np.concatenate([
-            log_w + np.log1p(-mode_share - (axis_share if axes else 0.0)),
-            lm + np.log(mode_share),
-            shares - logsumexp(shares) + np.log(axis_share) if axes else shares])
+        log_w = np.concatenate([log_w + np.log1p(-mode_share),
+                                lm - logsumexp(lm) + np.log(mode_share)])
     return parts, log_w
 
 
@@ -127,59 +117,6 @@ class Part(Protocol):
 
     def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
         """The normalised log density at ``z`` (S, D)."""
-
-
-@dataclass(frozen=True, eq=False)
-class AxisPart:
-    """Independent Cauchy coordinates about ``centre`` with scales ``scale`` (D,), each
-    cut at ``reach`` (D,) of its scales: a proposal part whose tails run out along the
-    coordinate axes, where a product of heavy-tailed factors (a vectorised ``student_t``)
-    puts them.
-    Along an axis its density falls as ``r^-2``, an elliptical part's as ``r^-(df + D)``:
-    the weights of a factor with ``nu > 1/2`` degrees of freedom have a finite variance
-    under it, out to its reach."""
-
-    centre: NDArray[np.float64]
-    scale: NDArray[np.float64]
-    reach: NDArray[np.float64]
-
-    def sample_z(self, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
-        """``n`` draws, shape (n, D)."""
-        u = rng.uniform(-1.0, 1.0, (n, self.centre.size)) * np.arctan(self.reach)
-        return self.centre + self.scale * np.tan(u)
-
-    def log_density_z(self, z: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The log density at ``z`` (S, D): -inf beyond the reach."""
-        u = (np.atleast_2d(np.asarray(z, dtype=float)) - self.centre) / self.scale
-        const = -float(np.sum(np.log(2.0 * np.arctan(self.reach) * self.scale)))
-        inside = np.all(np.abs(u) <= self.reach, axis=1)
-        return np.where(inside, const - np.sum(np.log1p(u * u), axis=1), -np.inf)
-
-
-#: An axis part's coordinates are cut at this many of the search base's standard
-#: deviations from its centre (the modes' extent, not the mode's own scale: a boxed
-#: parameter's tail is long on the unconstrained scale beside its mode's width): an uncut
-#: Cauchy draw hundreds of units out makes a model's ``exp`` of a parameter underflow (a
-#: funnel's scale 0), where its density throws and the draws cannot be weighed.
-AXIS_REACH = 50.0
-
-
-def axis_part(centre: NDArray[np.float64], cov: NDArray[np.float64],
-              extent: NDArray[np.float64] | None, spread: float) -> AxisPart | None:
-    """The axis part at a mode's ``centre``, scales its standard deviations (of ``cov``)
-    times ``spread``, cut at :data:`AXIS_REACH` times ``extent`` (D,; None: the mode's
-    standard deviations); None when a variance is not positive.
-
-    Raises
-    ------
-    Nothing.
-    """
-    var = np.diag(np.asarray(cov, dtype=float))
-    if not np.all(np.isfinite(var) & (var > 0)):
-        return None
-    sd = np.sqrt(var)
-    reach = AXIS_REACH * (sd if extent is None else np.asarray(extent, dtype=float))
-    return AxisPart(np.asarray(centre, dtype=float), spread * sd, reach / (spread * sd))
 
 
 def mixture_sample(parts: Sequence[Part], log_w: NDArray[np.float64], n: int,
@@ -257,7 +194,7 @@ def unexplained_starts(z: NDArray[np.float64], log_weights: NDArray[np.float64],
 def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
                      data: Mapping[str, Any] | None, seed: int | None, n: int = WIDE_DRAWS,
                      modes: ModeGaussians | None = None, df: float = math.inf,
-                     mode_share: float = 0.5, axis_share: float = 0.0
+                     mode_share: float = 0.5
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``log gamma(x(z)) + log|dx/dz| - log q(z)`` of ``n`` draws ``z`` of ``q`` (base
     coordinates), and the draws: ``q`` is the equal mixture of the Gaussian ``base``
@@ -267,8 +204,7 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     the modes hold all the mass, their half keeps the weights nearly even (far more
     precise than the covering Gaussians alone), and a mode missing from them is still
     reached by the covering half.  ``df``: the covering parts' Student-t tails;
-    ``mode_share``, ``axis_share``: the modes' and their axis parts' share of the
-    mixture (:func:`_proposal`).
+    ``mode_share``: the modes' part of the mixture (:func:`_proposal`).
     ``-inf`` where the density is not finite.
 
     Raises
@@ -278,7 +214,7 @@ def wide_log_weights(coords: Any, base: BaseDensity, evaluator: LogDensity,
     """
     rng = np.random.default_rng(seed)
     try:
-        parts, log_w = _proposal(base, modes, df, mode_share, axis_share)
+        parts, log_w = _proposal(base, modes, df, mode_share)
         z = mixture_sample(parts, log_w, n, rng)
         lw = importance_log_weights(coords, evaluator, data, z,
                                     mixture_log_density(parts, log_w, z))
@@ -509,11 +445,6 @@ MOMENT_K_MAX = 0.7
 #: thousand draws of 100,000), small enough to leave the covering part's weights in a
 #: curved mode's arms nearly as even as without them (half would double them there).
 MOMENT_MODE_SHARE = 0.1
-#: The modes' axis parts' share of those draws (:func:`axis_part`): a product of
-#: heavy-tailed factors runs out along the axes, where the covering part's and the
-#: Gaussians' densities fall as ``r^-(df + D)`` and the check's own estimate of a
-#: variance would fall short (docs/decisions.md) ...
-MOMENT_AXIS_SHARE = 0.05
 #: ... and, where the run puts more than this share of its weight outside the search's
 #: modes, the Gaussian of that weight too (:func:`search_gaussians`).
 MODES_OUTSIDE_MAX = 0.05
@@ -578,8 +509,7 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
     """Draws of :func:`wide_log_weights` whose covering part has Student-t tails of
     :data:`MOMENT_DF`, :data:`MOMENT_MODE_SHARE` of them from ``modes`` (the search's
     Gaussians, when given: a narrow mode inside the covering Gaussian, a needle holding
-    half the mass, gets no draw from it, and its weights would look healthy without it)
-    and :data:`MOMENT_AXIS_SHARE` from their axis parts:
+    half the mass, gets no draw from it, and its weights would look healthy without it):
     first
     :data:`MOMENT_PILOT`, then, only when those hold
     :data:`~pemc_stan.output.diagnostics.ESS_MIN` effective draws, the rest up to ``n``.
@@ -596,8 +526,7 @@ def wide_draws(coords: Any, base: BaseDensity, evaluator: LogDensity,
         if size <= 0:
             break
         drawn = wide_log_weights(coords, base, evaluator, data, seed, n=size, modes=modes,
-                                 df=MOMENT_DF, mode_share=MOMENT_MODE_SHARE,
-                                 axis_share=MOMENT_AXIS_SHARE)
+                                 df=MOMENT_DF, mode_share=MOMENT_MODE_SHARE)
         seed = None if seed is None else seed + 1
         if not np.any(np.isfinite(drawn[0])):
             raise WideDrawsFailed(f"none of {size} draws has a finite density")

@@ -16,13 +16,13 @@ from pemc_stan.modes.cells import (  # _others_axes: the wiring of one cell's pa
     CELL_DRAWS_MAX,
     CELL_DRAWS_MIN,
     CELL_TOTAL,
+    AxisPart,
     _others_axes,
     cell_count,
     cell_draws,
     cell_parts,
     cover_part,
 )
-from pemc_stan.modes.wide import AxisPart
 from pemc_stan.stan.parser import parse
 
 MEANS = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0], [4.6, 0.6], [0.0, -6.0]])
