@@ -183,7 +183,7 @@ def suite_png(records: list[dict[str, Any]], peers: list[dict[str, Any]], seeds:
                             alpha=0.45 if style == "stepfilled" else 1.0,
                             label=f"{label}: {a.size}, {inside:.1%} within 2")
             ax.plot(grid, stats.norm.pdf(grid), "k--", lw=1, label="N(0, 1)")
-            label = (f"{quantity.split()[-1]}, the field's targets"
+            label = (quantity.removeprefix("targets' ") + ", the field's targets"
                      if quantity.startswith("targets'") else f"{quantity}, the suite")
             ax.set_title(f"{method.upper()}: {label}, seeds {seeds.start}-{seeds.stop - 1}",
                          fontsize=10)
