@@ -26,6 +26,12 @@ said, the covariances times :data:`CELL_SPREAD`), from the particles within
 and, when given, a covering part every cell shares (:func:`cover_part`: a heavy tail or
 a curved mode's arms reach beyond the rest).
 
+A cell whose weights stay above their Pareto-k bound is cut again: where it weighs
+heaviest (:meth:`CellDraws.heavy_modes`: a mode the search missed beside a found one, a
+neighbour's arm across the cut) becomes a cell of its own, and both are drawn afresh.
+Any cut leaves each cell's mass unbiased, so this is one step of adaptive importance
+sampling; the other cells' draws stand.
+
 The run's draws alone miss modes the chains passed by, and the search alone reaches
 the modes it missed only through its parts' tails; no weight diagnostic sees mass that
 no part reaches (docs/decisions.md).  The cells' estimate is a tempered run's reported
@@ -34,9 +40,10 @@ estimate where every cell's weights allow it (:func:`pemc_stan.run.conductor.run
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -120,7 +127,8 @@ COVER_DF = 3.0
 #: on its own: pooled, a few cells' heavy weights vanish among the rest.  A cell above it
 #: gets :data:`CELL_MORE` times its draws first (a k that is high only for want of draws
 #: then falls below the bound), the furthest above their bounds first, as many as
-#: :data:`CELL_TOTAL` more draws pay for; a cell with fewer than :data:`CELL_K_DRAWS`
+#: :data:`CELL_TOTAL` more draws pay for, and what they leave pays for the second cut
+#: (module docstring); a cell with fewer than :data:`CELL_K_DRAWS`
 #: draws inside is not judged.
 CELL_K_MAX = 0.7
 CELL_MORE = 4
@@ -149,6 +157,34 @@ class CellDraws:
     strata: NDArray[np.intp]
     values: dict[str, NDArray[np.float64]]
     cells: int
+    z: NDArray[np.float64] | None = None
+
+    def heavy_modes(self, cells: list[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Where each of ``cells`` weighs heaviest: the weighted mean and covariance (K, D)
+        and (K, D, D) of its draws with the ``M`` largest weights (PSIS's tail, ``M =
+        min(S/5, 3 sqrt S)``), for the cells where they hold ``D + 1`` effective draws.
+        Those draws lie where the cell's proposal falls short of the target (a
+        neighbour's arm across the cut, a heavy tail).  None of either without the draws'
+        base coordinates.
+
+        Raises
+        ------
+        Nothing.
+        """
+        if self.z is None:
+            return np.empty((0, 0)), np.empty((0, 0, 0))
+        d = self.z.shape[1]
+        means, covs = [], []
+        for k in cells:
+            lu = np.where(self.strata == k, self.log_u, -np.inf)
+            s = int(np.count_nonzero(np.isfinite(lu)))
+            m = int(math.ceil(min(s / 5, 3 * math.sqrt(s))))
+            top = np.argsort(lu)[-m:]
+            if m > d + 1 and W.ess(lu[top]) >= d + 1:
+                mean, cov = W.weighted_moments(self.z[top], lu[top])
+                means.append(mean)
+                covs.append(cov)
+        return np.array(means).reshape(-1, d), np.array(covs).reshape(-1, d, d)
 
     def log_z(self) -> tuple[float, float]:
         """``(log Z, its standard error)``."""
@@ -418,7 +454,9 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
                log_w_run: NDArray[np.float64], seed: int | None, n: int = CELL_DRAWS,
                cover: BaseDensity | None = None) -> CellDraws | None:
     """Importance draws of each cell of ``centres`` (the nearest in ``metric``'s metric)
-    from its own proposal (:func:`cell_parts`), ``n`` a cell, weighed by the target.
+    from its own proposal (:func:`cell_parts`), ``n`` a cell, weighed by the target; cut
+    again where a cell stays uneven (module docstring), so that the draws may hold more
+    cells than ``centres``.
 
     Parameters
     ----------
@@ -462,36 +500,99 @@ def cell_draws(coords: Any, evaluator: LogDensity, data: Mapping[str, Any] | Non
     rng = np.random.default_rng(seed)
     near = _near(metric, z_run, log_w_run)
     z_run, log_w_run = z_run[near], log_w_run[near]
-    lab = metric.nearest_centre(z_run, centres)
-    proposals: dict[int, tuple[list[Part], NDArray[np.float64]]] = {}
-    spills = _spills(metric, centres, covariances, seed)
-    others = _others_axes(metric, centres, covariances, seed)
-    for k in range(centres.shape[0]):
-        inside = lab == k
-        cov = None if covariances is None else np.asarray(covariances[k], dtype=float)
-        parts = cell_parts(z_run[inside], log_w_run[inside], centres[k], cov, metric.sd)
-        if covariances is not None:  # other modes' Gaussians reaching into the cell
-            parts += [q for j in np.flatnonzero(spills[:, k])
-                      if (q := _t(centres[j], covariances[j])) is not None]
-        if k in others:  # other modes' arms crossing into the cell
-            parts.append(others[k])
-        if cover is not None:
-            parts.append(cover)
-        if parts:
-            proposals[k] = parts, np.full(len(parts), -np.log(len(parts)))
+    cut = _Cut(metric, centres, covariances, z_run, log_w_run, cover, seed)
+    proposals = cut.proposals(range(centres.shape[0]))
     if not proposals:
         return None
     drawn = _evaluated(proposals, dict.fromkeys(proposals, n), coords, evaluator, data, rng)
     if drawn is None:
         return None
-    draws = _weighed(drawn, metric, centres)
-    uneven = more_draws_for(draws, set(proposals), n)
-    if uneven:
-        more = _evaluated(proposals, dict.fromkeys(uneven, (CELL_MORE - 1) * n), coords,
-                          evaluator, data, rng)
-        if more is not None:
-            draws = _weighed(drawn.joined(more), metric, centres)
+    drawn, draws, spent = _with_more(drawn, cut, proposals, n, CELL_TOTAL, coords,
+                                     evaluator, data, rng)
+    # cut again where the uneven cells weigh heaviest, as many as the extra draws left pay
+    # for (each and its new cell drawn afresh); the other cells' draws stand
+    uneven = more_draws_for(draws, set(proposals), n, CELL_TOTAL - spent, 2)
+    heavy, heavy_cov = draws.heavy_modes(uneven)
+    if len(heavy):
+        logger.info("cells %s above their Pareto-k bounds: cut again where they weigh "
+                    "heaviest", ", ".join(str(k + 1) for k in uneven))
+        cut = cut.with_centres(heavy, heavy_cov)
+        proposals = cut.proposals([*uneven, *range(centres.shape[0], cut.centres.shape[0])])
+        fresh = _evaluated(proposals, dict.fromkeys(proposals, n), coords, evaluator, data,
+                           rng)
+        if fresh is not None:
+            kept = drawn.only(~np.isin(drawn.cell, uneven))
+            _, draws, _ = _with_more(kept.joined(fresh), cut, proposals, n,
+                                     CELL_TOTAL - spent - fresh.cell.size, coords, evaluator,
+                                     data, rng)
     return draws if np.any(np.isfinite(draws.log_u)) else None
+
+
+@dataclass(frozen=True, eq=False)
+class _Cut:
+    """The cells' centres, and what each cell's proposal is made from (:func:`cell_draws`)."""
+
+    metric: BaseDensity
+    centres: NDArray[np.float64]
+    covariances: NDArray[np.float64] | None
+    z_run: NDArray[np.float64]
+    log_w_run: NDArray[np.float64]
+    cover: BaseDensity | None
+    seed: int | None
+
+    def with_centres(self, centres: NDArray[np.float64],
+                     covariances: NDArray[np.float64]) -> _Cut:
+        """This cut with cells at ``centres`` added (their ``covariances`` kept when the
+        cut's centres have theirs)."""
+        covs = None if self.covariances is None else np.concatenate(
+            [np.asarray(self.covariances, dtype=float), covariances])
+        return dataclasses.replace(self, centres=np.vstack([self.centres, centres]),
+                                   covariances=covs)
+
+    def proposals(self, cells: Iterable[int]
+                  ) -> dict[int, tuple[list[Part], NDArray[np.float64]]]:
+        """The proposal (parts and their log weights, equal) of each of ``cells`` that has
+        a part (module docstring)."""
+        centres, covariances = self.centres, self.covariances
+        lab = self.metric.nearest_centre(self.z_run, centres)
+        spills = _spills(self.metric, centres, covariances, self.seed)
+        others = _others_axes(self.metric, centres, covariances, self.seed)
+        out: dict[int, tuple[list[Part], NDArray[np.float64]]] = {}
+        for k in cells:
+            inside = lab == k
+            cov = None if covariances is None else np.asarray(covariances[k], dtype=float)
+            parts = cell_parts(self.z_run[inside], self.log_w_run[inside], centres[k], cov,
+                               self.metric.sd)
+            if covariances is not None:  # other modes' Gaussians reaching into the cell
+                parts += [q for j in np.flatnonzero(spills[:, k])
+                          if (q := _t(centres[j], covariances[j])) is not None]
+            if k in others:  # other modes' arms crossing into the cell
+                parts.append(others[k])
+            if self.cover is not None:
+                parts.append(self.cover)
+            if parts:
+                out[k] = parts, np.full(len(parts), -np.log(len(parts)))
+        return out
+
+
+def _with_more(drawn: _Drawn, cut: _Cut,
+               proposals: Mapping[int, tuple[list[Part], NDArray[np.float64]]], n: int,
+               total: int, coords: Any, evaluator: LogDensity,
+               data: Mapping[str, Any] | None, rng: np.random.Generator
+               ) -> tuple[_Drawn, CellDraws, int]:
+    """``drawn`` weighed, with :data:`CELL_MORE` times ``n`` draws of the cells of
+    ``proposals`` above their Pareto-k bound, as many as ``total`` more draws pay for
+    (:func:`more_draws_for`), and how many more were drawn."""
+    draws = _weighed(drawn, cut.metric, cut.centres)
+    uneven = more_draws_for(draws, set(proposals), n, total, CELL_MORE - 1)
+    if not uneven:
+        return drawn, draws, 0
+    more = _evaluated(proposals, dict.fromkeys(uneven, (CELL_MORE - 1) * n), coords,
+                      evaluator, data, rng)
+    if more is None:
+        return drawn, draws, 0
+    drawn = drawn.joined(more)
+    return drawn, _weighed(drawn, cut.metric, cut.centres), more.cell.size
 
 
 def _near(metric: BaseDensity, z: NDArray[np.float64], log_w: NDArray[np.float64]
@@ -516,13 +617,14 @@ def _near(metric: BaseDensity, z: NDArray[np.float64], log_w: NDArray[np.float64
         return near
 
 
-def more_draws_for(draws: CellDraws, drawn: set[int], n: int) -> list[int]:
-    """The cells (of those with a proposal, ``drawn``) that get :data:`CELL_MORE` times
-    their ``n`` draws: those above their Pareto-k bound, the furthest above first, as many
-    as :data:`CELL_TOTAL` more draws pay for."""
+def more_draws_for(draws: CellDraws, drawn: set[int], n: int, total: int = CELL_TOTAL,
+                   each: int = CELL_MORE - 1) -> list[int]:
+    """The cells (of those with a proposal, ``drawn``) above their Pareto-k bound, the
+    furthest above first, as many as ``total`` draws pay for at ``each`` times their ``n``
+    draws a cell (:data:`CELL_MORE` times as many as the first, by default)."""
     excess = draws.cell_k() - draws.cell_k_bound()
     uneven = sorted((j for j in draws.uneven_cells() if j in drawn), key=lambda j: -excess[j])
-    return uneven[:CELL_TOTAL // ((CELL_MORE - 1) * n)]
+    return uneven[:max(total, 0) // (each * n)]
 
 
 def _spills(metric: BaseDensity, centres: NDArray[np.float64],
@@ -599,6 +701,11 @@ class _Drawn(NamedTuple):
     cell: NDArray[np.intp]
     values: dict[str, NDArray[np.float64]]
 
+    def only(self, keep: NDArray[np.bool_]) -> _Drawn:
+        """The draws where ``keep``."""
+        return _Drawn(self.z[keep], self.lq[keep], self.lg[keep], self.cell[keep],
+                      {c: v[keep] for c, v in self.values.items()})
+
     def joined(self, more: _Drawn) -> _Drawn:
         """These draws and ``more``."""
         return _Drawn(np.concatenate([self.z, more.z]), np.concatenate([self.lq, more.lq]),
@@ -641,4 +748,4 @@ def _weighed(drawn: _Drawn, metric: BaseDensity, centres: NDArray[np.float64]) -
     a draw outside the cell its proposal is for weighs nothing."""
     inside = metric.nearest_centre(drawn.z, centres) == drawn.cell
     log_u = stratum_log_weights(drawn.lg, drawn.lq, inside, drawn.cell)
-    return CellDraws(log_u, drawn.cell, drawn.values, int(centres.shape[0]))
+    return CellDraws(log_u, drawn.cell, drawn.values, int(centres.shape[0]), drawn.z)

@@ -107,7 +107,7 @@ def test_the_search_s_part_covers_a_mode_no_chain_held_at_the_target() -> None:
         wide = BaseDensity(np.zeros(2), 16.0 * np.eye(2), "dense", df=3.0)
         covered = cell_draws(coords(), Mixture(), {}, METRIC, MEANS, None, z, lw, seed,
                              cover=wide)
-        assert covered is not None and set(np.unique(covered.strata)) == set(range(5))
+        assert covered is not None and set(range(5)) <= set(np.unique(covered.strata))
 
 
 def test_a_cell_s_parts_need_draws_enough_for_a_covariance() -> None:
@@ -213,13 +213,15 @@ class TwoInOne:
         return np.logaddexp.reduce(parts, axis=0)
 
 
-def test_a_cell_with_uneven_weights_gets_more_draws() -> None:
+def test_a_cell_with_uneven_weights_gets_more_draws(monkeypatch) -> None:
     """The search found (0, 0) and (-10, 0); the run held (0, 0) alone.  The mode at
     (3, 0) lies in the cell of (0, 0), where only the covering part reaches it: that
     cell's weights are uneven, so it is drawn :data:`CELL_MORE` times as often as the
-    other, and its k is judged on those draws."""
-    from pemc_stan.modes.cells import CELL_MORE
+    other, and its k is judged on those draws (the second cut left out here)."""
+    from pemc_stan.modes.cells import CELL_MORE, CellDraws
 
+    monkeypatch.setattr(CellDraws, "heavy_modes",
+                        lambda self, cells: (np.empty((0, 2)), np.empty((0, 2, 2))))
     rng = np.random.default_rng(8)
     z = rng.normal([0.0, 0.0], SD, (400, 2))
     found = np.array([[0.0, 0.0], [-10.0, 0.0]])
@@ -229,6 +231,34 @@ def test_a_cell_with_uneven_weights_gets_more_draws() -> None:
     assert draws is not None
     assert list(np.bincount(draws.strata)) == [CELL_MORE * 2000, 2000]
     assert draws.cell_k()[0] > 0.7 >= draws.cell_k()[1]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_an_uneven_cell_is_cut_again_where_it_weighs_heaviest(monkeypatch,
+                                                              seed: int) -> None:
+    """The same cells: the draws that the covering part put at (3, 0) weigh most, and a
+    cell centred on them, drawn afresh with the cell of (0, 0), makes every cell even and
+    log Z (0) right within 4 standard errors.  Without the second cut the cells stay
+    uneven (the run's own estimate would stand)."""
+    from pemc_stan.modes.cells import CellDraws
+
+    z = np.random.default_rng(8).normal([0.0, 0.0], SD, (400, 2))
+    found = np.array([[0.0, 0.0], [-10.0, 0.0]])
+    covs = np.array([SD**2 * np.eye(2)] * 2)
+
+    def drawn() -> CellDraws:
+        out = cell_draws(coords(), TwoInOne(), {}, METRIC, found, covs, z, np.zeros(400),
+                         seed, n=2000, cover=cover_part(METRIC))
+        assert out is not None
+        return out
+
+    draws = drawn()
+    assert draws.cells == 3 and not draws.uneven_cells()
+    log_z, se = draws.log_z()
+    assert abs(log_z) < 4 * se < 0.15
+    monkeypatch.setattr(CellDraws, "heavy_modes",
+                        lambda self, cells: (np.empty((0, 2)), np.empty((0, 2, 2))))
+    assert drawn().uneven_cells() == [0]
 
 
 def test_a_cell_s_pareto_k_is_judged_at_its_sample_size() -> None:
@@ -379,3 +409,24 @@ def test_a_mode_s_axis_part_reaching_into_a_neighbour_s_cell_is_a_part_there() -
     assert draws is not None
     log_z, se = draws.log_z()
     assert abs(log_z - np.log(2)) < 4 * se < 0.1
+
+
+def test_a_cell_s_heavy_mode_is_where_its_weights_are_largest() -> None:
+    """A cell whose proposal falls short at (5, 5): its 300 draws there weigh e^3 times
+    the rest.  Its heavy mode is their mean and covariance; a cell of even weights has
+    its tail spread over the cell; draws kept without coordinates have none."""
+    from pemc_stan.modes.cells import CellDraws
+
+    rng = np.random.default_rng(7)
+    z = np.vstack([rng.normal(0.0, 1.0, (5000, 2)), rng.normal(5.0, 0.5, (300, 2)),
+                   rng.normal(-3.0, 1.0, (2000, 2))])
+    log_u = np.concatenate([np.zeros(5000), np.full(300, 3.0), np.zeros(2000)])
+    strata = np.repeat([0, 0, 1], [5000, 300, 2000])
+    draws = CellDraws(log_u, strata, {"x": np.zeros(log_u.size)}, 2, z)
+    means, covs = draws.heavy_modes([0])
+    assert means.shape == (1, 2) and covs.shape == (1, 2, 2)
+    assert np.allclose(means[0], 5.0, atol=0.1)
+    assert np.allclose(covs[0], 0.25 * np.eye(2), atol=0.06)
+    means, _ = draws.heavy_modes([1])  # even weights: its tail is drawn from all of it
+    assert np.allclose(means[0], -3.0, atol=0.3)
+    assert len(CellDraws(log_u, strata, {"x": log_u}, 2).heavy_modes([0])[0]) == 0

@@ -272,6 +272,54 @@ def test_the_plan_gates_the_cells_by_each_cell_s_pareto_k_with_a_covering_part(
     assert cover is not None and cover.df is not None and np.allclose(cover.mean, METRIC.mean)
 
 
+class _Touching:
+    """Unit Gaussians at (0, 0), (8, 0) and (2.5, 2) on R^2 (shares 0.4, 0.3, 0.3),
+    ``gamma`` = e times their mixture: the search found the first two."""
+
+    means = np.array([[0.0, 0.0], [8.0, 0.0], [2.5, 2.0]])
+    shares = np.array([0.4, 0.3, 0.3])
+
+    def log_density(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        from scipy import stats
+        from scipy.special import logsumexp
+
+        x = np.asarray(draws["x"])
+        return 1.0 + logsumexp([np.log(w) + stats.multivariate_normal(m, np.eye(2)).logpdf(x)
+                                for w, m in zip(self.shares, self.means, strict=True)],
+                               axis=0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_plan_cuts_an_uneven_cell_again_where_it_weighs_heaviest(monkeypatch,
+                                                                     seed: int) -> None:
+    """The search missed the mode at (2.5, 2) beside a found one, and the run held all
+    three: the cells of the two found modes are uneven (a Pareto k near 3, its draws at
+    the missed mode weighing far more than the rest, bounded).  The plan cuts them again
+    where the uneven cell weighs heaviest, and its three cells are right (log Z within 4
+    standard errors of 1) and even.  Without the second cut the cells are refused."""
+    from types import SimpleNamespace
+
+    from pemc_stan.core.base_density import BaseDensity
+    from pemc_stan.modes.cells import CellDraws
+
+    target = _Touching()
+    rng = np.random.default_rng(seed)
+    z = np.vstack([rng.normal(m, 1.0, (int(600 * w), 2))
+                   for w, m in zip(target.shares, target.means, strict=True)])
+    metric = BaseDensity(np.array([4.0, 0.0]), np.diag([16.0, 4.0]), "dense")
+    found = Found(search=SimpleNamespace(base=metric, centres=target.means[:2],
+                                         covariances=np.array([np.eye(2)] * 2)))
+    fit = _Particles(z, np.zeros(len(z)), 50_000)
+    draws, note = plan._cells(_owner(target), found, seed, fit)  # type: ignore[arg-type]
+    assert draws is not None and draws.cells == 3, note
+    log_z, se = draws.log_z()
+    assert abs(log_z - 1.0) < 4 * se < 0.05
+    monkeypatch.setattr(CellDraws, "heavy_modes",
+                        lambda self, cells: (np.empty((0, 2)), np.empty((0, 2, 2))))
+    draws, note = plan._cells(_owner(target), found, seed, fit)  # type: ignore[arg-type]
+    assert draws is None and "Pareto k" in note
+
+
 def test_the_plan_judges_a_small_cell_at_its_sample_size(monkeypatch) -> None:
     """A cell of 150 draws whose weights have a k of about 0.6, below 0.7 but above PSIS's
     bound at 150 draws (0.54): the plan refuses the cells and says which and why."""
