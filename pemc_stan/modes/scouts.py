@@ -50,7 +50,7 @@ from pemc_stan.output.diagnostics import (
 from pemc_stan.output.fit_protocol import by_column
 from pemc_stan.sampling.checks import variance_and_error
 
-__all__ = ["MASS_Z", "REGION_ESS_MIN", "SPREAD_RATIO_MAX", "DivergedCheck", "ScoutsCheck",
+__all__ = ["MASS_Z", "REGION_ESS_MIN", "SPREAD_RATIO_MAX", "ScoutsCheck",
            "SplitDraws", "SpreadCheck", "missed_regions", "narrower_than_every_chain",
            "region_weights"]
 
@@ -403,24 +403,3 @@ class SpreadCheck:
             "(a slab under a peak, a heavy tail)",
             "run the mode split longer (iter_sampling, budget) so that it is accepted, or "
             "reparameterise; the tempered estimates leave that part out")
-
-
-class DivergedCheck:
-    """The ``split_divergences`` reason of a tempered fit run after a split refused for
-    divergences (after the split's own remedy, a higher ``adapt_delta``, where the budget
-    paid for it): the model has a region plain NUTS cannot enter, and the tempered chains near
-    beta = 1 meet the same region, and can miss it with every other check passed
-    (docs/decisions.md), so the run is not judged ok.  A class, not a
-    closure, so that a fit still pickles.
-    """
-
-    def __call__(self, fit: Any) -> tuple[str, Reason | None]:
-        """``("split_divergences", reason)`` for any ``fit``."""
-        return "split_divergences", Reason(
-            "split_divergences", "the mode split's plain NUTS chains diverged (the "
-            "diagnostics' mode_split note says at which adapt_delta): the model has a "
-            "narrow or curved region NUTS cannot enter, and the tempered chains near beta "
-            "= 1 meet the same region, so these draws may miss it (tempering missed a "
-            "banana's arms so, with every other check passed)", "reparameterise the model "
-            "where it is narrow or curved (Stan's advice for divergences); if the split "
-            "stopped below adapt_delta 0.99, a larger budget lets it go there")

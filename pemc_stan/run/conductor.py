@@ -32,7 +32,7 @@ from pemc_stan.estimators.log_z import EvidenceEstimate
 from pemc_stan.modes.bridge import resampled_bridge
 from pemc_stan.modes.cells import CellDraws, cell_count, cell_draws, cover_part
 from pemc_stan.modes.density import DensityEvaluator
-from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
+from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.search_mass import SearchMassCheck, search_draws
 from pemc_stan.modes.split import split_modes
 from pemc_stan.modes.wide import (
@@ -103,7 +103,7 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
     fit: ExtendedFit | None = None
     refused: SplitDraws | None = None
     refused_gradients = 0  # a refused split's runs: part of the first attempt
-    diverged = False  # the split was refused for divergences: the tempered run can't pass
+    diverged = False  # the split was refused for divergences: no more tempered draws
     tempered = False  # the method ran as itself, not as the split
     if model.wants_split():
         outcome = split_modes(model, found.search, budget=budget, **first, **cmdstanpy_kwargs)
@@ -135,8 +135,6 @@ def run_plan(model: MethodModel, *, chains: int, iter_warmup: int, iter_sampling
         if refused is not None:  # the refused split's chains judge the tempered run too
             run.later_checks = (*run.later_checks, ScoutsCheck(refused, seed),
                                 SpreadCheck(refused))
-        if diverged:
-            run.later_checks = (*run.later_checks, DivergedCheck())
         return run
 
     estimating = 0.0  # seconds spent on the estimate, inside the follow-ups' loop

@@ -249,12 +249,3 @@ def test_the_chains_widen_the_base_to_their_own_spread_and_no_further() -> None:
     assert base.cov[0, 1] / np.sqrt(base.cov[0, 0]) == pytest.approx(0.5)  # correlation kept
     with pytest.raises(ValueError, match="3 base coordinates and the base 2"):
         SplitDraws(np.zeros((2, 5, 3)), np.zeros(3), np.eye(3), {}, None, None, None).base(like)
-
-
-def test_a_split_that_diverged_leaves_a_named_reason_that_pickles_with_the_fit() -> None:
-    import pickle
-
-    check = pickle.loads(pickle.dumps(scouts.DivergedCheck()))
-    name, reason = check(object())
-    assert name == "split_divergences" and reason is not None
-    assert "cannot enter" in reason.message and "adapt_delta 0.99" in reason.remedy

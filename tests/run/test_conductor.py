@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pemc_stan.core.base_density import BaseDensity
-from pemc_stan.modes.scouts import DivergedCheck, ScoutsCheck, SplitDraws, SpreadCheck
+from pemc_stan.modes.scouts import ScoutsCheck, SplitDraws, SpreadCheck
 from pemc_stan.modes.split import SplitOutcome
 from pemc_stan.run import conductor as plan
 from pemc_stan.sampling.follow_up import Budget
@@ -100,19 +100,6 @@ def test_chains_that_cannot_widen_the_base_leave_the_search_s(caplog) -> None:
     refused = SplitDraws(np.ones((2, 5, 3)), np.zeros(3), np.eye(3), {}, None, None, None)
     assert plan._widened(found, refused) is found
     assert "could not widen the base" in caplog.text
-
-
-@pytest.mark.parametrize(("names", "flagged"), [(("divergences",), True),
-                                                (("divergences", "rhat"), True),
-                                                (("rhat",), False)])
-def test_a_tempered_run_behind_a_split_refused_for_divergences_is_never_ok(
-        monkeypatch, names: tuple[str, ...], flagged: bool) -> None:
-    outcome = SplitOutcome(why="...", tried=True, names=names)
-    fit = _plan(monkeypatch, outcome)
-    found = [check(fit) for check in fit.later_checks if isinstance(check, DivergedCheck)]
-    assert [name for name, _ in found] == (["split_divergences"] if flagged else [])
-    assert all(reason is not None and "reparameterise" in reason.remedy
-               for _, reason in found)
 
 
 @pytest.mark.parametrize("split", [True, False])
