@@ -36,15 +36,17 @@ __all__ = ["RUN_ESTIMATE_REASONS", "estimates_ess", "shared_checks", "unvisited_
            "carried_variance_floor", "minor_reasons"]
 
 #: Reasons that judge how well the run's own estimate is known: its chains' mixing and
-#: agreement, its effective draws, its temperatures and its modes' entries.  Where the fit
-#: reports its cells' estimate instead (``ExtendedFit.cell_estimate``: independent
-#: importance draws with their own errors), these alone do not make it suspect; the
-#: reasons that say the run missed a region (divergences, cut trajectories, the search,
-#: the refused split's chains, the wide checks of the reported estimate) still do.
+#: agreement, its effective draws, its temperatures and its modes' entries (CT's
+#: ``mode_acceptance``: a found mode whose steps are rejected, which the chains enter too
+#: rarely; its cell has the search's part there).  Where the fit reports its cells'
+#: estimate instead (``ExtendedFit.cell_estimate``: independent importance draws with
+#: their own errors), these alone do not make it suspect; the reasons that say the run
+#: missed a region (divergences, cut trajectories, the search, the refused split's
+#: chains, the wide checks of the reported estimate) still do.
 RUN_ESTIMATE_REASONS = frozenset({
     "rhat", "ess", "sd_precision", "chains_agree", "unvisited_modes", "weight_ess",
     "beta_round_trips", "beta_ends", "base_moments", "log_z_chains", "log_z_rounds",
-    "copies_collapsed"})
+    "copies_collapsed", "mode_acceptance"})
 
 
 class ExtendedFit(Protocol):
