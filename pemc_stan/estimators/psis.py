@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["gpd_fit", "psis"]
+__all__ = ["gpd_fit", "psis", "tail_size"]
 
 #: Zhang and Stephens' prior on the GPD's scale: quantile of the data it is tied to.
 PRIOR_BS = 3.0
@@ -57,6 +57,16 @@ def _gpd_quantiles(probs: NDArray[np.float64], k: float, sigma: float
     return sigma * np.expm1(-k * np.log1p(-probs)) / k
 
 
+def tail_size(n: int, reff: float = 1.0) -> int:
+    """``M = ceil(min(S / 5, 3 sqrt(S / r_eff)))``: how many of ``S`` weights form the tail.
+
+    Raises
+    ------
+    Nothing.
+    """
+    return int(np.ceil(min(n / 5.0, 3 * (n / reff) ** 0.5)))
+
+
 def psis(log_weights: ArrayLike, reff: float = 1.0) -> tuple[NDArray[np.float64], float]:
     """Pareto-smoothed log weights (on the scale given) and the tail's ``k``; ``k`` is
     ``inf`` with four tail draws or fewer (nothing smoothed then).
@@ -69,8 +79,7 @@ def psis(log_weights: ArrayLike, reff: float = 1.0) -> tuple[NDArray[np.float64]
     top = np.max(x)
     x -= top
     order = np.argsort(x)
-    tail_size = int(np.ceil(min(x.size / 5.0, 3 * (x.size / reff) ** 0.5)))
-    cutoff = max(x[order[-tail_size - 1]], np.log(np.finfo(float).tiny))
+    cutoff = max(x[order[-tail_size(x.size, reff) - 1]], np.log(np.finfo(float).tiny))
     (tail,) = np.nonzero(x > cutoff)
     if tail.size <= 4:
         return x + top, float("inf")

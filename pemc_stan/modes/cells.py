@@ -40,11 +40,10 @@ estimate where every cell's weights allow it (:func:`pemc_stan.run.conductor.run
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -55,6 +54,7 @@ from scipy.linalg import solve_triangular
 from pemc_stan.core.base_density import BaseDensity
 from pemc_stan.estimators import weights as W
 from pemc_stan.estimators.log_z import EvidenceEstimate
+from pemc_stan.estimators.psis import tail_size
 from pemc_stan.estimators.stratified import (
     stratified_log_z,
     stratified_mean,
@@ -178,7 +178,7 @@ class CellDraws:
         for k in cells:
             lu = np.where(self.strata == k, self.log_u, -np.inf)
             s = int(np.count_nonzero(np.isfinite(lu)))
-            m = int(math.ceil(min(s / 5, 3 * math.sqrt(s))))
+            m = tail_size(s)
             top = np.argsort(lu)[-m:]
             if m > d + 1 and W.ess(lu[top]) >= d + 1:
                 mean, cov = W.weighted_moments(self.z[top], lu[top])
@@ -546,7 +546,7 @@ class _Cut:
         cut's centres have theirs)."""
         covs = None if self.covariances is None else np.concatenate(
             [np.asarray(self.covariances, dtype=float), covariances])
-        return dataclasses.replace(self, centres=np.vstack([self.centres, centres]),
+        return replace(self, centres=np.vstack([self.centres, centres]),
                                    covariances=covs)
 
     def proposals(self, cells: Iterable[int]
