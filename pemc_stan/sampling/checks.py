@@ -46,7 +46,7 @@ __all__ = ["RUN_ESTIMATE_REASONS", "estimates_ess", "shared_checks", "unvisited_
 RUN_ESTIMATE_REASONS = frozenset({
     "rhat", "ess", "sd_precision", "chains_agree", "unvisited_modes", "weight_ess",
     "beta_round_trips", "beta_ends", "base_moments", "log_z_chains", "log_z_rounds",
-    "copies_collapsed", "mode_acceptance"})
+    "copies_collapsed", "copies_agree", "mode_acceptance"})
 
 
 class ExtendedFit(Protocol):

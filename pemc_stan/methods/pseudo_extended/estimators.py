@@ -14,9 +14,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from pemc_stan.estimators.weights import _check_log_weights
+from pemc_stan.estimators.weights import _check_log_weights, chain_ess
 
-__all__ = ["MixtureEstimate", "mixture_log_ratio", "mixture_weights", "mixture_mean"]
+__all__ = ["COPY_DRAWS_MIN", "MixtureEstimate", "copies_spread", "mixture_log_ratio",
+           "mixture_weights", "mixture_mean"]
 
 
 class MixtureEstimate(NamedTuple):
@@ -193,3 +194,65 @@ def mixture_mean(values: ArrayLike, log_w: ArrayLike, pooled: bool = True) -> Mi
             k_j = (da - theta * db) / (n * db)
             u = u - np.sum(k_j * (n * rho - 1.0), axis=-1)
     return MixtureEstimate(theta, u)
+
+
+#: The Kish effective number of a pseudo-sample's weights over its draws below which its
+#: own mean is not judged: its delta-method error needs many weighted draws (a copy whose
+#: weight sits in one draw gets that draw's value with an error near 0), and such a copy
+#: carries little of the estimate.
+COPY_DRAWS_MIN = 100.0
+
+
+def copies_spread(values: ArrayLike, log_w: ArrayLike) -> float:
+    """How far the pseudo-samples' own weighted means of ``f`` fall apart, in their errors.
+
+    The extended target is symmetric in the pseudo-samples (sampled temperatures), so
+    each one, weighted by its within-draw share ``W_tk``, estimates ``E_pi[f]``:
+    ``m_k = sum_t W_tk f_tk / sum_t W_tk``, with the delta-method error
+    ``sd(r) / sqrt(ESS(r)) / mean(W)`` of ``r_t = W_tk (f_tk - m_k)`` (copies with fewer
+    than :data:`COPY_DRAWS_MIN` effective weighted draws are left out).  Returned: the
+    chi-square per degree of freedom of the ``m_k`` of every chain's every
+    pseudo-sample about their inverse-variance mean, about 1 where the copies move
+    between modes, large where each stays in the mode it started in (the within-draw
+    estimate then weighs modes by how many copies sit in each).
+
+    Parameters
+    ----------
+    values, log_w : array_like, shape (chains, draws, N)
+        ``f`` and the unnormalised log weight of every pseudo-sample.
+
+    Returns
+    -------
+    float
+        NaN with fewer than two pseudo-samples whose error is positive.
+
+    Raises
+    ------
+    ValueError
+        On a shape mismatch, or as :func:`~pemc_stan.estimators.weights.chain_ess`.
+    """
+    arr = _check_log_weights(log_w)
+    f = np.asarray(values, dtype=float)
+    if f.shape != arr.shape or arr.ndim != 3:
+        raise ValueError(f"values {f.shape} and log_w {arr.shape} must share one shape "
+                         "(chains, draws, N)")
+    w = np.exp(arr - np.max(arr, axis=-1, keepdims=True))
+    w = w / np.sum(w, axis=-1, keepdims=True)
+    means, errors = [], []
+    for wk, fk in zip(np.moveaxis(w, -1, 1).reshape(-1, w.shape[1]),
+                      np.moveaxis(f, -1, 1).reshape(-1, f.shape[1]), strict=True):
+        weight = float(np.mean(wk))
+        if not weight > 0 or np.sum(wk) ** 2 < COPY_DRAWS_MIN * np.sum(wk**2):
+            continue
+        fk = np.where(wk > 0, fk, 0.0)
+        m = float(np.sum(wk * fk) / np.sum(wk))
+        r = np.where(wk > 0, wk * (fk - m), 0.0)
+        if not np.ptp(r) > 0:
+            continue
+        means.append(m)
+        errors.append(float(np.sqrt(np.var(r, ddof=1) / max(chain_ess(r), 1.0))) / weight)
+    if len(means) < 2:
+        return float("nan")
+    m_k, inv = np.asarray(means), 1.0 / np.asarray(errors) ** 2
+    pooled = float(np.sum(inv * m_k) / np.sum(inv))
+    return float(np.sum(inv * (m_k - pooled) ** 2) / (m_k.size - 1))

@@ -31,7 +31,7 @@ from scipy import stats
 
 from pemc_stan.errors import PseudoExtendedDiagnosticWarning
 from pemc_stan.estimators import weights as W
-from pemc_stan.methods.pseudo_extended.estimators import mixture_mean
+from pemc_stan.methods.pseudo_extended.estimators import copies_spread, mixture_mean
 from pemc_stan.methods.pseudo_extended.options import BetaDensity, as_beta, is_auto
 from pemc_stan.methods.pseudo_extended.transform import PseudoExtendedResult
 from pemc_stan.methods.tempering import FLAT, BetaBias, length_bias
@@ -51,6 +51,11 @@ BETA_PILE_SHARE_MAX = 0.9
 #: The share of draws in which one pseudo-sample carries >= 99% of the weight above which
 #: the copies are said to have collapsed (the diagnostics' advice uses the same).
 COLLAPSED_SHARE_MIN = 0.9
+#: The largest chi-square per degree of freedom of the pseudo-samples' own estimates
+#: (:func:`~pemc_stan.methods.pseudo_extended.estimators.copies_spread`) of a run whose
+#: copies move between modes: about 1 by chance (noisy ESS and slow mixing make 2-4);
+#: copies that never leave their modes give hundreds and more (docs/decisions.md).
+COPIES_SPREAD_MAX = 10.0
 
 
 class PseudoExtendedFit(ExtendedFit):
@@ -468,6 +473,7 @@ class PseudoExtendedFit(ExtendedFit):
             return
         yield "copies_collapsed", self._collapsed()
         if self.result.options.fixed_ladder is None:
+            yield "copies_agree", self._copies_apart()
             beta = self.beta()
             low = float(np.mean(beta < 0.05))
             high = float(np.mean(beta > 0.95))
@@ -476,6 +482,27 @@ class PseudoExtendedFit(ExtendedFit):
                 "beta_ends", f"{100 * low:.0f}% of the temperatures are below 0.05 and "
                 f"{100 * high:.0f}% above 0.95: they pile up at one end (an improper or badly "
                 "scaled instrumental)", "set beta_min or instrumental=(a, 1), or pass log_scale")
+
+    def _copies_apart(self) -> Reason | None:
+        """The pseudo-samples' own estimates disagree (:func:`copies_spread`, worst column):
+        each copy stays in the mode where it started, so the within-draw estimate weighs
+        the modes by how many copies sit in each, whatever their masses; the chains can
+        agree (alike starts) and more draws of the same run do not change it."""
+        lw = self.particle_log_weights()
+        worst = (0.0, "")
+        for column in self.parameter_columns():
+            spread = copies_spread(self.particles(column), lw)
+            if spread > worst[0]:
+                worst = (spread, column)
+        if not worst[0] > COPIES_SPREAD_MAX:
+            return None
+        return Reason(
+            "copies_agree", f"the pseudo-samples' own weighted means of {worst[1]} lie "
+            f"{np.sqrt(worst[0]):.0f} times their standard errors apart (root mean square): "
+            "the copies stay in the modes where they started, so the estimate weighs those "
+            "modes by how many copies sit in each, not by their mass",
+            "run with method='ct' (continuous tempering carries each chain between modes "
+            "through the tempered target)")
 
     def _collapsed(self) -> Reason | None:
         """The tempered copies carry no weight while the chains disagree: PE cannot move

@@ -7,6 +7,7 @@ import pytest
 
 from pemc_stan.estimators.weights import log_normalise
 from pemc_stan.methods.pseudo_extended.estimators import (
+    copies_spread,
     mixture_log_ratio,
     mixture_mean,
     mixture_weights,
@@ -164,3 +165,52 @@ def test_mixture_zero_weights_and_errors() -> None:
         mixture_mean(np.zeros((3, 3)), lw)
     with pytest.raises(ValueError, match="finite"):
         mixture_log_ratio(np.array([[0.0, -np.inf, -np.inf, -np.inf]] * 2))
+
+
+def _in_modes(seed: int, stay: bool, chains: int = 4, t: int = 1000, n: int = 3
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact PE draws (chains, t, n) moved to modes at -3 and +3 of a symmetric target:
+    every draw's copies pick their modes afresh, or (``stay``) copy 1 sits at +3 and the
+    others at -3 in every chain and draw (copies that never leave their modes)."""
+    rng = np.random.default_rng(seed)
+    x, log_w = _extended_draws(rng, chains * t, n, 0.1)
+    side = np.where(np.arange(n) == 0, 1.0, -1.0) if stay \
+        else rng.choice([-1.0, 1.0], size=x.shape)
+    return (x + 3.0 * side).reshape(chains, t, n), log_w.reshape(chains, t, n)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_copies_that_move_between_modes_agree_and_copies_that_stay_do_not(seed: int) -> None:
+    """The copies' own estimates spread as chance allows (chi-square per degree of
+    freedom near 1) while each copy visits both modes; where each stays in its mode they
+    lie hundreds of errors apart, and the within-draw estimate, which every chain gives
+    alike, weighs the modes 1:2 by their copies instead of 1:1 by their masses."""
+    x, log_w = _in_modes(seed, stay=False)
+    assert copies_spread(x, log_w) < 3.0
+    x, log_w = _in_modes(seed, stay=True)
+    assert copies_spread(x, log_w) > 100.0
+    w = np.exp(log_normalise(log_w, axis=-1))
+    chain_means = np.mean(np.sum(w * x, axis=-1), axis=1)
+    assert np.all(np.abs(chain_means + 1.0) < 0.2), chain_means  # E[x] = 0
+
+
+def test_copies_spread_needs_two_copies_with_an_error() -> None:
+    """One chain's one copy, or copies whose weighted terms never vary, give no spread."""
+    x, log_w = _in_modes(0, stay=False, chains=1, n=1)
+    assert np.isnan(copies_spread(x, log_w))
+    assert np.isnan(copies_spread(np.ones((2, 10, 3)), np.zeros((2, 10, 3))))
+    with pytest.raises(ValueError, match="one shape"):
+        copies_spread(np.ones((2, 10, 3)), np.zeros((2, 10, 2)))
+
+
+def test_a_copy_whose_weight_sits_in_a_few_draws_is_not_judged() -> None:
+    """Hot copies that carry weight in one draw each (a concentrated posterior: one copy
+    holds it) give their own means an error near 0; they are left out
+    (``COPY_DRAWS_MIN``), and the copies that carry the weight, alike, agree."""
+    x, log_w = _in_modes(1, stay=False)
+    x = x.copy()
+    log_w = np.full_like(log_w, -80.0)
+    log_w[..., 0] = 0.0
+    log_w[:, 7, 1:] = 5.0  # the hot copies' one heavy draw each
+    x[..., 1:] += 40.0
+    assert copies_spread(x, log_w) < 3.0

@@ -191,3 +191,23 @@ def test_collapsed_copies_are_a_reason_only_while_the_chains_disagree(
     assert (found is not None) == named, found
     if found is not None:
         assert "R-hat 1.30" in found.message and "method='ct'" in found.remedy
+
+
+@pytest.mark.parametrize("stay", [False, True])
+def test_copies_that_stay_in_their_modes_are_named_though_the_chains_agree(stay: bool) -> None:
+    """``copies_agree``: where one copy of every chain sits 6 sd from the others, every
+    chain gives the same estimate (the chains agree) and the run is still suspect, with
+    the column and the method that moves between modes; copies drawn alike are not."""
+    from fakes import fake_pe_fit
+
+    fit = fake_pe_fit(n_chains=4, n_draws=400)
+    if stay:
+        fit._draws[:, :, fit._col["v[1,1]"]] += 6.0
+    found = dict(fit.method_checks())["copies_agree"]
+    assert (found is not None) == stay, found
+    names = {r.name for r in fit.check().reasons}
+    assert ("copies_agree" in names) == stay
+    assert "chains_agree" not in names
+    if found is not None:
+        assert "v[1]" in found.message and "method='ct'" in found.remedy
+        assert fit.check().status == "suspect"
