@@ -14,10 +14,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from pemc_stan.estimators.weights import _check_log_weights, chain_ess
+from pemc_stan.estimators.weights import _check_log_weights, chain_ess, log_normalise
 
-__all__ = ["COPY_DRAWS_MIN", "MixtureEstimate", "copies_spread", "mixture_log_ratio",
-           "mixture_weights", "mixture_mean"]
+__all__ = ["COPY_DRAWS_MIN", "CopiesSpread", "MixtureEstimate", "copies_spread",
+           "mixture_log_ratio", "mixture_weights", "mixture_mean"]
 
 
 class MixtureEstimate(NamedTuple):
@@ -203,13 +203,20 @@ def mixture_mean(values: ArrayLike, log_w: ArrayLike, pooled: bool = True) -> Mi
 COPY_DRAWS_MIN = 100.0
 
 
-def copies_spread(values: ArrayLike, log_w: ArrayLike) -> float:
+class CopiesSpread(NamedTuple):
+    """:func:`copies_spread`'s chi-square per degree of freedom and the copies judged."""
+
+    spread: float
+    copies: int
+
+
+def copies_spread(values: ArrayLike, log_w: ArrayLike) -> CopiesSpread:
     """How far the pseudo-samples' own weighted means of ``f`` fall apart, in their errors.
 
     The extended target is symmetric in the pseudo-samples (sampled temperatures), so
     each one, weighted by its within-draw share ``W_tk``, estimates ``E_pi[f]``:
     ``m_k = sum_t W_tk f_tk / sum_t W_tk``, with the delta-method error
-    ``sd(r) / sqrt(ESS(r)) / mean(W)`` of ``r_t = W_tk (f_tk - m_k)`` (copies with fewer
+    ``sd(r) / sqrt(ESS(r))`` of ``r_t = W_tk (f_tk - m_k) / mean_t(W_tk)`` (copies with fewer
     than :data:`COPY_DRAWS_MIN` effective weighted draws are left out).  Returned: the
     chi-square per degree of freedom of the ``m_k`` of every chain's every
     pseudo-sample about their inverse-variance mean, about 1 where the copies move
@@ -223,8 +230,8 @@ def copies_spread(values: ArrayLike, log_w: ArrayLike) -> float:
 
     Returns
     -------
-    float
-        NaN with fewer than two pseudo-samples whose error is positive.
+    CopiesSpread
+        ``spread`` NaN with fewer than two copies judged (an error finite and positive).
 
     Raises
     ------
@@ -236,23 +243,28 @@ def copies_spread(values: ArrayLike, log_w: ArrayLike) -> float:
     if f.shape != arr.shape or arr.ndim != 3:
         raise ValueError(f"values {f.shape} and log_w {arr.shape} must share one shape "
                          "(chains, draws, N)")
-    w = np.exp(arr - np.max(arr, axis=-1, keepdims=True))
-    w = w / np.sum(w, axis=-1, keepdims=True)
+    own = np.moveaxis(log_normalise(arr, axis=-1), -1, 1).reshape(-1, arr.shape[1])
     means, errors = [], []
-    for wk, fk in zip(np.moveaxis(w, -1, 1).reshape(-1, w.shape[1]),
-                      np.moveaxis(f, -1, 1).reshape(-1, f.shape[1]), strict=True):
-        weight = float(np.mean(wk))
-        if not weight > 0 or np.sum(wk) ** 2 < COPY_DRAWS_MIN * np.sum(wk**2):
+    for lk, fk in zip(own, np.moveaxis(f, -1, 1).reshape(-1, f.shape[1]), strict=True):
+        top = float(np.max(lk))
+        if not np.isfinite(top):
             continue
-        fk = np.where(wk > 0, fk, 0.0)
-        m = float(np.sum(wk * fk) / np.sum(wk))
-        r = np.where(wk > 0, wk * (fk - m), 0.0)
+        u = np.exp(lk - top)  # the copy's weights over its draws, the largest 1: no underflow
+        if np.sum(u) ** 2 < COPY_DRAWS_MIN * np.sum(u**2):
+            continue
+        fk = np.where(u > 0, fk, 0.0)
+        if not np.all(np.isfinite(fk)):
+            continue
+        m = float(np.sum(u * fk) / np.sum(u))
+        r = u / np.mean(u) * (fk - m)  # m - E[f] is about mean(r)
         if not np.ptp(r) > 0:
             continue
-        means.append(m)
-        errors.append(float(np.sqrt(np.var(r, ddof=1) / max(chain_ess(r), 1.0))) / weight)
+        error = float(np.sqrt(np.var(r, ddof=1) / max(chain_ess(r), 1.0)))
+        if np.isfinite(error) and error > 0:
+            means.append(m)
+            errors.append(error)
     if len(means) < 2:
-        return float("nan")
+        return CopiesSpread(float("nan"), len(means))
     m_k, inv = np.asarray(means), 1.0 / np.asarray(errors) ** 2
     pooled = float(np.sum(inv * m_k) / np.sum(inv))
-    return float(np.sum(inv * (m_k - pooled) ** 2) / (m_k.size - 1))
+    return CopiesSpread(float(np.sum(inv * (m_k - pooled) ** 2) / (m_k.size - 1)), m_k.size)

@@ -186,9 +186,9 @@ def test_copies_that_move_between_modes_agree_and_copies_that_stay_do_not(seed: 
     lie hundreds of errors apart, and the within-draw estimate, which every chain gives
     alike, weighs the modes 1:2 by their copies instead of 1:1 by their masses."""
     x, log_w = _in_modes(seed, stay=False)
-    assert copies_spread(x, log_w) < 3.0
+    assert copies_spread(x, log_w).spread < 3.0
     x, log_w = _in_modes(seed, stay=True)
-    assert copies_spread(x, log_w) > 100.0
+    assert copies_spread(x, log_w).spread > 100.0
     w = np.exp(log_normalise(log_w, axis=-1))
     chain_means = np.mean(np.sum(w * x, axis=-1), axis=1)
     assert np.all(np.abs(chain_means + 1.0) < 0.2), chain_means  # E[x] = 0
@@ -197,8 +197,8 @@ def test_copies_that_move_between_modes_agree_and_copies_that_stay_do_not(seed: 
 def test_copies_spread_needs_two_copies_with_an_error() -> None:
     """One chain's one copy, or copies whose weighted terms never vary, give no spread."""
     x, log_w = _in_modes(0, stay=False, chains=1, n=1)
-    assert np.isnan(copies_spread(x, log_w))
-    assert np.isnan(copies_spread(np.ones((2, 10, 3)), np.zeros((2, 10, 3))))
+    assert np.isnan(copies_spread(x, log_w).spread)
+    assert np.isnan(copies_spread(np.ones((2, 10, 3)), np.zeros((2, 10, 3))).spread)
     with pytest.raises(ValueError, match="one shape"):
         copies_spread(np.ones((2, 10, 3)), np.zeros((2, 10, 2)))
 
@@ -213,4 +213,38 @@ def test_a_copy_whose_weight_sits_in_a_few_draws_is_not_judged() -> None:
     log_w[..., 0] = 0.0
     log_w[:, 7, 1:] = 5.0  # the hot copies' one heavy draw each
     x[..., 1:] += 40.0
-    assert copies_spread(x, log_w) < 3.0
+    assert copies_spread(x, log_w).spread < 3.0
+
+
+def _ar1(rng: np.random.Generator, shape: tuple[int, ...], phi: float) -> np.ndarray:
+    """Unit-variance AR(1) series along axis 1 (draws)."""
+    e = rng.normal(size=shape)
+    x = np.empty(shape)
+    x[:, 0] = e[:, 0]
+    for t in range(1, shape[1]):
+        x[:, t] = phi * x[:, t - 1] + np.sqrt(1 - phi**2) * e[:, t]
+    return x
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_slowly_moving_copies_are_judged_by_their_autocorrelation(seed: int) -> None:
+    """Copies that change modes every 50 draws or so, alike in law, agree once each copy's
+    error carries its autocorrelation (it fails with the draws counted as independent);
+    hot copies, a e^-40 share of every draw's weight, are judged on their own scale."""
+    rng = np.random.default_rng(seed)
+    side = np.where(_ar1(rng, (4, 1000, 3), 0.98) > 0, 3.0, -3.0)
+    x = side + _ar1(rng, (4, 1000, 3), 0.9)
+    log_w = rng.normal(scale=0.3, size=x.shape)
+    log_w[..., 1:] -= 40.0
+    assert copies_spread(x, log_w).spread < 5.0
+
+
+def test_copies_that_stay_are_seen_when_the_hot_ones_weigh_e_to_the_minus_800() -> None:
+    """A copy's weights are rescaled to its own largest before any square: weights of
+    e^-800 of a draw's (below the smallest double) still give each copy its error."""
+    rng = np.random.default_rng(2)
+    x = np.where(np.arange(3) == 0, 3.0, -3.0) + rng.normal(size=(4, 1000, 3))
+    log_w = rng.normal(scale=0.3, size=x.shape)
+    log_w[..., 1:] -= 800.0
+    found = copies_spread(x, log_w)
+    assert found.copies == 12 and found.spread > 100.0
