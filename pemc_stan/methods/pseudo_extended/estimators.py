@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import expit
 
-from pemc_stan.estimators.weights import _check_log_weights, chain_ess, log_normalise
+from pemc_stan.estimators.weights import _check_log_weights, chain_ess, ess, log_normalise
 
 __all__ = ["COPY_DRAWS_MIN", "CopiesSpread", "MixtureEstimate", "copies_spread",
            "mixture_log_ratio", "mixture_weights", "mixture_mean"]
@@ -249,9 +249,9 @@ def copies_spread(values: ArrayLike, log_w: ArrayLike) -> CopiesSpread:
         top = float(np.max(lk))
         if not np.isfinite(top):
             continue
-        u = np.exp(lk - top)  # the copy's weights over its draws, the largest 1: no underflow
-        if np.sum(u) ** 2 < COPY_DRAWS_MIN * np.sum(u**2):
+        if ess(lk) < COPY_DRAWS_MIN:
             continue
+        u = np.exp(lk - top)  # the copy's weights over its draws, the largest 1: no underflow
         fk = np.where(u > 0, fk, 0.0)
         if not np.all(np.isfinite(fk)):
             continue
